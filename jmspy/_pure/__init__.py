@@ -1,0 +1,1 @@
+"""Pure-Python twins of the compiled modules in jmspy._cext."""
