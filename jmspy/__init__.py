@@ -1,0 +1,76 @@
+"""jmspy: a JMS-style messaging SDK for Python.
+
+>>> from jmspy import ConnectionFactory, Session
+>>> with ConnectionFactory("vm://embedded").create_connection() as conn:
+...     session = conn.create_session()
+"""
+
+from __future__ import annotations
+
+from ._speedups import PURE_PYTHON
+from .connection import Connection, ConnectionFactory, ExceptionListener
+from .consumer import MessageConsumer, MessageListener, QueueBrowser
+from .destinations import Destination, Queue, TemporaryQueue, Topic
+from .errors import (
+    IllegalStateException,
+    InvalidClientIDException,
+    InvalidConfigurationException,
+    InvalidDestinationException,
+    InvalidSelectorException,
+    JMSException,
+    JMSSecurityException,
+    MessageEOFException,
+    MessageFormatException,
+    MessageNotReadableException,
+    MessageNotWriteableException,
+    ResourceAllocationException,
+    TransactionInProgressException,
+    TransactionRolledBackException,
+    UnknownTransportException,
+    UnsupportedFeatureException,
+)
+from .flow import FlowStats
+from .message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
+from .producer import CompletionListener, MessageProducer
+from .session import Session
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PURE_PYTHON",
+    "BytesMessage",
+    "CompletionListener",
+    "Connection",
+    "ConnectionFactory",
+    "DeliveryMode",
+    "Destination",
+    "ExceptionListener",
+    "FlowStats",
+    "IllegalStateException",
+    "InvalidClientIDException",
+    "InvalidConfigurationException",
+    "InvalidDestinationException",
+    "InvalidSelectorException",
+    "JMSException",
+    "JMSSecurityException",
+    "MapMessage",
+    "Message",
+    "MessageConsumer",
+    "MessageEOFException",
+    "MessageFormatException",
+    "MessageListener",
+    "MessageNotReadableException",
+    "MessageNotWriteableException",
+    "MessageProducer",
+    "Queue",
+    "QueueBrowser",
+    "ResourceAllocationException",
+    "Session",
+    "TemporaryQueue",
+    "TextMessage",
+    "Topic",
+    "TransactionInProgressException",
+    "TransactionRolledBackException",
+    "UnknownTransportException",
+    "UnsupportedFeatureException",
+]

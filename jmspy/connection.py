@@ -1,0 +1,362 @@
+"""Connection factories and connections.
+
+A connection owns one transport, routes the transport's deliveries to consumers, holds
+the connection-wide flow cap, and runs the two kinds of user callback that must never run
+on a transport's I/O thread: the exception listener and async-send completion listeners.
+Both run on one notifier thread per connection, started on first use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .destinations import Destination, TemporaryQueue
+from .errors import IllegalStateException, InvalidClientIDException, JMSException
+from .flow import ConnectionFlow
+from .message import Message
+from .properties import FactoryProperties
+from .transport import Transport, create_transport
+
+if TYPE_CHECKING:
+    from .consumer import MessageConsumer
+    from .producer import CompletionCallback
+    from .session import Session
+
+__all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
+
+_instances = itertools.count(1)
+
+
+@runtime_checkable
+class ExceptionListener(Protocol):
+    def on_exception(self, exception: JMSException) -> None: ...
+
+
+ExceptionCallback = ExceptionListener | Callable[[JMSException], Any]
+
+
+class ConnectionFactory:
+    """Creates connections to one broker URL with one set of Open MQ-style properties.
+
+    >>> factory = ConnectionFactory("vm://embedded", imqConsumerFlowLimit=100)
+    >>> factory["imqConnectionFlowLimitEnabled"] = True
+    """
+
+    def __init__(self, url: str = "vm://embedded", **properties: Any) -> None:
+        self.url = url
+        self.properties = FactoryProperties(properties)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.properties[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.properties[name] = value
+
+    def create_connection(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        *,
+        client_id: str | None = None,
+    ) -> Connection:
+        """Open a connection (stopped: call ``start()`` to receive)."""
+        props = self.properties.snapshot()
+        if client_id is not None:
+            self.properties.spec("clientID").validate(client_id)
+            props["clientID"] = client_id
+        if user is None:
+            user, password = props["imqDefaultUsername"], props["imqDefaultPassword"]
+        transport = create_transport(self.url, props)
+        return Connection(transport, props, user=user, password=password)
+
+    def __repr__(self) -> str:
+        return f"ConnectionFactory({self.url!r})"
+
+
+class Connection:
+    """A live connection to a broker; create sessions from it, then ``start()``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        properties: dict[str, Any],
+        *,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        self._transport = transport
+        self._properties = properties
+        self._instance = next(_instances)
+        self._id_prefix = f"ID:{uuid.uuid4().hex[:16]}-{self._instance}-"
+        self._message_ids = itertools.count(1)
+        self._consumer_ids = itertools.count(1)
+        self._started = False
+        self._closed = False
+        self._closing = False
+        self._close_lock = threading.Lock()
+        self._close_deferred_to: Session | None = None
+        self._sessions: list[Session] = []
+        self._consumers: dict[int, MessageConsumer] = {}
+        self._exception_listener: ExceptionCallback | None = None
+        self._notifier: _Notifier | None = None
+        self._flow = ConnectionFlow(
+            transport,
+            bool(properties["imqConnectionFlowLimitEnabled"]),
+            int(properties["imqConnectionFlowLimit"]),
+        )
+        self.client_id: str | None = properties["clientID"]
+        transport.open(self, client_id=self.client_id, user=user, password=password)
+
+    # -- public API -------------------------------------------------------------------
+    def set_client_id(self, client_id: str) -> None:
+        """Client ids are fixed when the connection opens; this explains how to set one."""
+        if client_id == self.client_id:
+            return
+        raise InvalidClientIDException(
+            "the client id is fixed when the connection opens; pass it as "
+            "ConnectionFactory(url, clientID=...) or create_connection(client_id=...)"
+        )
+
+    def set_exception_listener(self, listener: ExceptionCallback | None) -> None:
+        """Hear about asynchronous problems (a listener raised, the connection failed)."""
+        self._exception_listener = listener
+
+    @property
+    def exception_listener(self) -> ExceptionCallback | None:
+        return self._exception_listener
+
+    def create_session(
+        self, transacted: bool = False, ack_mode: int = 1
+    ) -> Session:
+        """A session; ``ack_mode`` is a Session.*_ACKNOWLEDGE constant."""
+        from .session import Session
+
+        self._check_open()
+        session = Session(self, transacted, ack_mode)
+        self._sessions.append(session)
+        return session
+
+    def start(self) -> None:
+        """Start (or resume) delivery to receive() callers and listeners."""
+        self._check_open()
+        self._started = True
+        self._wake_all()
+
+    def stop(self) -> None:
+        """Pause delivery; messages stay buffered (flow limits still bound them)."""
+        self._check_open()
+        if any(s._on_dispatcher_thread() for s in self._sessions):
+            raise IllegalStateException(
+                "stop() called from a message listener of this connection would wait for "
+                "itself; call it from another thread"
+            )
+        self._started = False
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        """The broker's counters for a destination (messageCount, deliveringCount...)."""
+        self._check_open()
+        return self._transport.destination_stats(destination)
+
+    def flow_stats(self) -> dict[str, Any]:
+        """Connection-wide flow control: the cap and what is buffered against it."""
+        return {
+            "enabled": self._flow.enabled,
+            "limit": self._flow.limit,
+            "buffered": self._flow.buffered_total(),
+        }
+
+    def close(self) -> None:
+        """Close sessions (rolling back open transactions) and the transport.
+
+        Safe from any thread. From inside a message listener the close finishes once that
+        listener returns (its message is acknowledged first).
+        """
+        with self._close_lock:
+            if self._closed or self._closing:
+                return
+            self._closing = True
+        current = next((s for s in self._sessions if s._on_dispatcher_thread()), None)
+        for session in list(self._sessions):
+            if session is not current:
+                session.close()
+        if current is not None:
+            self._close_deferred_to = current
+            current.close()
+            return
+        self._finish_close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --------------------------------------------------------------------
+    def _finish_close(self) -> None:
+        for session in list(self._sessions):
+            session._do_close()
+        try:
+            self._transport.close()
+        finally:
+            self._closed = True
+            self._started = False
+            if self._notifier is not None:
+                self._notifier.stop()
+
+    def _check_open(self) -> None:
+        if self._closed or self._closing:
+            raise IllegalStateException("the connection is closed; create a new connection")
+
+    def _wake_all(self) -> None:
+        for consumer in list(self._consumers.values()):
+            with consumer._cond:
+                consumer._cond.notify_all()
+        for session in list(self._sessions):
+            session._wake()
+
+    def _next_message_id(self) -> str:
+        return f"{self._id_prefix}{next(self._message_ids)}"
+
+    def _next_consumer_id(self) -> int:
+        return next(self._consumer_ids)
+
+    def _register_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers[consumer.consumer_id] = consumer
+
+    def _unregister_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers.pop(consumer.consumer_id, None)
+
+    def _session_closed(self, session: Session) -> None:
+        if session in self._sessions:
+            self._sessions.remove(session)
+
+    def _delete_temporary_queue(self, queue: TemporaryQueue) -> None:
+        self._check_open()
+        self._transport.delete_temporary_queue(queue.name)
+
+    # TransportListener ----------------------------------------------------------------
+    def on_delivery(
+        self, consumer_id: int, delivery_tag: int, message: Message, delivery_count: int
+    ) -> None:
+        consumer = self._consumers.get(consumer_id)
+        if consumer is None:
+            return  # closed meanwhile; the broker redelivers what it never got acked
+        message._delivery_tag = delivery_tag
+        message.delivery_count = delivery_count
+        message.redelivered = delivery_count > 1
+        consumer._deliver(message)
+
+    def on_transport_error(self, error: JMSException) -> None:
+        self._report(error)
+
+    # user callbacks off the I/O thread --------------------------------------------------
+    def _get_notifier(self) -> _Notifier:
+        with self._close_lock:
+            if self._notifier is None:
+                self._notifier = _Notifier(self._instance)
+            return self._notifier
+
+    def _report(self, error: JMSException, cause: BaseException | None = None) -> None:
+        if cause is not None:
+            error.__cause__ = cause
+        listener = self._exception_listener
+        if listener is None:
+            return
+        callback = getattr(listener, "on_exception", listener)
+        self._get_notifier().submit(lambda: callback(error))
+
+    def _send_async(
+        self,
+        session: Session,
+        message: Message,
+        tx: str | None,
+        listener: CompletionCallback,
+    ) -> None:
+        def run() -> None:
+            error: Exception | None = None
+            try:
+                self._transport.send(message, tx)
+            except Exception as exc:
+                error = exc
+            on_completion = getattr(listener, "on_completion", None)
+            if on_completion is not None:
+                if error is None:
+                    on_completion(message)
+                else:
+                    listener.on_exception(message, error)  # type: ignore[union-attr]
+            else:
+                listener(message, error)  # type: ignore[operator]
+
+        self._get_notifier().submit(run, session)
+
+    def _drain_async_sends(self, session: Session) -> None:
+        notifier = self._notifier
+        if notifier is not None and not notifier.on_thread():
+            notifier.wait_for(session)
+
+
+class _Notifier:
+    """One thread per connection running user callbacks in submission order."""
+
+    def __init__(self, instance: int) -> None:
+        self._queue: queue.SimpleQueue[tuple[Callable[[], None], object] | None] = (
+            queue.SimpleQueue()
+        )
+        self._pending: dict[int, int] = {}
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(
+            target=self._run, name=f"jmspy-notifier-{instance}", daemon=True
+        )
+        self._thread.start()
+
+    def submit(self, fn: Callable[[], None], owner: object = None) -> None:
+        with self._cond:
+            key = id(owner)
+            self._pending[key] = self._pending.get(key, 0) + 1
+        self._queue.put((fn, owner))
+
+    def wait_for(self, owner: object, timeout: float = 30.0) -> None:
+        """Block until every callback submitted for ``owner`` has run."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._pending.get(id(owner)), timeout)
+
+    def on_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        if not self.on_thread():
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, owner = item
+            try:
+                fn()
+            except Exception:  # a user callback failed: nothing to report it to
+                import logging
+
+                logging.getLogger("jmspy").exception("user callback raised")
+            finally:
+                with self._cond:
+                    key = id(owner)
+                    self._pending[key] -= 1
+                    if not self._pending[key]:
+                        del self._pending[key]
+                    self._cond.notify_all()

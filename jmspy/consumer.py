@@ -1,0 +1,308 @@
+"""Message consumers (``receive`` loops and listeners) and queue browsers.
+
+A consumer's messages arrive from the transport into its prefetch buffer on whatever
+thread the transport uses; they reach user code only on the caller's thread
+(``receive``) or on its session's dispatcher thread (listeners), never on the transport's.
+Acknowledgement bookkeeping lives in the session, because JMS acknowledgement is
+per session (CLIENT_ACKNOWLEDGE acknowledges everything the session delivered).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .destinations import Destination, Queue
+from .errors import IllegalStateException, InvalidSelectorException
+from .flow import FlowStats, new_prefetch_buffer
+from .message import Message
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
+
+
+@runtime_checkable
+class MessageListener(Protocol):
+    """An object with ``on_message(message)``; a plain callable works too."""
+
+    def on_message(self, message: Message) -> None: ...
+
+
+ListenerType = MessageListener | Callable[[Message], Any]
+
+
+def check_selector(selector: str | None) -> str | None:
+    """Validate a selector on the client so errors point at the bad token at once."""
+    if selector is None or not selector.strip():
+        return None
+    from .selector import compile_selector
+
+    try:
+        compile_selector(selector)
+    except InvalidSelectorException:
+        raise
+    return selector
+
+
+class MessageConsumer:
+    """Receives messages from one destination, synchronously or through a listener."""
+
+    def __init__(
+        self,
+        session: Session,
+        consumer_id: int,
+        destination: Destination,
+        selector: str | None,
+        client_limit: int,
+        threshold: int,
+        destination_limit: int | None,
+    ) -> None:
+        self._session = session
+        self.consumer_id = consumer_id
+        self.destination = destination
+        self.selector = selector
+        self._client_limit = client_limit
+        self._destination_limit = destination_limit
+        if destination_limit is not None and destination_limit < client_limit:
+            limit, self._limited_by = destination_limit, "destination"
+        else:
+            limit, self._limited_by = client_limit, "client"
+        if limit == 0:
+            self._limited_by = "pull"
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._buffer = new_prefetch_buffer(limit, threshold)
+        self._connection_capped = 0
+        self._listener: ListenerType | None = None
+        self._closed = False
+        self._scheduled = False  # guarded by the session's dispatch lock
+        self._receiving = 0
+
+    # -- called by the transport (any thread; must only buffer) -------------------------
+    def _deliver(self, message: Message) -> None:
+        with self._lock:
+            if self._closed:
+                # Late delivery after close: the broker has it as delivered; the close
+                # path cancels everything unacknowledged, so just drop our copy.
+                return
+            self._buffer.push(message)
+            has_listener = self._listener is not None
+            if not has_listener:
+                self._cond.notify()
+        if has_listener:
+            self._session._schedule(self)
+
+    # -- public API -------------------------------------------------------------------
+    @property
+    def message_listener(self) -> ListenerType | None:
+        return self._listener
+
+    def set_message_listener(self, listener: ListenerType | None) -> None:
+        """Deliver messages to ``listener`` on the session's dispatcher thread.
+
+        ``listener`` is a callable taking the message, or an object with ``on_message``.
+        ``None`` switches back to ``receive()``.
+        """
+        self._check_open()
+        if listener is not None and not (
+            callable(listener) or callable(getattr(listener, "on_message", None))
+        ):
+            raise IllegalStateException(
+                f"message listener {listener!r} is neither callable nor has on_message()"
+            )
+        with self._lock:
+            if self._receiving:
+                raise IllegalStateException(
+                    "cannot set a message listener while another thread is blocked in "
+                    "receive() on this consumer"
+                )
+            self._listener = listener
+            pending = len(self._buffer) > 0
+        if listener is not None:
+            self._session._ensure_dispatcher()
+            if self._buffer.limit == 0:
+                self._pull_one()
+            if pending:
+                self._session._schedule(self)
+
+    def receive(self, timeout: float | None = None) -> Message | None:
+        """The next message, waiting up to ``timeout`` seconds (None: forever).
+
+        Returns None on timeout or when the consumer is closed while waiting.
+        """
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException(
+                "receive() called on a consumer that has a message listener; a consumer "
+                "is either synchronous or asynchronous: set_message_listener(None) first"
+            )
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        message = self._wait_for_message(deadline)
+        if message is None:
+            return None
+        session = self._session
+        session._delivered_to_app(self, message)
+        session._processing_done(self, message, ok=True)
+        return message
+
+    def receive_no_wait(self) -> Message | None:
+        """A message if one is buffered (or, in pull mode, immediately available)."""
+        return self.receive(timeout=0.0)
+
+    def close(self) -> None:
+        """Stop the consumer; unconsumed messages go back to the broker for redelivery.
+
+        Safe from any thread, including this consumer's own listener (the message being
+        handled is then finished and acknowledged first).
+        """
+        self._session._close_consumer(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def flow_stats(self) -> FlowStats:
+        """Effective limit, which side set it, and live counters."""
+        with self._lock:
+            b = self._buffer
+            return FlowStats(
+                limit=b.limit,
+                threshold=b.threshold,
+                limited_by=self._limited_by,
+                client_limit=self._client_limit,
+                destination_limit=self._destination_limit,
+                buffered=b.buffered,
+                unconsumed=b.unconsumed,
+                outstanding_credit=b.outstanding,
+                delivered=b.delivered_total,
+                consumed=b.consumed_total,
+                batches_requested=b.batches,
+                pauses=b.pauses,
+                connection_capped=self._connection_capped,
+            )
+
+    def __enter__(self) -> MessageConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<MessageConsumer {self.consumer_id} on {self.destination}>"
+
+    # -- internals --------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException(f"{self!r} is closed; create a new consumer")
+        self._session._check_open()
+
+    def _pull_one(self) -> None:
+        """Pull mode (limit 0): ask the broker for exactly one message if none is coming."""
+        with self._lock:
+            credit = self._buffer.pull_credit()
+        if credit:
+            self._session._transport.grant_credit(self.consumer_id, credit)
+
+    def _wait_for_message(self, deadline: float | None) -> Message | None:
+        pull = self._buffer.limit == 0
+        connection = self._session._connection
+        if pull:
+            self._pull_one()
+        message: Message | None = None
+        with self._lock:
+            self._receiving += 1
+            try:
+                while not self._closed:
+                    if connection._started:
+                        item = self._buffer.pop()
+                        if item is not None:
+                            message = item
+                            break
+                    if deadline is None:
+                        self._cond.wait()
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            finally:
+                self._receiving -= 1
+        if message is None and pull and not self._closed:
+            # The pull timed out: take the credit back so a message that arrives later
+            # is not stranded here; if the broker had already used it, the message is
+            # (or is about to be) in our buffer.
+            returned = self._session._transport.revoke_credit(self.consumer_id)
+            with self._lock:
+                self._buffer.revoked(returned)
+                if returned == 0 and connection._started:
+                    item = self._buffer.pop()
+                    if item is not None:
+                        message = item
+        return message
+
+    def _take_for_listener(self) -> Message | None:
+        with self._lock:
+            if self._closed or self._listener is None:
+                return None
+            item: Message | None = self._buffer.pop()
+            return item
+
+    def _has_buffered(self) -> bool:
+        with self._lock:
+            return len(self._buffer) > 0 and not self._closed
+
+    def _consumed(self, count: int) -> None:
+        """``count`` messages were acknowledged/committed: maybe ask for the next batch."""
+        with self._lock:
+            if self._closed:
+                return
+            want = self._buffer.consumed(count)
+        flow = self._session._connection._flow
+        if want > 0 or flow.enabled:
+            flow.top_up(self)
+        if self._buffer.limit == 0 and self._listener is not None:
+            self._pull_one()
+
+    def _returned(self, taken: int) -> list[Message]:
+        """Recover/rollback: hand back ``taken`` app-held messages and the whole buffer.
+
+        Returns the drained (never seen by the app) messages, in delivery order.
+        """
+        with self._lock:
+            drained: list[Message] = self._buffer.drain()
+            if taken:
+                self._buffer.forget(taken)
+            self._cond.notify_all()
+        return drained
+
+
+class QueueBrowser:
+    """Looks at a queue's messages without consuming them (a snapshot, in order)."""
+
+    def __init__(self, session: Session, queue: Queue, selector: str | None) -> None:
+        self._session = session
+        self.queue = queue
+        self.selector = selector
+        self._closed = False
+
+    def get_enumeration(self) -> Iterator[Message]:
+        if self._closed:
+            raise IllegalStateException("QueueBrowser is closed")
+        self._session._check_open()
+        return iter(self._session._transport.browse(self.queue, self.selector))
+
+    def __iter__(self) -> Iterator[Message]:
+        return self.get_enumeration()
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> QueueBrowser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,151 @@
+"""Client flow control: Open MQ's consumer window and the connection-wide cap.
+
+Each consumer owns a :class:`PrefetchBuffer` (compiled, with a pure twin) that does the
+per-message accounting: how many messages are delivered and unconsumed, how much credit
+the broker still holds, and when the threshold says to ask for another batch. This module
+adds what spans consumers: ``imqConnectionFlowLimit``, which caps the sum of every
+consumer's unconsumed messages *plus* the credit they have outstanding, so the broker can
+never push the connection past the cap.
+
+Lock order (never the other way round): ``ConnectionFlow.lock`` -> a consumer's lock.
+No lock is held while calling the transport: a ``vm`` grant delivers synchronously into
+consumer buffers, which take consumer locks.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from . import _speedups
+from .prefetch_protocol import PrefetchBufferProtocol
+
+if TYPE_CHECKING:
+    from .transport import Transport
+
+__all__ = ["ConnectionFlow", "FlowStats", "FlowedConsumer", "new_prefetch_buffer"]
+
+_prefetch = _speedups.load("prefetch")
+
+
+def new_prefetch_buffer(limit: int, threshold: int) -> PrefetchBufferProtocol:
+    """A prefetch buffer from the selected twin (compiled unless JMSPY_PUREPYTHON=1)."""
+    buffer: PrefetchBufferProtocol = _prefetch.PrefetchBuffer(limit, threshold)
+    return buffer
+
+
+@dataclass(frozen=True, slots=True)
+class FlowStats:
+    """A snapshot of one consumer's flow control, for users to see it working.
+
+    ``limited_by`` says which side set ``limit``: "client" (imqConsumerFlowLimit),
+    "destination" (the broker's consumerFlowLimit, when lower) or "pull" (limit 0).
+    ``connection_capped`` counts top-ups the connection-wide limit cut short.
+    """
+
+    limit: int
+    threshold: int
+    limited_by: str
+    client_limit: int
+    destination_limit: int | None
+    buffered: int
+    unconsumed: int
+    outstanding_credit: int
+    delivered: int
+    consumed: int
+    batches_requested: int
+    pauses: int
+    connection_capped: int
+
+
+class FlowedConsumer(Protocol):
+    """What ConnectionFlow needs from a consumer."""
+
+    consumer_id: int
+    _lock: threading.Lock
+    _buffer: PrefetchBufferProtocol
+    _connection_capped: int
+
+
+class ConnectionFlow:
+    """The connection-level cap (imqConnectionFlowLimit) over all its consumers."""
+
+    def __init__(self, transport: Transport, enabled: bool, limit: int) -> None:
+        self.transport = transport
+        self.enabled = enabled
+        self.limit = limit
+        self.lock = threading.Lock()
+        self._consumers: dict[int, FlowedConsumer] = {}
+        self._starved: dict[int, FlowedConsumer] = {}  # insertion order = who waited first
+
+    def add(self, consumer: FlowedConsumer) -> None:
+        with self.lock:
+            self._consumers[consumer.consumer_id] = consumer
+
+    def remove(self, consumer: FlowedConsumer) -> None:
+        with self.lock:
+            self._consumers.pop(consumer.consumer_id, None)
+            self._starved.pop(consumer.consumer_id, None)
+        if self.enabled:
+            self.top_up(None)  # its capacity is free now: feed whoever waited
+
+    def buffered_total(self) -> int:
+        """Messages held unconsumed across the connection (what the cap bounds)."""
+        total = 0
+        for consumer in list(self._consumers.values()):
+            with consumer._lock:
+                total += consumer._buffer.unconsumed
+        return total
+
+    def _committed(self) -> int:
+        # Caller holds self.lock. Unconsumed messages plus credit the broker may still use.
+        total = 0
+        for consumer in self._consumers.values():
+            with consumer._lock:
+                buf = consumer._buffer
+                total += buf.unconsumed + buf.outstanding
+        return total
+
+    def top_up(self, consumer: FlowedConsumer | None) -> None:
+        """Grant what ``consumer`` (and any starved consumer) should have now.
+
+        Without the connection cap this is just the consumer's own threshold rule.
+        """
+        grants: list[tuple[int, int]] = []
+        if not self.enabled:
+            if consumer is None:
+                return
+            with consumer._lock:
+                want = consumer._buffer.wanted()
+                if want > 0:
+                    consumer._buffer.granted(want)
+            if want > 0:
+                self.transport.grant_credit(consumer.consumer_id, want)
+            return
+        with self.lock:
+            available = self.limit - self._committed()
+            # Consumers that waited for connection capacity go first: without this the
+            # consumer that happens to consume would take back every freed slot.
+            order = list(self._starved.values())
+            if consumer is not None and consumer.consumer_id not in self._starved:
+                order.append(consumer)
+            for cand in order:
+                if cand.consumer_id not in self._consumers:
+                    continue
+                with cand._lock:
+                    want = cand._buffer.wanted()
+                    grant = max(0, min(want, available))
+                    if grant > 0:
+                        cand._buffer.granted(grant)
+                        available -= grant
+                    if grant < want:
+                        cand._connection_capped += 1
+                if grant < want:
+                    self._starved[cand.consumer_id] = cand
+                else:
+                    self._starved.pop(cand.consumer_id, None)
+                if grant > 0:
+                    grants.append((cand.consumer_id, grant))
+        for consumer_id, grant in grants:
+            self.transport.grant_credit(consumer_id, grant)

@@ -1,0 +1,424 @@
+"""Messages: headers, typed properties, and Text / Bytes / Map bodies.
+
+A message is writable until it is sent; a *received* message is read-only (JMS rule) until
+``clear_body()`` / ``clear_properties()``. That rule is what lets the in-process transport
+hand the same body and property objects to several topic subscribers without copying.
+
+Header values use snake_case attributes (``msg.priority``); the JMS names
+(``msg.JMSPriority``) are accepted as read aliases because that is what users of other JMS
+clients type first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    IllegalStateException,
+    MessageEOFException,
+    MessageFormatException,
+    MessageNotWriteableException,
+)
+
+if TYPE_CHECKING:
+    from .destinations import Destination
+
+__all__ = [
+    "BytesMessage",
+    "DeliveryMode",
+    "MapMessage",
+    "Message",
+    "PropertyValue",
+    "TextMessage",
+]
+
+PropertyValue = bool | int | float | str | None
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_SELECTOR_WORDS = frozenset(
+    {"NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN", "IS", "ESCAPE"}
+)
+_SETTABLE_JMSX = frozenset({"JMSXGroupID", "JMSXGroupSeq"})
+
+
+class DeliveryMode:
+    """JMS delivery modes: PERSISTENT survives a broker restart, NON_PERSISTENT need not."""
+
+    NON_PERSISTENT = 1
+    PERSISTENT = 2
+
+    @staticmethod
+    def name(mode: int) -> str:
+        return "PERSISTENT" if mode == DeliveryMode.PERSISTENT else "NON_PERSISTENT"
+
+
+def _check_property_name(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise MessageFormatException(f"property name must be a non-empty str, got {name!r}")
+    if not (name[0].isalpha() or name[0] in "_$") or not all(
+        c.isalnum() or c in "_$" for c in name
+    ):
+        raise MessageFormatException(
+            f"property name {name!r} is not a valid identifier: start with a letter, '_' or "
+            "'$' and use only letters, digits, '_' and '$' (selectors must be able to name it)"
+        )
+    if name.upper() in _SELECTOR_WORDS:
+        raise MessageFormatException(
+            f"property name {name!r} is a selector keyword; choose another name"
+        )
+    if name.startswith("JMS") and not name.startswith("JMS_") and name not in _SETTABLE_JMSX:
+        raise MessageFormatException(
+            f"property name {name!r} is reserved: names starting with 'JMS' belong to the "
+            "JMS headers and provider (only JMSXGroupID, JMSXGroupSeq and JMS_* may be set)"
+        )
+    return name
+
+
+def _check_property_value(name: str, value: object) -> PropertyValue:
+    if value is None or isinstance(value, bool | str | float):
+        return value  # type: ignore[return-value]
+    if isinstance(value, int):
+        if not _LONG_MIN <= value <= _LONG_MAX:
+            raise MessageFormatException(
+                f"property {name!r} = {value} does not fit a 64-bit signed integer"
+            )
+        return value
+    raise MessageFormatException(
+        f"property {name!r} has type {type(value).__name__}; JMS properties are bool, int, "
+        "float, str or None (serialise other values into the body)"
+    )
+
+
+class Message:
+    """A JMS message with no body: headers and properties only.
+
+    The ``_acknowledger`` is set by the session that delivered the message; it implements
+    ``acknowledge()`` according to the session's acknowledgement mode.
+    """
+
+    __slots__ = (
+        "_acknowledger",
+        "_body_read_only",
+        "_delivery_tag",
+        "_properties",
+        "_props_read_only",
+        "correlation_id",
+        "delivery_count",
+        "delivery_mode",
+        "delivery_time",
+        "destination",
+        "expiration",
+        "jms_type",
+        "message_id",
+        "priority",
+        "redelivered",
+        "reply_to",
+        "timestamp",
+    )
+
+    _JMS_ALIASES: Mapping[str, str] = {
+        "JMSMessageID": "message_id",
+        "JMSTimestamp": "timestamp",
+        "JMSCorrelationID": "correlation_id",
+        "JMSReplyTo": "reply_to",
+        "JMSDestination": "destination",
+        "JMSDeliveryMode": "delivery_mode",
+        "JMSExpiration": "expiration",
+        "JMSPriority": "priority",
+        "JMSRedelivered": "redelivered",
+        "JMSType": "jms_type",
+        "JMSDeliveryTime": "delivery_time",
+        "JMSXDeliveryCount": "delivery_count",
+    }
+
+    def __init__(self, properties: Mapping[str, PropertyValue] | None = None) -> None:
+        self.message_id: str | None = None
+        self.timestamp: int = 0
+        self.correlation_id: str | None = None
+        self.reply_to: Destination | None = None
+        self.destination: Destination | None = None
+        self.delivery_mode: int = DeliveryMode.PERSISTENT
+        self.expiration: int = 0
+        self.priority: int = 4
+        self.redelivered: bool = False
+        self.jms_type: str | None = None
+        self.delivery_time: int = 0
+        self.delivery_count: int = 0
+        self._properties: dict[str, PropertyValue] = {}
+        self._props_read_only = False
+        self._body_read_only = False
+        self._acknowledger: Callable[[Message], None] | None = None
+        self._delivery_tag: int = -1
+        if properties:
+            for key, value in properties.items():
+                self.set_property(key, value)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = Message._JMS_ALIASES.get(name)
+        if attr is None:
+            raise AttributeError(
+                f"{type(self).__name__!s} has no attribute {name!r}; header attributes are "
+                f"snake_case ({', '.join(sorted(Message._JMS_ALIASES.values()))})"
+            )
+        return getattr(self, attr)
+
+    # -- properties -------------------------------------------------------------------
+    def set_property(self, name: str, value: PropertyValue) -> None:
+        """Set a typed property (bool, int, float, str or None)."""
+        if self._props_read_only:
+            raise MessageNotWriteableException(
+                "the properties of a received message are read-only; call "
+                "clear_properties() first to write new ones"
+            )
+        _check_property_name(name)
+        self._properties[name] = _check_property_value(name, value)
+
+    def get_property(self, name: str) -> PropertyValue:
+        """The property's value, or None when it is absent."""
+        if name == "JMSXDeliveryCount":
+            return self.delivery_count
+        return self._properties.get(name)
+
+    def get_string_property(self, name: str) -> str | None:
+        value = self.get_property(name)
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    def get_int_property(self, name: str) -> int:
+        value = self.get_property(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        raise MessageFormatException(
+            f"property {name!r} = {value!r} cannot be read as an int (JMS conversion rules)"
+        )
+
+    def get_float_property(self, name: str) -> float:
+        value = self.get_property(name)
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise MessageFormatException(
+            f"property {name!r} = {value!r} cannot be read as a float (JMS conversion rules)"
+        )
+
+    def get_bool_property(self, name: str) -> bool:
+        value = self.get_property(name)
+        if isinstance(value, bool):
+            return value
+        if value is None or isinstance(value, str):
+            return isinstance(value, str) and value.lower() == "true"
+        raise MessageFormatException(
+            f"property {name!r} = {value!r} cannot be read as a bool (JMS conversion rules)"
+        )
+
+    def property_exists(self, name: str) -> bool:
+        return name in self._properties
+
+    @property
+    def properties(self) -> Mapping[str, PropertyValue]:
+        """A read-only view of the properties (use set_property to change them)."""
+        from types import MappingProxyType
+
+        return MappingProxyType(self._properties)
+
+    def property_names(self) -> Iterator[str]:
+        return iter(list(self._properties))
+
+    def clear_properties(self) -> None:
+        """Remove all properties and make them writable again."""
+        self._properties = {}
+        self._props_read_only = False
+
+    # -- body ---------------------------------------------------------------------------
+    def clear_body(self) -> None:
+        """Empty the body and make it writable again."""
+        self._body_read_only = False
+
+    def _check_writable_body(self) -> None:
+        if self._body_read_only:
+            raise MessageNotWriteableException(
+                "the body of a received message is read-only; call clear_body() first"
+            )
+
+    def body_size(self) -> int:
+        """Approximate body size in bytes (for flow control and limits)."""
+        return 0
+
+    # -- acknowledgement --------------------------------------------------------------
+    def acknowledge(self) -> None:
+        """Acknowledge per the session's mode.
+
+        CLIENT_ACKNOWLEDGE: every message the session has delivered so far;
+        INDIVIDUAL_ACKNOWLEDGE: this message only; other modes: nothing to do.
+        """
+        ack = self._acknowledger
+        if ack is None:
+            if self._props_read_only:
+                return
+            raise IllegalStateException(
+                "acknowledge() was called on a message that was not received from a session"
+            )
+        ack(self)
+
+    def _make_read_only(self) -> None:
+        self._props_read_only = True
+        self._body_read_only = True
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} id={self.message_id} dest={self.destination} "
+            f"priority={self.priority} redelivered={self.redelivered}>"
+        )
+
+
+class TextMessage(Message):
+    """A message whose body is a str."""
+
+    __slots__ = ("_text",)
+
+    def __init__(
+        self, text: str | None = None, properties: Mapping[str, PropertyValue] | None = None
+    ) -> None:
+        super().__init__(properties)
+        if text is not None and not isinstance(text, str):
+            raise MessageFormatException(
+                f"TextMessage text must be a str, got {type(text).__name__}; use a "
+                "BytesMessage for binary data"
+            )
+        self._text = text
+
+    @property
+    def text(self) -> str | None:
+        return self._text
+
+    @text.setter
+    def text(self, value: str | None) -> None:
+        self._check_writable_body()
+        if value is not None and not isinstance(value, str):
+            raise MessageFormatException(f"text must be a str, got {type(value).__name__}")
+        self._text = value
+
+    def clear_body(self) -> None:
+        super().clear_body()
+        self._text = None
+
+    def body_size(self) -> int:
+        return len(self._text) if self._text else 0
+
+
+class BytesMessage(Message):
+    """A message whose body is bytes, with a JMS-style read cursor.
+
+    ``body`` gives the whole payload; ``read_bytes(n)`` reads from a cursor that
+    ``reset()`` rewinds, for code ported from JMS's stream-style API.
+    """
+
+    __slots__ = ("_data", "_pos")
+
+    def __init__(
+        self, data: bytes | None = None, properties: Mapping[str, PropertyValue] | None = None
+    ) -> None:
+        super().__init__(properties)
+        if data is not None and not isinstance(data, bytes | bytearray | memoryview):
+            raise MessageFormatException(
+                f"BytesMessage data must be bytes, got {type(data).__name__}"
+            )
+        self._data = bytes(data) if data is not None else b""
+        self._pos = 0
+
+    @property
+    def body(self) -> bytes:
+        return self._data
+
+    def write_bytes(self, data: bytes) -> None:
+        self._check_writable_body()
+        self._data += bytes(data)
+
+    def read_bytes(self, n: int = -1) -> bytes:
+        if self._pos >= len(self._data) and n != 0:
+            raise MessageEOFException("end of BytesMessage body reached; call reset() to reread")
+        end = len(self._data) if n < 0 else self._pos + n
+        chunk = self._data[self._pos : end]
+        self._pos += len(chunk)
+        return chunk
+
+    def reset(self) -> None:
+        self._pos = 0
+
+    def get_body_length(self) -> int:
+        return len(self._data)
+
+    def clear_body(self) -> None:
+        super().clear_body()
+        self._data = b""
+        self._pos = 0
+
+    def body_size(self) -> int:
+        return len(self._data)
+
+
+class MapMessage(Message):
+    """A message whose body maps str names to JMS property-typed values (plus bytes)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(
+        self,
+        values: Mapping[str, PropertyValue | bytes] | None = None,
+        properties: Mapping[str, PropertyValue] | None = None,
+    ) -> None:
+        super().__init__(properties)
+        self._map: dict[str, PropertyValue | bytes] = {}
+        if values:
+            for key, value in values.items():
+                self.set(key, value)
+
+    def set(self, name: str, value: PropertyValue | bytes) -> None:
+        self._check_writable_body()
+        if not isinstance(name, str) or not name:
+            raise MessageFormatException(f"map names must be non-empty str, got {name!r}")
+        if isinstance(value, bytes):
+            self._map[name] = value
+        else:
+            self._map[name] = _check_property_value(name, value)
+
+    def get(self, name: str, default: PropertyValue | bytes = None) -> PropertyValue | bytes:
+        return self._map.get(name, default)
+
+    def __getitem__(self, name: str) -> PropertyValue | bytes:
+        return self._map[name]
+
+    def __setitem__(self, name: str, value: PropertyValue | bytes) -> None:
+        self.set(name, value)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._map
+
+    def item_exists(self, name: str) -> bool:
+        return name in self._map
+
+    @property
+    def map(self) -> Mapping[str, PropertyValue | bytes]:
+        from types import MappingProxyType
+
+        return MappingProxyType(self._map)
+
+    def clear_body(self) -> None:
+        super().clear_body()
+        self._map = {}
+
+    def body_size(self) -> int:
+        return sum(len(k) + len(str(v)) for k, v in self._map.items())

@@ -1,0 +1,186 @@
+"""Connection factory properties, under the names Open MQ users already know.
+
+One table (:data:`PROPERTIES`) is the single source of truth: validation, defaults,
+``ConnectionFactory`` item access and the README's property reference all come from it,
+so the documentation cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidConfigurationException
+
+__all__ = ["PROPERTIES", "FactoryProperties", "PropertySpec"]
+
+
+@dataclass(frozen=True, slots=True)
+class PropertySpec:
+    """One factory property: its type, default, allowed range and meaning."""
+
+    name: str
+    type: type
+    default: Any
+    meaning: str
+    side: str = "client"
+    minimum: int | None = None
+    maximum: int | None = None
+    check: Callable[[Any], str | None] | None = None
+
+    def validate(self, value: Any) -> Any:
+        """Return the value converted to the property's type, or raise with a fix."""
+        want = self.type
+        if want is bool:
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise InvalidConfigurationException(
+                    f"{self.name} must be True or False, got {value!r}"
+                )
+            return value
+        if want is int:
+            if isinstance(value, str):
+                try:
+                    value = int(value.strip())
+                except ValueError:
+                    pass
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidConfigurationException(
+                    f"{self.name} must be an integer, got {value!r}"
+                )
+            if self.minimum is not None and value < self.minimum:
+                raise InvalidConfigurationException(
+                    f"{self.name}={value} is out of range: {self._range()}"
+                )
+            if self.maximum is not None and value > self.maximum:
+                raise InvalidConfigurationException(
+                    f"{self.name}={value} is out of range: {self._range()}"
+                )
+            return value
+        if value is not None and not isinstance(value, want):
+            raise InvalidConfigurationException(
+                f"{self.name} must be a {want.__name__}, got {value!r}"
+            )
+        if self.check is not None and value is not None:
+            problem = self.check(value)
+            if problem:
+                raise InvalidConfigurationException(f"{self.name}={value!r}: {problem}")
+        return value
+
+    def _range(self) -> str:
+        if self.maximum is None:
+            return f"use a value >= {self.minimum}"
+        return f"use a value from {self.minimum} to {self.maximum}"
+
+
+def _client_id_problem(value: str) -> str | None:
+    if not value or any(c.isspace() for c in value):
+        return "a client id must be non-empty and contain no whitespace"
+    return None
+
+
+PROPERTIES: Mapping[str, PropertySpec] = {
+    spec.name: spec
+    for spec in (
+        PropertySpec(
+            "imqConsumerFlowLimit", int, 1000,
+            "Most messages delivered to one consumer and not yet consumed (acknowledged or "
+            "committed). 0 = pull: one message per receive(). The destination's "
+            "consumerFlowLimit wins when lower.",
+            minimum=0, maximum=2**31 - 1,
+        ),
+        PropertySpec(
+            "imqConsumerFlowThreshold", int, 50,
+            "Percent of the limit at which the consumer asks for more: when unconsumed "
+            "messages fall to limit x threshold%, it asks for limit - unconsumed.",
+            minimum=0, maximum=100,
+        ),
+        PropertySpec(
+            "imqConnectionFlowLimitEnabled", bool, False,
+            "Turn on the connection-wide cap imqConnectionFlowLimit.",
+        ),
+        PropertySpec(
+            "imqConnectionFlowLimit", int, 1000,
+            "Most messages buffered unconsumed across all consumers of one connection "
+            "(only when imqConnectionFlowLimitEnabled), on top of each consumer's limit.",
+            minimum=1, maximum=2**31 - 1,
+        ),
+        PropertySpec(
+            "imqDefaultUsername", str, None,
+            "User name used when create_connection() is given none.",
+        ),
+        PropertySpec(
+            "imqDefaultPassword", str, None,
+            "Password used when create_connection() is given none.",
+        ),
+        PropertySpec(
+            "clientID", str, None,
+            "Client id set on every connection (needed for unshared durable subscriptions).",
+            check=_client_id_problem,
+        ),
+        PropertySpec(
+            "dupsOkBatchSize", int, 100,
+            "DUPS_OK_ACKNOWLEDGE sends one acknowledgement per this many messages (and "
+            "whenever the consumer's buffer runs empty).",
+            minimum=1, maximum=100_000,
+        ),
+        PropertySpec(
+            "closeTimeout", int, 30,
+            "Seconds close() waits for running listeners to finish before giving up.",
+            minimum=0, maximum=86_400,
+        ),
+    )
+}
+
+
+class FactoryProperties(MutableMapping[str, Any]):
+    """The validated property set of one ConnectionFactory (unknown names are refused)."""
+
+    def __init__(self, initial: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = {name: spec.default for name, spec in PROPERTIES.items()}
+        for name, value in (initial or {}).items():
+            self[name] = value
+
+    @staticmethod
+    def spec(name: str) -> PropertySpec:
+        spec = PROPERTIES.get(name)
+        if spec is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, PROPERTIES, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InvalidConfigurationException(
+                f"unknown connection factory property {name!r}.{hint} Known properties: "
+                f"{', '.join(PROPERTIES)}"
+            )
+        return spec
+
+    def __getitem__(self, name: str) -> Any:
+        self.spec(name)
+        return self._values[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._values[name] = self.spec(name).validate(value)
+
+    def __delitem__(self, name: str) -> None:
+        self._values[name] = self.spec(name).default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy taken when a connection is created: later factory changes don't leak in."""
+        return dict(self._values)
+
+
+def reference_table() -> str:
+    """The Markdown property reference (the README embeds this output)."""
+    rows = ["| property | default | meaning | side |", "| --- | --- | --- | --- |"]
+    for spec in PROPERTIES.values():
+        rows.append(f"| `{spec.name}` | `{spec.default!r}` | {spec.meaning} | {spec.side} |")
+    return "\n".join(rows)

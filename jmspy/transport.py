@@ -1,0 +1,195 @@
+"""The one interface between the jmspy core and a transport, and the scheme registry.
+
+The core (connections, sessions, flow accounting) never sees protocol bytes; a transport
+never sees sessions or listeners. A transport is a thin adapter that maps this interface
+onto what its protocol offers: ``vm`` onto the in-process broker core, ``stomp`` onto
+stomp.py, ``mqtt`` onto paho-mqtt. Third parties add schemes through the
+``jmspy.transports`` entry-point group.
+
+Threading contract: a transport may call :class:`TransportListener` methods from any
+thread (its I/O thread, or the caller's thread for ``vm``) and possibly while it holds its
+own locks. The listener therefore only buffers and signals; it never calls back into the
+transport from inside those calls.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+from urllib.parse import SplitResult, urlsplit
+
+from .destinations import Destination, Queue, Topic
+from .errors import JMSException, UnknownTransportException
+from .message import Message
+
+__all__ = [
+    "Capability",
+    "ConsumerSpec",
+    "RemoteConsumer",
+    "Transport",
+    "TransportFactory",
+    "TransportListener",
+    "create_transport",
+    "known_schemes",
+    "register_transport",
+]
+
+
+class Capability:
+    """Names of features a transport may carry natively (see DESIGN §5)."""
+
+    CREDIT_WINDOW = "credit-window"
+    CONNECTION_FLOW_LIMIT = "connection-flow-limit"
+    SELECTORS = "selectors"
+    TRANSACTIONS = "transactions"
+    QUEUES = "queues"
+    DURABLE_SUBSCRIPTIONS = "durable-subscriptions"
+    SHARED_SUBSCRIPTIONS = "shared-subscriptions"
+    TEMPORARY_QUEUES = "temporary-queues"
+    BROWSE = "browse"
+    DELIVERY_DELAY = "delivery-delay"
+    PRIORITY = "priority"
+    STATS = "stats"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """Everything a transport needs to subscribe one consumer."""
+
+    consumer_id: int
+    destination: Destination
+    selector: str | None = None
+    no_local: bool = False
+    subscription_name: str | None = None
+    durable: bool = False
+    shared: bool = False
+    auto_ack: bool = False  # NO_ACKNOWLEDGE: the broker forgets a message once delivered
+    flow_limit: int = 1000  # the client's effective window, for protocols that carry it
+    flow_threshold: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteConsumer:
+    """The transport's answer to a subscribe: the destination's own flow limit, if any."""
+
+    destination_flow_limit: int | None = None
+
+
+class TransportListener(Protocol):
+    """Implemented by the connection; called by the transport (see module docstring)."""
+
+    def on_delivery(
+        self, consumer_id: int, delivery_tag: int, message: Message, delivery_count: int
+    ) -> None:
+        """A message arrived for a consumer. ``message`` is read-only and ours to keep."""
+
+    def on_transport_error(self, error: JMSException) -> None:
+        """The connection failed or the broker reported an asynchronous error."""
+
+
+class Transport(Protocol):
+    """What a transport does for the core. Every method may raise JMSException."""
+
+    scheme: str
+    capabilities: frozenset[str]
+
+    def open(
+        self,
+        listener: TransportListener,
+        *,
+        client_id: str | None,
+        user: str | None,
+        password: str | None,
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+    def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer: ...
+
+    def close_consumer(self, consumer_id: int) -> None: ...
+
+    def grant_credit(self, consumer_id: int, credits: int) -> None:
+        """Let the broker send ``credits`` more messages to the consumer."""
+
+    def revoke_credit(self, consumer_id: int) -> int:
+        """Take back unused credit (a pull that timed out); returns how many came back."""
+
+    def send(self, message: Message, tx: str | None = None) -> None:
+        """Send a message whose headers (destination, id, timestamp...) are all set."""
+
+    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None: ...
+
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+        """Hand unacknowledged deliveries back for redelivery, in delivery order."""
+
+    def begin(self, tx: str) -> None: ...
+
+    def commit(self, tx: str) -> None: ...
+
+    def rollback(self, tx: str) -> None: ...
+
+    def browse(self, queue: Queue, selector: str | None) -> list[Message]: ...
+
+    def unsubscribe(self, name: str) -> None: ...
+
+    def create_temporary_queue(self) -> str: ...
+
+    def delete_temporary_queue(self, name: str) -> None: ...
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        """Broker-side counters of a destination (messageCount, deliveringCount...)."""
+
+
+TransportFactory = Callable[[SplitResult, Mapping[str, Any]], Transport]
+
+_BUILTIN: dict[str, str] = {"vm": "jmspy.transports.vm:VmTransport"}
+_REGISTERED: dict[str, TransportFactory] = {}
+
+
+def register_transport(scheme: str, factory: TransportFactory) -> None:
+    """Make ``scheme://`` URLs use ``factory`` (for tests and plug-ins without packaging)."""
+    _REGISTERED[scheme.lower()] = factory
+
+
+def _load(ref: str) -> TransportFactory:
+    module, _, attr = ref.partition(":")
+    obj: TransportFactory = getattr(importlib.import_module(module), attr)
+    return obj
+
+
+def _entry_point_refs() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group="jmspy.transports")}
+
+
+def known_schemes() -> list[str]:
+    return sorted({*_BUILTIN, *_REGISTERED, *_entry_point_refs()})
+
+
+def create_transport(url: str, properties: Mapping[str, Any]) -> Transport:
+    """Build the transport for ``url`` (``vm://embedded``, ``stomp://host:port``...)."""
+    if not isinstance(url, str) or "://" not in url:
+        raise UnknownTransportException(
+            f"connection URL {url!r} has no scheme; write it like 'vm://embedded' or "
+            "'stomp://127.0.0.1:61613'"
+        )
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    factory = _REGISTERED.get(scheme)
+    if factory is None:
+        ref = _BUILTIN.get(scheme) or _entry_point_refs().get(scheme)
+        if ref is None:
+            raise UnknownTransportException(
+                f"no transport for URL scheme {scheme!r} in {url!r}; known schemes: "
+                f"{', '.join(known_schemes())}. Install the package that provides it or "
+                "register one with jmspy.transport.register_transport()"
+            )
+        factory = _load(ref)
+    return factory(parts, properties)
+
+
+def destination_kind(destination: Destination) -> str:
+    """"queue" or "topic" (temporary queues are queues)."""
+    return "topic" if isinstance(destination, Topic) else "queue"

@@ -1,0 +1,403 @@
+"""``vm://NAME``: the bundled reference broker, in this process, with no network.
+
+The broker core is single-threaded by design, so :class:`BrokerHost` serialises every
+call with one lock and runs a timer thread for scheduled delivery and expiry. Deliveries
+come back synchronously through the core's session callback, on whichever thread made
+the call that freed them (a send, an ack, a credit grant); the connection only buffers
+them there, so user code still never runs inside the broker.
+
+Brokers are registered by name: ``vm://embedded`` creates one on first use; tests and
+applications that need settings start their own with :func:`start_broker`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from urllib.parse import SplitResult, parse_qs
+
+from jmspy import errors
+from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.core.api import (
+    BodyType,
+    Delivery,
+    DestinationKind,
+    ServerMessage,
+)
+from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
+from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+
+__all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
+
+T = TypeVar("T")
+
+_registry_lock = threading.Lock()
+_hosts: dict[str, BrokerHost] = {}
+
+
+class BrokerHost:
+    """One in-process broker core: a lock around every call, and a timer thread."""
+
+    def __init__(self, name: str, broker: Broker) -> None:
+        self.name = name
+        self.broker = broker
+        self.lock = threading.Lock()
+        self._timer_cond = threading.Condition(self.lock)
+        self._running = True
+        self._timer = threading.Thread(
+            target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
+        )
+        self._timer.start()
+
+    def poke_timers(self) -> None:
+        """A message with a deadline arrived: let the timer thread re-plan (lock held)."""
+        self._timer_cond.notify()
+
+    def _run_timers(self) -> None:
+        with self.lock:
+            while self._running:
+                self.broker.process_timers()
+                deadline = self.broker.next_deadline()
+                wait = 0.5
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline / 1000.0 - time.time()))
+                self._timer_cond.wait(wait)
+
+    def stats(self, name: str, kind: str = "queue") -> dict[str, Any]:
+        """Counters of one destination under their JMX-style names."""
+        with self.lock:
+            return self.broker.stats(name, DestinationKind(kind)).as_dict()
+
+    def all_stats(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [s.as_dict() for s in self.broker.all_stats()]
+
+    def stop(self) -> None:
+        with self.lock:
+            self._running = False
+            self._timer_cond.notify()
+            self.broker.close()
+        if self._timer is not threading.current_thread():
+            self._timer.join(5.0)
+
+
+def start_broker(name: str = "embedded", **broker_options: Any) -> BrokerHost:
+    """Start a named in-process broker (``vm://NAME``) with core options (settings...)."""
+    with _registry_lock:
+        if name in _hosts:
+            raise errors.IllegalStateException(
+                f"an in-process broker named {name!r} is already running; stop_broker({name!r}) "
+                "first or pick another name"
+            )
+        host = BrokerHost(name, Broker(name=name, **broker_options))
+        _hosts[name] = host
+        return host
+
+
+def get_broker(name: str = "embedded", *, create: bool = True) -> BrokerHost:
+    """The running broker ``vm://NAME`` (started with defaults when ``create``)."""
+    with _registry_lock:
+        host = _hosts.get(name)
+        if host is None:
+            if not create:
+                raise errors.InvalidConfigurationException(
+                    f"no in-process broker named {name!r} is running (vm://{name}?create=false); "
+                    "start it with jmspy.transports.vm.start_broker() or drop create=false"
+                )
+            host = BrokerHost(name, Broker(name=name))
+            _hosts[name] = host
+        return host
+
+
+def stop_broker(name: str = "embedded") -> None:
+    with _registry_lock:
+        host = _hosts.pop(name, None)
+    if host is not None:
+        host.stop()
+
+
+# -- message mapping ----------------------------------------------------------------------
+_KIND = {"queue": DestinationKind.QUEUE, "topic": DestinationKind.TOPIC}
+
+
+def _dest_key(destination: Destination) -> tuple[DestinationKind, str]:
+    return (DestinationKind.TOPIC if isinstance(destination, Topic) else DestinationKind.QUEUE,
+            destination.name)
+
+
+def _to_destination(kind: DestinationKind, name: str) -> Destination:
+    if kind is DestinationKind.TOPIC:
+        return Topic(name)
+    if name.startswith("temp-queue://"):
+        return TemporaryQueue(name)
+    return Queue(name)
+
+
+def to_server_message(message: Message, connection_id: int) -> ServerMessage:
+    """Copy what the broker needs; the sender may reuse its Message after send()."""
+    assert message.destination is not None and message.message_id is not None
+    kind, name = _dest_key(message.destination)
+    body: str | bytes | dict[str, Any] | None
+    if isinstance(message, TextMessage):
+        body_type, body = BodyType.TEXT, message.text
+        size = len(body) if body else 0
+    elif isinstance(message, BytesMessage):
+        body_type, body = BodyType.BYTES, message.body
+        size = len(body)
+    elif isinstance(message, MapMessage):
+        body_type, body = BodyType.MAP, dict(message.map)
+        size = message.body_size()
+    else:
+        body_type, body, size = BodyType.MESSAGE, None, 0
+    reply = message.reply_to
+    deliver_at = message.delivery_time if message.delivery_time > message.timestamp else 0
+    return ServerMessage(
+        message_id=message.message_id,
+        kind=kind,
+        destination=name,
+        body_type=body_type,
+        body=body,
+        properties=dict(message._properties),
+        persistent=message.delivery_mode == 2,
+        priority=message.priority,
+        timestamp=message.timestamp,
+        expiration=message.expiration,
+        deliver_at=deliver_at,
+        correlation_id=message.correlation_id,
+        reply_to=_dest_key(reply) if reply is not None else None,
+        jms_type=message.jms_type,
+        producer_connection=connection_id,
+        size=size + 64,
+    )
+
+
+def to_client_message(sm: ServerMessage) -> Message:
+    """Build the read-only client Message; bodies and properties are shared, not copied
+    (received messages are read-only, and clear_* replaces rather than mutates)."""
+    body_type = sm.body_type
+    msg: Message
+    if body_type is BodyType.TEXT:
+        msg = TextMessage.__new__(TextMessage)
+        msg._text = sm.body  # type: ignore[assignment]
+    elif body_type is BodyType.BYTES:
+        msg = BytesMessage.__new__(BytesMessage)
+        msg._data = sm.body  # type: ignore[assignment]
+        msg._pos = 0
+    elif body_type is BodyType.MAP:
+        msg = MapMessage.__new__(MapMessage)
+        msg._map = sm.body  # type: ignore[assignment]
+    else:
+        msg = Message.__new__(Message)
+    msg.message_id = sm.message_id
+    msg.timestamp = sm.timestamp
+    msg.correlation_id = sm.correlation_id
+    msg.reply_to = _to_destination(*sm.reply_to) if sm.reply_to is not None else None
+    msg.destination = _to_destination(sm.kind, sm.destination)
+    msg.delivery_mode = 2 if sm.persistent else 1
+    msg.expiration = sm.expiration
+    msg.priority = sm.priority
+    msg.redelivered = False
+    msg.jms_type = sm.jms_type
+    msg.delivery_time = sm.deliver_at or sm.timestamp
+    msg.delivery_count = 1
+    msg._properties = sm.properties
+    msg._props_read_only = True
+    msg._body_read_only = True
+    msg._acknowledger = None
+    msg._delivery_tag = -1
+    return msg
+
+
+# -- errors -------------------------------------------------------------------------------
+_ERROR_MAP: Mapping[str, type[errors.JMSException]] = {
+    "DestinationNotFound": errors.InvalidDestinationException,
+    "AccessDenied": errors.JMSSecurityException,
+    "AuthenticationFailed": errors.JMSSecurityException,
+    "ResourceLimitExceeded": errors.ResourceAllocationException,
+    "IllegalBrokerState": errors.IllegalStateException,
+    "InvalidSubscription": errors.InvalidDestinationException,
+    "TransactionError": errors.IllegalStateException,
+    "SelectorError": errors.InvalidSelectorException,
+    "InvalidClientId": errors.InvalidClientIDException,
+}
+
+
+def _translate(exc: Exception) -> errors.JMSException:
+    if isinstance(exc, errors.JMSException):
+        return exc
+    for klass in type(exc).__mro__:
+        mapped = _ERROR_MAP.get(klass.__name__)
+        if mapped is not None:
+            return mapped(str(exc))
+    return errors.JMSException(f"broker error: {exc}")
+
+
+class _Callback:
+    """The core's SessionCallback for one vm connection: convert and hand over."""
+
+    __slots__ = ("listener",)
+
+    def __init__(self, listener: TransportListener) -> None:
+        self.listener = listener
+
+    def deliver(self, delivery: Delivery) -> None:
+        self.listener.on_delivery(
+            delivery.consumer_id,
+            delivery.delivery_tag,
+            to_client_message(delivery.message),
+            delivery.delivery_count,
+        )
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        self.listener.on_transport_error(
+            errors.IllegalStateException(f"the broker closed consumer {consumer_id}: {reason}")
+        )
+
+
+_connection_ids = itertools.count(1)
+
+
+class VmTransport:
+    """The Transport interface over an in-process :class:`BrokerHost`."""
+
+    scheme = "vm"
+    capabilities = frozenset(
+        {
+            Capability.CREDIT_WINDOW,
+            Capability.CONNECTION_FLOW_LIMIT,
+            Capability.SELECTORS,
+            Capability.TRANSACTIONS,
+            Capability.QUEUES,
+            Capability.DURABLE_SUBSCRIPTIONS,
+            Capability.SHARED_SUBSCRIPTIONS,
+            Capability.TEMPORARY_QUEUES,
+            Capability.BROWSE,
+            Capability.DELIVERY_DELAY,
+            Capability.PRIORITY,
+            Capability.STATS,
+        }
+    )
+
+    def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
+        name = url.netloc or url.path.strip("/") or "embedded"
+        query = parse_qs(url.query)
+        create = query.get("create", ["true"])[0].lower() != "false"
+        self.host = get_broker(name, create=create)
+        self._conn: Any = None
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        conn = self._conn
+        if conn is None:
+            raise errors.IllegalStateException("the vm connection is closed")
+        try:
+            with self.host.lock:
+                return fn(*args, **kwargs)
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    # Transport interface ----------------------------------------------------------------
+    def open(
+        self,
+        listener: TransportListener,
+        *,
+        client_id: str | None,
+        user: str | None,
+        password: str | None,
+    ) -> None:
+        try:
+            with self.host.lock:
+                self._conn = self.host.broker.connect(
+                    _Callback(listener), client_id=client_id, user=user, password=password
+                )
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def close(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            with self.host.lock:
+                conn.close()
+        finally:
+            self._conn = None
+
+    def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
+        kind, name = _dest_key(spec.destination)
+        info = self._call(
+            self._conn.create_consumer,
+            spec.consumer_id,
+            kind,
+            name,
+            selector=spec.selector,
+            no_local=spec.no_local,
+            subscription_name=spec.subscription_name,
+            durable=spec.durable,
+            shared=spec.shared,
+            auto_ack=spec.auto_ack,
+            credit=0,
+        )
+        return RemoteConsumer(destination_flow_limit=info.destination_flow_limit)
+
+    def close_consumer(self, consumer_id: int) -> None:
+        self._call(self._conn.close_consumer, consumer_id)
+
+    def grant_credit(self, consumer_id: int, credits: int) -> None:
+        self._call(self._conn.grant_credit, consumer_id, credits)
+
+    def revoke_credit(self, consumer_id: int) -> int:
+        returned: int = self._call(self._conn.revoke_credit, consumer_id)
+        return returned
+
+    def send(self, message: Message, tx: str | None = None) -> None:
+        conn = self._conn
+        if conn is None:
+            raise errors.IllegalStateException("the vm connection is closed")
+        server_message = to_server_message(message, conn.connection_id)
+        try:
+            with self.host.lock:
+                conn.send(server_message, tx)
+                if server_message.deliver_at or server_message.expiration:
+                    self.host.poke_timers()
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+        self._call(self._conn.ack, delivery_tags, tx)
+
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+        self._call(self._conn.cancel, delivery_tags, redelivered=redelivered)
+
+    def begin(self, tx: str) -> None:
+        self._call(self._conn.begin, tx)
+
+    def commit(self, tx: str) -> None:
+        self._call(self._conn.commit, tx)
+
+    def rollback(self, tx: str) -> None:
+        self._call(self._conn.rollback, tx)
+
+    def browse(self, queue: Queue, selector: str | None) -> list[Message]:
+        snapshot: list[ServerMessage] = self._call(self._conn.browse, queue.name, selector)
+        return [to_client_message(sm) for sm in snapshot]
+
+    def unsubscribe(self, name: str) -> None:
+        self._call(self._conn.unsubscribe, name)
+
+    def create_temporary_queue(self) -> str:
+        name: str = self._call(self._conn.create_temporary_queue)
+        return name
+
+    def delete_temporary_queue(self, name: str) -> None:
+        self._call(self._conn.delete_temporary_queue, name)
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        kind, name = _dest_key(destination)
+        try:
+            return self.host.stats(name, kind.value)
+        except Exception as exc:
+            raise _translate(exc) from exc
