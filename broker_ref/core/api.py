@@ -27,15 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
+    "DEAD_LETTER_REASON",
+    "ORIGINAL_DESTINATION",
     "AddressSettings",
     "BodyType",
     "ConsumerInfo",
-    "DEAD_LETTER_REASON",
+    "CoreConnection",
     "Delivery",
     "DestinationKind",
     "DestinationStats",
-    "SessionCallback",
     "ServerMessage",
+    "SessionCallback",
 ]
 
 #: Header/property set on a dead-lettered message saying why it was dead-lettered.

@@ -1,0 +1,499 @@
+"""``ServerConnection``: one client connection inside the broker (``CoreConnection``).
+
+It owns what is per-connection in JMS: consumers, delivery tags, transactions, temporary
+queues and non-durable subscriptions — and so everything a connection close must undo.
+Queue-level decisions (order, credit, dead-lettering) are delegated to :mod:`.queue`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .api import ConsumerInfo, DestinationKind, ServerMessage, SessionCallback
+from .errors import (
+    AccessDenied,
+    BrokerError,
+    DestinationNotFound,
+    IllegalBrokerState,
+    InvalidSubscription,
+    TransactionError,
+)
+from .queue import DeliveryChannel, Queue, ServerConsumer, compile_filter, effective_flow_limit
+from .topic import Subscription, SubscriptionKey, Topic
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["TEMP_PREFIX", "ServerConnection"]
+
+TEMP_PREFIX = "temp-queue://"
+
+
+@dataclass(slots=True)
+class _Transaction:
+    sends: list[ServerMessage] = field(default_factory=list)
+    acks: list[int] = field(default_factory=list)
+
+
+def _norm_selector(selector: str | None) -> str | None:
+    return selector if selector is not None and selector.strip() else None
+
+
+class ServerConnection:
+    """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
+
+    __slots__ = (
+        "_broker",
+        "_channel",
+        "_consumer_subs",
+        "_consumers",
+        "_id",
+        "_staged",
+        "_temp_queues",
+        "_temp_seq",
+        "_txs",
+        "callback",
+        "client_id",
+        "closed",
+        "user",
+    )
+
+    def __init__(
+        self,
+        broker: Broker,
+        connection_id: int,
+        callback: SessionCallback,
+        client_id: str | None,
+        user: str | None,
+    ) -> None:
+        self._broker = broker
+        self._id = connection_id
+        self.callback = callback
+        self.client_id = client_id
+        self.user = user
+        self.closed = False
+        self._channel = DeliveryChannel(connection_id, callback)
+        self._consumers: dict[int, ServerConsumer] = {}
+        self._consumer_subs: dict[int, Subscription] = {}
+        self._txs: dict[str, _Transaction] = {}
+        #: delivery tag -> transaction that staged its ack
+        self._staged: dict[int, str] = {}
+        self._temp_queues: dict[str, Queue] = {}
+        self._temp_seq = 0
+
+    @property
+    def connection_id(self) -> int:
+        return self._id
+
+    def consumer_ids(self) -> list[int]:
+        return list(self._consumers)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise IllegalBrokerState(
+                f"connection {self._id} is closed; open a new connection with Broker.connect()"
+            )
+        self._broker._check_open()
+
+    def _consumer(self, consumer_id: int) -> ServerConsumer:
+        c = self._consumers.get(consumer_id)
+        if c is None:
+            raise IllegalBrokerState(
+                f"no consumer {consumer_id} on connection {self._id}: it was never created "
+                "or is already closed"
+            )
+        return c
+
+    def _tx(self, tx: str) -> _Transaction:
+        t = self._txs.get(tx)
+        if t is None:
+            raise TransactionError(
+                f"unknown transaction {tx!r} on connection {self._id}: call begin({tx!r}) "
+                "first (it may already be committed or rolled back)"
+            )
+        return t
+
+    def _check_tags(self, tags: list[int]) -> None:
+        known = self._channel.tags
+        seen: set[int] = set()
+        for tag in tags:
+            if tag not in known or tag in seen:
+                raise IllegalBrokerState(
+                    f"unknown delivery tag {tag} on connection {self._id}: it was never "
+                    "delivered here, or was already acknowledged or cancelled (listed twice?)"
+                    "; acknowledge or cancel each delivery exactly once"
+                )
+            if tag in self._staged:
+                raise IllegalBrokerState(
+                    f"delivery tag {tag} is already acknowledged in transaction "
+                    f"{self._staged[tag]!r}; commit or roll back that transaction instead"
+                )
+            seen.add(tag)
+
+    def _cancel_tags(self, tags: list[int], redelivered: bool) -> set[Queue]:
+        """Cancel in descending tag order so each queue gets its original order back."""
+        touched: set[Queue] = set()
+        owners = self._channel.tags
+        with self._broker._batch():
+            for tag in sorted(tags, reverse=True):
+                c = owners.pop(tag)
+                c.queue.cancel(c, tag, redelivered)
+                touched.add(c.queue)
+        return touched
+
+    # ------------------------------------------------------------------ producing
+
+    def send(self, message: ServerMessage, tx: str | None = None) -> None:
+        """Route (or stage) a message. Stamps ``producer_connection`` for no_local."""
+        self._check_open()
+        message.producer_connection = self._id
+        if tx is not None:
+            t = self._tx(tx)
+            self._broker._check_routable(message)
+            t.sends.append(message)
+            return
+        self._broker._route(message, self)
+
+    # ------------------------------------------------------------------ consumers
+
+    def create_consumer(
+        self,
+        consumer_id: int,
+        kind: DestinationKind,
+        destination: str,
+        *,
+        selector: str | None = None,
+        no_local: bool = False,
+        subscription_name: str | None = None,
+        durable: bool = False,
+        shared: bool = False,
+        auto_ack: bool = False,
+        credit: int = 0,
+    ) -> ConsumerInfo:
+        self._check_open()
+        if consumer_id in self._consumers:
+            raise IllegalBrokerState(
+                f"consumer id {consumer_id} is already in use on connection {self._id}; "
+                "consumer ids must be unique per connection"
+            )
+        if credit < 0:
+            raise IllegalBrokerState(f"credit must be >= 0, got {credit}")
+        broker = self._broker
+        selector = _norm_selector(selector)
+        sub: Subscription | None = None
+        if kind is DestinationKind.QUEUE:
+            if durable or shared or subscription_name is not None:
+                raise InvalidSubscription(
+                    "durable and shared subscriptions exist only on topics; consume from "
+                    f"queue {destination!r} without a subscription name"
+                )
+            flt = compile_filter(selector)
+            q = broker._queue(destination, create=True)
+            if q.owner_connection is not None and q.owner_connection != self._id:
+                raise AccessDenied(
+                    f"{destination!r} is a temporary queue of another connection; only the "
+                    "connection that created it may consume from it (you may send to it)"
+                )
+        else:
+            flt = None
+            sub = self._attach(
+                broker._topic(destination),
+                consumer_id,
+                selector,
+                no_local,
+                subscription_name,
+                durable,
+                shared,
+            )
+            q = sub.queue
+        c = ServerConsumer(
+            consumer_id, self._channel, q, flt, auto_ack, effective_flow_limit(q.settings), credit
+        )
+        self._consumers[consumer_id] = c
+        if sub is not None:
+            self._consumer_subs[consumer_id] = sub
+        q.add_consumer(c)
+        return ConsumerInfo(consumer_id, c.flow_limit, q.name)
+
+    def _attach(
+        self,
+        topic: Topic,
+        consumer_id: int,
+        selector: str | None,
+        no_local: bool,
+        name: str | None,
+        durable: bool,
+        shared: bool,
+    ) -> Subscription:
+        broker = self._broker
+        if not durable and not shared:
+            return broker._subscription(
+                topic,
+                None,
+                queue_name=f"nondurable://{self._id}.{consumer_id}/{topic.name}",
+                name=name,
+                client_id=self.client_id,
+                durable=False,
+                shared=False,
+                selector=selector,
+                no_local=no_local,
+                owner_connection=self._id,
+            )
+        if not name:
+            raise InvalidSubscription(
+                "a durable or shared subscription needs a subscription name; pass "
+                "subscription_name=..."
+            )
+        if shared and no_local:
+            raise InvalidSubscription(
+                "no_local is not available on shared subscriptions (JMS 2.0); drop it or "
+                "use an unshared subscription"
+            )
+        if durable and not shared and self.client_id is None:
+            raise InvalidSubscription(
+                f"durable subscription {name!r} needs a client id on the connection (it is "
+                "identified by client id + name): set client_id when connecting, or use a "
+                "shared durable subscription"
+            )
+        key: SubscriptionKey = ("durable" if durable else "shared", self.client_id, name)
+        existing = broker._subscriptions.get(key)
+        if existing is not None:
+            same = (
+                existing.topic == topic.name
+                and existing.selector == selector
+                and existing.no_local == no_local
+                and existing.shared == shared
+            )
+            if existing.queue.consumers:
+                if not same:
+                    raise InvalidSubscription(
+                        f"subscription {name!r} is in use with a different topic, selector, "
+                        "no_local or sharing mode; close its consumers before changing it"
+                    )
+                if not shared:
+                    raise IllegalBrokerState(
+                        f"durable subscription {name!r} already has an active consumer; an "
+                        "unshared durable subscription allows one consumer (close it, or "
+                        "use a shared durable subscription)"
+                    )
+                return existing
+            if same:
+                existing.owner_connection = self._id
+                return existing
+            broker._delete_subscription(existing)  # JMS: a changed durable sub is replaced
+        scheme = "sub://" if durable else "shared://"
+        queue_name = scheme + (f"{self.client_id}." if self.client_id else "") + name
+        return broker._subscription(
+            topic,
+            key,
+            queue_name=queue_name,
+            name=name,
+            client_id=self.client_id,
+            durable=durable,
+            shared=shared,
+            selector=selector,
+            no_local=no_local,
+            owner_connection=self._id,
+        )
+
+    def grant_credit(self, consumer_id: int, credits: int) -> None:
+        c = self._consumer(consumer_id)
+        if credits < 0:
+            raise IllegalBrokerState(f"credits must be >= 0, got {credits}")
+        c.queue.grant(c, credits)
+
+    def revoke_credit(self, consumer_id: int) -> int:
+        c = self._consumer(consumer_id)
+        unused = c.credit
+        c.credit = 0  # the consumer leaves the dispatch ring lazily
+        return unused
+
+    def close_consumer(self, consumer_id: int) -> None:
+        c = self._consumer(consumer_id)
+        del self._consumers[consumer_id]
+        c.closed = True
+        # acks staged in a transaction stay with it: commit consumes them, rollback
+        # returns them (Artemis keeps transactional acks of a closed consumer the same way)
+        tags = [t for t in c.delivering if t not in self._staged]
+        self._cancel_tags(tags, True)
+        self._detach(consumer_id, c)
+        c.queue.dispatch()
+
+    def _detach(self, consumer_id: int, c: ServerConsumer) -> None:
+        c.queue.remove_consumer(c)
+        sub = self._consumer_subs.pop(consumer_id, None)
+        if sub is not None and not sub.durable and not sub.queue.consumers:
+            self._broker._delete_subscription(sub)
+
+    def unsubscribe(self, subscription_name: str) -> None:
+        self._check_open()
+        broker = self._broker
+        sub = broker._subscriptions.get(("durable", self.client_id, subscription_name))
+        if sub is None:
+            raise InvalidSubscription(
+                f"no durable subscription named {subscription_name!r} for client id "
+                f"{self.client_id!r}; check the name and the connection's client id"
+            )
+        if sub.queue.consumers:
+            raise IllegalBrokerState(
+                f"durable subscription {subscription_name!r} has an active consumer; close "
+                "it before unsubscribing"
+            )
+        broker._delete_subscription(sub)
+
+    # ------------------------------------------------------------------ acks
+
+    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+        self._check_open()
+        owners = self._channel.tags
+        if tx is None and len(delivery_tags) == 1:  # the hot path: one ack per message
+            tag = delivery_tags[0]
+            c = owners.pop(tag, None) if tag not in self._staged else None
+            if c is not None:
+                q = c.queue
+                q.acknowledge(c, tag)
+                q.dispatch()
+                return
+        if tx is not None:
+            t = self._tx(tx)
+            self._check_tags(delivery_tags)
+            for tag in delivery_tags:
+                self._staged[tag] = tx
+                t.acks.append(tag)
+            return
+        self._check_tags(delivery_tags)
+        touched: set[Queue] = set()
+        with self._broker._batch():
+            for tag in delivery_tags:
+                c = owners.pop(tag)
+                c.queue.acknowledge(c, tag)
+                touched.add(c.queue)
+        for q in touched:
+            q.dispatch()
+
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+        self._check_open()
+        self._check_tags(delivery_tags)
+        for q in self._cancel_tags(delivery_tags, redelivered):
+            q.dispatch()
+
+    # ------------------------------------------------------------------ transactions
+
+    def begin(self, tx: str) -> None:
+        self._check_open()
+        if tx in self._txs:
+            raise TransactionError(
+                f"transaction {tx!r} is already open on connection {self._id}; commit or "
+                "roll it back, or use a new transaction id"
+            )
+        self._txs[tx] = _Transaction()
+
+    def commit(self, tx: str) -> None:
+        self._check_open()
+        t = self._tx(tx)
+        del self._txs[tx]
+        broker = self._broker
+        for m in t.sends:
+            try:
+                broker._check_routable(m)
+            except BrokerError as exc:
+                self._undo(t)
+                raise TransactionError(f"transaction {tx!r} was rolled back: {exc}") from exc
+        owners = self._channel.tags
+        touched: set[Queue] = set()
+        with broker._batch():
+            for tag in t.acks:
+                del self._staged[tag]
+                c = owners.pop(tag)
+                c.queue.acknowledge(c, tag)
+                touched.add(c.queue)
+            for m in t.sends:
+                broker._route(m, self)
+        for q in touched:
+            q.dispatch()
+
+    def rollback(self, tx: str) -> None:
+        self._check_open()
+        t = self._tx(tx)
+        del self._txs[tx]
+        self._undo(t)
+
+    def _undo(self, t: _Transaction) -> None:
+        for tag in t.acks:
+            del self._staged[tag]
+        for q in self._cancel_tags(t.acks, True):
+            q.dispatch()
+
+    # ------------------------------------------------------------------ browse / temp
+
+    def browse(self, destination: str, selector: str | None = None) -> list[ServerMessage]:
+        self._check_open()
+        flt = compile_filter(_norm_selector(selector))
+        broker = self._broker
+        q = broker._queues.get(destination)
+        if q is None:
+            if broker._settings.match(destination).auto_create and not destination.startswith(
+                TEMP_PREFIX
+            ):
+                return []  # would be auto-created empty; don't create it just to look
+            broker._queue(destination, create=False)  # raises DestinationNotFound
+            return []
+        if q.owner_connection is not None and q.owner_connection != self._id:
+            raise AccessDenied(
+                f"{destination!r} is a temporary queue of another connection; only its "
+                "creator may browse it"
+            )
+        return q.browse(flt)
+
+    def create_temporary_queue(self) -> str:
+        self._check_open()
+        self._temp_seq += 1
+        name = f"{TEMP_PREFIX}{self._id}-{self._temp_seq}"
+        self._temp_queues[name] = self._broker._new_queue(name, owner_connection=self._id)
+        return name
+
+    def delete_temporary_queue(self, name: str) -> None:
+        self._check_open()
+        q = self._temp_queues.get(name)
+        if q is None:
+            if name in self._broker._queues:
+                raise AccessDenied(
+                    f"{name!r} belongs to another connection; only its creator may delete it"
+                )
+            raise DestinationNotFound(f"temporary queue {name!r} does not exist")
+        if q.consumers:
+            raise IllegalBrokerState(
+                f"temporary queue {name!r} still has consumers; close them before deleting it"
+            )
+        del self._temp_queues[name]
+        self._broker._queues.pop(name, None)
+        q.delete()
+
+    # ------------------------------------------------------------------ close
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        broker = self._broker
+        self._txs.clear()
+        self._staged.clear()
+        for c in self._consumers.values():
+            c.closed = True
+        touched = self._cancel_tags(list(self._channel.tags), True)
+        for cid, c in list(self._consumers.items()):
+            self._detach(cid, c)
+        self._consumers.clear()
+        for name, q in self._temp_queues.items():
+            broker._queues.pop(name, None)
+            q.delete()
+        self._temp_queues.clear()
+        broker._connections.pop(self._id, None)
+        if self.client_id is not None and broker._client_ids.get(self.client_id) == self._id:
+            del broker._client_ids[self.client_id]
+        for q in touched:
+            if not q.deleted:
+                q.dispatch()

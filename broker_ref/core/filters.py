@@ -1,0 +1,77 @@
+"""Message selectors as the core evaluates them.
+
+The selector language itself lives in ``jmspy.selector`` (shared with the client, which
+filters client-side where a protocol cannot carry selectors); this module only adapts a
+:class:`~.api.ServerMessage` to it: JMS header identifiers map to message fields,
+everything else is a property.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .api import ServerMessage
+from .errors import SelectorError
+
+__all__ = ["Filter", "compile_filter", "filter_accepts"]
+
+
+class Filter(Protocol):
+    """A compiled selector (``jmspy.selector.compile_selector``)."""
+
+    def matches(self, get: Callable[[str], Any]) -> bool: ...
+
+
+_HEADERS: dict[str, Callable[[ServerMessage], Any]] = {
+    "JMSDeliveryMode": lambda m: "PERSISTENT" if m.persistent else "NON_PERSISTENT",
+    "JMSPriority": lambda m: m.priority,
+    "JMSMessageID": lambda m: m.message_id,
+    "JMSTimestamp": lambda m: m.timestamp,
+    "JMSCorrelationID": lambda m: m.correlation_id,
+    "JMSType": lambda m: m.jms_type,
+}
+
+_filter_cache: dict[str, Filter] = {}
+
+
+def compile_filter(selector: str | None) -> Filter | None:
+    """Compile a selector, or None for "accept everything" (None or blank text).
+
+    The selector package is imported here, not at module level, so the core works (and
+    its other tests run) without it; compiled selectors are cached because many consumers
+    and subscriptions reuse the same text.
+    """
+    if selector is None or not selector.strip():
+        return None
+    hit = _filter_cache.get(selector)
+    if hit is not None:
+        return hit
+    from jmspy.errors import InvalidSelectorException
+    from jmspy.selector import compile_selector
+
+    try:
+        compiled: Filter = compile_selector(selector)
+    except InvalidSelectorException as exc:
+        raise SelectorError(
+            f"invalid message selector: {exc}. Fix the selector text (JMS SQL-92 subset, "
+            "e.g. \"region = 'EU' AND qty > 10\") or create the consumer without one.",
+            selector=selector,
+            position=exc.position,
+        ) from exc
+    if len(_filter_cache) > 1024:
+        _filter_cache.clear()
+    _filter_cache[selector] = compiled
+    return compiled
+
+
+def filter_accepts(flt: Filter, message: ServerMessage) -> bool:
+    props = message.properties
+
+    def get(name: str) -> Any:
+        header = _HEADERS.get(name)
+        if header is not None:
+            return header(message)
+        return props.get(name)
+
+    return bool(flt.matches(get))

@@ -1,0 +1,509 @@
+"""One anycast queue: priority levels, consumers, credit-based dispatch, expiry, schedule.
+
+Everything that decides *which consumer gets which message when* lives in this file; it
+does not know about connections, transactions or topics (a topic subscription is just a
+``Queue`` fed by a :class:`~.topic.Topic`). The broker drives it and provides the clock,
+timers, the store and dead-letter routing through :class:`QueueHost`.
+
+Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
+
+* ten deques, one per JMS priority; a message leaves a deque only from its head. Messages
+  that stop being ready while inside a deque (expired by a timer) are left there as
+  tombstones (``state != READY``) and skipped when they reach the head, so expiry never
+  searches a deque.
+* a ring (deque) of consumers that may receive: round-robin is "pop left, deliver, append
+  right if it can still receive". Consumers that lost their credit are dropped from the
+  ring lazily when they come up.
+* with selectors, dispatch walks the ready messages in order and gives each to the first
+  consumer in ring order whose selector matches; messages nobody matches stay in place.
+  This is O(ready messages) per dispatch — the price of selectors on a shared queue.
+
+Ring queues (seed 000) will hook into ``_add_tail`` / ``_add_head``: they are the only
+places messages become ready, so "evict the head-most ready message when over
+``ring-size``" and the ``messages_replaced`` counter belong there.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import Protocol
+
+from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, ServerMessage
+from .consumer import (
+    DELIVERING,
+    GONE,
+    READY,
+    SCHEDULED,
+    DeliveryChannel,
+    MessageRef,
+    ServerConsumer,
+    effective_flow_limit,
+)
+from .filters import Filter, compile_filter, filter_accepts
+from .store import Store
+
+# The record types and filter helpers are re-exported so hosts need one import.
+__all__ = [
+    "DELIVERING",
+    "EXPIRED_REASON",
+    "GONE",
+    "READY",
+    "SCHEDULED",
+    "TIMER_EXPIRE",
+    "TIMER_RELEASE",
+    "DeliveryChannel",
+    "Filter",
+    "MessageRef",
+    "Queue",
+    "QueueHost",
+    "ServerConsumer",
+    "compile_filter",
+    "effective_flow_limit",
+    "filter_accepts",
+]
+
+PRIORITIES = 10
+
+
+class QueueHost(Protocol):
+    """What a queue needs from the broker."""
+
+    store: Store | None
+
+    def now(self) -> int: ...
+
+    def schedule_timer(self, due: int, kind: int, queue: Queue, ref: MessageRef) -> None: ...
+
+    def divert(
+        self, source: Queue, message: ServerMessage, address: str | None, reason: str
+    ) -> None:
+        """Send a copy of ``message`` to queue ``address`` (None: drop) with ``reason``."""
+
+
+EXPIRED_REASON = "expired"
+
+TIMER_EXPIRE = 0
+TIMER_RELEASE = 1
+
+
+class Queue:
+    """A queue or a topic subscription's queue. Not thread-safe (the broker isn't)."""
+
+    __slots__ = (
+        "_dispatching",
+        "_filtered",
+        "_levels",
+        "_persist",
+        "_ring",
+        "_scheduled",
+        "address",
+        "consumers",
+        "dead_lettered",
+        "deleted",
+        "delivering_count",
+        "dequeued",
+        "durable",
+        "enqueued",
+        "expired",
+        "host",
+        "kind",
+        "messages_replaced",
+        "name",
+        "owner_connection",
+        "ready_count",
+        "settings",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        host: QueueHost,
+        settings: AddressSettings,
+        *,
+        kind: DestinationKind = DestinationKind.QUEUE,
+        address: str | None = None,
+        durable: bool = True,
+        owner_connection: int | None = None,
+    ) -> None:
+        self.name = name
+        #: The name settings are looked up by (the topic, for a subscription queue).
+        self.address = address if address is not None else name
+        self.kind = kind
+        self.host = host
+        self.settings = settings
+        self.durable = durable
+        self.owner_connection = owner_connection
+        self._persist = durable and host.store is not None
+        # highest priority first, so dispatch walks the list in order
+        self._levels: list[deque[MessageRef]] = [deque() for _ in range(PRIORITIES)]
+        self._ring: deque[ServerConsumer] = deque()
+        self._scheduled: set[MessageRef] = set()
+        self._filtered = 0
+        self._dispatching = False
+        self.consumers: list[ServerConsumer] = []
+        self.ready_count = 0
+        self.delivering_count = 0
+        self.enqueued = 0
+        self.dequeued = 0
+        self.expired = 0
+        self.dead_lettered = 0
+        self.messages_replaced = 0
+        self.deleted = False
+
+    # ------------------------------------------------------------------ settings/stats
+
+    def apply_settings(self, settings: AddressSettings) -> None:
+        self.settings = settings
+        limit = effective_flow_limit(settings)
+        for c in self.consumers:
+            c.flow_limit = limit
+            self._offer(c)
+        self.dispatch()
+
+    @property
+    def scheduled_count(self) -> int:
+        return len(self._scheduled)
+
+    @property
+    def message_count(self) -> int:
+        return self.ready_count + self.delivering_count + len(self._scheduled)
+
+    def stats(self) -> DestinationStats:
+        return DestinationStats(
+            name=self.name,
+            kind=DestinationKind.QUEUE,
+            message_count=self.message_count,
+            delivering_count=self.delivering_count,
+            scheduled_count=len(self._scheduled),
+            consumer_count=len(self.consumers),
+            enqueued=self.enqueued,
+            dequeued=self.dequeued,
+            expired=self.expired,
+            dead_lettered=self.dead_lettered,
+            messages_replaced=self.messages_replaced,
+        )
+
+    # ------------------------------------------------------------------ consumers
+
+    def add_consumer(self, consumer: ServerConsumer) -> None:
+        self.consumers.append(consumer)
+        if consumer.filter is not None:
+            self._filtered += 1
+        self._offer(consumer)
+        self.dispatch()
+
+    def remove_consumer(self, consumer: ServerConsumer) -> None:
+        """Detach; the caller has already cancelled what it wants back in the queue."""
+        consumer.closed = True
+        self.consumers.remove(consumer)
+        if consumer.filter is not None:
+            self._filtered -= 1
+        if consumer.in_ring:
+            self._ring.remove(consumer)
+            consumer.in_ring = False
+
+    def _offer(self, consumer: ServerConsumer) -> None:
+        """Put the consumer in the round-robin ring if it may receive now."""
+        if not consumer.in_ring and consumer.can_receive():
+            consumer.in_ring = True
+            self._ring.append(consumer)
+
+    def grant(self, consumer: ServerConsumer, credits: int) -> None:
+        consumer.credit += credits
+        self._offer(consumer)
+        self.dispatch()
+
+    # ------------------------------------------------------------------ enqueue
+
+    def enqueue(self, message: ServerMessage) -> None:
+        """Take a newly sent message: persist, then schedule or make ready, then dispatch."""
+        if self.deleted:
+            return
+        if self._persist and message.persistent:
+            store = self.host.store
+            assert store is not None
+            store.add_message(self.name, message)
+        self.enqueued += 1
+        self._accept(message, 0)
+
+    def recover(self, message: ServerMessage, delivery_count: int) -> None:
+        """Re-add a message loaded from the store (already persisted, not re-counted)."""
+        self._accept(message, delivery_count)
+
+    def _accept(self, message: ServerMessage, delivery_count: int) -> None:
+        p = message.priority
+        if p < 0 or p >= PRIORITIES:
+            p = 0 if p < 0 else PRIORITIES - 1
+        ref = MessageRef(message, PRIORITIES - 1 - p, delivery_count)
+        host = self.host
+        if message.expiration:
+            if message.expiration <= host.now():
+                self._expire(ref)
+                return
+            host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
+        if message.deliver_at and message.deliver_at > host.now():
+            ref.state = SCHEDULED
+            self._scheduled.add(ref)
+            host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
+            return
+        self._add_tail(ref)
+        if self._ring:
+            self.dispatch()
+
+    def _add_tail(self, ref: MessageRef) -> None:
+        ref.state = READY
+        self._levels[ref.priority].append(ref)
+        self.ready_count += 1
+
+    def _add_head(self, ref: MessageRef) -> None:
+        ref.state = READY
+        self._levels[ref.priority].appendleft(ref)
+        self.ready_count += 1
+
+    # ------------------------------------------------------------------ timers
+
+    def timer_due(self, kind: int, ref: MessageRef) -> bool:
+        """Handle a due expiry timer now; True if ``ref`` is a due scheduled message the
+        caller should collect for :meth:`release` (released together, in due order)."""
+        if self.deleted:
+            return False
+        if kind == TIMER_RELEASE:
+            return ref.state == SCHEDULED
+        if ref.state == READY:
+            self.ready_count -= 1  # stays in its deque as a tombstone
+            self._expire(ref)
+        elif ref.state == SCHEDULED:
+            self._scheduled.discard(ref)
+            self._expire(ref)
+        return False
+
+    def release(self, refs: list[MessageRef]) -> None:
+        """Scheduled messages are due: onto the HEAD of the queue (as Artemis does),
+        keeping their due order among themselves."""
+        for ref in reversed(refs):
+            if ref.state == SCHEDULED:
+                self._scheduled.discard(ref)
+                self._add_head(ref)
+        self.dispatch()
+
+    def is_live(self, kind: int, ref: MessageRef) -> bool:
+        """Whether a pending timer still means something (used to prune the heap)."""
+        if self.deleted:
+            return False
+        if kind == TIMER_RELEASE:
+            return ref.state == SCHEDULED
+        # a message in delivery may be cancelled back before it expires: keep its timer
+        return ref.state != GONE
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self) -> None:
+        """Deliver while there are ready messages and consumers that may receive."""
+        if self._dispatching or not self.ready_count or not self._ring:
+            return
+        self._dispatching = True
+        try:
+            if self._filtered:
+                self._dispatch_filtered()
+            else:
+                self._dispatch_fast()
+        finally:
+            self._dispatching = False
+
+    def _dispatch_fast(self) -> None:
+        ring = self._ring
+        levels = self._levels
+        now = -1
+        while self.ready_count and ring:
+            c = ring.popleft()
+            if not c.can_receive():
+                c.in_ring = False
+                continue
+            ref: MessageRef | None = None
+            for level in levels:
+                while level:
+                    candidate = level.popleft()
+                    if candidate.state == READY:
+                        ref = candidate
+                        break
+                if ref is not None:
+                    break
+            if ref is None:  # only tombstones were left; counts say otherwise: resync
+                self.ready_count = 0
+                ring.appendleft(c)
+                return
+            self.ready_count -= 1
+            exp = ref.message.expiration
+            if exp:
+                if now < 0:
+                    now = self.host.now()
+                if exp <= now:
+                    self._expire(ref)
+                    ring.appendleft(c)
+                    continue
+            self._deliver(c, ref)
+            if c.can_receive():
+                ring.append(c)
+            else:
+                c.in_ring = False
+
+    def _dispatch_filtered(self) -> None:
+        ring = self._ring
+        for c in [c for c in ring if not c.can_receive()]:
+            ring.remove(c)
+            c.in_ring = False
+        now = self.host.now()
+        for level in self._levels:
+            if not ring:
+                return
+            if not level:
+                continue
+            kept: list[MessageRef] = []
+            while level and ring:
+                ref = level.popleft()
+                if ref.state != READY:
+                    continue
+                exp = ref.message.expiration
+                if exp and exp <= now:
+                    self.ready_count -= 1
+                    self._expire(ref)
+                    continue
+                chosen: ServerConsumer | None = None
+                for i, c in enumerate(ring):
+                    if c.filter is None or filter_accepts(c.filter, ref.message):
+                        chosen = c
+                        del ring[i]
+                        break
+                if chosen is None:
+                    kept.append(ref)  # nobody here wants it; later consumers may
+                    continue
+                self.ready_count -= 1
+                self._deliver(chosen, ref)
+                if chosen.can_receive():
+                    ring.append(chosen)
+                else:
+                    chosen.in_ring = False
+            level.extendleft(reversed(kept))
+
+    def _deliver(self, c: ServerConsumer, ref: MessageRef) -> None:
+        ch = c.channel
+        tag = ch.next_tag
+        ch.next_tag = tag + 1
+        ref.delivery_count += 1
+        c.credit -= 1
+        message = ref.message
+        if c.auto_ack:
+            ref.state = GONE
+            self.dequeued += 1
+            if self._persist and message.persistent:
+                self._unstore(message)
+        else:
+            ref.state = DELIVERING
+            c.delivering[tag] = ref
+            ch.tags[tag] = c
+            self.delivering_count += 1
+        ch.callback.deliver(Delivery(c.consumer_id, tag, message, ref.delivery_count))
+
+    # ------------------------------------------------------------------ ack / cancel
+
+    def acknowledge(self, c: ServerConsumer, tag: int) -> None:
+        """The delivery ``tag`` of ``c`` is consumed. Caller dispatches afterwards."""
+        ref = c.delivering.pop(tag)
+        ref.state = GONE
+        self.delivering_count -= 1
+        self.dequeued += 1
+        if self._persist and ref.message.persistent:
+            self._unstore(ref.message)
+        self._offer(c)
+
+    def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None:
+        """Return one delivery to the head of its level. Callers cancel several tags in
+        *descending* tag order, so the original order is restored. Caller dispatches."""
+        ref = c.delivering.pop(tag)
+        self.delivering_count -= 1
+        if not c.closed:
+            self._offer(c)
+        if self.deleted:
+            ref.state = GONE
+            return
+        message = ref.message
+        if not redelivered:
+            ref.delivery_count -= 1
+        else:
+            limit = self.settings.max_delivery_attempts
+            if limit > 0 and ref.delivery_count >= limit:
+                ref.state = GONE
+                self.dead_lettered += 1
+                self.host.divert(
+                    self,
+                    message,
+                    self.settings.dead_letter_address,
+                    f"max delivery attempts ({limit}) exceeded",
+                )
+                if self._persist and message.persistent:
+                    self._unstore(message)
+                return
+            if self._persist and message.persistent:
+                store = self.host.store
+                assert store is not None
+                store.update_delivery_count(self.name, message.message_id, ref.delivery_count)
+        if message.expiration and message.expiration <= self.host.now():
+            self._expire(ref)
+            return
+        self._add_head(ref)
+
+    # ------------------------------------------------------------------ removal paths
+
+    def _expire(self, ref: MessageRef) -> None:
+        ref.state = GONE
+        self.expired += 1
+        self.host.divert(self, ref.message, self.settings.expiry_address, EXPIRED_REASON)
+        if self._persist and ref.message.persistent:
+            self._unstore(ref.message)
+
+    def _unstore(self, message: ServerMessage) -> None:
+        store = self.host.store
+        assert store is not None
+        store.remove_message(self.name, message.message_id)
+
+    def delete(self) -> None:
+        """Drop everything (temp queue closed, subscription deleted). Deliveries still out
+        are acknowledged or cancelled later into the void."""
+        self.deleted = True
+        for level in self._levels:
+            for ref in level:
+                ref.state = GONE
+            level.clear()
+        for ref in self._scheduled:
+            ref.state = GONE
+        self._scheduled.clear()
+        self.ready_count = 0
+        self._ring.clear()
+        if self._persist:
+            store = self.host.store
+            assert store is not None
+            store.delete_queue(self.name)
+
+    # ------------------------------------------------------------------ browse
+
+    def browse(self, flt: Filter | None) -> list[ServerMessage]:
+        now = self.host.now()
+        out: list[ServerMessage] = []
+        for level in self._levels:
+            for ref in level:
+                if ref.state != READY:
+                    continue
+                m = ref.message
+                if m.expiration and m.expiration <= now:
+                    continue
+                if flt is None or filter_accepts(flt, m):
+                    out.append(m)
+        return out
+
+    def ready_messages(self) -> Iterable[MessageRef]:
+        """Ready refs in delivery order (diagnostics and tests)."""
+        for level in self._levels:
+            for ref in level:
+                if ref.state == READY:
+                    yield ref

@@ -1,0 +1,179 @@
+"""Persistence interface of the broker core, and the in-memory implementation.
+
+The broker calls the store only for *persistent* messages on *durable* queues (regular
+queues and durable subscriptions; never temporary queues or non-durable subscriptions),
+and only at the moments that change what must survive a crash: enqueue, acknowledge,
+delivery-count change on cancel, subscription create/delete, queue delete.
+
+The interface is shaped for a crash-safe implementation (SQLite in WAL mode): calls name
+rows by ``(queue, message_id)``; ``batch()`` brackets the writes of one broker operation
+(a transaction commit, a multi-tag ack) so a SQL store can make them one atomic
+transaction and one fsync. Message ids must be unique within a queue (jmspy generates
+UUIDs); a second message with the same id in the same queue replaces the first row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .api import ServerMessage
+
+__all__ = [
+    "MemoryStore",
+    "RecoveredState",
+    "Store",
+    "StoredMessage",
+    "SubscriptionRecord",
+]
+
+
+@dataclass(slots=True, frozen=True)
+class SubscriptionRecord:
+    """A durable subscription as it is persisted.
+
+    ``client_id`` is None for a shared durable subscription created by a connection
+    without a client id. ``queue`` is the name of the subscription's internal queue, the
+    name under which its messages are stored.
+    """
+
+    client_id: str | None
+    name: str
+    topic: str
+    selector: str | None
+    no_local: bool
+    shared: bool
+    queue: str
+
+
+@dataclass(slots=True)
+class StoredMessage:
+    message: ServerMessage
+    delivery_count: int = 0
+
+
+@dataclass(slots=True)
+class RecoveredState:
+    """What ``Store.load()`` returns: messages per queue in enqueue order, and the durable
+    subscriptions (whose messages are in ``queues`` under ``SubscriptionRecord.queue``)."""
+
+    queues: dict[str, list[StoredMessage]] = field(default_factory=dict)
+    subscriptions: list[SubscriptionRecord] = field(default_factory=list)
+
+
+class Store(Protocol):
+    """What the broker needs from persistence. Implementations need not be thread-safe:
+    the broker (and so its store) is driven by one thread or event loop at a time."""
+
+    def add_message(self, queue: str, message: ServerMessage) -> None:
+        """Persist a message that was just enqueued on ``queue`` (delivery count 0)."""
+
+    def remove_message(self, queue: str, message_id: str) -> None:
+        """The message was acknowledged, expired or moved away: forget it."""
+
+    def update_delivery_count(self, queue: str, message_id: str, count: int) -> None:
+        """Record how many times the message has been delivered (on cancel/rollback)."""
+
+    def delete_queue(self, queue: str) -> None:
+        """Forget every message of ``queue`` (the queue or subscription was deleted)."""
+
+    def add_subscription(self, record: SubscriptionRecord) -> None:
+        """Persist a durable subscription (replaces one with the same ``queue``)."""
+
+    def remove_subscription(self, queue: str) -> None:
+        """Forget the durable subscription whose internal queue is ``queue``."""
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """Group the writes made inside the ``with`` block into one atomic unit."""
+        ...
+
+    def load(self) -> RecoveredState:
+        """Everything persisted, for a broker starting up."""
+        ...
+
+    def close(self) -> None:
+        """Release resources; a later ``load()`` on a reopened store sees the same data."""
+
+
+def _copy(message: ServerMessage) -> ServerMessage:
+    # A real store serialises; copying keeps later mutation of the live object (which the
+    # broker avoids, but hosts might not) from leaking into "what was on disk".
+    body = message.body
+    if isinstance(body, dict):
+        body = dict(body)
+    return dataclasses.replace(message, properties=dict(message.properties), body=body)
+
+
+class MemoryStore:
+    """Keeps the would-be-persisted state in dicts.
+
+    Used by tests and by embedded brokers that want restart semantics without disk: a new
+    ``Broker`` built on the same instance recovers what a crash-safe store would have.
+    """
+
+    __slots__ = ("_messages", "_subscriptions", "closed", "writes")
+
+    def __init__(self) -> None:
+        self._messages: dict[str, dict[str, StoredMessage]] = {}
+        self._subscriptions: dict[str, SubscriptionRecord] = {}
+        self.closed = False
+        #: Number of write calls, so tests can check what the broker persisted.
+        self.writes = 0
+
+    def add_message(self, queue: str, message: ServerMessage) -> None:
+        self.writes += 1
+        self._messages.setdefault(queue, {})[message.message_id] = StoredMessage(_copy(message))
+
+    def remove_message(self, queue: str, message_id: str) -> None:
+        self.writes += 1
+        rows = self._messages.get(queue)
+        if rows is not None:
+            rows.pop(message_id, None)
+            if not rows:
+                del self._messages[queue]
+
+    def update_delivery_count(self, queue: str, message_id: str, count: int) -> None:
+        self.writes += 1
+        row = self._messages.get(queue, {}).get(message_id)
+        if row is not None:
+            row.delivery_count = count
+
+    def delete_queue(self, queue: str) -> None:
+        self.writes += 1
+        self._messages.pop(queue, None)
+
+    def add_subscription(self, record: SubscriptionRecord) -> None:
+        self.writes += 1
+        self._subscriptions[record.queue] = record
+
+    def remove_subscription(self, queue: str) -> None:
+        self.writes += 1
+        self._subscriptions.pop(queue, None)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        yield
+
+    def load(self) -> RecoveredState:
+        self.closed = False
+        return RecoveredState(
+            queues={
+                q: [StoredMessage(_copy(r.message), r.delivery_count) for r in rows.values()]
+                for q, rows in self._messages.items()
+            },
+            subscriptions=list(self._subscriptions.values()),
+        )
+
+    def close(self) -> None:
+        self.closed = True
+
+    def message_ids(self, queue: str) -> list[str]:
+        """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""
+        return list(self._messages.get(queue, {}))
+
+    def delivery_count(self, queue: str, message_id: str) -> int | None:
+        row = self._messages.get(queue, {}).get(message_id)
+        return None if row is None else row.delivery_count

@@ -1,0 +1,97 @@
+"""Topics (multicast) and their subscriptions.
+
+A topic holds no messages itself: routing copies a *reference* to each subscription's own
+:class:`~.queue.Queue`, so every subscription has independent order, credit, expiry and
+dead-lettering — the Artemis model (an address with one queue per subscription).
+
+The subscription's selector is applied here, when a message is routed (JMS: a durable
+subscriber's selector decides what the subscription *keeps*), not at dispatch time.
+``no_local`` drops messages sent on the subscribing connection — and, for an unshared
+durable subscription, on any connection with the same client id (JMS 2.0).
+
+A message sent to a topic with no subscriptions is dropped: it is counted in
+``Topic.unrouted``, not in any ``enqueued`` (a topic's stats are the sums over its
+subscriptions, so ``enqueued`` counts one per subscription reached).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
+from .queue import Filter, Queue, filter_accepts
+
+__all__ = ["Subscription", "SubscriptionKey", "Topic"]
+
+#: (flavour, client id or None, name); flavour is "durable" or "shared".
+SubscriptionKey = tuple[str, str | None, str]
+
+
+@dataclass(slots=True, eq=False)
+class Subscription:
+    queue: Queue
+    topic: str
+    name: str | None
+    client_id: str | None
+    durable: bool
+    shared: bool
+    selector: str | None
+    filter: Filter | None
+    no_local: bool
+    #: Connection whose messages no_local drops (the subscribing connection; for a
+    #: durable subscription, the one currently attached, 0 when none).
+    owner_connection: int = 0
+    key: SubscriptionKey | None = None
+
+    def wants(self, message: ServerMessage, producer_client_id: str | None) -> bool:
+        if self.no_local and (
+            message.producer_connection == self.owner_connection
+            or (
+                self.durable and self.client_id is not None and producer_client_id == self.client_id
+            )
+        ):
+            return False
+        return self.filter is None or filter_accepts(self.filter, message)
+
+
+class Topic:
+    __slots__ = ("name", "settings", "subscriptions", "unrouted")
+
+    def __init__(self, name: str, settings: AddressSettings) -> None:
+        self.name = name
+        self.settings = settings
+        #: subscription queue name -> subscription, in creation order
+        self.subscriptions: dict[str, Subscription] = {}
+        self.unrouted = 0
+
+    def route(self, message: ServerMessage, producer_client_id: str | None) -> int:
+        """Give the message to every interested subscription; returns how many took it."""
+        taken = 0
+        for sub in self.subscriptions.values():
+            if sub.wants(message, producer_client_id):
+                sub.queue.enqueue(message)
+                taken += 1
+        if not taken:
+            self.unrouted += 1
+        return taken
+
+    def apply_settings(self, settings: AddressSettings) -> None:
+        self.settings = settings
+        for sub in self.subscriptions.values():
+            sub.queue.apply_settings(settings)
+
+    def stats(self) -> DestinationStats:
+        out = DestinationStats(name=self.name, kind=DestinationKind.TOPIC)
+        for sub in self.subscriptions.values():
+            q = sub.queue
+            out.message_count += q.message_count
+            out.delivering_count += q.delivering_count
+            out.scheduled_count += q.scheduled_count
+            out.consumer_count += len(q.consumers)
+            out.enqueued += q.enqueued
+            out.dequeued += q.dequeued
+            out.expired += q.expired
+            out.dead_lettered += q.dead_lettered
+            out.messages_replaced += q.messages_replaced
+        out.subscription_count = len(self.subscriptions)
+        return out

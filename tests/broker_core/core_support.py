@@ -1,0 +1,59 @@
+"""Test doubles for driving the broker core directly: a recording callback, a fake clock
+and a message factory. Imported by the tests in this folder (pytest puts it on sys.path)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from jmspy.broker_ref.core import Delivery, DestinationKind, ServerMessage
+
+_ids = itertools.count(1)
+
+
+class Recorder:
+    """A SessionCallback that only records: it never calls back into the broker."""
+
+    def __init__(self) -> None:
+        self.deliveries: list[Delivery] = []
+        self.closed: list[tuple[int, str]] = []
+
+    def deliver(self, delivery: Delivery) -> None:
+        self.deliveries.append(delivery)
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        self.closed.append((consumer_id, reason))
+
+    def take(self) -> list[Delivery]:
+        out, self.deliveries = self.deliveries, []
+        return out
+
+    def bodies(self) -> list[Any]:
+        return [d.message.body for d in self.take()]
+
+
+class FakeClock:
+    def __init__(self, start: int = 1_000_000) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+def msg(
+    destination: str,
+    body: Any = None,
+    *,
+    kind: DestinationKind = DestinationKind.QUEUE,
+    **kw: Any,
+) -> ServerMessage:
+    return ServerMessage(
+        message_id=f"ID:test-{next(_ids)}", kind=kind, destination=destination, body=body, **kw
+    )
+
+
+def tmsg(destination: str, body: Any = None, **kw: Any) -> ServerMessage:
+    return msg(destination, body, kind=DestinationKind.TOPIC, **kw)
