@@ -275,7 +275,9 @@ class Connection:
         listener = self._exception_listener
         if listener is None:
             return
-        callback = getattr(listener, "on_exception", listener)
+        callback: Callable[[JMSException], Any] = (
+            listener.on_exception if isinstance(listener, ExceptionListener) else listener
+        )
         self._get_notifier().submit(lambda: callback(error))
 
     def _send_async(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from .destinations import Destination, Queue
 from .errors import IllegalStateException, InvalidSelectorException
@@ -218,7 +218,7 @@ class MessageConsumer:
             try:
                 while not self._closed:
                     if connection._started:
-                        item = self._buffer.pop()
+                        item = cast(Message | None, self._buffer.pop())
                         if item is not None:
                             message = item
                             break
@@ -239,7 +239,7 @@ class MessageConsumer:
             with self._lock:
                 self._buffer.revoked(returned)
                 if returned == 0 and connection._started:
-                    item = self._buffer.pop()
+                    item = cast(Message | None, self._buffer.pop())
                     if item is not None:
                         message = item
         return message
@@ -248,8 +248,7 @@ class MessageConsumer:
         with self._lock:
             if self._closed or self._listener is None:
                 return None
-            item: Message | None = self._buffer.pop()
-            return item
+            return cast(Message | None, self._buffer.pop())
 
     def _has_buffered(self) -> bool:
         with self._lock:
@@ -273,7 +272,7 @@ class MessageConsumer:
         Returns the drained (never seen by the app) messages, in delivery order.
         """
         with self._lock:
-            drained: list[Message] = self._buffer.drain()
+            drained = cast(list[Message], self._buffer.drain())
             if taken:
                 self._buffer.forget(taken)
             self._cond.notify_all()

@@ -76,6 +76,7 @@ class TemporaryQueue(Queue):
     """
 
     __slots__ = ("_connection",)
+    _connection: Connection | None
 
     def __init__(self, name: str, connection: Connection | None = None) -> None:
         super().__init__(name)

@@ -112,7 +112,7 @@ class MessageNotReadableException(JMSException):
 
 
 class MessageNotWriteableException(JMSException):
-    """A received message's body or properties were changed; call clear_body()/clear_properties() first."""
+    """A received message was changed; call clear_body()/clear_properties() first."""
 
     error_code = "MESSAGE_NOT_WRITEABLE"
 

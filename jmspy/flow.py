@@ -127,8 +127,8 @@ class ConnectionFlow:
             available = self.limit - self._committed()
             # Consumers that waited for connection capacity go first: without this the
             # consumer that happens to consume would take back every freed slot.
-            order = list(self._starved.values())
-            if consumer is not None and consumer.consumer_id not in self._starved:
+            order = [c for c in self._starved.values() if c is not consumer]
+            if consumer is not None:
                 order.append(consumer)
             for cand in order:
                 if cand.consumer_id not in self._consumers:

@@ -77,7 +77,7 @@ def _check_property_name(name: object) -> str:
 
 def _check_property_value(name: str, value: object) -> PropertyValue:
     if value is None or isinstance(value, bool | str | float):
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, int):
         if not _LONG_MIN <= value <= _LONG_MAX:
             raise MessageFormatException(

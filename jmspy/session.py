@@ -15,8 +15,9 @@ Acknowledgement modes and what "consumed" (which opens the flow-control window) 
 * INDIVIDUAL_ACKNOWLEDGE: ``message.acknowledge()`` consumes that message only.
 * SESSION_TRANSACTED: ``commit()`` consumes everything received in the transaction and
   publishes everything sent in it; ``rollback()`` redelivers and discards.
-* NO_ACKNOWLEDGE: the broker forgets a message once delivered (at-most-once); consumed
-  when handed to the application.
+* NO_ACKNOWLEDGE: the broker forgets a message once delivered (at-most-once, like
+  Artemis's pre-acknowledge); consumed when handed to the application. Messages still
+  prefetched when the consumer closes are gone too: keep imqConsumerFlowLimit small.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .consumer import ListenerType, MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
@@ -302,6 +303,8 @@ class Session:
             raise IllegalStateException(
                 "recover() is not allowed on a transacted session; use rollback()"
             )
+        if self.ack_mode == Session.NO_ACKNOWLEDGE:
+            return  # the broker has already forgotten every delivered message
         if self.ack_mode in (Session.AUTO_ACKNOWLEDGE, Session.DUPS_OK_ACKNOWLEDGE):
             # Only the message a listener is handling right now is unacknowledged.
             if self._on_dispatcher_thread() and self._current is not None:
@@ -348,6 +351,14 @@ class Session:
         for consumer, n in counts.items():
             consumer._consumed(n)
 
+    def _pause(self, consumer: MessageConsumer) -> None:
+        """Take back the consumer's unused credit so nothing new arrives while we hand
+        messages back; otherwise the broker would re-dispatch each returned message to
+        it at once, out of order and counted as redelivered."""
+        returned = self._transport.revoke_credit(consumer.consumer_id)
+        with consumer._lock:
+            consumer._buffer.revoked(returned)
+
     def _return_to_broker(
         self, items: list[tuple[MessageConsumer, int]], *, rollback_tx: bool
     ) -> None:
@@ -359,23 +370,25 @@ class Session:
         taken: dict[MessageConsumer, int] = {}
         for consumer, _ in items:
             taken[consumer] = taken.get(consumer, 0) + 1
-        for consumer in list(self._consumers.values()):
+        consumers = list(self._consumers.values())
+        for consumer in consumers:
+            self._pause(consumer)
+        for consumer in consumers:
             drained = consumer._returned(taken.get(consumer, 0))
             if drained:
                 self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
-        for consumer in taken:
-            if consumer.closed:
-                consumer._returned(0)
         if rollback_tx and self._tx is not None:
             self._transport.rollback(self._tx)
         tags = [tag for consumer, tag in items if not consumer.closed]
         if tags:
             self._transport.cancel(tags, redelivered=True)
-        flow = self._connection._flow
-        for consumer in list(self._consumers.values()):
-            flow.top_up(consumer)
-            if consumer._buffer.limit == 0 and consumer._listener is not None:
-                consumer._pull_one()
+        for consumer in consumers:
+            self._resume(consumer)
+
+    def _resume(self, consumer: MessageConsumer) -> None:
+        self._connection._flow.top_up(consumer)
+        if consumer._buffer.limit == 0 and consumer._listener is not None:
+            consumer._pull_one()
 
     def _new_tx(self) -> str:
         tx = f"tx-{self._connection._instance}-{next(_tx_ids)}"
@@ -423,13 +436,12 @@ class Session:
 
     def _redeliver(self, consumer: MessageConsumer, message: Message) -> None:
         """AUTO/DUPS_OK: a listener failed (or called recover()): deliver it again."""
+        self._pause(consumer)
         drained = consumer._returned(1)
         if drained:
             self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         self._transport.cancel([message._delivery_tag], redelivered=True)
-        self._connection._flow.top_up(consumer)
-        if consumer._buffer.limit == 0 and consumer._listener is not None:
-            consumer._pull_one()
+        self._resume(consumer)
 
     # -- the dispatcher thread ----------------------------------------------------------
     def _ensure_dispatcher(self) -> None:
@@ -545,10 +557,12 @@ class Session:
                 consumer._listener = None  # no further messages for it
             self._deferred.append(consumer)
             return
+        if self.ack_mode != Session.NO_ACKNOWLEDGE:
+            self._pause(consumer)
         with consumer._lock:
             consumer._closed = True
             consumer._listener = None
-            drained: list[Message] = consumer._buffer.drain()
+            drained = cast(list[Message], consumer._buffer.drain())
             consumer._cond.notify_all()
         self._consumers.pop(consumer.consumer_id, None)
         with self._ack_lock:
@@ -558,7 +572,8 @@ class Session:
             self._dups_pending = [(c, t) for c, t in self._dups_pending if c is not consumer]
         if pending_dups:
             self._transport.ack([t for _, t in pending_dups])
-        if drained:
+        if drained and self.ack_mode != Session.NO_ACKNOWLEDGE:
+            # (NO_ACKNOWLEDGE: the broker forgot them at delivery; at-most-once.)
             self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         self._connection._unregister_consumer(consumer)
         self._transport.close_consumer(consumer.consumer_id)

@@ -1,0 +1,1 @@
+"""Throughput measurements. Speed is measured here, side by side, never asserted in tests."""

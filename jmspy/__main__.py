@@ -1,0 +1,3 @@
+from jmspy.cli import main
+
+raise SystemExit(main())

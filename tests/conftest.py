@@ -1,0 +1,100 @@
+"""Shared pytest configuration.
+
+Twin check (see jmspy/_speedups.py): unless JMSPY_PUREPYTHON is set, every module built
+from cython_ext/*.pyx must load as the compiled extension; with JMSPY_PUREPYTHON=1 the pure
+twins must be the ones in use. Anything else ends the session at once instead of letting
+the suite pass against the wrong twin.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+from pathlib import Path
+
+import pytest
+
+from jmspy import _speedups
+
+_ROOT = Path(__file__).resolve().parent.parent
+#: Every module that has a compiled twin (and so a pure one).
+TWINS: tuple[str, ...] = tuple(sorted(p.stem for p in (_ROOT / "cython_ext").glob("*.pyx")))
+
+
+def _twin_problems() -> list[str]:
+    problems: list[str] = []
+    want = "jmspy._pure" if _speedups.PURE_PYTHON else "jmspy._cext"
+    for name in TWINS:
+        try:
+            module = _speedups.load(name)
+        except ImportError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        path = getattr(module, "__file__", None) or ""
+        compiled = path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+        if module.__name__ != f"{want}.{name}" or compiled == _speedups.PURE_PYTHON:
+            problems.append(f"{name}: expected {want}.{name}, got {module.__name__} ({path})")
+    return problems
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    mode = "pure (JMSPY_PUREPYTHON set)" if _speedups.PURE_PYTHON else "compiled"
+    return f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    problems = _twin_problems()
+    if problems:
+        hint = (
+            ""
+            if _speedups.PURE_PYTHON
+            else " Rebuild with `pip install -e . --no-build-isolation`, or set "
+            "JMSPY_PUREPYTHON=1 to test the pure twins on purpose."
+        )
+        pytest.exit(
+            "jmspy twin check failed:\n  " + "\n  ".join(problems) + "\n" + hint,
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+
+
+# -- in-process broker fixtures ---------------------------------------------------------
+import uuid  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+
+@pytest.fixture
+def vm_broker_factory() -> Iterator[Callable[..., Any]]:
+    """Start fresh named in-process brokers (with core options); stopped after the test.
+
+    Returns ``(host, ConnectionFactory)`` pairs so each test gets its own broker.
+    """
+    from jmspy.transports import vm
+
+    from jmspy import ConnectionFactory
+
+    names: list[str] = []
+
+    def start(**broker_options: Any) -> tuple[Any, Any]:
+        name = f"test-{uuid.uuid4().hex[:12]}"
+        host = vm.start_broker(name, **broker_options)
+        names.append(name)
+        return host, ConnectionFactory(f"vm://{name}")
+
+    yield start
+    for name in names:
+        vm.stop_broker(name)
+
+
+@pytest.fixture
+def vm_broker(vm_broker_factory: Callable[..., Any]) -> Any:
+    """A fresh in-process broker host for this test."""
+    host, _ = vm_broker_factory()
+    return host
+
+
+@pytest.fixture
+def vm_factory(vm_broker: Any) -> Any:
+    """A ConnectionFactory for this test's fresh in-process broker."""
+    from jmspy import ConnectionFactory
+
+    return ConnectionFactory(f"vm://{vm_broker.name}")
