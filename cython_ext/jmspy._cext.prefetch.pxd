@@ -1,0 +1,48 @@
+# cython: language_level=3
+"""Typed interface of jmspy._cext.prefetch (the compiled twin of jmspy._pure.prefetch).
+
+Why the dotted file name: Cython pairs a module with its .pxd by the module's *qualified*
+name. setup.py builds cython_ext/prefetch.pyx as ``jmspy._cext.prefetch`` and cython_ext/
+is not a package, so Cython looks for ``cython_ext/jmspy._cext.prefetch.pxd``; a plain
+``prefetch.pxd`` here would be silently ignored (every ``cdef`` field would turn into a
+missing Python attribute at run time). Other modules in cython_ext/ can
+``from jmspy._cext.prefetch cimport PrefetchBuffer``.
+
+cythonize's change tracking does not see this file: after editing it, touch prefetch.pyx
+(or delete prefetch.c) before rebuilding.
+"""
+
+
+cdef class PrefetchBuffer:
+    # Public counters: read-only from Python (properties), typed C integers.
+    cdef readonly Py_ssize_t limit
+    cdef readonly int threshold
+    cdef readonly Py_ssize_t buffered
+    cdef readonly Py_ssize_t unconsumed
+    cdef readonly Py_ssize_t outstanding
+    cdef readonly Py_ssize_t delivered_total
+    cdef readonly Py_ssize_t consumed_total
+    cdef readonly Py_ssize_t batches
+    cdef readonly Py_ssize_t pauses
+
+    # Ring buffer: a Python list used as a power-of-two ring (the list keeps the items
+    # visible to the cyclic GC); the oldest item is at _ring[_head].
+    cdef list _ring
+    cdef Py_ssize_t _head
+    cdef Py_ssize_t _mask
+    cdef bint _started
+
+    cpdef object push(self, object item)
+    cpdef object pop(self)
+    cpdef object push_front(self, object items)
+    cpdef Py_ssize_t consumed(self, Py_ssize_t n=*) except -1
+    cpdef Py_ssize_t wanted(self) noexcept
+    cpdef object granted(self, Py_ssize_t n)
+    cpdef Py_ssize_t pull_credit(self) noexcept
+    cpdef object revoked(self, Py_ssize_t n)
+    cpdef list drain(self)
+    cpdef object forget(self, Py_ssize_t n)
+    cpdef Py_ssize_t initial_credit(self) except -1
+    cpdef tuple stats(self)
+
+    cdef int _reserve(self, Py_ssize_t need) except -1
