@@ -30,6 +30,9 @@ setup(
     ext_modules=cythonize(
         extensions,
         language_level=3,
+        # Each module's .pxd sits beside its .pyi in jmspy/_cext/, where Cython finds it
+        # by the module's full name (jmspy._cext.<name>) on this include path.
+        include_path=[str(HERE)],
         annotate=os.environ.get("JMSPY_CYTHON_ANNOTATE") == "1",
         compiler_directives={
             "boundscheck": False,

@@ -107,7 +107,7 @@ cdef class PrefetchBuffer:
     cpdef Py_ssize_t wanted(self) noexcept:
         """Credit to ask for now (not reserved); see the pure twin."""
         cdef Py_ssize_t want
-        if self.limit and self.unconsumed * 100 <= self.limit * self.threshold:
+        if self.limit and (self.unconsumed + self.outstanding) * 100 <= self.limit * self.threshold:
             want = self.limit - self.unconsumed - self.outstanding
             if want > 0:
                 return want
@@ -216,7 +216,7 @@ cdef class PrefetchBuffer:
             )
         self.unconsumed -= n
         self.consumed_total += n
-        if self.limit and self.unconsumed * 100 <= self.limit * self.threshold:
+        if self.limit and (self.unconsumed + self.outstanding) * 100 <= self.limit * self.threshold:
             want = self.limit - self.unconsumed - self.outstanding
             if want > 0:
                 return want

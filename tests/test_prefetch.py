@@ -103,7 +103,7 @@ def test_fifo_order_across_cycles() -> None:
     buf = make(4, 50)
     broker = FakeBroker(available=10)
     assert run_consumer(buf, broker) == list(range(10))
-    # 4, then top-ups of 2 at each half-window; the tail asks for 1 per consumption.
+    # 4, then top-ups of 2 at each half-window.
     assert broker.batch_sizes[:4] == [4, 2, 2, 2]
 
 
@@ -124,10 +124,12 @@ def test_only_1500_available_gives_batches_of_1000_then_500() -> None:
     assert [n for n in delivered_per_grant if n] == [1000, 500]
     assert (buf.delivered_total, buf.consumed_total) == (1500, 1500)
     assert (buf.unconsumed, buf.buffered) == (0, 0)
-    # What was asked: 1000, 500 (delivered), 500 (queue empty, stays outstanding), then
-    # below the threshold every consumption asks for the 1 slot it freed.
-    assert broker.batch_sizes == [1000, 500, 500] + [1] * 500
-    assert buf.batches == 3 + 500
+    # What was asked: 1000, 500 (delivered), 500 (queue empty, stays outstanding), and a
+    # last 500 once the buffer emptied: the full window of 1000 stays open at the broker.
+    # Unused credit counts as on its way, so there is no one-credit-per-message dribble.
+    assert broker.batch_sizes == [1000, 500, 500, 500]
+    assert buf.batches == 4
+    assert buf.outstanding == 1000
     # The unused window stays outstanding until the broker hands the credit back.
     assert (buf.outstanding, buf.wanted()) == (1000, 0)
     buf.revoked(1000)
@@ -171,15 +173,18 @@ def test_consumed_many_at_once() -> None:
     assert buf.consumed(0) == 60  # consumed(0) is just wanted()
 
 
-def test_outstanding_credit_reduces_top_up() -> None:
+def test_outstanding_credit_counts_as_on_its_way() -> None:
     buf = make(10, 50)
     buf.initial_credit()
-    deliver(buf, 6)  # 4 credits still with the broker
+    deliver(buf, 6)  # 4 credits still with the broker (its queue ran dry)
     for _ in range(6):
         buf.pop()
-    assert buf.consumed(1) == 1  # 5 unconsumed: top up to 10 less the 4 still granted
-    assert buf.wanted() == 1  # not reserved
-    buf.granted(1)
+    # 5 unconsumed + 4 promised = 9 > 5: no request yet (no one-credit dribble).
+    assert buf.consumed(1) == 0
+    # 1 unconsumed + 4 promised = 5 = 10 x 50%: top up to 10, less the 4 still granted.
+    assert buf.consumed(4) == 5
+    assert buf.wanted() == 5  # not reserved
+    buf.granted(5)
     assert buf.wanted() == 0
 
 

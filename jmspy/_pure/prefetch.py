@@ -8,7 +8,9 @@ Open MQ semantics (seed 004): the broker pre-sends at most ``imqConsumerFlowLimi
 messages a consumer has not yet consumed. A message is *consumed* when the application
 acknowledges or commits it, not when it is taken from the buffer. The buffer is not topped
 up on every consumption: only when unconsumed falls to ``limit * threshold%`` does the
-client ask for ``limit - unconsumed`` more (less whatever credit the broker still holds).
+client ask for ``limit - unconsumed`` more. Credit the broker holds but has not used yet
+(the queue ran dry) counts as already on its way: without that, every consumption after a
+queue empties would ask for one more credit, a round trip per message for nothing.
 With the defaults 1000/50 the broker sends 1000, the client consumes 500, 500 more come.
 A limit of 0 means pull: one credit per ``receive`` when nothing is buffered or in flight.
 
@@ -172,7 +174,7 @@ class PrefetchBuffer:
         """Credit to ask for now (not reserved): the top-up once unconsumed has fallen to
         the threshold, else 0. Call :meth:`granted` with what was actually granted."""
         limit = self._limit
-        if limit and self._unconsumed * 100 <= limit * self._threshold:
+        if limit and (self._unconsumed + self._outstanding) * 100 <= limit * self._threshold:
             want = limit - self._unconsumed - self._outstanding
             if want > 0:
                 return want
@@ -242,7 +244,7 @@ class PrefetchBuffer:
         self._unconsumed -= n
         self._consumed_total += n
         limit = self._limit
-        if limit and self._unconsumed * 100 <= limit * self._threshold:
+        if limit and (self._unconsumed + self._outstanding) * 100 <= limit * self._threshold:
             want = limit - self._unconsumed - self._outstanding
             if want > 0:
                 return want

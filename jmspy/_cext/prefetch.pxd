@@ -1,15 +1,10 @@
 # cython: language_level=3
 """Typed interface of jmspy._cext.prefetch (the compiled twin of jmspy._pure.prefetch).
 
-Why the dotted file name: Cython pairs a module with its .pxd by the module's *qualified*
-name. setup.py builds cython_ext/prefetch.pyx as ``jmspy._cext.prefetch`` and cython_ext/
-is not a package, so Cython looks for ``cython_ext/jmspy._cext.prefetch.pxd``; a plain
-``prefetch.pxd`` here would be silently ignored (every ``cdef`` field would turn into a
-missing Python attribute at run time). Other modules in cython_ext/ can
-``from jmspy._cext.prefetch cimport PrefetchBuffer``.
-
-cythonize's change tracking does not see this file: after editing it, touch prefetch.pyx
-(or delete prefetch.c) before rebuilding.
+It lives beside the module's .pyi, where Cython finds it by the module's qualified name
+(setup.py passes the repository root as include path). Other compiled modules can
+``from jmspy._cext.prefetch cimport PrefetchBuffer``. cythonize's change tracking does not
+see this file: after editing it, touch cython_ext/prefetch.pyx before rebuilding.
 """
 
 

@@ -1,6 +1,6 @@
 # Typed interface of the compiled STOMP frame codec (jmspy._cext.stomp_codec).
-# Named after the full module name because setup.py builds cython_ext/stomp_codec.pyx as
-# jmspy._cext.stomp_codec and Cython looks the .pxd up by that name.
+# It lives beside the .pyi, where Cython finds it by the module's qualified name
+# (jmspy._cext.stomp_codec) on the include path setup.py passes.
 # Pure twin: jmspy/_pure/stomp_codec.py; user-facing types: jmspy/_cext/stomp_codec.pyi.
 
 cdef class FrameParser:
