@@ -22,9 +22,8 @@ import time
 
 def one_run(messages: int, mode: str) -> dict[str, float]:
     """Measure in this process: send+receive concurrently, and the listener path alone."""
-    from jmspy.transports import vm
-
     from jmspy import ConnectionFactory, Session
+    from jmspy.transports import vm
 
     name = f"bench-{os.getpid()}"
     vm.start_broker(name)

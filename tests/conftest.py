@@ -68,9 +68,8 @@ def vm_broker_factory() -> Iterator[Callable[..., Any]]:
 
     Returns ``(host, ConnectionFactory)`` pairs so each test gets its own broker.
     """
-    from jmspy.transports import vm
-
     from jmspy import ConnectionFactory
+    from jmspy.transports import vm
 
     names: list[str] = []
 

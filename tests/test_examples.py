@@ -23,10 +23,12 @@ def test_seed004_example_prints_batches_of_1000_then_500():
     assert lines[3].startswith("batches: first 1000, then 500")
 
 
-def test_demo_command_prints_flow_counters_and_finishes():
+def test_demo_command_prints_flow_counters_and_finishes(tmp_path):
+    # cwd outside the checkout: `-m` puts cwd first on sys.path, and the source tree's
+    # jmspy/ is not the installed package (transports/ and broker_ref/ map into it).
     out = subprocess.run(
         [sys.executable, "-m", "jmspy", "demo", "--messages", "3000", "--interval", "0.05"],
-        check=True, capture_output=True, text=True, timeout=120,
+        check=True, capture_output=True, text=True, timeout=120, cwd=tmp_path,
     ).stdout
     assert "imqConsumerFlowLimit=1000" in out
     assert "done: 3000 messages" in out and "set by client" in out

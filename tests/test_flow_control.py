@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
-from jmspy.broker_ref.core.api import AddressSettings
 
 from jmspy import ConnectionFactory, Queue, Session
+from jmspy.broker_ref.core.api import AddressSettings
 
 
 def fill(factory: ConnectionFactory, queue: Queue, count: int) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qs
 
+from jmspy import errors
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.api import (
     BodyType,
@@ -26,8 +27,6 @@ from jmspy.broker_ref.core.api import (
     DestinationKind,
     ServerMessage,
 )
-
-from jmspy import errors
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from core_support import FakeClock, Recorder
+
 from jmspy.broker_ref.core import Broker, ServerConnection
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from core_support import Recorder, msg
+
 from jmspy.broker_ref.core import (
     TEMP_PREFIX,
     AccessDenied,

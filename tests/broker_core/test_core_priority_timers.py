@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core_support import FakeClock, Recorder, msg
+
 from jmspy.broker_ref.core import (
     DEAD_LETTER_REASON,
     AddressSettings,

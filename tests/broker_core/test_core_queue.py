@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from core_support import FakeClock, Recorder, msg
+
 from jmspy.broker_ref.core import (
     DEAD_LETTER_REASON,
     ORIGINAL_DESTINATION,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from core_support import Recorder, msg, tmsg
+
 from jmspy.broker_ref.core import (
     Broker,
     DestinationKind,

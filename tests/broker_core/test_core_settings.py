@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from jmspy.broker_ref.core import AddressSettings, SettingsRegistry, pattern_matches
 
 

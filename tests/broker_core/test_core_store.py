@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core_support import FakeClock, Recorder, msg, tmsg
+
 from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
 
 Q = DestinationKind.QUEUE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from core_support import Recorder, tmsg
+
 from jmspy.broker_ref.core import (
     Broker,
     DestinationKind,
