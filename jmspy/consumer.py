@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from .destinations import Destination, Queue
-from .errors import IllegalStateException, InvalidSelectorException
+from .errors import IllegalStateException
 from .flow import FlowStats, new_prefetch_buffer
 from .message import Message
 
@@ -41,10 +41,7 @@ def check_selector(selector: str | None) -> str | None:
         return None
     from .selector import compile_selector
 
-    try:
-        compile_selector(selector)
-    except InvalidSelectorException:
-        raise
+    compile_selector(selector)  # raises InvalidSelectorException pointing at the token
     return selector
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from .consumer import ListenerType, MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
@@ -634,11 +634,3 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self._MODE_NAMES[self.ack_mode]}{' closed' if self._closed else ''}>"
-
-    # For producers ----------------------------------------------------------------------
-    @property
-    def _current_tx(self) -> str | None:
-        return self._tx
-
-    def _details(self) -> dict[str, Any]:
-        return {"ack_mode": self._MODE_NAMES[self.ack_mode], "consumers": len(self._consumers)}
