@@ -16,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -82,10 +83,13 @@ def main() -> None:
         for mode in ("compiled", "pure"):
             env = dict(os.environ)
             env["JMSPY_PUREPYTHON"] = "1" if mode == "pure" else ""
+            # Run the child by path from a neutral directory: with the checkout as cwd,
+            # its jmspy/ source folder would shadow the installed package.
             out = subprocess.run(
-                [sys.executable, "-m", "benchmarks.vm_throughput", "--child", mode,
+                [sys.executable, os.path.abspath(__file__), "--child", mode,
                  "--messages", str(args.messages)],
                 env=env, check=True, capture_output=True, text=True,
+                cwd=tempfile.gettempdir(),
             ).stdout
             results[mode].append(json.loads(out))
             print(f"run {i + 1}/{args.runs} {mode:8}: "
