@@ -1,0 +1,229 @@
+"""STOMP headers <-> core :class:`ServerMessage`, and STOMP destination names.
+
+Destination names (ActiveMQ's convention, which stomp.py users already know):
+
+* ``/queue/NAME`` -> queue ``NAME``; ``/topic/NAME`` -> topic ``NAME``;
+* a name with no known prefix is a queue of that exact name (ActiveMQ does the same);
+* ``/temp-queue/NAME`` -> a temporary queue owned by this connection, created on first
+  use and deleted when the connection closes; other connections see it (in ``reply-to``)
+  as ``/remote-temp-queue/ID`` and may send to that.
+
+Bodies: ``content-type: text/*`` (or no content-type *and* no content-length, as a
+hand-typed frame has) makes a TEXT message (the body must be UTF-8); any other body is
+BYTES. ActiveMQ draws the same line, so a JMS consumer sees what an ActiveMQ one would.
+
+Header -> message: ``persistent`` ("true"; default false, as ActiveMQ), ``priority``
+(0-9, default 4), ``expires`` (absolute ms since the epoch, 0 = never), ``AMQ_SCHEDULED_DELAY``
+or ``jmspy-delivery-delay`` (ms from now), ``correlation-id``, ``reply-to``, ``type``; every
+other header that is not part of the protocol becomes a string property.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
+
+__all__ = [
+    "REMOTE_TEMP",
+    "STATS_DESTINATION",
+    "TEMP",
+    "HeaderError",
+    "Target",
+    "message_body",
+    "message_headers",
+    "parse_destination",
+    "render_destination",
+    "to_server_message",
+]
+
+QUEUE: Final = "/queue/"
+TOPIC: Final = "/topic/"
+TEMP: Final = "/temp-queue/"
+REMOTE_TEMP: Final = "/remote-temp-queue/"
+#: SEND here with a ``reply-to`` to get one MESSAGE whose body is JSON of all_stats().
+STATS_DESTINATION: Final = "/jmspy/stats"
+
+#: Headers that steer the protocol or the message header fields, never properties.
+_RESERVED: Final = frozenset(
+    {
+        "destination", "content-type", "content-length", "receipt", "transaction",
+        "persistent", "priority", "expires", "AMQ_SCHEDULED_DELAY", "jmspy-delivery-delay",
+        "correlation-id", "reply-to", "type", "message-id", "timestamp", "subscription",
+        "ack", "redelivered", "jmspy-delivery-count",
+    }
+)
+
+
+class HeaderError(ValueError):
+    """A header value the server cannot accept; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed STOMP destination. ``temp`` is set for ``/temp-queue/NAME`` (``name`` is
+    then the client's local name, not yet a core queue name)."""
+
+    kind: DestinationKind
+    name: str
+    temp: bool = False
+
+
+def parse_destination(text: str | None) -> Target:
+    if not text:
+        raise HeaderError(
+            "missing destination header: use /queue/NAME, /topic/NAME or /temp-queue/NAME"
+        )
+    if text.startswith(QUEUE):
+        kind, name = DestinationKind.QUEUE, text[len(QUEUE):]
+    elif text.startswith(TOPIC):
+        kind, name = DestinationKind.TOPIC, text[len(TOPIC):]
+    else:
+        if text.startswith(TEMP):
+            name = text[len(TEMP):]
+            if not name:
+                raise HeaderError(f"empty temporary queue name in destination {text!r}")
+            return Target(DestinationKind.QUEUE, name, temp=True)
+        if text.startswith(REMOTE_TEMP):
+            return Target(DestinationKind.QUEUE, TEMP_PREFIX + text[len(REMOTE_TEMP):])
+        kind, name = DestinationKind.QUEUE, text
+    if not name:
+        raise HeaderError(f"empty destination name in {text!r}: use /queue/NAME or /topic/NAME")
+    return Target(kind, name)
+
+
+def render_destination(
+    kind: DestinationKind, name: str, local_temps: dict[str, str] | None = None
+) -> str:
+    """Core destination -> STOMP text. ``local_temps`` maps this connection's core temp
+    queue names back to the names its client chose."""
+    if kind is DestinationKind.TOPIC:
+        return TOPIC + name
+    if name.startswith(TEMP_PREFIX):
+        if local_temps is not None and name in local_temps:
+            return TEMP + local_temps[name]
+        return REMOTE_TEMP + name[len(TEMP_PREFIX):]
+    return QUEUE + name
+
+
+def _int(headers: dict[str, str], name: str, low: int, high: int, default: int) -> int:
+    raw = headers.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HeaderError(f"header {name}:{raw!r} must be an integer") from None
+    if not low <= value <= high:
+        raise HeaderError(f"header {name}:{raw} must be between {low} and {high}")
+    return value
+
+
+_MAX_MS: Final = 2**62
+
+
+def to_server_message(
+    headers: dict[str, str],
+    body: bytes,
+    target: Target,
+    message_id: str,
+    now: int,
+    resolve_reply: Callable[[str], tuple[DestinationKind, str]],
+) -> ServerMessage:
+    """Build the core message of a SEND (``headers``: first occurrence of each name)."""
+    ctype = headers.get("content-type")
+    text: str | None = None
+    if (ctype is None and "content-length" not in headers) or (
+        ctype is not None and ctype.startswith("text/")
+    ):
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HeaderError(
+                "a text body (content-type text/*, or no content-type and no "
+                "content-length) must be UTF-8; send binary bodies with content-length "
+                "and a non-text content-type"
+            ) from None
+    delay = _int(headers, "AMQ_SCHEDULED_DELAY", 0, _MAX_MS, 0) or _int(
+        headers, "jmspy-delivery-delay", 0, _MAX_MS, 0
+    )
+    reply = headers.get("reply-to")
+    props = {k: v for k, v in headers.items() if k not in _RESERVED}
+    if ctype is not None and text is None:
+        props["content-type"] = ctype  # keep a binary body's declared type
+    return ServerMessage(
+        message_id=message_id,
+        kind=target.kind,
+        destination=target.name,
+        body_type=BodyType.BYTES if text is None else BodyType.TEXT,
+        body=body if text is None else text,
+        properties=props,
+        persistent=headers.get("persistent", "false").lower() == "true",
+        priority=_int(headers, "priority", 0, 9, 4),
+        timestamp=now,
+        expiration=_int(headers, "expires", 0, _MAX_MS, 0),
+        deliver_at=now + delay if delay else 0,
+        correlation_id=headers.get("correlation-id"),
+        reply_to=resolve_reply(reply) if reply else None,
+        jms_type=headers.get("type"),
+        size=len(body) + 64,
+    )
+
+
+def _prop_text(value: object) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return "" if value is None else str(value)
+
+
+def message_body(message: ServerMessage) -> tuple[bytes, str | None]:
+    """(body bytes, content-type or None) of a message leaving the broker."""
+    body = message.body
+    bt = message.body_type
+    if bt is BodyType.TEXT:
+        return (body or "").encode("utf-8") if isinstance(body, str) else b"", (
+            "text/plain;charset=utf-8"
+        )
+    if bt is BodyType.BYTES:
+        return (body if isinstance(body, bytes) else b""), None
+    if bt is BodyType.MAP:
+        return json.dumps(body, default=str).encode("utf-8"), "application/json"
+    return b"", None
+
+
+def message_headers(
+    message: ServerMessage,
+    destination: str,
+    subscription: str,
+    ack: str,
+    delivery_count: int,
+    reply_to: str | None,
+) -> list[tuple[str, str]]:
+    """Headers of a MESSAGE frame (without content-type/length)."""
+    headers = [
+        ("destination", destination),
+        ("message-id", message.message_id),
+        ("subscription", subscription),
+        ("ack", ack),
+        ("redelivered", "true" if delivery_count > 1 else "false"),
+        ("jmspy-delivery-count", str(delivery_count)),
+        ("priority", str(message.priority)),
+        ("timestamp", str(message.timestamp)),
+        ("expires", str(message.expiration)),
+        ("persistent", "true" if message.persistent else "false"),
+    ]
+    if message.correlation_id is not None:
+        headers.append(("correlation-id", message.correlation_id))
+    if reply_to is not None:
+        headers.append(("reply-to", reply_to))
+    if message.jms_type is not None:
+        headers.append(("type", message.jms_type))
+    for key, value in message.properties.items():
+        if key not in _RESERVED or key == "content-type":
+            headers.append((key, _prop_text(value)))
+    return headers

@@ -1,0 +1,514 @@
+"""A sans-I/O STOMP 1.0/1.1/1.2 server session over one core connection (h11 style).
+
+``receive_data(bytes)`` parses with the shared codec and acts on the broker core;
+``data_to_send()`` returns the bytes to write. No sockets, no clock of its own, no
+threads: the host (:mod:`.server`) owns I/O, heart-beat timers and back-pressure, and
+calls everything from one thread, which keeps the core single-threaded.
+
+Flow control (why the credit bookkeeping looks the way it does):
+
+* ``ack:client`` / ``client-individual``: each subscription owns a
+  :class:`~jmspy._pure.prefetch.PrefetchBuffer` used only for its counters, fed exactly
+  as the jmspy client feeds its own, so a STOMP consumer is topped up by the Open MQ rule
+  (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
+  default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
+  the window full); else 1000/100. The destination's ``consumerFlowLimit`` wins when lower.
+  A limit of 0 means 1: STOMP has no pull request.
+* ``ack:auto``: the core acknowledges on delivery (``auto_ack``); the window is refilled
+  when the host takes the frames in :meth:`data_to_send`, i.e. when they are written.
+* While the host says its socket is congested (:meth:`pause_credit`) no credit is granted;
+  what would have been granted is owed and paid on :meth:`resume_credit`. So a client
+  that stops reading holds at most one window per subscription, never an unbounded queue.
+
+Protocol errors send an ERROR frame (``message`` header plus a body saying what to do)
+and set :attr:`closing`; the host writes what is pending and closes the socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from jmspy import _speedups
+from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError
+
+from ...core import (
+    BodyType,
+    Broker,
+    BrokerError,
+    Delivery,
+    DestinationKind,
+    ServerConnection,
+    ServerMessage,
+)
+from . import mapping
+from .mapping import HeaderError, Target
+from .subscription import AUTO, CLIENT, Subscription
+
+__all__ = ["SUPPORTED_VERSIONS", "ProtocolError", "StompSession"]
+
+_codec: Any = _speedups.load("stomp_codec")
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
+_SERVER = "jmspy-broker_ref/0.1"
+
+
+class ProtocolError(Exception):
+    """A client mistake that ends the session: ERROR frame, then close."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+def _negotiate(accept: str | None) -> str | None:
+    if accept is None:
+        return "1.0"
+    offered = {v.strip() for v in accept.split(",")}
+    for version in reversed(SUPPORTED_VERSIONS):
+        if version in offered:
+            return version
+    return None
+
+
+class StompSession:
+    """One client's STOMP session. Implements the core's ``SessionCallback``."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        *,
+        limits: CodecLimits | None = None,
+        heartbeat_ms: int = 0,
+    ) -> None:
+        self.broker = broker
+        self.version = "1.0"
+        self.heartbeat_ms = heartbeat_ms
+        #: negotiated intervals in ms (0 = off): server -> client, client -> server
+        self.send_interval = 0
+        self.recv_interval = 0
+        self.connected = False
+        self.closing = False  #: no more input is read; the host closes after writing
+        self._parser: Any = _codec.FrameParser("1.2", limits, True)
+        self._out: list[bytes] = []
+        self._conn: ServerConnection | None = None
+        self._subs: dict[str, Subscription] = {}
+        self._by_consumer: dict[int, Subscription] = {}
+        self._consumer_ids = itertools.count(1)
+        self._msg_seq = itertools.count(1)
+        self._temps: dict[str, str] = {}  # client name -> core temp queue name
+        self._temp_names: dict[str, str] = {}  # core name -> client name
+        self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
+        self._unwritten: set[Subscription] = set()
+        self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
+        self._paused = False
+        self.frames_in = 0
+        #: called when output appears outside receive_data (another connection's send,
+        #: a timer): the host schedules a flush
+        self.wakeup: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ host interface
+
+    def receive_data(self, data: bytes) -> None:
+        """Parse and act on ``data``. Never raises for client mistakes."""
+        if self.closing:
+            return
+        parser = self._parser
+        parser.feed(data)
+        try:
+            self._process(parser)
+        finally:
+            if self.closing:
+                self.connection_lost()
+
+    def _process(self, parser: Any) -> None:
+        while not self.closing:
+            try:
+                frame = parser.next_frame()
+            except FrameError as exc:
+                self._error("malformed frame", f"{exc}. Fix the frame encoding; the "
+                            "connection is closed because the stream lost its framing.")
+                return
+            if frame is None:
+                return
+            if frame is HEARTBEAT:
+                continue
+            self.frames_in += 1
+            try:
+                self._dispatch(frame)
+            except ProtocolError as exc:
+                self._error(exc.message, exc.detail, frame.header("receipt"))
+            except HeaderError as exc:
+                self._error("invalid header", f"{exc}.", frame.header("receipt"))
+            except BrokerError as exc:
+                self._error(exc.message.split(";")[0][:200], exc.message,
+                            frame.header("receipt"))
+
+    def data_to_send(self) -> bytes:
+        """Bytes to write now. Frames taken here count as written: ack:auto windows
+        are refilled by their number (unless credit is paused)."""
+        out = self._out
+        if not out:
+            return b""
+        self._out = []
+        data = b"".join(out)
+        if self._unwritten:
+            subs = self._unwritten
+            self._unwritten = set()
+            for sub in subs:
+                n, sub.unwritten = sub.unwritten, 0
+                self._grant(sub, n)
+        return data
+
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    def pause_credit(self) -> None:
+        """The socket is congested: grant no credit until :meth:`resume_credit`."""
+        self._paused = True
+
+    def resume_credit(self) -> None:
+        self._paused = False
+        for sub in list(self._subs.values()):
+            if sub.closed:
+                continue
+            if sub.ack_mode == AUTO:
+                n, sub.owed = sub.owed, 0
+                self._grant(sub, n)
+            else:
+                self._grant(sub, sub.wanted())
+
+    def connection_lost(self) -> None:
+        """Socket gone (or session over): roll back, cancel, free. Idempotent."""
+        self.closing = True
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed and not self.broker.closed:
+            conn.close()
+
+    # ------------------------------------------------------------------ SessionCallback
+
+    def deliver(self, delivery: Delivery) -> None:
+        sub = self._by_consumer.get(delivery.consumer_id)
+        if sub is None:
+            return
+        msg = delivery.message
+        tag = delivery.delivery_tag
+        if sub.ack_mode == AUTO:
+            sub.unwritten += 1
+            self._unwritten.add(sub)
+        else:
+            sub.delivered(tag, msg.message_id)
+            self._tag_owner[tag] = sub
+        reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], self._temp_names)
+                 if msg.reply_to is not None else None)
+        headers = mapping.message_headers(
+            msg,
+            mapping.render_destination(msg.kind, msg.destination, self._temp_names),
+            sub.id,
+            str(tag),
+            delivery.delivery_count,
+            reply,
+        )
+        body, ctype = mapping.message_body(msg)
+        if ctype is not None:
+            headers.append(("content-type", ctype))
+        try:
+            data = _codec.encode_frame(Frame("MESSAGE", headers, body), self.version)
+        except FrameError:  # a property this version cannot carry: send the rest
+            data = _codec.encode_frame(Frame("MESSAGE", headers[:10], body), self.version)
+        if not self._out and self.wakeup is not None:
+            self.wakeup()
+        self._out.append(data)
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        sub = self._by_consumer.pop(consumer_id, None)
+        if sub is not None:
+            sub.closed = True
+            self._subs.pop(sub.id, None)
+            self._error("subscription closed by the broker",
+                        f"subscription {sub.id!r} was closed by the broker: {reason}")
+
+    # ------------------------------------------------------------------ frames
+
+    def _dispatch(self, frame: Frame) -> None:
+        command = frame.command
+        if not self.connected:
+            if command in ("CONNECT", "STOMP"):
+                self._on_connect(frame)
+                return
+            raise ProtocolError("not connected", f"the first frame must be CONNECT or STOMP, "
+                                f"got {command}; send CONNECT with accept-version first")
+        handler = self._handlers.get(command)
+        if handler is None:
+            raise ProtocolError(f"unexpected {command} frame", f"{command} is not valid "
+                                "after CONNECTED; a session connects once")
+        if command == "NACK" and self.version == "1.0":
+            raise ProtocolError("NACK needs STOMP 1.1", "NACK does not exist in STOMP 1.0; "
+                                "connect with accept-version:1.1 or 1.2")
+        handler(self, frame)
+        receipt = frame.header("receipt")
+        if receipt is not None and not self.closing:
+            self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
+        if command == "DISCONNECT":
+            self.closing = True
+
+    def _emit(self, frame: Frame) -> None:
+        self._out.append(_codec.encode_frame(frame, self.version))
+
+    def _error(self, message: str, detail: str, receipt: str | None = None) -> None:
+        headers = [("message", message.replace("\n", " ").replace("\r", " ")),
+                   ("content-type", "text/plain")]
+        if receipt is not None:
+            headers.append(("receipt-id", receipt.replace("\n", " ").replace("\r", " ")))
+        try:
+            data = _codec.encode_frame(Frame("ERROR", headers, detail.encode()), self.version)
+        except FrameError:
+            data = _codec.encode_frame(Frame("ERROR", headers[:2], detail.encode()), "1.2")
+        self._out.append(data)
+        self.closing = True  # receive_data (or the host) then closes the core connection
+
+    def _on_connect(self, frame: Frame) -> None:
+        version = _negotiate(frame.header("accept-version"))
+        if version is None:
+            self._out.append(_codec.encode_frame(Frame(
+                "ERROR",
+                [("version", ",".join(SUPPORTED_VERSIONS)), ("content-type", "text/plain"),
+                 ("message", "unsupported STOMP version")],
+                f"Supported protocol versions are {' '.join(SUPPORTED_VERSIONS)}; offer one "
+                f"of them in accept-version (you offered {frame.header('accept-version')!r})."
+                .encode()), "1.0"))
+            self.closing = True
+            return
+        hb = frame.header("heart-beat") or "0,0"
+        try:
+            cx, cy = (int(p) for p in hb.split(","))
+            if cx < 0 or cy < 0:
+                raise ValueError
+        except ValueError:
+            raise ProtocolError("invalid heart-beat header", f"heart-beat:{hb!r} must be "
+                                "two non-negative integers 'cx,cy' (milliseconds)") from None
+        self._conn = self.broker.connect(
+            self,
+            client_id=frame.header("client-id"),
+            user=frame.header("login"),
+            password=frame.header("passcode"),
+        )
+        self.version = version
+        self._parser.set_version(version)
+        self.connected = True
+        headers = [("version", version), ("server", _SERVER),
+                   ("session", f"{self.broker.name}-{self._conn.connection_id}")]
+        if version != "1.0":
+            sx = self.heartbeat_ms
+            self.send_interval = max(sx, cy) if sx and cy else 0
+            self.recv_interval = max(cx, sx) if sx and cx else 0
+            headers.append(("heart-beat", f"{sx},{sx}"))
+        self._emit(Frame("CONNECTED", headers))
+
+    @property
+    def _core(self) -> ServerConnection:
+        conn = self._conn
+        if conn is None:
+            raise ProtocolError("not connected", "the session is closed; reconnect")
+        return conn
+
+    def _tx(self, frame: Frame) -> str | None:
+        tx = frame.header("transaction")
+        if tx is not None and tx not in self._tx_consumed:
+            raise ProtocolError("unknown transaction", f"transaction {tx!r} was not begun "
+                                "(or is already committed/aborted); send BEGIN first")
+        return tx
+
+    def _target(self, text: str | None) -> Target:
+        target = mapping.parse_destination(text)
+        if target.temp:
+            core = self._temps.get(target.name)
+            if core is None:
+                core = self._core.create_temporary_queue()
+                self._temps[target.name] = core
+                self._temp_names[core] = target.name
+            return Target(DestinationKind.QUEUE, core)
+        return target
+
+    def _reply(self, text: str) -> tuple[DestinationKind, str]:
+        t = self._target(text)
+        return t.kind, t.name
+
+    def _on_send(self, frame: Frame) -> None:
+        headers = dict(reversed(frame.headers))  # first occurrence wins (STOMP 1.2)
+        dest = headers.get("destination")
+        if dest == mapping.STATS_DESTINATION:
+            self._send_stats(headers)
+            return
+        conn = self._core
+        message = mapping.to_server_message(
+            headers, frame.body, self._target(dest),
+            f"ID:{self.broker.name}-{conn.connection_id}-{next(self._msg_seq)}",
+            self.broker.now(), self._reply,
+        )
+        conn.send(message, self._tx(frame))
+
+    def _send_stats(self, headers: dict[str, str]) -> None:
+        reply = headers.get("reply-to")
+        if not reply:
+            raise ProtocolError("stats request without reply-to", "SEND to "
+                                f"{mapping.STATS_DESTINATION} needs a reply-to header naming "
+                                "where the JSON stats message should go")
+        kind, name = self._reply(reply)
+        body = json.dumps([s.as_dict() for s in self.broker.all_stats()])
+        conn = self._core
+        conn.send(ServerMessage(
+            message_id=f"ID:{self.broker.name}-{conn.connection_id}-{next(self._msg_seq)}",
+            kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
+            persistent=False, timestamp=self.broker.now(),
+            correlation_id=headers.get("correlation-id"),
+            properties={"content-type": "application/json"}, size=len(body) + 64))
+
+    def _on_subscribe(self, frame: Frame) -> None:
+        target = self._target(frame.header("destination"))
+        sid = frame.header("id")
+        if sid is None:
+            if self.version != "1.0":
+                raise ProtocolError("missing id header", "SUBSCRIBE needs an id header in "
+                                    "STOMP 1.1/1.2; choose one unique per connection")
+            sid = frame.header("destination") or ""
+        if sid in self._subs:
+            raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
+                                "already in use on this connection; choose another")
+        ack = frame.header("ack") or "auto"
+        if ack not in (AUTO, CLIENT, "client-individual"):
+            raise ProtocolError("invalid ack mode", f"ack:{ack!r} must be auto, client or "
+                                "client-individual")
+        name = (frame.header("activemq.subscriptionName")
+                or frame.header("durable-subscription-name"))
+        if name is not None and target.kind is not DestinationKind.TOPIC:
+            raise ProtocolError("durable subscription on a queue", "activemq.subscriptionName "
+                                "is only meaningful on /topic/ destinations")
+        sub = Subscription.from_headers(sid, ack, frame, name)
+        cid = next(self._consumer_ids)
+        info = self._core.create_consumer(
+            cid, target.kind, target.name,
+            selector=frame.header("selector"),
+            no_local=(frame.header("activemq.noLocal") or "").lower() == "true",
+            subscription_name=name, durable=name is not None,
+            auto_ack=ack == AUTO, credit=0,
+        )
+        sub.start(cid, info.destination_flow_limit)
+        self._subs[sid] = sub
+        self._by_consumer[cid] = sub
+        self._grant(sub, sub.initial_credit())
+
+    def _grant(self, sub: Subscription, n: int) -> None:
+        if n <= 0 or sub.closed or self._conn is None:
+            return
+        if self._paused:
+            if sub.ack_mode == AUTO:
+                sub.owed += n
+            return  # client modes recompute wanted() on resume
+        sub.granted(n)
+        self._conn.grant_credit(sub.consumer_id, n)
+
+    def _on_unsubscribe(self, frame: Frame) -> None:
+        sid = frame.header("id") or frame.header("destination")
+        sub = self._subs.pop(sid or "", None)
+        name = frame.header("activemq.subscriptionName")
+        if sub is None and name is None:
+            raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
+                                "on this connection")
+        if sub is not None:
+            sub.closed = True
+            del self._by_consumer[sub.consumer_id]
+            self._unwritten.discard(sub)
+            self._core.close_consumer(sub.consumer_id)
+            for tag in sub.drop_unacked():
+                self._tag_owner.pop(tag, None)
+        if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
+            self._core.unsubscribe(name)
+
+    def _find(self, frame: Frame) -> tuple[Subscription, int]:
+        if self.version == "1.2":
+            ack_id = frame.header("id")
+            if ack_id is None or not ack_id.isdigit():
+                raise ProtocolError("missing or invalid id header", f"{frame.command} in STOMP "
+                                    "1.2 needs id: the value of the MESSAGE's ack header")
+            tag = int(ack_id)
+            owner = self._tag_owner.get(tag)
+            if owner is not None:
+                return owner, tag
+            raise ProtocolError("unknown ack id", f"ack id {ack_id} names no unacknowledged "
+                                "message on this connection (already acked, or auto mode?)")
+        mid = frame.header("message-id")
+        sid = frame.header("subscription")
+        subs = [self._subs[sid]] if sid in self._subs else list(self._subs.values())
+        for sub in subs:
+            tag2 = sub.by_message_id.get(mid or "")
+            if tag2 is not None:
+                return sub, tag2
+        raise ProtocolError("unknown message-id", f"message-id {mid!r} (subscription {sid!r})"
+                            " names no unacknowledged message on this connection")
+
+    def _take(self, sub: Subscription, tag: int) -> list[int]:
+        tags = sub.take(tag)
+        owners = self._tag_owner
+        for t in tags:
+            del owners[t]
+        return tags
+
+    def _on_ack(self, frame: Frame) -> None:
+        sub, tag = self._find(frame)
+        tags = self._take(sub, tag)
+        tx = self._tx(frame)
+        self._core.ack(tags, tx)
+        if tx is not None:
+            self._tx_consumed[tx].append((sub, len(tags)))
+        else:
+            self._grant(sub, sub.consumed(len(tags)))
+
+    def _on_nack(self, frame: Frame) -> None:
+        sub, tag = self._find(frame)
+        tags = self._take(sub, tag)
+        self._core.cancel(tags, redelivered=True)
+        self._grant(sub, sub.consumed(len(tags)))
+
+    def _on_begin(self, frame: Frame) -> None:
+        tx = frame.header("transaction")
+        if not tx:
+            raise ProtocolError("missing transaction header", "BEGIN needs a transaction id")
+        self._core.begin(tx)
+        self._tx_consumed[tx] = []
+
+    def _end_tx(self, frame: Frame, commit: bool) -> None:
+        tx = self._tx(frame)
+        if tx is None:
+            raise ProtocolError("missing transaction header", f"{frame.command} needs the "
+                                "transaction id given to BEGIN")
+        consumed = self._tx_consumed.pop(tx)
+        if commit:
+            self._core.commit(tx)
+        else:
+            self._core.rollback(tx)
+        for sub, n in consumed:
+            self._grant(sub, sub.consumed(n))
+
+    def _on_commit(self, frame: Frame) -> None:
+        self._end_tx(frame, True)
+
+    def _on_abort(self, frame: Frame) -> None:
+        self._end_tx(frame, False)
+
+    def _on_disconnect(self, frame: Frame) -> None:
+        pass  # the receipt is sent by _dispatch, then the session ends
+
+    _handlers = {
+        "SEND": _on_send,
+        "SUBSCRIBE": _on_subscribe,
+        "UNSUBSCRIBE": _on_unsubscribe,
+        "ACK": _on_ack,
+        "NACK": _on_nack,
+        "BEGIN": _on_begin,
+        "COMMIT": _on_commit,
+        "ABORT": _on_abort,
+        "DISCONNECT": _on_disconnect,
+    }

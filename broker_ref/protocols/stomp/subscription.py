@@ -1,0 +1,157 @@
+"""One STOMP subscription's ack bookkeeping and credit window.
+
+Client-acknowledged subscriptions keep their unacknowledged deliveries in delivery order
+(a dict keeps insertion order), because ``ack:client`` is cumulative: acknowledging one
+message acknowledges every earlier unacknowledged message of the subscription.
+
+The credit rule is jmspy's own :class:`PrefetchBuffer` (compiled or pure twin), used for
+its counters only: the server tops a STOMP consumer up exactly as the jmspy client would
+top up itself (Open MQ: refill to ``limit`` once unconsumed falls to ``limit *
+threshold%``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from jmspy import _speedups
+from jmspy.stomp_frames import Frame
+
+from .mapping import HeaderError
+
+__all__ = ["AUTO", "CLIENT", "DEFAULT_LIMIT", "INDIVIDUAL", "Subscription"]
+
+AUTO: Final = "auto"
+CLIENT: Final = "client"
+INDIVIDUAL: Final = "client-individual"
+DEFAULT_LIMIT: Final = 1000
+
+_prefetch: Any = _speedups.load("prefetch")
+
+
+def _header_int(frame: Frame, name: str, low: int, high: int) -> int | None:
+    raw = frame.header(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise HeaderError(f"header {name}:{raw!r} must be an integer") from None
+    if not low <= value <= high:
+        raise HeaderError(f"header {name}:{raw} must be between {low} and {high}")
+    return value
+
+
+class Subscription:
+    """State of one SUBSCRIBE: ids, ack mode, unacked deliveries, credit window."""
+
+    __slots__ = (
+        "_buf",
+        "_limit",
+        "_threshold",
+        "ack_mode",
+        "by_message_id",
+        "closed",
+        "consumer_id",
+        "durable_name",
+        "id",
+        "owed",
+        "unacked",
+        "unwritten",
+    )
+
+    def __init__(
+        self, sid: str, ack_mode: str, limit: int, threshold: int, durable_name: str | None
+    ) -> None:
+        self.id = sid
+        self.ack_mode = ack_mode
+        self.durable_name = durable_name
+        self._limit = limit
+        self._threshold = threshold
+        self._buf: Any = None
+        self.consumer_id = 0
+        self.closed = False
+        #: delivery tag -> message id, oldest first (client modes)
+        self.unacked: dict[int, str] = {}
+        self.by_message_id: dict[str, int] = {}
+        self.unwritten = 0  # auto mode: delivered, not yet taken by the host
+        self.owed = 0  # auto mode: credit withheld while the socket is congested
+
+    @classmethod
+    def from_headers(
+        cls, sid: str, ack_mode: str, frame: Frame, durable_name: str | None
+    ) -> Subscription:
+        """Window from ``jmspy-flow-limit``/``-threshold``, else ``activemq.prefetchSize``."""
+        limit = _header_int(frame, "jmspy-flow-limit", 0, 2**31 - 1)
+        threshold = _header_int(frame, "jmspy-flow-threshold", 0, 100)
+        if limit is None:
+            limit = _header_int(frame, "activemq.prefetchSize", 0, 2**31 - 1)
+            if threshold is None:
+                threshold = 100  # ActiveMQ keeps the prefetch window full
+        if limit is None:
+            limit = DEFAULT_LIMIT
+        return cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
+                   durable_name)
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    def start(self, consumer_id: int, destination_limit: int | None) -> None:
+        """Attach to the core consumer; the destination's consumerFlowLimit wins if lower."""
+        self.consumer_id = consumer_id
+        if destination_limit is not None:
+            self._limit = max(1, min(self._limit, destination_limit))
+        if self.ack_mode != AUTO:
+            self._buf = _prefetch.PrefetchBuffer(self._limit, self._threshold)
+
+    def initial_credit(self) -> int:
+        if self._buf is None:
+            return self._limit
+        n: int = self._buf.initial_credit()
+        self._buf.revoked(n)  # counted as outstanding only once granted (see granted())
+        return n
+
+    def granted(self, n: int) -> None:
+        if self._buf is not None:
+            self._buf.granted(n)
+
+    def wanted(self) -> int:
+        return 0 if self._buf is None else int(self._buf.wanted())
+
+    def delivered(self, tag: int, message_id: str) -> None:
+        buf = self._buf
+        buf.push(tag)
+        buf.pop()
+        self.unacked[tag] = message_id
+        self.by_message_id[message_id] = tag
+
+    def consumed(self, n: int) -> int:
+        """``n`` deliveries left the consumer (acked, committed, nacked): the top-up."""
+        if self._buf is None or n <= 0:
+            return 0
+        return int(self._buf.consumed(n))
+
+    def take(self, tag: int) -> list[int]:
+        """Remove and return the tags an ACK/NACK of ``tag`` covers (cumulative in
+        ``client`` mode)."""
+        unacked = self.unacked
+        if self.ack_mode != CLIENT:
+            mid = unacked.pop(tag)
+            self.by_message_id.pop(mid, None)
+            return [tag]
+        tags: list[int] = []
+        for t in unacked:
+            tags.append(t)
+            if t == tag:
+                break
+        for t in tags:
+            self.by_message_id.pop(unacked.pop(t), None)
+        return tags
+
+    def drop_unacked(self) -> list[int]:
+        """The consumer closed (its deliveries went back to the queue): forget them."""
+        tags = list(self.unacked)
+        self.unacked.clear()
+        self.by_message_id.clear()
+        return tags

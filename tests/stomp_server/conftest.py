@@ -1,0 +1,62 @@
+"""Fixtures: a live STOMP server on 127.0.0.1:<free port> (see stomp_support), and
+stomp.py clients that are disconnected after each test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import stomp
+from stomp_support import Collector, ServerHandle
+
+
+@pytest.fixture
+def server_factory() -> Iterator[Callable[..., ServerHandle]]:
+    handles: list[ServerHandle] = []
+
+    def make(**options: Any) -> ServerHandle:
+        h = ServerHandle(**options)
+        handles.append(h)
+        return h
+
+    yield make
+    for h in handles:
+        h.stop()
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
+    return server_factory()
+
+
+@pytest.fixture
+def connect(server: ServerHandle) -> Iterator[Callable[..., tuple[Any, Collector]]]:
+    """connect(version="1.2", heartbeats=(0, 0), **headers) -> (stomp connection, Collector)."""
+    conns: list[Any] = []
+
+    def make(
+        version: str = "1.2",
+        heartbeats: tuple[int, int] = (0, 0),
+        handle: ServerHandle | None = None,
+        **headers: str,
+    ) -> tuple[Any, Collector]:
+        h = handle or server
+        cls = {"1.0": stomp.Connection10, "1.1": stomp.Connection11,
+               "1.2": stomp.Connection12}[version]
+        kwargs: dict[str, Any] = {} if version == "1.0" else {"heartbeats": heartbeats}
+        conn = cls([(h.host, h.port)], **kwargs)
+        listener = Collector()
+        conn.set_listener("c", listener)
+        conn.connect(wait=True, headers={"host": "/", **headers})
+        conns.append(conn)
+        return conn, listener
+
+    yield make
+    for conn in conns:
+        if conn.is_connected():
+            try:
+                conn.disconnect()
+            except Exception:
+                pass
+

@@ -1,0 +1,138 @@
+"""Helpers: a live STOMP server on 127.0.0.1:<free port>, in a background thread with its
+own event loop, and stomp.py clients that are disconnected after each test."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import stomp
+
+from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.stomp import StompServer
+
+T = TypeVar("T")
+
+
+class ServerHandle:
+    """The broker behind a running server; every call runs on the server's loop thread
+    (the core is single-threaded)."""
+
+    def __init__(self, **options: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready: Future[tuple[str, int]] = Future()
+        self._options = options
+        self._stop: asyncio.Event | None = None
+        self.server: StompServer | None = None
+        self.thread = threading.Thread(target=self._run, name="stomp-test-server", daemon=True)
+        self.thread.start()
+        self.host, self.port = self._ready.result(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        finally:
+            self.loop.close()
+
+    async def _main(self) -> None:
+        opts = dict(self._options)
+        heartbeat_ms = opts.pop("heartbeat_ms", 50)
+        limits = opts.pop("limits", None)
+        self.broker = Broker(name="test", **opts)
+        self.server = StompServer(self.broker, limits=limits, heartbeat_ms=heartbeat_ms)
+        self._stop = asyncio.Event()
+        try:
+            self._ready.set_result(await self.server.start("127.0.0.1", 0))
+        except BaseException as exc:
+            self._ready.set_exception(exc)
+            raise
+        await self._stop.wait()
+        await self.server.stop()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def stats(self, name: str, kind: str = "queue") -> dict[str, Any]:
+        from jmspy.broker_ref.core import DestinationKind
+
+        return self.call(lambda: self.broker.stats(name, DestinationKind(kind)).as_dict())
+
+    def connection_count(self) -> int:
+        assert self.server is not None
+        server = self.server
+        return self.call(lambda: len(server.connections))
+
+    def wait_stats(self, name: str, key: str, value: int, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.stats(name)[key]
+            except Exception:
+                last = None
+            if last == value:
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"{name}.{key} is {last}, expected {value}")
+
+    def stop(self) -> None:
+        stop = self._stop
+        if stop is not None:
+            self.loop.call_soon_threadsafe(stop.set)
+        self.thread.join(10)
+
+
+class Collector(stomp.ConnectionListener):  # type: ignore[misc]
+    """Collects MESSAGE/RECEIPT/ERROR frames; wait_* poll with short sleeps."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.receipts: list[str] = []
+        self.errors: list[Any] = []
+        self.disconnected = threading.Event()
+        self.lock = threading.Lock()
+
+    def on_message(self, frame: Any) -> None:
+        with self.lock:
+            self.messages.append(frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        with self.lock:
+            self.receipts.append(frame.headers["receipt-id"])
+
+    def on_error(self, frame: Any) -> None:
+        with self.lock:
+            self.errors.append(frame)
+
+    def on_disconnected(self) -> None:
+        self.disconnected.set()
+
+    def wait_messages(self, n: int, timeout: float = 5.0) -> list[Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.messages) >= n:
+                    return list(self.messages)
+            time.sleep(0.005)
+        raise AssertionError(f"got {len(self.messages)} messages, expected {n}")
+
+    def wait_receipt(self, rid: str, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if rid in self.receipts:
+                    return
+            time.sleep(0.005)
+        raise AssertionError(f"no receipt {rid}")
+
+
+
+__all__ = ["Collector", "ServerHandle"]
