@@ -114,6 +114,9 @@ class ConsumerInfo:
     consumer_id: int
     destination_flow_limit: int | None
     subscription: str
+    #: The backlog the broker granted (seed 001 ``MaxPerSubscriptionBacklog``: the lower
+    #: of what the subscriber asked and the queue's maximum); None = no backlog cap.
+    backlog: int | None = None
 
 
 @dataclass(slots=True)
@@ -172,6 +175,124 @@ class AddressSettings:
     expiry_address: str | None = None
     auto_create: bool = True
 
+    # --- ring queues (seed 000, Artemis) ---------------------------------------------
+    #: Fixed size of the queue: adding to the tail of a full queue removes the head-most
+    #: ready message (counted in ``messages_replaced``; not dead-lettered). In-delivery and
+    #: scheduled messages are not evictable. None = take ``default_ring_size``; -1 = no
+    #: ring. A per-queue value (``Broker.create_queue(ring_size=)``) overrides both.
+    ring_size: int | None = None
+    #: Ring size of queues with no explicit ``ring_size`` (auto-created ones). -1 = none.
+    default_ring_size: int = -1
+
+    # --- AMPS-style queue settings (seed 001) ----------------------------------------
+    #: How long a consumer owns a delivered, unacknowledged message. When it runs out the
+    #: message goes back to the head of the queue (delivery count +1) and may go to any
+    #: consumer; the old delivery tag is then "stale" (see ``leasing``). None = forever.
+    lease_period_ms: int | None = None
+    #: "at-least-once" (a message leaves the queue when acknowledged) or "at-most-once"
+    #: (it leaves the queue when sent, like an auto-ack consumer: never redelivered).
+    semantics: str = "at-least-once"
+    #: The most unacknowledged (leased) messages of the whole queue at once; dispatch
+    #: pauses at this many until one is acknowledged, returned or expires. None = no cap.
+    #: (AMPS' MaxBacklog is queue-wide; the per-consumer cap is the granted backlog.)
+    max_backlog: int | None = None
+    #: The most unacknowledged messages one consumer may hold. A consumer asks with
+    #: ``create_consumer(backlog=)``; it is granted the lower of that and this value, and
+    #: 1 when it asks nothing (the AMPS default). None = no per-queue maximum: a consumer
+    #: is granted what it asks (no cap when it asks nothing), so JMS clients are unaffected.
+    max_per_subscription_backlog: int | None = None
+    #: Queue expiration period (ms from enqueue). None = unlimited. See ``expiration_model``.
+    #: Expired messages go to ``expiry_address`` or, when that is unset, to
+    #: ``dead_letter_address`` with reason "expired" (AMPS: expired = undeliverable).
+    expiration_ms: int | None = None
+    #: How queue and message expirations combine: "queue" (queue value only), "latest"
+    #: (the later; an unset value is unlimited, so it wins), "earliest" (the earlier of
+    #: the set values), "default" (the message's when set, else the queue's). None = the
+    #: JMS behaviour (message expiration only, expired messages dropped unless
+    #: ``expiry_address``); "default" is used when only ``expiration_ms`` is set.
+    expiration_model: str | None = None
+    #: A selector: only messages matching it are put on the queue; others are discarded
+    #: (not counted as enqueued) — the queue is a filtered view of what is sent to it.
+    filter: str | None = None
+    #: How messages are shared among consumers that can take them: "fast" (the first
+    #: consumer, in creation order), "round-robin" (the next one), "proportional" (the
+    #: lowest ratio of unacknowledged messages to granted backlog; ties go round-robin).
+    #: None = round-robin (the JMS broker's behaviour; AMPS' own default differs).
+    fairness_model: str | None = None
+    #: Who may acknowledge a message whose lease expired: "strict" (only while it is
+    #: unleased — an ack of it while another consumer holds it is refused with
+    #: IllegalBrokerState and has no effect) or "sublet" (any holder of an old tag may
+    #: acknowledge it; the current holder's later ack is then a no-op).
+    leasing: str = "sublet"
+    #: A message delivered this many times is dead-lettered instead of being returned to
+    #: the queue (reason "max deliveries (N) exceeded"). 0 = no maximum.
+    max_deliveries: int = 0
+    #: A message cancelled (returned by a consumer: close, rollback, cancel) this many
+    #: times is dead-lettered (reason "max cancels (N) exceeded"). Lease expiries are not
+    #: cancels. 0 = no maximum.
+    max_cancels: int = 0
+    #: A selector marking barrier messages: such a message is held (and holds everything
+    #: after it) until every earlier message is acknowledged, then delivered once to every
+    #: current consumer — when all of them can receive. Evaluated once, on enqueue.
+    barrier_expression: str | None = None
+    #: Only the oldest N unacknowledged messages are active: deliverable and browsable;
+    #: the rest wait (even if a selector would match them). AMPS minimum 1000.
+    target_queue_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value is not None and value not in allowed:
+                raise ValueError(
+                    f"address setting {name} = {value!r} is not one of {sorted(allowed)}"
+                )
+        for name in ("ring_size", "default_ring_size"):
+            value = getattr(self, name)
+            if value is not None and (value < -1 or value == 0):
+                raise ValueError(
+                    f"address setting {name} must be -1 (no ring) or >= 1, got {value}"
+                )
+        for name in ("lease_period_ms", "max_backlog", "max_per_subscription_backlog"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"address setting {name} must be >= 1 or unset, got {value}")
+        if self.target_queue_depth is not None:
+            if self.target_queue_depth < 1000:
+                raise ValueError(
+                    f"address setting target_queue_depth must be >= 1000 (AMPS minimum), "
+                    f"got {self.target_queue_depth}"
+                )
+            if self.barrier_expression is not None:
+                raise ValueError(
+                    "address settings target_queue_depth and barrier_expression cannot be "
+                    "combined (AMPS forbids it): drop one of them"
+                )
+
+    @property
+    def amps(self) -> bool:
+        """True when any AMPS-style setting that changes dispatch is set."""
+        return (
+            self.lease_period_ms is not None
+            or self.semantics != "at-least-once"
+            or self.max_backlog is not None
+            or self.expiration_ms is not None
+            or self.expiration_model is not None
+            or self.filter is not None
+            or self.fairness_model is not None
+            or self.max_deliveries > 0
+            or self.max_cancels > 0
+            or self.barrier_expression is not None
+            or self.target_queue_depth is not None
+        )
+
+
+_CHOICES: dict[str, frozenset[str]] = {
+    "semantics": frozenset({"at-least-once", "at-most-once"}),
+    "expiration_model": frozenset({"queue", "latest", "earliest", "default"}),
+    "fairness_model": frozenset({"fast", "round-robin", "proportional"}),
+    "leasing": frozenset({"strict", "sublet"}),
+}
+
 
 class SessionCallback(Protocol):
     """What the core calls on its host. Implementations must not block or re-enter."""
@@ -212,8 +333,13 @@ class CoreConnection(Protocol):
         shared: bool = False,
         auto_ack: bool = False,
         credit: int = 0,
+        backlog: int | None = None,
     ) -> ConsumerInfo:
         """Attach a consumer; it gets nothing until credit is granted.
+
+        ``backlog`` asks for the most unacknowledged messages this consumer will hold
+        (seed 001 MaxPerSubscriptionBacklog); ``ConsumerInfo.backlog`` says what was
+        granted.
 
         For topics: ``subscription_name`` with ``durable``/``shared`` select a durable,
         shared or shared-durable subscription (JMS 2.0 rules: an unshared durable
@@ -250,9 +376,7 @@ class CoreConnection(Protocol):
     def rollback(self, tx: str) -> None:
         """Drop staged sends; acks staged in ``tx`` become cancels (redelivered)."""
 
-    def browse(
-        self, destination: str, selector: str | None = None
-    ) -> list[ServerMessage]:
+    def browse(self, destination: str, selector: str | None = None) -> list[ServerMessage]:
         """A snapshot of a queue's ready messages in delivery order, without consuming."""
 
     def create_temporary_queue(self) -> str:

@@ -156,6 +156,22 @@ class Broker:
         """Internal queue names of every topic subscription (durable or not)."""
         return sorted(name for topic in self._topics.values() for name in topic.subscriptions)
 
+    def create_queue(self, name: str, *, ring_size: int | None = None) -> None:
+        """Create queue ``name`` now (even with auto-create off), optionally with its own
+        ``ring_size`` (seed 000: a per-queue value beats ``default_ring_size``). An
+        existing queue only gets the ring size."""
+        q = self._queues.get(name) or self._new_queue(name)
+        if ring_size is not None:
+            q.set_ring_size(ring_size)
+
+    def set_ring_size(self, name: str, ring_size: int | None) -> None:
+        """Change a queue's ring size at run time (None: back to its settings). Lowering
+        it deletes nothing now; sends evict one for one until consumption shrinks it."""
+        q = self._queues.get(name)
+        if q is None:
+            raise DestinationNotFound(f"no queue named {name!r}; see queue_names()")
+        q.set_ring_size(ring_size)
+
     def settings_for(self, name: str) -> AddressSettings:
         return self._settings.match(name)
 

@@ -172,8 +172,11 @@ class ServerConnection:
         shared: bool = False,
         auto_ack: bool = False,
         credit: int = 0,
+        backlog: int | None = None,
     ) -> ConsumerInfo:
         self._check_open()
+        if backlog is not None and backlog < 1:
+            raise IllegalBrokerState(f"backlog must be >= 1 (or None), got {backlog}")
         if consumer_id in self._consumers:
             raise IllegalBrokerState(
                 f"consumer id {consumer_id} is already in use on connection {self._id}; "
@@ -215,8 +218,9 @@ class ServerConnection:
         self._consumers[consumer_id] = c
         if sub is not None:
             self._consumer_subs[consumer_id] = sub
-        q.add_consumer(c)
-        return ConsumerInfo(consumer_id, c.flow_limit, q.name)
+        destination_limit = c.flow_limit
+        granted = q.add_consumer(c, backlog)
+        return ConsumerInfo(consumer_id, destination_limit, q.name, granted)
 
     def _attach(
         self,

@@ -18,9 +18,10 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   consumer in ring order whose selector matches; messages nobody matches stay in place.
   This is O(ready messages) per dispatch — the price of selectors on a shared queue.
 
-Ring queues (seed 000) will hook into ``_add_tail`` / ``_add_head``: they are the only
-places messages become ready, so "evict the head-most ready message when over
-``ring-size``" and the ``messages_replaced`` counter belong there.
+Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: they are
+the only places messages become ready. The AMPS-style settings (seed 001) live in
+:class:`~.policy.QueuePolicy`, which exists only when a queue sets one of them: without it
+the code below pays one ``is None`` test per operation, never per-setting checks.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from .consumer import (
     effective_flow_limit,
 )
 from .filters import Filter, compile_filter, filter_accepts
+from .policy import TIMER_LEASE, QueuePolicy, grant_backlog
+from .ring import effective_ring_size, evict_head, replace
 from .store import Store
 
 # The record types and filter helpers are re-exported so hosts need one import.
@@ -51,6 +54,7 @@ __all__ = [
     "READY",
     "SCHEDULED",
     "TIMER_EXPIRE",
+    "TIMER_LEASE",
     "TIMER_RELEASE",
     "DeliveryChannel",
     "Filter",
@@ -91,11 +95,14 @@ class Queue:
     """A queue or a topic subscription's queue. Not thread-safe (the broker isn't)."""
 
     __slots__ = (
+        "_backlogs",
         "_dispatching",
         "_filtered",
         "_levels",
         "_persist",
+        "_policy",
         "_ring",
+        "_ring_size",
         "_scheduled",
         "address",
         "consumers",
@@ -112,6 +119,7 @@ class Queue:
         "name",
         "owner_connection",
         "ready_count",
+        "ring_override",
         "settings",
     )
 
@@ -150,16 +158,47 @@ class Queue:
         self.dead_lettered = 0
         self.messages_replaced = 0
         self.deleted = False
+        #: per-queue ring size (``Broker.create_queue``/``set_ring_size``), beats settings
+        self.ring_override: int | None = None
+        self._ring_size = effective_ring_size(settings, None)
+        #: backlog each consumer asked for (only those that asked)
+        self._backlogs: dict[ServerConsumer, int] = {}
+        self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
 
     # ------------------------------------------------------------------ settings/stats
 
     def apply_settings(self, settings: AddressSettings) -> None:
         self.settings = settings
-        limit = effective_flow_limit(settings)
+        self._ring_size = effective_ring_size(settings, self.ring_override)
+        # a policy, once made, stays: it may hold leases and stale tags still to settle
+        if self._policy is not None:
+            self._policy.configure()
+        elif settings.amps:
+            self._policy = QueuePolicy(self)
         for c in self.consumers:
-            c.flow_limit = limit
+            c.flow_limit = self._limit_for(c)
             self._offer(c)
         self.dispatch()
+
+    def set_ring_size(self, size: int | None) -> None:
+        """Set (None: clear) this queue's own ring size. Lowering it evicts nothing now:
+        later sends evict one for one, so the queue only shrinks by consumption."""
+        if size is not None and (size < -1 or size == 0):
+            raise ValueError(f"ring size must be -1 (no ring) or >= 1, got {size}")
+        self.ring_override = size
+        self._ring_size = effective_ring_size(self.settings, size)
+
+    @property
+    def ring_size(self) -> int:
+        return self._ring_size
+
+    def _limit_for(self, c: ServerConsumer) -> int | None:
+        """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
+        limit = effective_flow_limit(self.settings)
+        grant = grant_backlog(self.settings, self._backlogs.get(c))
+        if grant is None:
+            return limit
+        return grant if limit is None else min(limit, grant)
 
     @property
     def scheduled_count(self) -> int:
@@ -186,17 +225,27 @@ class Queue:
 
     # ------------------------------------------------------------------ consumers
 
-    def add_consumer(self, consumer: ServerConsumer) -> None:
+    def add_consumer(self, consumer: ServerConsumer, backlog: int | None = None) -> int | None:
+        """Attach; returns the backlog granted (None: no cap). See ``grant_backlog``."""
+        if backlog is not None:
+            self._backlogs[consumer] = backlog
+        grant = grant_backlog(self.settings, backlog)
+        if grant is not None:
+            consumer.flow_limit = self._limit_for(consumer)
         self.consumers.append(consumer)
         if consumer.filter is not None:
             self._filtered += 1
         self._offer(consumer)
         self.dispatch()
+        return grant
 
     def remove_consumer(self, consumer: ServerConsumer) -> None:
         """Detach; the caller has already cancelled what it wants back in the queue."""
         consumer.closed = True
         self.consumers.remove(consumer)
+        self._backlogs.pop(consumer, None)
+        if self._policy is not None:
+            self._policy.consumer_removed(consumer)
         if consumer.filter is not None:
             self._filtered -= 1
         if consumer.in_ring:
@@ -220,6 +269,11 @@ class Queue:
         """Take a newly sent message: persist, then schedule or make ready, then dispatch."""
         if self.deleted:
             return
+        if self._policy is not None:
+            admitted = self._policy.admit(message)
+            if admitted is None:
+                return  # the queue's own filter rejects it
+            message = admitted
         if self._persist and message.persistent:
             store = self.host.store
             assert store is not None
@@ -236,6 +290,8 @@ class Queue:
         if p < 0 or p >= PRIORITIES:
             p = 0 if p < 0 else PRIORITIES - 1
         ref = MessageRef(message, PRIORITIES - 1 - p, delivery_count)
+        if self._policy is not None:
+            self._policy.accepted(ref)
         host = self.host
         if message.expiration:
             if message.expiration <= host.now():
@@ -252,11 +308,16 @@ class Queue:
             self.dispatch()
 
     def _add_tail(self, ref: MessageRef) -> None:
+        if self._ring_size > 0 and self.ready_count >= self._ring_size:
+            evict_head(self)  # one for one: a lowered ring never grows (seed 000)
         ref.state = READY
         self._levels[ref.priority].append(ref)
         self.ready_count += 1
 
     def _add_head(self, ref: MessageRef) -> None:
+        if self._ring_size > 0 and self.ready_count >= self._ring_size:
+            replace(self, ref)  # the ring keeps the tail: the new head-most goes
+            return
         ref.state = READY
         self._levels[ref.priority].appendleft(ref)
         self.ready_count += 1
@@ -270,6 +331,10 @@ class Queue:
             return False
         if kind == TIMER_RELEASE:
             return ref.state == SCHEDULED
+        if kind == TIMER_LEASE:
+            if self._policy is not None:
+                self._policy.lease_due(ref)
+            return False
         if ref.state == READY:
             self.ready_count -= 1  # stays in its deque as a tombstone
             self._expire(ref)
@@ -293,6 +358,8 @@ class Queue:
             return False
         if kind == TIMER_RELEASE:
             return ref.state == SCHEDULED
+        if kind == TIMER_LEASE:
+            return self._policy is not None and self._policy.lease_live(ref)
         # a message in delivery may be cancelled back before it expires: keep its timer
         return ref.state != GONE
 
@@ -304,7 +371,9 @@ class Queue:
             return
         self._dispatching = True
         try:
-            if self._filtered:
+            if self._policy is not None:
+                self._policy.dispatch()
+            elif self._filtered:
                 self._dispatch_filtered()
             else:
                 self._dispatch_fast()
@@ -386,14 +455,14 @@ class Queue:
                     chosen.in_ring = False
             level.extendleft(reversed(kept))
 
-    def _deliver(self, c: ServerConsumer, ref: MessageRef) -> None:
+    def _deliver(self, c: ServerConsumer, ref: MessageRef, auto: bool = False) -> None:
         ch = c.channel
         tag = ch.next_tag
         ch.next_tag = tag + 1
         ref.delivery_count += 1
         c.credit -= 1
         message = ref.message
-        if c.auto_ack:
+        if auto or c.auto_ack:
             ref.state = GONE
             self.dequeued += 1
             if self._persist and message.persistent:
@@ -409,7 +478,13 @@ class Queue:
 
     def acknowledge(self, c: ServerConsumer, tag: int) -> None:
         """The delivery ``tag`` of ``c`` is consumed. Caller dispatches afterwards."""
-        ref = c.delivering.pop(tag)
+        ref = c.delivering.pop(tag, None)
+        if ref is None:  # its lease ran out (seed 001): the policy knows the tag
+            assert self._policy is not None
+            self._policy.late_ack(c, tag)
+            return
+        if self._policy is not None:
+            self._policy.forget(ref)
         ref.state = GONE
         self.delivering_count -= 1
         self.dequeued += 1
@@ -420,14 +495,25 @@ class Queue:
     def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None:
         """Return one delivery to the head of its level. Callers cancel several tags in
         *descending* tag order, so the original order is restored. Caller dispatches."""
-        ref = c.delivering.pop(tag)
+        ref = c.delivering.pop(tag, None)
+        if ref is None:  # a tag whose lease ran out: the message is already back
+            if self._policy is not None:
+                self._policy.stale_cancel(c, tag)
+            return
         self.delivering_count -= 1
         if not c.closed:
             self._offer(c)
         if self.deleted:
             ref.state = GONE
             return
+        self._requeue(ref, redelivered, True)
+
+    def _requeue(self, ref: MessageRef, redelivered: bool, cancelled: bool) -> None:
+        """Put a delivery that came back (cancel, rollback, lease expiry) on the head,
+        unless a delivery limit dead-letters it or it expired meanwhile."""
         message = ref.message
+        if self._policy is not None and self._policy.on_return(ref, redelivered, cancelled):
+            return
         if not redelivered:
             ref.delivery_count -= 1
         else:
@@ -458,7 +544,14 @@ class Queue:
     def _expire(self, ref: MessageRef) -> None:
         ref.state = GONE
         self.expired += 1
-        self.host.divert(self, ref.message, self.settings.expiry_address, EXPIRED_REASON)
+        address = self.settings.expiry_address
+        pol = self._policy
+        if pol is not None:
+            pol.forget(ref)
+            if address is None and pol.expire_to_dlq:  # AMPS: expired = undeliverable
+                address = self.settings.dead_letter_address
+                self.dead_lettered += 1
+        self.host.divert(self, ref.message, address, EXPIRED_REASON)
         if self._persist and ref.message.persistent:
             self._unstore(ref.message)
 
@@ -490,10 +583,16 @@ class Queue:
     def browse(self, flt: Filter | None) -> list[ServerMessage]:
         now = self.host.now()
         out: list[ServerMessage] = []
+        # TargetQueueDepth: only the active (oldest unacknowledged) messages are visible
+        active = -1 if self._policy is None else self._policy.active_budget()
         for level in self._levels:
             for ref in level:
                 if ref.state != READY:
                     continue
+                if active >= 0:
+                    if active == 0:
+                        return out
+                    active -= 1
                 m = ref.message
                 if m.expiration and m.expiration <= now:
                     continue

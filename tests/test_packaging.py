@@ -1,0 +1,32 @@
+"""The installed distribution puts everything under the jmspy namespace."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import PurePosixPath
+
+
+def test_installed_files_live_only_under_the_jmspy_namespace():
+    dist = importlib.metadata.distribution("jmspy")
+    # Paths starting with ".." are console scripts in the environment's bin/.
+    tops = {PurePosixPath(str(f)).parts[0] for f in dist.files or []} - {".."}
+    stray = {
+        t for t in tops
+        if t != "jmspy"
+        and not t.endswith(".dist-info")
+        and not t.startswith("__editable__")  # editable installs' path hooks
+    }
+    assert stray == set(), f"generic top-level names installed: {sorted(stray)}"
+
+
+def test_transports_and_broker_are_subpackages_of_jmspy():
+    import jmspy.broker_ref.core
+    import jmspy.transports.vm
+
+    assert jmspy.transports.vm.__name__ == "jmspy.transports.vm"
+    assert jmspy.broker_ref.core.__name__ == "jmspy.broker_ref.core"
+
+
+def test_the_vm_transport_is_registered_as_an_entry_point():
+    eps = importlib.metadata.entry_points(group="jmspy.transports")
+    assert "vm" in {ep.name for ep in eps}
