@@ -8,14 +8,16 @@ from pathlib import PurePosixPath
 
 def test_installed_files_live_only_under_the_jmspy_namespace():
     dist = importlib.metadata.distribution("jmspy")
-    # Paths starting with ".." are console scripts in the environment's bin/.
-    tops = {PurePosixPath(str(f)).parts[0] for f in dist.files or []} - {".."}
-    stray = {
-        t for t in tops
-        if t != "jmspy"
-        and not t.endswith(".dist-info")
-        and not t.startswith("__editable__")  # editable installs' path hooks
-    }
+    stray = set()
+    for entry in dist.files or []:
+        path = PurePosixPath(str(entry))
+        if path.parts[0] == "..":  # console scripts in the environment's bin/
+            continue
+        if path.parts[0] == "jmspy" or path.parts[0].endswith(".dist-info"):
+            continue
+        if path.name.startswith("__editable__"):  # an editable install's path hook
+            continue
+        stray.add(path.parts[0])
     assert stray == set(), f"generic top-level names installed: {sorted(stray)}"
 
 
