@@ -135,4 +135,63 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
 
 
 
-__all__ = ["Collector", "ServerHandle"]
+__all__ = ["Collector", "RawClient", "ServerHandle"]
+
+
+class RawClient:
+    """A socket client speaking raw bytes, reading frames with the codec (client role)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import socket
+
+        from jmspy import _speedups
+
+        self.codec = _speedups.load("stomp_codec")
+        self.sock = socket.create_connection((host, port), timeout=5)
+        self.parser = self.codec.FrameParser("1.2", None, False)
+        self.heartbeats = 0
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def connect(self, accept: str = "1.2", heart_beat: str = "0,0") -> Any:
+        self.send(f"CONNECT\naccept-version:{accept}\nhost:/\nheart-beat:{heart_beat}\n\n\0"
+                  .encode())
+        return self.read_frame()
+
+    def read_frame(self, timeout: float = 5.0) -> Any:
+        """The next frame, or None when the server closed the connection."""
+        self.sock.settimeout(timeout)
+        while True:
+            frame = self.parser.next_frame()
+            if frame is self.codec.HEARTBEAT:
+                self.heartbeats += 1
+                continue
+            if frame is not None:
+                return frame
+            data = self.sock.recv(65536)
+            if not data:
+                return None
+            self.parser.feed(data)
+
+    def closed_by_server(self, timeout: float = 5.0) -> bool:
+        """True once the server closes (frames before that are skipped)."""
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if self.read_frame(max(0.01, deadline - time.monotonic())) is None:
+                    return True
+        except ConnectionError:
+            return True
+        except TimeoutError:
+            return False
+        return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,170 @@
+"""Ack modes, NACK, transactions, receipts — unmodified stomp.py 1.1 and 1.2 clients."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from stomp_support import ServerHandle
+
+
+def _fill(conn, dest: str, n: int) -> None:
+    for i in range(n):
+        conn.send(dest, f"m{i}")
+    conn.send(dest, "end", receipt="filled")
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_client_ack_is_cumulative(server: ServerHandle, connect, version: str) -> None:
+    conn, lst = connect(version)
+    for i in range(5):
+        conn.send("/queue/cum", f"m{i}")
+    conn.subscribe("/queue/cum", id="s", ack="client")
+    msgs = lst.wait_messages(5)
+    server.wait_stats("cum", "deliveringCount", 5)
+    third = msgs[2].headers
+    if version == "1.2":
+        conn.ack(third["ack"])
+    else:
+        conn.ack(third["message-id"], "s")
+    server.wait_stats("cum", "deliveringCount", 2)
+    server.wait_stats("cum", "messageCount", 2)
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_client_individual_acks_one(server: ServerHandle, connect, version: str) -> None:
+    conn, lst = connect(version)
+    for i in range(3):
+        conn.send("/queue/ind", f"m{i}")
+    conn.subscribe("/queue/ind", id="s", ack="client-individual")
+    msgs = lst.wait_messages(3)
+    h = msgs[1].headers
+    if version == "1.2":
+        conn.ack(h["ack"])
+    else:
+        conn.ack(h["message-id"], "s")
+    server.wait_stats("ind", "messageCount", 2)
+    assert server.stats("ind")["deliveringCount"] == 2
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_nack_redelivers_with_redelivered_true(server: ServerHandle, connect, version) -> None:
+    conn, lst = connect(version)
+    conn.send("/queue/nack", "again")
+    conn.subscribe("/queue/nack", id="s", ack="client-individual")
+    first = lst.wait_messages(1)[0]
+    assert first.headers["redelivered"] == "false"
+    if version == "1.2":
+        conn.nack(first.headers["ack"])
+    else:
+        conn.nack(first.headers["message-id"], "s")
+    second = lst.wait_messages(2)[1]
+    assert second.body == "again"
+    assert second.headers["redelivered"] == "true"
+    assert second.headers["jmspy-delivery-count"] == "2"
+
+
+def test_transaction_commit_and_abort(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    tx = conn.begin()
+    conn.send("/queue/tx", "kept", transaction=tx)
+    conn.send("/queue/probe", "x", receipt="r0")
+    lst.wait_receipt("r0")
+    assert "tx" not in server.call(server.broker.queue_names)  # staged, not routed
+    conn.commit(tx)
+    tx2 = conn.begin()
+    conn.send("/queue/tx", "dropped", transaction=tx2)
+    conn.abort(tx2)
+    conn.send("/queue/probe", "x", receipt="r1")
+    lst.wait_receipt("r1")
+    assert server.stats("tx")["messageCount"] == 1
+    # a transacted ack, aborted: the message comes back redelivered
+    conn.subscribe("/queue/tx", id="s", ack="client-individual")
+    m = lst.wait_messages(1)[0]
+    tx3 = conn.begin()
+    conn.ack(m.headers["ack"], transaction=tx3)
+    conn.abort(tx3)
+    again = lst.wait_messages(2)[1]
+    assert again.body == "kept" and again.headers["redelivered"] == "true"
+    tx4 = conn.begin()
+    conn.ack(again.headers["ack"], transaction=tx4)
+    conn.commit(tx4, receipt="r2")
+    lst.wait_receipt("r2")
+    assert server.stats("tx")["messageCount"] == 0
+
+
+def test_transaction_aborted_on_disconnect(server: ServerHandle, connect) -> None:
+    conn, _lst = connect("1.1")
+    tx = conn.begin()
+    conn.send("/queue/txd", "never", transaction=tx)
+    conn.disconnect()
+    conn2, lst2 = connect("1.2")
+    conn2.send("/queue/txd", "only", receipt="r")
+    lst2.wait_receipt("r")
+    assert server.stats("txd")["messageCount"] == 1
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_receipts_for_every_frame(server: ServerHandle, connect, version: str) -> None:
+    conn, lst = connect(version)
+    conn.send("/queue/rc", "x", receipt="send")
+    conn.subscribe("/queue/rc", id="s", ack="client", receipt="sub")
+    m = lst.wait_messages(1)[0]
+    tx = conn.begin()
+    conn.ack(m.headers["ack"] if version == "1.2" else m.headers["message-id"],
+             *([] if version == "1.2" else ["s"]), transaction=tx, receipt="ack")
+    conn.commit(tx, receipt="commit")
+    conn.unsubscribe("s", receipt="unsub")
+    for rid in ("send", "sub", "ack", "commit", "unsub"):
+        lst.wait_receipt(rid)
+    conn.disconnect(receipt="bye")
+    assert "bye" in lst.receipts
+
+
+def test_prefetch_size_limits_in_flight(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    _fill(conn, "/queue/pf", 50)
+    lst.wait_receipt("filled")
+    conn.subscribe("/queue/pf", id="s", ack="client-individual",
+                   headers={"activemq.prefetchSize": "10"})
+    msgs = lst.wait_messages(10)
+    server.wait_stats("pf", "deliveringCount", 10)
+    time.sleep(0.05)
+    assert len(lst.messages) == 10
+    conn.ack(msgs[0].headers["ack"])
+    lst.wait_messages(11)
+    server.wait_stats("pf", "deliveringCount", 10)
+
+
+def test_flow_limit_threshold_batches_like_seed_004(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    _fill(conn, "/queue/flow", 2999)
+    lst.wait_receipt("filled")
+    conn.subscribe("/queue/flow", id="s", ack="client-individual",
+                   headers={"jmspy-flow-limit": "1000", "jmspy-flow-threshold": "50"})
+    msgs = lst.wait_messages(1000)
+    server.wait_stats("flow", "deliveringCount", 1000)
+    for m in msgs[:499]:
+        conn.ack(m.headers["ack"])
+    conn.send("/queue/probe", "x", receipt="r499")
+    lst.wait_receipt("r499")
+    assert server.stats("flow")["deliveringCount"] == 501
+    assert len(lst.messages) == 1000
+    conn.ack(msgs[499].headers["ack"])
+    server.wait_stats("flow", "deliveringCount", 1000)
+    lst.wait_messages(1500)
+
+
+def test_destination_consumer_flow_limit_lower_wins(server_factory, connect) -> None:
+    from jmspy.broker_ref.core import AddressSettings
+
+    h = server_factory(settings={"limited.#": AddressSettings(consumer_flow_limit=5)})
+    conn, lst = connect("1.2", handle=h)
+    _fill(conn, "/queue/limited.q", 20)
+    lst.wait_receipt("filled")
+    conn.subscribe("/queue/limited.q", id="s", ack="client-individual",
+                   headers={"jmspy-flow-limit": "100"})
+    lst.wait_messages(5)
+    h.wait_stats("limited.q", "deliveringCount", 5)
+    time.sleep(0.05)
+    assert len(lst.messages) == 5
