@@ -16,6 +16,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from .api import (
     DEAD_LETTER_REASON,
@@ -32,6 +33,9 @@ from .queue import EXPIRED_REASON, MessageRef, Queue, compile_filter
 from .settings import SettingsRegistry
 from .store import Store, SubscriptionRecord
 from .topic import Subscription, SubscriptionKey, Topic
+
+if TYPE_CHECKING:  # a type only: keeps `python -m ...core.security` free of runpy warnings
+    from .security import SecurityPolicy
 
 __all__ = ["Broker", "ServerConnection"]
 
@@ -51,8 +55,11 @@ class Broker:
         store: Store | None = None,
         clock: Callable[[], int] | None = None,
         name: str = "embedded",
+        security: SecurityPolicy | None = None,
     ) -> None:
         self.name = name
+        #: users and permissions (see .security); None or disabled = no checks at all
+        self.security = security
         self.store = store
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
@@ -112,15 +119,18 @@ class Broker:
         user: str | None = None,
         password: str | None = None,
     ) -> ServerConnection:
-        """Open a connection. ``user``/``password`` are accepted for the security layer
-        to come; today every connection is allowed."""
+        """Open a connection. With a security policy the credentials are checked first
+        (:class:`~.errors.AuthenticationFailed`), before anything reveals broker state."""
         self._check_open()
+        principal = self.security.authenticate(user, password) if self.security else None
         if client_id is not None and client_id in self._client_ids:
             raise InvalidClientId(
                 f"client id {client_id!r} is already in use by another connection; close "
                 "that connection first or choose a different client id"
             )
-        conn = ServerConnection(self, next(self._conn_ids), callback, client_id, user)
+        conn = ServerConnection(
+            self, next(self._conn_ids), callback, client_id, user, principal=principal
+        )
         self._connections[conn.connection_id] = conn
         if client_id is not None:
             self._client_ids[client_id] = conn.connection_id

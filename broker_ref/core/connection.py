@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .api import ConsumerInfo, DestinationKind, ServerMessage, SessionCallback
+from .api import ConsumerInfo, DestinationKind, DestinationStats, ServerMessage, SessionCallback
 from .errors import (
     AccessDenied,
     BrokerError,
@@ -24,6 +24,7 @@ from .topic import Subscription, SubscriptionKey, Topic
 
 if TYPE_CHECKING:
     from .broker import Broker
+    from .security import Action, Principal
 
 __all__ = ["TEMP_PREFIX", "ServerConnection"]
 
@@ -56,6 +57,7 @@ class ServerConnection:
         "callback",
         "client_id",
         "closed",
+        "principal",
         "user",
     )
 
@@ -66,8 +68,12 @@ class ServerConnection:
         callback: SessionCallback,
         client_id: str | None,
         user: str | None,
+        *,
+        principal: Principal | None = None,
     ) -> None:
         self._broker = broker
+        #: who authenticated (None without a security policy); see .security
+        self.principal = principal
         self._id = connection_id
         self.callback = callback
         self.client_id = client_id
@@ -97,6 +103,14 @@ class ServerConnection:
                 f"connection {self._id} is closed; open a new connection with Broker.connect()"
             )
         self._broker._check_open()
+
+    def _authorize(self, action: Action, kind: DestinationKind, name: str) -> None:
+        """Security hook, called before an action has any effect (no routing, no
+        auto-create). A connection's own temporary queues need no permission."""
+        policy = self._broker.security
+        if policy is None or (kind is DestinationKind.QUEUE and name in self._temp_queues):
+            return
+        policy.authorize(self.principal, action, kind, name)
 
     def _consumer(self, consumer_id: int) -> ServerConsumer:
         c = self._consumers.get(consumer_id)
@@ -149,6 +163,7 @@ class ServerConnection:
     def send(self, message: ServerMessage, tx: str | None = None) -> None:
         """Route (or stage) a message. Stamps ``producer_connection`` for no_local."""
         self._check_open()
+        self._authorize("send", message.kind, message.destination)
         message.producer_connection = self._id
         if tx is not None:
             t = self._tx(tx)
@@ -177,6 +192,7 @@ class ServerConnection:
         self._check_open()
         if backlog is not None and backlog < 1:
             raise IllegalBrokerState(f"backlog must be >= 1 (or None), got {backlog}")
+        self._authorize("consume", kind, destination)
         if consumer_id in self._consumers:
             raise IllegalBrokerState(
                 f"consumer id {consumer_id} is already in use on connection {self._id}; "
@@ -341,6 +357,7 @@ class ServerConnection:
                 f"no durable subscription named {subscription_name!r} for client id "
                 f"{self.client_id!r}; check the name and the connection's client id"
             )
+        self._authorize("consume", DestinationKind.TOPIC, sub.topic)
         if sub.queue.consumers:
             raise IllegalBrokerState(
                 f"durable subscription {subscription_name!r} has an active consumer; close "
@@ -435,6 +452,7 @@ class ServerConnection:
 
     def browse(self, destination: str, selector: str | None = None) -> list[ServerMessage]:
         self._check_open()
+        self._authorize("browse", DestinationKind.QUEUE, destination)
         flt = compile_filter(_norm_selector(selector))
         broker = self._broker
         q = broker._queues.get(destination)
@@ -475,6 +493,26 @@ class ServerConnection:
         del self._temp_queues[name]
         self._broker._queues.pop(name, None)
         q.delete()
+
+    # ------------------------------------------------------------------ admin
+
+    def stats(self, name: str, kind: DestinationKind = DestinationKind.QUEUE) -> DestinationStats:
+        """``Broker.stats`` for a client: needs ``admin`` (a subscription queue counts as
+        its topic). In-process operators call ``Broker.stats`` unchecked."""
+        self._check_open()
+        sub = self._broker._sub_queues.get(name) if kind is DestinationKind.QUEUE else None
+        if sub is not None:
+            self._authorize("admin", DestinationKind.TOPIC, sub.topic)
+        else:
+            self._authorize("admin", kind, name)
+        return self._broker.stats(name, kind)
+
+    def all_stats(self) -> list[DestinationStats]:
+        """The stats of every destination this connection may administer."""
+        self._check_open()
+        policy = self._broker.security
+        stats = self._broker.all_stats()
+        return stats if policy is None else policy.visible_stats(self.principal, stats)
 
     # ------------------------------------------------------------------ close
 

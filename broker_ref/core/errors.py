@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AccessDenied",
+    "AuthenticationFailed",
     "BrokerError",
     "DestinationNotFound",
     "IllegalBrokerState",
@@ -43,6 +44,16 @@ class AccessDenied(BrokerError):
     """The connection may not do this on this destination (e.g. another's temp queue)."""
 
     code = "ACCESS_DENIED"
+
+
+class AuthenticationFailed(BrokerError):
+    """The connection's credentials were refused (security on, see :mod:`.security`).
+
+    One message for an unknown user and a wrong password, so a client cannot probe which
+    user names exist; the password itself never appears in it.
+    """
+
+    code = "AUTHENTICATION_FAILED"
 
 
 class ResourceLimitExceeded(BrokerError):
