@@ -25,6 +25,7 @@ from jmspy.broker_ref.core.api import (
     BodyType,
     Delivery,
     DestinationKind,
+    DestinationStats,
     ServerMessage,
 )
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
@@ -397,7 +398,5 @@ class VmTransport:
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         kind, name = _dest_key(destination)
-        try:
-            return self.host.stats(name, kind.value)
-        except Exception as exc:
-            raise _translate(exc) from exc
+        stats: DestinationStats = self._call(self._conn.stats, name, kind)  # needs admin
+        return stats.as_dict()
