@@ -147,20 +147,24 @@ class StompSession:
                             frame.header("receipt"))
 
     def data_to_send(self) -> bytes:
-        """Bytes to write now. Frames taken here count as written: ack:auto windows
-        are refilled by their number (unless credit is paused)."""
+        """Bytes to write now. Call :meth:`written` once they are handed to the socket."""
         out = self._out
         if not out:
             return b""
         self._out = []
-        data = b"".join(out)
+        return b"".join(out)
+
+    def written(self) -> None:
+        """The bytes from :meth:`data_to_send` were handed to the socket: ack:auto windows
+        are refilled by the frames written (owed instead while credit is paused). The host
+        calls this *after* its write, so a write that congests the socket pauses credit
+        first and one window per subscription is the most that can pile up."""
         if self._unwritten:
             subs = self._unwritten
             self._unwritten = set()
             for sub in subs:
                 n, sub.unwritten = sub.unwritten, 0
                 self._grant(sub, n)
-        return data
 
     def has_output(self) -> bool:
         return bool(self._out)

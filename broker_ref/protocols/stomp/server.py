@@ -115,8 +115,9 @@ class _Connection(asyncio.Protocol):
             return
         data = self._guard(self.session.data_to_send)
         if data:
-            transport.write(data)
+            transport.write(data)  # may call pause_writing() synchronously
             self.last_send = self.loop.time()
+            self._guard(self.session.written)
         if self.session.closing:
             self.close()
         elif self.session.has_output() and not self._flush_scheduled:
