@@ -84,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--interval", type=float, default=0.1,
                       help="seconds between counter rows")
     demo.set_defaults(func=_demo)
+    from jmspy.cli_broker import add_commands
+
+    add_commands(sub)
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

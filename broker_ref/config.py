@@ -1,0 +1,242 @@
+"""TOML configuration of ``jmspy broker`` (read with :mod:`tomllib`).
+
+::
+
+    [broker]
+    host = "127.0.0.1"      # listen address
+    port = 61613
+    name = "jmspy"
+
+    [limits]
+    max-frame-bytes = 10485760   # largest frame body
+    max-headers = 1000           # most headers in one frame
+    max-header-bytes = 65536     # largest header section
+    heartbeat-ms = 10000         # heart-beat the server offers/asks (0 = none)
+
+    [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
+    consumer-flow-limit = 100       # kebab-case names of AddressSettings fields
+
+    [security]                       # handed to broker_ref.core.security.parse_security
+
+Address-settings keys are derived from :class:`AddressSettings` with
+:func:`dataclasses.fields`, so a field added to the core is configurable at once. Every
+mistake raises :class:`ConfigError` naming the key, the table and the file, and saying
+what would be valid: a broker that starts with a silently ignored setting is worse than
+one that refuses to start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jmspy.errors import InvalidConfigurationException
+
+from .core.api import AddressSettings
+
+__all__ = ["DEFAULT_CONFIG", "BrokerConfig", "ConfigError", "load_config", "parse_config"]
+
+DEFAULT_CONFIG = """\
+[broker]
+host = "127.0.0.1"
+port = 61613
+name = "jmspy"
+
+[limits]
+heartbeat-ms = 10000
+"""
+
+
+class ConfigError(InvalidConfigurationException):
+    """The configuration file is wrong; the message names the key and file."""
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    """Everything ``jmspy broker`` needs: where to listen, codec limits, broker kwargs."""
+
+    host: str = "127.0.0.1"
+    port: int = 61613
+    name: str = "jmspy"
+    max_frame_bytes: int = 10 * 1024 * 1024
+    max_headers: int = 1000
+    max_header_bytes: int = 64 * 1024
+    heartbeat_ms: int = 10_000
+    settings: dict[str, AddressSettings] = field(default_factory=dict)
+    security: Any = None
+    source: str = "<default>"
+
+    def broker_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`~jmspy.broker_ref.core.Broker`."""
+        kwargs: dict[str, Any] = {"name": self.name, "settings": dict(self.settings)}
+        if self.security is not None:
+            kwargs["security"] = self.security
+        return kwargs
+
+
+_TOP = {"broker", "limits", "address-settings", "security"}
+_BROKER = {"host": str, "port": int, "name": str}
+_LIMITS = {
+    "max-frame-bytes": "max_frame_bytes",
+    "max-headers": "max_headers",
+    "max-header-bytes": "max_header_bytes",
+    "heartbeat-ms": "heartbeat_ms",
+}
+
+
+def _unknown(key: str, table: str, source: str, valid: typing.Iterable[str]) -> ConfigError:
+    return ConfigError(
+        f"{source}: unknown key {key!r} in [{table}]; valid keys are: "
+        f"{', '.join(sorted(valid))}"
+    )
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def _convert(value: Any, tp: Any, key: str, table: str, source: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` (int, str, bool, float, enums,
+    optionals, lists) and convert where TOML cannot spell the type (enums)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        errors: list[str] = []
+        for arg in args:
+            try:
+                return _convert(value, arg, key, table, source)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        expected = " or ".join(_type_name(a) for a in args)
+        raise ConfigError(
+            f"{source}: [{table}] {key} = {value!r} has the wrong type; expected {expected}"
+        )
+    ok: bool
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in tp)
+            raise ConfigError(
+                f"{source}: [{table}] {key} = {value!r} is not valid; expected one of {choices}"
+            ) from None
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif origin in (list, tuple, set, frozenset):
+        ok = isinstance(value, list)
+        if ok:
+            (inner, *_) = typing.get_args(tp) or (Any,)
+            items = [value if inner is Any else _convert(v, inner, key, table, source)
+                     for v in value]
+            return origin(items)
+    elif tp is Any:
+        ok = True
+    elif isinstance(tp, type):
+        ok = isinstance(value, tp)
+    else:
+        ok = True
+    if not ok:
+        raise ConfigError(
+            f"{source}: [{table}] {key} = {value!r} has the wrong type; expected "
+            f"{_type_name(tp)}"
+        )
+    return value
+
+
+def _address_settings(pattern: str, table: Any, source: str) -> AddressSettings:
+    name = f'address-settings."{pattern}"'
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [{name}] must be a table of settings")
+    hints = typing.get_type_hints(AddressSettings)
+    by_key = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(AddressSettings)}
+    kwargs: dict[str, Any] = {}
+    for key, value in table.items():
+        attr = by_key.get(key)
+        if attr is None:
+            raise _unknown(key, name, source, by_key)
+        kwargs[attr] = _convert(value, hints[attr], key, name, source)
+    try:
+        return AddressSettings(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: [{name}] is invalid: {exc}") from exc
+
+
+def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
+    """Validate a parsed TOML document (``source`` names it in error messages)."""
+    cfg = BrokerConfig(source=source)
+    for key in data:
+        if key not in _TOP:
+            raise ConfigError(
+                f"{source}: unknown table [{key}]; valid tables are: {', '.join(sorted(_TOP))}"
+            )
+    for key, value in _table(data, "broker", source).items():
+        tp = _BROKER.get(key)
+        if tp is None:
+            raise _unknown(key, "broker", source, _BROKER)
+        setattr(cfg, key, _convert(value, tp, key, "broker", source))
+    for key, value in _table(data, "limits", source).items():
+        attr = _LIMITS.get(key)
+        if attr is None:
+            raise _unknown(key, "limits", source, _LIMITS)
+        number = _convert(value, int, key, "limits", source)
+        if number < 0:
+            raise ConfigError(f"{source}: [limits] {key} = {number} must be >= 0")
+        setattr(cfg, attr, number)
+    if not 0 <= cfg.port <= 65535:
+        raise ConfigError(f"{source}: [broker] port = {cfg.port} must be between 0 and 65535")
+    for pattern, table in _table(data, "address-settings", source).items():
+        cfg.settings[pattern] = _address_settings(pattern, table, source)
+    if "security" in data:
+        cfg.security = _security(_table(data, "security", source), source)
+    return cfg
+
+
+def _table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: {name} must be a table ([{name}])")
+    return value
+
+
+def _security(table: dict[str, Any], source: str) -> Any:
+    """Imported lazily: only brokers configured with security need that module."""
+    try:
+        from .core.security import parse_security  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise ConfigError(
+            f"{source}: a [security] table is present but this jmspy has no security "
+            f"support (jmspy.broker_ref.core.security: {exc}); remove [security] or upgrade"
+        ) from exc
+    try:
+        return parse_security(table, source)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, KeyError, InvalidConfigurationException) as exc:
+        raise ConfigError(f"{source}: [security] is invalid: {exc}") from exc
+
+
+def load_config(path: str | Path | None = None) -> BrokerConfig:
+    """Read ``path`` (or the embedded default config when None)."""
+    if path is None:
+        return parse_config(tomllib.loads(DEFAULT_CONFIG), "<default config>")
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {source}: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    return parse_config(data, source)

@@ -1,0 +1,101 @@
+"""A tiny blocking STOMP client over the shared codec, used by ``jmspy stat``.
+
+Stats travel as an ordinary message: SEND to ``/jmspy/stats`` with a ``reply-to`` and the
+broker answers with one MESSAGE whose JSON body is ``Broker.all_stats()``. No extra
+command or admin frame type is needed, so any STOMP client (stomp.py, a shell with
+``nc``) can ask too.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from typing import Any
+
+from jmspy import _speedups
+from jmspy.stomp_frames import HEARTBEAT, Frame
+
+from .mapping import STATS_DESTINATION
+
+__all__ = ["COLUMNS", "fetch_stats", "format_table"]
+
+_codec: Any = _speedups.load("stomp_codec")
+
+#: (header, key in DestinationStats.as_dict())
+COLUMNS = (
+    ("destination", "name"),
+    ("kind", "kind"),
+    ("messageCount", "messageCount"),
+    ("deliveringCount", "deliveringCount"),
+    ("scheduledCount", "scheduledCount"),
+    ("messagesReplaced", "messagesReplaced"),
+    ("consumers", "consumerCount"),
+    ("expired", "expired"),
+    ("deadLettered", "deadLettered"),
+)
+
+
+class StatsError(Exception):
+    """The broker refused or did not answer; the message says why."""
+
+
+def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
+    while True:
+        frame = parser.next_frame()
+        if frame is not None and frame is not HEARTBEAT:
+            assert isinstance(frame, Frame)
+            if frame.command == "ERROR":
+                raise StatsError(f"broker error: {frame.header('message')}: "
+                                 f"{frame.body.decode(errors='replace')}")
+            return frame
+        if frame is HEARTBEAT:
+            continue
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        data = sock.recv(65536)
+        if not data:
+            raise StatsError("the broker closed the connection")
+        parser.feed(data)
+
+
+def fetch_stats(
+    host: str, port: int, *, user: str | None = None, password: str | None = None,
+    timeout: float = 5.0,
+) -> list[dict[str, Any]]:
+    """Connect, ask for stats, disconnect. Raises :class:`StatsError` or OSError."""
+    deadline = time.monotonic() + timeout
+    connect = [("accept-version", "1.2"), ("host", "/")]
+    if user is not None:
+        connect.append(("login", user))
+    if password is not None:
+        connect.append(("passcode", password))
+    reply = "/temp-queue/jmspy.stat"
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        parser = _codec.FrameParser("1.2", None, False)
+        sock.sendall(_codec.encode_frame(Frame("CONNECT", connect), "1.2"))
+        if _read(sock, parser, deadline).command != "CONNECTED":
+            raise StatsError("the broker did not answer CONNECT with CONNECTED")
+        sock.sendall(
+            _codec.encode_frame(Frame("SUBSCRIBE", [("id", "stat"), ("destination", reply)]))
+            + _codec.encode_frame(Frame("SEND", [("destination", STATS_DESTINATION),
+                                                 ("reply-to", reply)]))
+        )
+        frame = _read(sock, parser, deadline)
+        while frame.command != "MESSAGE":
+            frame = _read(sock, parser, deadline)
+        sock.sendall(_codec.encode_frame(Frame("DISCONNECT", [])))
+    rows: list[dict[str, Any]] = json.loads(frame.body)
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width table, one line per destination."""
+    cells = [[h for h, _ in COLUMNS]]
+    cells += [[str(row.get(key, "")) for _, key in COLUMNS] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for r in cells:
+        parts = [r[0].ljust(widths[0]), r[1].ljust(widths[1])]
+        parts += [c.rjust(w) for c, w in zip(r[2:], widths[2:], strict=True)]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""``jmspy broker`` and ``jmspy stat``: the bundled broker over STOMP, and its counters.
+
+The broker modules are imported only when a command runs (``jmspy demo`` need not load
+asyncio and the STOMP server), and through :func:`importlib.import_module` because
+``jmspy.broker_ref`` is installed from the top-level ``broker_ref/`` directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def _broker(args: argparse.Namespace) -> int:
+    config_mod: Any = importlib.import_module("jmspy.broker_ref.config")
+    runner: Any = importlib.import_module("jmspy.broker_ref.protocols.stomp.runner")
+    config = config_mod.load_config(args.config)
+    if args.host is not None:
+        config.host = args.host
+    if args.port is not None:
+        config.port = args.port
+    try:
+        result: int = runner.run_broker(config)
+    except OSError as exc:
+        print(f"jmspy: error: cannot listen on {config.host}:{config.port}: {exc.strerror}",
+              file=sys.stderr)
+        return 2
+    return result
+
+
+def _stat(args: argparse.Namespace) -> int:
+    client: Any = importlib.import_module("jmspy.broker_ref.protocols.stomp.client")
+    try:
+        rows = client.fetch_stats(args.host, args.port, user=args.user, password=args.password,
+                                  timeout=args.timeout)
+    except (OSError, client.StatsError) as exc:
+        print(f"jmspy: error: cannot read stats from {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
+    print(client.format_table(rows))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``broker`` and ``stat`` on the ``jmspy`` argparse sub-parsers."""
+    broker = sub.add_parser("broker", help="run the bundled broker over STOMP (127.0.0.1:61613)")
+    broker.add_argument("--config", help="TOML config file (default: embedded config)")
+    broker.add_argument("--host", help="listen address (overrides [broker] host)")
+    broker.add_argument("--port", type=int, help="listen port (overrides [broker] port)")
+    broker.set_defaults(func=_broker)
+    stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
+    stat.add_argument("--host", default="127.0.0.1")
+    stat.add_argument("--port", type=int, default=61613)
+    stat.add_argument("--user")
+    stat.add_argument("--password")
+    stat.add_argument("--timeout", type=float, default=5.0)
+    stat.set_defaults(func=_stat)
