@@ -25,7 +25,13 @@ if TYPE_CHECKING:
     from .api import AddressSettings
     from .queue import Queue
 
-__all__ = ["TIMER_LEASE", "QueuePolicy", "effective_expiration", "grant_backlog"]
+__all__ = [
+    "TIMER_LEASE",
+    "QueuePolicy",
+    "consumer_limit",
+    "effective_expiration",
+    "grant_backlog",
+]
 
 #: Timer kind of a lease running out (TIMER_EXPIRE = 0 and TIMER_RELEASE = 1 are the
 #: queue's own).
@@ -40,6 +46,15 @@ def grant_backlog(settings: AddressSettings, asked: int | None) -> int | None:
     if cap is None:
         return asked
     return min(1 if asked is None else asked, cap)
+
+
+def consumer_limit(limit: int | None, settings: AddressSettings, asked: int | None) -> int | None:
+    """A consumer's cap on unacknowledged messages: the destination flow limit, lowered to
+    the backlog granted to it."""
+    grant = grant_backlog(settings, asked)
+    if grant is None:
+        return limit
+    return grant if limit is None else min(limit, grant)
 
 
 def effective_expiration(model: str, period: int | None, message_exp: int, now: int) -> int:

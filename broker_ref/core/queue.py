@@ -42,7 +42,7 @@ from .consumer import (
     effective_flow_limit,
 )
 from .filters import Filter, compile_filter, filter_accepts
-from .policy import TIMER_LEASE, QueuePolicy, grant_backlog
+from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
 from .ring import effective_ring_size, evict_head, replace
 from .store import Store
 
@@ -194,11 +194,9 @@ class Queue:
 
     def _limit_for(self, c: ServerConsumer) -> int | None:
         """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
-        limit = effective_flow_limit(self.settings)
-        grant = grant_backlog(self.settings, self._backlogs.get(c))
-        if grant is None:
-            return limit
-        return grant if limit is None else min(limit, grant)
+        return consumer_limit(
+            effective_flow_limit(self.settings), self.settings, self._backlogs.get(c)
+        )
 
     @property
     def scheduled_count(self) -> int:
@@ -478,8 +476,9 @@ class Queue:
 
     def acknowledge(self, c: ServerConsumer, tag: int) -> None:
         """The delivery ``tag`` of ``c`` is consumed. Caller dispatches afterwards."""
-        ref = c.delivering.pop(tag, None)
-        if ref is None:  # its lease ran out (seed 001): the policy knows the tag
+        try:
+            ref = c.delivering.pop(tag)
+        except KeyError:  # its lease ran out (seed 001): the policy knows the tag
             assert self._policy is not None
             self._policy.late_ack(c, tag)
             return
