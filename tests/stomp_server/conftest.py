@@ -25,6 +25,14 @@ def server_factory() -> Iterator[Callable[..., ServerHandle]]:
         h.stop()
 
 
+@pytest.fixture(scope="module")
+def fuzz_server() -> Iterator[ServerHandle]:
+    """One server for a whole module (hypothesis calls the test many times)."""
+    h = ServerHandle()
+    yield h
+    h.stop()
+
+
 @pytest.fixture
 def server(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
     return server_factory()

@@ -4,6 +4,7 @@ own event loop, and stomp.py clients that are disconnected after each test."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,21 @@ from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp import StompServer
 
 T = TypeVar("T")
+
+
+class _ErrorLog(logging.Handler):
+    """Server-side internal errors (logged by the host, never raised to tests)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+SERVER_ERRORS = _ErrorLog()
+logging.getLogger("jmspy.broker_ref.stomp").addHandler(SERVER_ERRORS)
 
 
 class ServerHandle:
@@ -135,7 +151,7 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
 
 
 
-__all__ = ["Collector", "RawClient", "ServerHandle"]
+__all__ = ["SERVER_ERRORS", "Collector", "RawClient", "ServerHandle"]
 
 
 class RawClient:

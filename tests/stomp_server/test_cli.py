@@ -1,0 +1,117 @@
+"""`jmspy broker` as a real subprocess, `jmspy stat`, and config errors."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import stomp
+from stomp_support import Collector
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def broker_process() -> Iterator[tuple[subprocess.Popen[str], int]]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jmspy", "broker", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == f"jmspy broker listening on 127.0.0.1:{port}", line
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
+    proc, port = broker_process
+    conn = stomp.Connection12([("127.0.0.1", port)])
+    lst = Collector()
+    conn.set_listener("c", lst)
+    conn.connect(wait=True, headers={"host": "/"})
+    conn.subscribe("/queue/cli", id="s", ack="client-individual")
+    conn.send("/queue/cli", "over tcp")
+    m = lst.wait_messages(1)[0]
+    conn.ack(m.headers["ack"])
+    conn.send("/queue/kept", "stays", receipt="r")
+    lst.wait_receipt("r")
+    out = subprocess.run(
+        [sys.executable, "-m", "jmspy", "stat", "--port", str(port)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["destination", "kind", "messageCount", "deliveringCount",
+                                "scheduledCount", "messagesReplaced", "consumers", "expired",
+                                "deadLettered"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["kept"][1:4] == ["queue", "1", "0"]
+    assert rows["cli"][2] == "0"
+    conn.disconnect()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+
+
+def test_stat_without_broker_fails_clearly() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "jmspy", "stat", "--port", str(_free_port()), "--timeout", "1"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 1 and "cannot read stats" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ('[address-settings."orders.#"]\nconsumer-flow-limt = 3\n',
+         ["consumer-flow-limt", "orders.#", "consumer-flow-limit"]),
+        ('[address-settings."a"]\nconsumer-flow-limit = "ten"\n',
+         ["consumer-flow-limit", "int"]),
+        ("[limits]\nmax-frame-bytes = true\n", ["max-frame-bytes", "int"]),
+        ("[brokr]\nport = 1\n", ["brokr"]),
+        ("[broker\n", ["not valid TOML"]),
+    ],
+)
+def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, needles: list[str]) -> None:
+    cfg = tmp_path / "broker.toml"
+    cfg.write_text(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "jmspy", "broker", "--config", str(cfg)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 2
+    assert str(cfg) in out.stderr
+    for needle in needles:
+        assert needle in out.stderr
+
+
+def test_config_maps_address_settings(tmp_path: Path) -> None:
+    from jmspy.broker_ref.config import load_config
+
+    cfg = tmp_path / "b.toml"
+    cfg.write_text('[broker]\nport = 0\nname = "x"\n[limits]\nheartbeat-ms = 5\n'
+                   '[address-settings."orders.#"]\nconsumer-flow-limit = 7\n'
+                   'dead-letter-address = "DLQ.orders"\n')
+    c = load_config(cfg)
+    assert c.port == 0 and c.heartbeat_ms == 5
+    kwargs = c.broker_kwargs()
+    assert kwargs["name"] == "x"
+    s = kwargs["settings"]["orders.#"]
+    assert s.consumer_flow_limit == 7 and s.dead_letter_address == "DLQ.orders"
+    assert load_config(None).port == 61613

@@ -1,0 +1,76 @@
+"""Selectors, scheduled delivery, durable subscriptions, temp queues and stats over the wire."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from stomp_support import ServerHandle
+
+
+def test_selector_header(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    conn.subscribe("/queue/sel", id="s", headers={"selector": "color = 'red'"})
+    for color in ("blue", "red", "green", "red"):
+        conn.send("/queue/sel", color, headers={"color": color})
+    msgs = lst.wait_messages(2)
+    time.sleep(0.05)
+    assert [m.body for m in lst.messages] == ["red", "red"] == [m.body for m in msgs]
+    assert server.stats("sel")["messageCount"] == 2
+
+
+def test_scheduled_delivery_via_header(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    conn.subscribe("/queue/later", id="s")
+    started = time.monotonic()
+    conn.send("/queue/later", "amq", headers={"AMQ_SCHEDULED_DELAY": "300"})
+    conn.send("/queue/later", "jmspy", headers={"jmspy-delivery-delay": "150"}, receipt="r")
+    lst.wait_receipt("r")
+    assert server.stats("later")["scheduledCount"] == 2
+    msgs = lst.wait_messages(2)
+    assert time.monotonic() - started >= 0.29
+    assert [m.body for m in msgs] == ["jmspy", "amq"]
+
+
+def test_durable_subscription_across_reconnect(server: ServerHandle, connect) -> None:
+    sub, _ = connect("1.2", **{"client-id": "app1"})
+    sub.subscribe("/topic/news", id="d", ack="client-individual",
+                  headers={"activemq.subscriptionName": "feed"})
+    sub.disconnect()
+    pub, plst = connect("1.2")
+    for i in range(3):
+        pub.send("/topic/news", f"n{i}")
+    pub.send("/queue/probe", "x", receipt="sent")
+    plst.wait_receipt("sent")
+    sub2, lst2 = connect("1.1", **{"client-id": "app1"})
+    sub2.subscribe("/topic/news", id="d2", ack="auto",
+                   headers={"activemq.subscriptionName": "feed"})
+    assert [m.body for m in lst2.wait_messages(3)] == ["n0", "n1", "n2"]
+    sub2.unsubscribe("d2", headers={"activemq.subscriptionName": "feed"}, receipt="gone")
+    lst2.wait_receipt("gone")
+    assert not any(n.startswith("sub://") for n in server.call(server.broker.subscription_names))
+
+
+def test_temp_queue_reply_to(server: ServerHandle, connect) -> None:
+    requester, rlst = connect("1.2")
+    responder, slst = connect("1.2")
+    responder.subscribe("/queue/service", id="svc")
+    requester.subscribe("/temp-queue/replies", id="r")
+    requester.send("/queue/service", "ping", headers={"reply-to": "/temp-queue/replies"})
+    req = slst.wait_messages(1)[0]
+    assert req.headers["reply-to"].startswith("/remote-temp-queue/")
+    responder.send(req.headers["reply-to"], "pong")
+    reply = rlst.wait_messages(1)[0]
+    assert reply.body == "pong" and reply.headers["destination"] == "/temp-queue/replies"
+
+
+def test_stats_over_the_wire(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    conn.send("/queue/counted", "a")
+    conn.send("/queue/counted", "b")
+    conn.subscribe("/temp-queue/stats", id="st")
+    conn.send("/jmspy/stats", "", headers={"reply-to": "/temp-queue/stats"})
+    rows = json.loads(lst.wait_messages(1)[0].body)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["counted"]["messageCount"] == 2
+    assert by_name["counted"]["kind"] == "queue"
