@@ -145,7 +145,10 @@ class Transport(Protocol):
 
 TransportFactory = Callable[[SplitResult, Mapping[str, Any]], Transport]
 
-_BUILTIN: dict[str, str] = {"vm": "jmspy.transports.vm:VmTransport"}
+_BUILTIN: dict[str, str] = {
+    "vm": "jmspy.transports.vm:VmTransport",
+    "stomp": "jmspy.transports.stomp:StompTransport",
+}
 _REGISTERED: dict[str, TransportFactory] = {}
 
 

@@ -1,0 +1,313 @@
+"""Real peer brokers from their Debian packages, started as child processes on loopback.
+
+Each broker runs in the foreground in its own process group, on free 127.0.0.1 ports,
+with a configuration written into a temporary directory (see ../shared/PEERS.md for why
+each step is needed: the Debian wrappers switch users, log to /var/log and override the
+instance directory, so they are bypassed). A broker that cannot start raises
+:class:`BrokerStartError` with the tail of its log: the interop tests fail with the
+reason instead of being skipped, because a skipped interop suite proves nothing.
+
+Stopping kills the whole process group by PID (and RabbitMQ's private epmd), never by
+process name: other brokers on the machine are not ours.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "BrokerProcess",
+    "BrokerStartError",
+    "free_port",
+    "start_activemq",
+    "start_mosquitto",
+    "start_rabbitmq",
+]
+
+HOST = "127.0.0.1"
+ACTIVEMQ_HOME = Path("/usr/share/activemq")
+RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+_MQTT_JARS = ("mqtt-client.jar", "hawtdispatch.jar", "hawtdispatch-transport.jar")
+_INSTALL_HINT = (
+    "install the Debian packages with: apt-get install -y --no-install-recommends "
+    "mosquitto rabbitmq-server activemq libmqtt-client-java (.ci/run does this)"
+)
+
+
+class BrokerStartError(RuntimeError):
+    """A peer broker did not come up; the message carries the tail of its log."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the broker binds it moments later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class BrokerProcess:
+    """A running broker: where to reach it and how to stop it."""
+
+    name: str
+    host: str
+    stomp_port: int | None
+    mqtt_port: int | None
+    proc: subprocess.Popen[bytes]
+    workdir: Path
+    log_path: Path
+    extra_pids: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    server_header: str = ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError as exc:
+            return f"(no log: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_ready(self, ports: list[int], timeout: float) -> None:
+        """Wait until every port accepts TCP; fail with the log if the process died."""
+        deadline = time.monotonic() + timeout
+        pending = list(ports)
+        while pending:
+            if self.proc.poll() is not None:
+                raise BrokerStartError(
+                    f"{self.name} exited with status {self.proc.returncode} before listening "
+                    f"on {HOST}:{pending}; last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise BrokerStartError(
+                    f"{self.name} did not listen on {HOST}:{pending} within {timeout:.0f}s; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            pending = [p for p in pending if not _port_open(p)]
+            if pending:
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """TERM the process group, KILL it if it lingers, then the helpers (epmd)."""
+        for proc in [self.proc, *self.extra_pids]:
+            _stop_group(proc)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(5)
+
+
+def _spawn(
+    cmd: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    try:
+        with open(log_path, "ab") as log:
+            return subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,  # own process group: stop kills all its children
+            )
+    except FileNotFoundError as exc:
+        raise BrokerStartError(f"cannot run {cmd[0]}: {exc}; {_INSTALL_HINT}") from exc
+
+
+def _workdir(name: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=f"jmspy-{name}-"))
+    path.chmod(0o755)  # brokers that drop privileges must still read their config
+    return path
+
+
+# -- Mosquitto ---------------------------------------------------------------------------
+def start_mosquitto() -> BrokerProcess:
+    """Mosquitto 2 on one MQTT port. ``max_queued_messages 0``: the default (1000) silently
+    drops QoS 1 messages for a slow subscriber, which would make counting tests flaky."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    work = _workdir("mosquitto")
+    port = free_port()
+    conf = work / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} {HOST}\nallow_anonymous true\npersistence false\n"
+        "log_dest stdout\nmax_queued_messages 0\n"
+    )
+    conf.chmod(0o644)
+    log = work / "mosquitto.log"
+    proc = _spawn([binary, "-c", str(conf)], log)
+    broker = BrokerProcess("mosquitto", HOST, None, port, proc, work, log)
+    broker.wait_ready([port], 15)
+    return broker
+
+
+# -- RabbitMQ ----------------------------------------------------------------------------
+def start_rabbitmq() -> BrokerProcess:
+    """RabbitMQ with the STOMP and MQTT plugins, run directly (not through the wrapper that
+    switches user and logs to /var/log), with its own epmd on a free loopback port."""
+    if not RABBITMQ_SERVER.exists():
+        raise BrokerStartError(f"{RABBITMQ_SERVER} not found; {_INSTALL_HINT}")
+    work = _workdir("rabbitmq")
+    amqp, stomp_port, mqtt_port, epmd_port, dist_port = (free_port() for _ in range(5))
+    (work / "rabbitmq.conf").write_text(
+        f"listeners.tcp.default = {HOST}:{amqp}\n"
+        f"stomp.listeners.tcp.1 = {HOST}:{stomp_port}\n"
+        f"mqtt.listeners.tcp.default = {HOST}:{mqtt_port}\n"
+        "loopback_users = none\n"
+        f"distribution.listener.interface = {HOST}\n"
+        f"distribution.listener.port_range.min = {dist_port}\n"
+        f"distribution.listener.port_range.max = {dist_port}\n"
+        "log.console = true\nlog.console.level = info\nlog.file = false\n"
+    )
+    (work / "enabled_plugins").write_text("[rabbitmq_stomp,rabbitmq_mqtt].\n")
+    log = work / "rabbitmq.log"
+    epmd = _spawn(["epmd", "-address", HOST, "-port", str(epmd_port)], work / "epmd.log")
+    node = f"jmspy{stomp_port}@localhost"
+    env = {
+        **os.environ,
+        "HOME": str(work),
+        "RABBITMQ_NODENAME": node,
+        "RABBITMQ_CONFIG_FILE": str(work / "rabbitmq.conf"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(work / "enabled_plugins"),
+        "RABBITMQ_MNESIA_BASE": str(work / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(work / "log"),
+        "RABBITMQ_PID_FILE": str(work / "rabbitmq.pid"),
+        "ERL_EPMD_PORT": str(epmd_port),
+        "ERL_EPMD_ADDRESS": HOST,
+        "RABBITMQ_SERVER_START_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+    }
+    proc = _spawn([str(RABBITMQ_SERVER)], log, env=env, cwd=work)
+    broker = BrokerProcess(
+        "rabbitmq", HOST, stomp_port, mqtt_port, proc, work, log, extra_pids=[epmd]
+    )
+    try:
+        broker.wait_ready([stomp_port, mqtt_port], 90)
+    except BrokerStartError:
+        broker.stop()
+        raise
+    return broker
+
+
+# -- ActiveMQ 5 --------------------------------------------------------------------------
+_ACTIVEMQ_XML = """<beans xmlns="http://www.springframework.org/schema/beans"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+  xsi:schemaLocation="http://www.springframework.org/schema/beans
+    http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
+    http://activemq.apache.org/schema/core
+    http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" useJmx="false"
+          brokerName="jmspy-interop" persistent="false" schedulerSupport="false"
+          dataDirectory="{data}">
+    <plugins><statisticsBrokerPlugin/></plugins>
+    <transportConnectors>
+      <transportConnector name="stomp" uri="stomp://{host}:{stomp}"/>
+      <transportConnector name="mqtt" uri="mqtt://{host}:{mqtt}"/>
+    </transportConnectors>
+  </broker>
+</beans>
+"""
+
+_LOG4J = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=%d %-5p %c{1} - %m%n
+"""
+
+_LOG4J2 = """rootLogger.level=INFO
+rootLogger.appenderRef.console.ref=Console
+appender.console.type=Console
+appender.console.name=Console
+appender.console.layout.type=PatternLayout
+appender.console.layout.pattern=%d %-5p %c{1} - %m%n
+"""
+
+_JAVA_OPENS = [
+    "--add-reads=java.xml=java.logging",
+    *(
+        f"--add-opens={m}=ALL-UNNAMED"
+        for m in (
+            "java.base/java.security",
+            "java.base/java.net",
+            "java.base/java.lang",
+            "java.base/java.util",
+            "java.naming/javax.naming.spi",
+            "java.rmi/sun.rmi.transport.tcp",
+            "java.base/java.util.concurrent",
+            "java.base/java.util.concurrent.atomic",
+        )
+    ),
+]
+
+
+def start_activemq() -> BrokerProcess:
+    """ActiveMQ 5 with STOMP and MQTT connectors, no JMX, logging to stdout, non-persistent
+    (tests measure protocol behaviour, not KahaDB)."""
+    jar = ACTIVEMQ_HOME / "bin" / "activemq.jar"
+    if not jar.exists():
+        raise BrokerStartError(f"{jar} not found; {_INSTALL_HINT}")
+    work = _workdir("activemq")
+    conf, data, lib = work / "conf", work / "data", work / "lib"
+    shutil.copytree("/etc/activemq/instances-available/main", conf)
+    data.mkdir()
+    lib.mkdir()
+    for name in _MQTT_JARS:
+        src = Path("/usr/share/java") / name
+        if not src.exists():
+            raise BrokerStartError(f"{src} not found (ActiveMQ's MQTT needs it); {_INSTALL_HINT}")
+        (lib / name).symlink_to(src)
+    stomp_port, mqtt_port = free_port(), free_port()
+    (conf / "activemq.xml").write_text(
+        _ACTIVEMQ_XML.format(host=HOST, stomp=stomp_port, mqtt=mqtt_port, data=data)
+    )
+    (conf / "log4j.properties").write_text(_LOG4J)
+    (conf / "log4j2.properties").write_text(_LOG4J2)
+    log = work / "activemq.log"
+    cmd = [
+        "java",
+        "-Xmx512M",
+        *_JAVA_OPENS,
+        f"-Dactivemq.home={ACTIVEMQ_HOME}",
+        f"-Dactivemq.base={work}",
+        f"-Dactivemq.conf={conf}",
+        f"-Dactivemq.data={data}",
+        f"-Dlog4j.configuration=file:{conf}/log4j.properties",
+        f"-Dlog4j2.configurationFile={conf}/log4j2.properties",
+        "-jar",
+        str(jar),
+        "start",
+        f"xbean:file:{conf}/activemq.xml",
+    ]
+    proc = _spawn(cmd, log, cwd=work)
+    broker = BrokerProcess("activemq", HOST, stomp_port, mqtt_port, proc, work, log)
+    broker.wait_ready([stomp_port, mqtt_port], 60)
+    return broker

@@ -1,0 +1,138 @@
+"""Session-scoped real brokers (see brokers.py) and the ``target`` fixture the interop tests
+are parametrized over.
+
+Each broker starts once per test session, on first use (RabbitMQ's start-up dominates
+the suite's run time). A broker that cannot start fails every test that needs it, with
+the tail of its log: interop tests are never skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from brokers import (
+    BrokerProcess,
+    start_activemq,
+    start_mosquitto,
+    start_rabbitmq,
+)
+
+_started: dict[str, BrokerProcess | BaseException] = {}
+
+
+def _session_broker(name: str, start: Callable[[], BrokerProcess]) -> Iterator[BrokerProcess]:
+    outcome = _started.get(name)
+    if outcome is None:
+        try:
+            outcome = start()
+        except BaseException as exc:  # remembered: later tests fail fast with the reason
+            outcome = exc
+        _started[name] = outcome
+    if isinstance(outcome, BaseException):
+        pytest.fail(f"{name} could not start: {outcome}", pytrace=False)
+    yield outcome
+
+
+@pytest.fixture(scope="session")
+def activemq() -> Iterator[BrokerProcess]:
+    yield from _session_broker("activemq", start_activemq)
+    _stop("activemq")
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[BrokerProcess]:
+    yield from _session_broker("rabbitmq", start_rabbitmq)
+    _stop("rabbitmq")
+
+
+@pytest.fixture(scope="session")
+def mosquitto() -> Iterator[BrokerProcess]:
+    yield from _session_broker("mosquitto", start_mosquitto)
+    _stop("mosquitto")
+
+
+def _stop(name: str) -> None:
+    outcome = _started.pop(name, None)
+    if isinstance(outcome, BrokerProcess):
+        outcome.stop()
+
+
+@dataclass
+class Target:
+    """One place the behavioural tests run against: a factory maker plus what it can do."""
+
+    name: str
+    make_factory: Callable[..., Any]
+    stats: bool = False  # the broker answers destination_stats()
+    server_selectors: bool = True
+    vm_host: Any = None
+
+
+def stomp_jmspy_available() -> bool:
+    try:
+        from jmspy.broker_ref.protocols.stomp import StompServer  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+TARGETS = ["vm", "stomp-activemq", "stomp-rabbitmq"] + (
+    ["stomp-jmspy"] if stomp_jmspy_available() else []
+)
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    from jmspy import ConnectionFactory
+
+    name: str = request.param
+    if name == "vm":
+        host, _ = request.getfixturevalue("vm_broker_factory")()
+
+        def make_vm(**props: Any) -> Any:
+            return ConnectionFactory(f"vm://{host.name}", **props)
+
+        yield Target(name, make_vm, stats=True, vm_host=host)
+    elif name == "stomp-activemq":
+        b: BrokerProcess = request.getfixturevalue("activemq")
+
+        def make_amq(**props: Any) -> Any:
+            return ConnectionFactory(f"stomp://{b.host}:{b.stomp_port}", **props)
+
+        yield Target(name, make_amq)
+    elif name == "stomp-rabbitmq":
+        r: BrokerProcess = request.getfixturevalue("rabbitmq")
+
+        def make_rabbit(**props: Any) -> Any:
+            url = f"stomp://{r.host}:{r.stomp_port}?rabbitmq_queue_selectors=discard"
+            return ConnectionFactory(url, **props)
+
+        yield Target(name, make_rabbit, server_selectors=False)
+    else:
+        server = request.getfixturevalue("jmspy_stomp_server")
+
+        def make_jmspy(**props: Any) -> Any:
+            return ConnectionFactory(f"stomp://{server.host}:{server.port}", **props)
+
+        yield Target(name, make_jmspy, stats=True)
+
+
+@pytest.fixture
+def jmspy_stomp_server() -> Iterator[Any]:
+    """The bundled broker's STOMP server on a free loopback port (one per test)."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "stomp_server"))
+    from stomp_support import ServerHandle
+
+    handle = ServerHandle()
+    try:
+        yield handle
+    finally:
+        handle.stop()

@@ -1,0 +1,357 @@
+"""The same behavioural tests against vm:// and STOMP -> ActiveMQ 5 / RabbitMQ / jmspy's
+broker: what a JMS application sees must not depend on where its messages live.
+
+Every test uses its own queue; brokers are session-scoped (conftest.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from conftest import Target
+
+from jmspy import JMSException, Session
+from jmspy.errors import JMSSecurityException, UnsupportedFeatureException
+from jmspy.message import BytesMessage, MapMessage, TextMessage
+
+WAIT = 10.0
+
+
+def _q(session: Any, tag: str = "q") -> Any:
+    return session.create_queue(f"interop.{tag}.{uuid.uuid4().hex[:10]}")
+
+
+def _send(factory: Any, queue_name: str, texts: list[str], **props: Any) -> None:
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        p = s.create_producer(s.create_queue(queue_name))
+        for t in texts:
+            p.send(s.create_text_message(t, properties=props or None))
+
+
+def _drain(consumer: Any, timeout: float = 0.5) -> list[str]:
+    out = []
+    while (m := consumer.receive(timeout)) is not None:
+        out.append(m.text)
+    return out
+
+
+def test_send_receive_bodies_headers_properties(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s)
+        reply = s.create_queue("interop.replies")
+        p = s.create_producer(q, priority=7)
+        text = s.create_text_message("héllo", properties={"n": 42, "x": 1.5, "ok": True, "s": "a"})
+        text.correlation_id = "corr-1"
+        text.jms_type = "greeting"
+        text.reply_to = reply
+        p.send(text)
+        p.send(s.create_bytes_message(b"\x00\x01\xff"))
+        p.send(s.create_map_message({"a": 1, "b": "two"}))
+        c = s.create_consumer(q)
+        conn.start()
+        m1 = c.receive(WAIT)
+        assert isinstance(m1, TextMessage) and m1.text == "héllo"
+        assert m1.message_id == text.message_id
+        assert m1.correlation_id == "corr-1" and m1.jms_type == "greeting"
+        assert m1.reply_to == reply and m1.priority == 7 and m1.destination == q
+        assert m1.properties == {"n": 42, "x": 1.5, "ok": True, "s": "a"}
+        assert not m1.redelivered and m1.delivery_count == 1
+        m2 = c.receive(WAIT)
+        assert isinstance(m2, BytesMessage) and m2.body == b"\x00\x01\xff"
+        m3 = c.receive(WAIT)
+        assert isinstance(m3, MapMessage) and dict(m3.map) == {"a": 1, "b": "two"}
+
+
+def test_listener_gets_everything_in_order(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s)
+        got: list[str] = []
+        done = threading.Event()
+
+        def on_message(m: Any) -> None:
+            got.append(m.text)
+            if len(got) == 30:
+                done.set()
+
+        s.create_consumer(q).set_message_listener(on_message)
+        conn.start()
+        _send(f, q.name, [str(i) for i in range(30)])
+        assert done.wait(WAIT)
+        assert got == [str(i) for i in range(30)]
+
+
+def test_auto_ack_consumes(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
+        q = _q(s)
+        _send(f, q.name, ["a", "b", "c"])
+        c = s.create_consumer(q)
+        conn.start()
+        assert [c.receive(WAIT).text for _ in range(3)] == ["a", "b", "c"]
+        c.close()
+        assert _drain(s.create_consumer(q)) == []
+
+
+def test_auto_ack_listener_failure_redelivers(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        conn.set_exception_listener(lambda e: None)
+        s = conn.create_session()
+        q = _q(s)
+        seen: list[tuple[str, bool]] = []
+        done = threading.Event()
+
+        def on_message(m: Any) -> None:
+            seen.append((m.text, m.redelivered))
+            if len(seen) == 1:
+                raise RuntimeError("first attempt fails")
+            done.set()
+
+        s.create_consumer(q).set_message_listener(on_message)
+        conn.start()
+        _send(f, q.name, ["once"])
+        assert done.wait(WAIT)
+        assert seen == [("once", False), ("once", True)]
+
+
+def test_client_ack_recover_redelivers_in_order(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        q = _q(s)
+        _send(f, q.name, [str(i) for i in range(6)])
+        c = s.create_consumer(q)
+        conn.start()
+        first = [c.receive(WAIT) for _ in range(3)]
+        assert [m.text for m in first] == ["0", "1", "2"]
+        s.recover()
+        again = [c.receive(WAIT) for _ in range(6)]
+        assert [m.text for m in again] == [str(i) for i in range(6)]
+        assert [m.redelivered for m in again] == [True] * 3 + [False] * 3
+        assert all(m.delivery_count >= 2 for m in again[:3])
+        again[-1].acknowledge()
+        c.close()
+        assert _drain(s.create_consumer(q)) == []
+
+
+def test_individual_ack_leaves_the_others(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
+        q = _q(s)
+        _send(f, q.name, ["a", "b", "c"])
+        c = s.create_consumer(q)
+        conn.start()
+        ms = [c.receive(WAIT) for _ in range(3)]
+        ms[1].acknowledge()
+        s.recover()
+        rest = [c.receive(WAIT) for _ in range(2)]
+        assert [(m.text, m.redelivered) for m in rest] == [("a", True), ("c", True)]
+        for m in rest:
+            m.acknowledge()
+        c.close()
+        assert _drain(s.create_consumer(q)) == []
+
+
+def test_dups_ok_consumes(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.DUPS_OK_ACKNOWLEDGE)
+        q = _q(s)
+        _send(f, q.name, [str(i) for i in range(25)])
+        c = s.create_consumer(q)
+        conn.start()
+        assert [c.receive(WAIT).text for _ in range(25)] == [str(i) for i in range(25)]
+        c.close()
+        assert _drain(s.create_consumer(q)) == []
+
+
+def test_transactions_commit_and_rollback(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        tx = conn.create_session(transacted=True)
+        plain = conn.create_session()
+        q = _q(tx)
+        p = tx.create_producer(q)
+        p.send(tx.create_text_message("t1"))
+        p.send(tx.create_text_message("t2"))
+        watcher = plain.create_consumer(q)
+        conn.start()
+        assert watcher.receive(1.0) is None  # not visible before commit
+        watcher.close()
+        tx.commit()
+        c = tx.create_consumer(q)
+        assert [c.receive(WAIT).text for _ in range(2)] == ["t1", "t2"]
+        tx.rollback()
+        again = [c.receive(WAIT) for _ in range(2)]
+        assert [(m.text, m.redelivered) for m in again] == [("t1", True), ("t2", True)]
+        tx.commit()
+        p.send(tx.create_text_message("discarded"))
+        tx.rollback()
+        c.close()
+        assert _drain(plain.create_consumer(q)) == []
+
+
+def test_flow_limit_bounds_what_is_in_flight(target: Target) -> None:
+    f = target.make_factory(imqConsumerFlowLimit=10, imqConsumerFlowThreshold=50)
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        q = _q(s)
+        _send(f, q.name, [str(i) for i in range(50)])
+        c = s.create_consumer(q)
+        conn.start()
+        time.sleep(0.5)
+        st = c.flow_stats()
+        assert st.limit == 10 and st.buffered == 10 and st.unconsumed == 10
+        if target.stats:
+            stats = conn.destination_stats(q)
+            assert stats["deliveringCount"] <= 10
+            assert stats["messageCount"] == 50
+        transport = conn._transport
+        if hasattr(transport, "consumer_state"):
+            assert transport.consumer_state(c.consumer_id)["in_flight_max"] <= 10
+        got = []
+        max_buffered = 0
+        for _ in range(50):
+            m = c.receive(WAIT)
+            got.append(m.text)
+            m.acknowledge()
+            max_buffered = max(max_buffered, c.flow_stats().unconsumed)
+        assert got == [str(i) for i in range(50)]
+        assert max_buffered <= 10
+        assert c.flow_stats().batches_requested >= 5  # topped up in batches, not per message
+        if hasattr(transport, "consumer_state"):
+            assert transport.consumer_state(c.consumer_id)["in_flight_max"] <= 10
+
+
+def test_selector(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s)
+        p = s.create_producer(q)
+        for i in range(10):
+            p.send(s.create_text_message(str(i), properties={"region": "EU" if i % 2 else "US"}))
+        c = s.create_consumer(q, selector="region = 'EU'")
+        conn.start()
+        assert _drain(c, 1.0) == ["1", "3", "5", "7", "9"]
+
+
+def test_topic_selector_and_fanout(target: Target) -> None:
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        t = s.create_topic(f"interop.t.{uuid.uuid4().hex[:8]}")
+        eu = s.create_consumer(t, selector="region = 'EU'")
+        everyone = s.create_consumer(t)
+        conn.start()
+        time.sleep(0.3)  # subscriptions are asynchronous on the wire
+        p = s.create_producer(t)
+        for i in range(6):
+            p.send(s.create_text_message(str(i), properties={"region": "EU" if i < 2 else "US"}))
+        assert _drain(eu, 1.0) == ["0", "1"]
+        assert _drain(everyone, 1.0) == [str(i) for i in range(6)]
+
+
+# -- STOMP only ---------------------------------------------------------------------------
+@pytest.fixture(params=[t for t in ("stomp-activemq", "stomp-rabbitmq") if t])
+def stomp_broker(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(request.param.split("-", 1)[1])
+
+
+def test_heartbeats_flow_while_a_listener_is_slow(stomp_broker: Any) -> None:
+    from jmspy import ConnectionFactory
+
+    url = f"stomp://{stomp_broker.host}:{stomp_broker.stomp_port}?heartbeat=500"
+    errors: list[JMSException] = []
+    with ConnectionFactory(url).create_connection() as conn:
+        conn.set_exception_listener(errors.append)
+        s = conn.create_session()
+        q = _q(s)
+        done = threading.Event()
+        got: list[str] = []
+
+        def slow(m: Any) -> None:
+            if m.text == "slow":
+                time.sleep(2.0)  # 4x the heart-beat interval
+            got.append(m.text)
+            if len(got) == 2:
+                done.set()
+
+        s.create_consumer(q).set_message_listener(slow)
+        conn.start()
+        p = s.create_producer(q)
+        p.send(s.create_text_message("slow"))
+        p.send(s.create_text_message("after"))
+        assert done.wait(WAIT)
+        assert got == ["slow", "after"]
+        assert conn._transport._conn.is_connected()
+    assert errors == []
+
+
+def test_broker_not_running_names_host_and_port() -> None:
+    from brokers import free_port
+
+    from jmspy import ConnectionFactory
+
+    port = free_port()
+    with pytest.raises(JMSException) as info:
+        ConnectionFactory(f"stomp://127.0.0.1:{port}?connect_timeout=2").create_connection()
+    assert f"127.0.0.1:{port}" in str(info.value) and "running" in str(info.value)
+
+
+def test_rabbitmq_bad_password_is_a_security_error(rabbitmq: Any) -> None:
+    from jmspy import ConnectionFactory
+
+    f = ConnectionFactory(f"stomp://{rabbitmq.host}:{rabbitmq.stomp_port}")
+    with pytest.raises(JMSSecurityException):
+        f.create_connection("guest", "wrong")
+
+
+def test_rabbitmq_refuses_what_it_cannot_carry(rabbitmq: Any) -> None:
+    from jmspy import ConnectionFactory
+
+    f = ConnectionFactory(f"stomp://{rabbitmq.host}:{rabbitmq.stomp_port}")
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s)
+        for action in (
+            lambda: list(s.create_browser(q)),
+            lambda: s.create_producer(q, delivery_delay=1.0).send(s.create_text_message("x")),
+            lambda: s.create_consumer(q, selector="a = 1"),  # no ?rabbitmq_queue_selectors
+        ):
+            with pytest.raises(UnsupportedFeatureException) as info:
+                action()
+            assert "stomp://" in str(info.value) and "RabbitMQ" in str(info.value)
+
+
+def test_activemq_browse(activemq: Any) -> None:
+    from jmspy import ConnectionFactory
+
+    f = ConnectionFactory(f"stomp://{activemq.host}:{activemq.stomp_port}")
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s)
+        _send(f, q.name, ["a", "b"], k="v")
+        assert [m.text for m in s.create_browser(q)] == ["a", "b"]
+        assert [m.text for m in s.create_browser(q, "k = 'x'")] == []
+
+
+def test_missing_stomp_py_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jmspy import ConnectionFactory
+    from jmspy.errors import InvalidConfigurationException
+    from jmspy.transports import stomp as stomp_transport
+
+    monkeypatch.setattr(stomp_transport, "_stomp", None)
+    with pytest.raises(InvalidConfigurationException, match=r"pip install 'jmspy\[stomp\]'"):
+        ConnectionFactory("stomp://127.0.0.1:1").create_connection()

@@ -1,0 +1,648 @@
+"""``stomp://host:port[?version=1.1&heartbeat=10000&vhost=/]``: STOMP through stomp.py.
+
+One stomp.py connection per jmspy connection. The broker is recognised from CONNECTED's
+``server`` header and its :class:`~jmspy.transports.stomp_mapping.BrokerProfile` decides
+how each feature is carried (docs/transports.md has the table).
+
+Flow control. jmspy's core runs the Open MQ window itself and calls
+:meth:`StompTransport.grant_credit` when the window says so. Brokers offer less:
+
+* ActiveMQ 5 / RabbitMQ have a *prefetch*: at most N unacknowledged messages in flight.
+  The consumer subscribes with N = its effective limit, so the broker never has more than
+  the window out. ACKs go out the moment JMS says a message is consumed (an acknowledged
+  message is never redelivered), which lets the broker refill one slot per ACK; the
+  Open MQ *threshold* (top up in batches) is applied between this transport and the
+  consumer's buffer: deliveries beyond the credit the core granted wait in a per-consumer
+  *stash* and are handed over when the core grants more. In broker stats the window is
+  therefore a sliding one; the batches are visible in ``consumer.flow_stats()``.
+* jmspy's own broker takes the window natively (``jmspy-flow-limit`` /
+  ``jmspy-flow-threshold`` on SUBSCRIBE) and tops up by the same rule itself.
+* Artemis's ``consumer-window-size`` is in bytes: limit x 1 KiB (an assumed average
+  message size); the stash still bounds what the consumer sees in messages.
+
+The stash is also how :meth:`revoke_credit` works on prefetch brokers (they cannot take
+credit back): the credit returns to the core and whatever the broker still sends waits.
+
+Threading: stomp.py calls :class:`_Receiver` on its receiver thread. It converts the frame
+and hands it to ``TransportListener.on_delivery``, which only buffers; user code never
+runs there, so a slow ``on_message`` does not stop the receiver thread, and stomp.py's
+heart-beat thread keeps sending in any case.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import SplitResult, parse_qs
+
+from jmspy import errors
+from jmspy.destinations import Destination, Queue
+from jmspy.message import Message
+from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+
+from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
+
+try:
+    import stomp as _stomp
+except ImportError:  # pragma: no cover - exercised by the packaging test
+    _stomp = None
+
+__all__ = ["StompTransport"]
+
+_ARTEMIS_BYTES_PER_MESSAGE = 1024
+_REDELIVERY_MEMORY = 10_000
+_tx_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class _Sub:
+    """Transport-side state of one consumer (one STOMP subscription at a time)."""
+
+    spec: ConsumerSpec
+    sub_id: str
+    headers: dict[str, str]
+    credit: int = 0
+    stash: deque[tuple[int, Message, int]] = field(default_factory=deque)
+    unacked: dict[int, str] = field(default_factory=dict)  # tag -> ack id, delivery order
+    pending_cancel: set[int] = field(default_factory=set)
+    in_flight_max: int = 0  # most deliveries ever unacked at once (what the broker sent)
+    selector_dropped: int = 0
+    client_selector: Any = None
+
+
+class _Receiver:
+    """stomp.py's listener: runs on its receiver thread, only converts and buffers."""
+
+    def __init__(self, transport: StompTransport) -> None:
+        self.t = transport
+
+    def on_connected(self, frame: Any) -> None:
+        self.t._connected_headers = dict(frame.headers)
+
+    def on_error(self, frame: Any) -> None:
+        self.t._on_error_frame(dict(frame.headers), frame.body)
+
+    def on_message(self, frame: Any) -> None:
+        self.t._on_message(dict(frame.headers), frame.body)
+
+    def on_receipt(self, frame: Any) -> None:
+        self.t._on_receipt(frame.headers.get("receipt-id", ""))
+
+    def on_disconnected(self) -> None:
+        self.t._on_disconnected()
+
+
+class StompTransport:
+    """The Transport interface over one stomp.py connection."""
+
+    scheme = "stomp"
+    capabilities: frozenset[str] = frozenset({Capability.QUEUES, Capability.TRANSACTIONS})
+
+    def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
+        if _stomp is None:
+            raise errors.InvalidConfigurationException(
+                "the stomp:// transport needs the stomp.py package: pip install 'jmspy[stomp]'"
+            )
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        self.host = url.hostname or "127.0.0.1"
+        self.port = url.port or 61613
+        self.version = query.get("version", "1.2")
+        if self.version not in ("1.1", "1.2"):
+            raise errors.InvalidConfigurationException(
+                f"stomp:// version={self.version!r}: use 1.2 (default) or 1.1"
+            )
+        self.heartbeat = int(query.get("heartbeat", "10000"))
+        self.vhost = query.get("vhost", "/")
+        self.queue_selectors_discard = query.get("rabbitmq_queue_selectors") == "discard"
+        self.connect_timeout = float(query.get("connect_timeout", "10"))
+        self.profile: BrokerProfile = detect_broker(None)
+        self._conn: Any = None
+        self._listener: TransportListener | None = None
+        self._lock = threading.RLock()
+        self._subs: dict[int, _Sub] = {}
+        self._by_sid: dict[str, _Sub] = {}
+        self._tags = itertools.count(1)
+        self._tag_owner: dict[int, _Sub] = {}
+        self._tag_key: dict[int, str] = {}
+        # message key -> times the application saw it before it was handed back
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._connected_headers: dict[str, str] = {}
+        self._error: tuple[dict[str, str], str] | None = None
+        self._closing = False
+        self._receipts: dict[str, threading.Event] = {}
+        self._replies: dict[str, list[Any]] = {}
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # -- connection -----------------------------------------------------------------------
+    def open(
+        self,
+        listener: TransportListener,
+        *,
+        client_id: str | None,
+        user: str | None,
+        password: str | None,
+    ) -> None:
+        self._listener = listener
+        versions = [self.version] if self.version == "1.1" else ["1.2", "1.1"]
+        for version in versions:
+            if self._try_connect(version, client_id, user, password):
+                self.version = version
+                break
+        self.profile = detect_broker(self._connected_headers.get("server"))
+        self.capabilities = _capabilities(self.profile)
+
+    def _try_connect(
+        self, version: str, client_id: str | None, user: str | None, password: str | None
+    ) -> bool:
+        assert _stomp is not None
+        klass = _stomp.Connection12 if version == "1.2" else _stomp.Connection11
+        conn = klass(
+            [(self.host, self.port)],
+            heartbeats=(self.heartbeat, self.heartbeat),
+            vhost=self.vhost,
+            auto_decode=False,
+            reconnect_attempts_max=1,
+            timeout=self.connect_timeout,
+        )
+        conn.set_listener("jmspy", _Receiver(self))
+        headers = {"client-id": client_id} if client_id else {}
+        self._error = None
+        try:
+            conn.connect(user, password, wait=True, headers=headers)
+        except Exception as exc:
+            try:
+                conn.disconnect()
+            except Exception:
+                pass
+            err = self._error
+            if err is not None:
+                text = f"{err[0].get('message', '')} {err[1]}".strip()
+                low = text.lower()
+                if "version" in low and version == "1.2":
+                    return False  # a 1.1-only broker: try again with 1.1
+                if any(w in low for w in ("auth", "login", "password", "access refused",
+                                          "credentials", "not authorized", "security")):
+                    raise errors.JMSSecurityException(
+                        f"STOMP broker at {self.where} refused the login for user {user!r}: "
+                        f"{text}; check the user name and password"
+                    ) from exc
+                raise errors.JMSException(
+                    f"STOMP broker at {self.where} refused the connection: {text}"
+                ) from exc
+            raise errors.JMSException(
+                f"cannot connect to a STOMP broker at {self.where} ({type(exc).__name__}): "
+                "check that the broker is running, that it has a STOMP listener on that "
+                "host and port, and that no firewall is in the way"
+            ) from exc
+        self._conn = conn
+        return True
+
+    def close(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        self._closing = True
+        try:
+            if conn.is_connected():
+                conn.disconnect(receipt=f"bye-{uuid.uuid4().hex[:8]}")
+        except Exception:
+            pass
+        finally:
+            self._conn = None
+
+    def _c(self) -> Any:
+        conn = self._conn
+        if conn is None:
+            raise errors.IllegalStateException(f"the STOMP connection to {self.where} is closed")
+        return conn
+
+    def _refuse(self, feature: str, how: str = "") -> errors.UnsupportedFeatureException:
+        return errors.UnsupportedFeatureException(
+            f"{feature} is not supported by the stomp:// transport on {self.profile.family} "
+            f"({self.profile.server or 'unknown server'} at {self.where}){how}"
+        )
+
+    # -- consumers ------------------------------------------------------------------------
+    def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
+        p = self.profile
+        headers: dict[str, str] = {}
+        client_selector = None
+        if spec.shared:
+            raise self._refuse("shared subscriptions")
+        if spec.durable:
+            if not p.durable:
+                raise self._refuse("durable subscriptions")
+            assert spec.subscription_name is not None
+            if p.family == "ActiveMQ":
+                headers["activemq.subscriptionName"] = spec.subscription_name
+            else:
+                headers.update({"durable": "true", "auto-delete": "false",
+                                "persistent": "true"})
+        if spec.no_local and p.family == "ActiveMQ":
+            headers["activemq.noLocal"] = "true"
+        elif spec.no_local:
+            raise self._refuse("no_local consumers")
+        if spec.selector:
+            if p.server_selectors:
+                headers["selector"] = spec.selector
+            else:
+                if isinstance(spec.destination, Queue) and not self.queue_selectors_discard:
+                    raise self._refuse(
+                        "a selector on a queue",
+                        ": RabbitMQ has no server-side selectors and a client-side filter "
+                        "would have to consume (and so delete) the messages it skips. Use a "
+                        "topic, or add ?rabbitmq_queue_selectors=discard to the URL to accept "
+                        "that non-matching queue messages are acknowledged and dropped",
+                    )
+                from jmspy.selector import compile_selector
+
+                client_selector = compile_selector(spec.selector)
+        limit = max(1, spec.flow_limit)
+        if p.window == "jmspy-flow-limit":
+            headers["jmspy-flow-limit"] = str(spec.flow_limit)
+            headers["jmspy-flow-threshold"] = str(spec.flow_threshold)
+        elif p.window_in_bytes:
+            headers[p.window] = str(limit * _ARTEMIS_BYTES_PER_MESSAGE)
+        elif p.window:
+            headers[p.window] = str(limit)
+        sub = _Sub(spec, "", headers, client_selector=client_selector)
+        with self._lock:
+            self._subs[spec.consumer_id] = sub
+            self._subscribe(sub)
+        return RemoteConsumer(destination_flow_limit=None)
+
+    def _subscribe(self, sub: _Sub) -> None:
+        sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
+        if sub.spec.durable and self.profile.family == "RabbitMQ":
+            assert sub.spec.subscription_name is not None
+            sub.sub_id = sub.spec.subscription_name
+        self._by_sid[sub.sub_id] = sub
+        self._c().subscribe(
+            stomp_destination(sub.spec.destination), id=sub.sub_id,
+            ack="client-individual", headers=dict(sub.headers),
+        )
+
+    def _unsubscribe(self, sub: _Sub) -> None:
+        self._by_sid.pop(sub.sub_id, None)
+        headers = {}
+        if sub.spec.durable and self.profile.family == "RabbitMQ":
+            headers = {"durable": "true", "persistent": "true"}
+        self._c().unsubscribe(id=sub.sub_id, headers=headers)
+
+    def close_consumer(self, consumer_id: int) -> None:
+        with self._lock:
+            sub = self._subs.pop(consumer_id, None)
+            if sub is None:
+                return
+            if self.profile.cancel == "nack":
+                # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
+                # until it closes: hand them back explicitly first.
+                self._nack(sub, list(sub.unacked))
+            self._unsubscribe(sub)
+            for tag in list(sub.unacked):
+                self._forget(tag)
+            sub.stash.clear()
+
+    def grant_credit(self, consumer_id: int, credits: int) -> None:
+        with self._lock:
+            sub = self._subs.get(consumer_id)
+            if sub is None:
+                return
+            self._flush_cancels(sub)
+            sub.credit += credits
+            self._release(sub)
+
+    def revoke_credit(self, consumer_id: int) -> int:
+        """Prefetch brokers cannot take credit back, so it returns to the core here and
+        anything the broker still sends waits in the stash until credit is granted."""
+        with self._lock:
+            sub = self._subs.get(consumer_id)
+            if sub is None:
+                return 0
+            returned, sub.credit = sub.credit, 0
+            return returned
+
+    def _release(self, sub: _Sub) -> None:
+        # Lock held. Hand stashed deliveries over while the core's credit allows.
+        listener = self._listener
+        while sub.stash and sub.credit > 0 and listener is not None:
+            tag, message, count = sub.stash.popleft()
+            sub.credit -= 1
+            if sub.spec.auto_ack:
+                self._send_ack(sub, tag, None)
+            listener.on_delivery(sub.spec.consumer_id, tag, message, count)
+
+    # -- receiving (stomp.py's receiver thread) -------------------------------------------
+    def _on_message(self, headers: dict[str, str], body: bytes) -> None:
+        ack_id = headers.get("ack") or headers.get("message-id", "")
+        sid = headers.get("subscription", "")
+        reply = self._replies.get(sid)
+        if reply is not None:  # a browse or a stats request collecting its answer
+            reply[0](headers, body)
+            return
+        with self._lock:
+            sub = self._by_sid.get(sid)
+            if sub is None:
+                # A subscription we dropped: ActiveMQ has it back already (unsubscribe
+                # returns unacked messages); elsewhere hand it back explicitly.
+                if self.profile.cancel == "nack" and self._conn is not None and ack_id:
+                    self._send_nack(ack_id, sid)
+                key = headers.get("jmspy-message-id") or headers.get("message-id")
+                if key:
+                    self._seen.setdefault(key, 0)  # the app never saw this copy
+                return
+            try:
+                message = from_frame(headers, body)
+            except Exception as exc:  # a frame we cannot read must not kill the receiver
+                self._report(errors.MessageFormatException(
+                    f"unreadable STOMP MESSAGE {headers.get('message-id')} from {self.where}: "
+                    f"{exc}"))
+                self._send_nack(ack_id, sid)
+                return
+            tag = next(self._tags)
+            sub.unacked[tag] = ack_id
+            self._tag_owner[tag] = sub
+            sub.in_flight_max = max(sub.in_flight_max, len(sub.unacked))
+            if sub.client_selector is not None and not sub.client_selector.matches(
+                _getter(message)
+            ):
+                sub.selector_dropped += 1
+                self._send_ack(sub, tag, None)
+                return
+            key = message.message_id or ack_id
+            self._tag_key[tag] = key
+            count = self._delivery_count(key, headers)
+            message.delivery_time = message.timestamp
+            sub.stash.append((tag, message, count))
+            self._release(sub)
+
+    def _delivery_count(self, key: str, headers: dict[str, str]) -> int:
+        """JMSXDeliveryCount: what we know beats what the broker says. ActiveMQ and
+        RabbitMQ only say ``redelivered:true`` (count 2 when nothing else is known)."""
+        seen = self._seen.pop(key, None)
+        if seen is not None:
+            return 1 + seen
+        explicit = headers.get("jmspy-delivery-count")
+        if explicit and explicit.isdigit():
+            return int(explicit)
+        return 2 if headers.get("redelivered", "").lower() == "true" else 1
+
+    def _on_error_frame(self, headers: dict[str, str], body: Any) -> None:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        self._error = (headers, text)
+        if self._conn is not None:
+            self._report(errors.JMSException(
+                f"STOMP broker at {self.where} reported an error: "
+                f"{headers.get('message', '')} {text}".strip()))
+
+    def _on_disconnected(self) -> None:
+        if self._conn is not None and not self._closing:
+            self._report(errors.JMSException(
+                f"lost the STOMP connection to {self.where}; unacknowledged messages will be "
+                "redelivered by the broker. Create a new connection once the broker is back"))
+
+    def _on_receipt(self, receipt_id: str) -> None:
+        event = self._receipts.pop(receipt_id, None)
+        if event is not None:
+            event.set()
+
+    def _report(self, error: errors.JMSException) -> None:
+        if self._listener is not None:
+            self._listener.on_transport_error(error)
+
+    # -- acknowledgement ------------------------------------------------------------------
+    def _send_ack(self, sub: _Sub, tag: int, tx: str | None) -> None:
+        ack_id = sub.unacked.pop(tag, None)
+        self._forget(tag)
+        if ack_id is None:
+            return
+        if self.version == "1.2":
+            self._c().ack(ack_id, transaction=tx)
+        else:
+            self._c().ack(ack_id, sub.sub_id, transaction=tx)
+
+    def _send_nack(self, ack_id: str, sid: str) -> None:
+        if self.version == "1.2":
+            self._c().nack(ack_id)
+        else:
+            self._c().nack(ack_id, sid)
+
+    def _forget(self, tag: int) -> None:
+        self._tag_owner.pop(tag, None)
+        self._tag_key.pop(tag, None)
+
+    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+        with self._lock:
+            for tag in delivery_tags:
+                sub = self._tag_owner.get(tag)
+                if sub is not None:  # else: handed back meanwhile (ActiveMQ re-subscribe)
+                    self._send_ack(sub, tag, tx)
+
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+        """Hand deliveries back. Deferred while the consumer is paused (no credit), so
+        that what the core cancels in two calls (prefetched, then seen) goes back in one
+        ordered batch together with the stash."""
+        with self._lock:
+            touched: list[_Sub] = []
+            for tag in delivery_tags:
+                sub = self._tag_owner.get(tag)
+                if sub is None:
+                    continue
+                key = self._tag_key.get(tag)
+                if key is not None:
+                    if redelivered:
+                        self._remember(key)
+                    else:
+                        self._seen.setdefault(key, 0)  # never seen by the app
+                sub.pending_cancel.add(tag)
+                if sub not in touched:
+                    touched.append(sub)
+            for sub in touched:
+                if redelivered or sub.credit > 0:
+                    self._flush_cancels(sub)
+
+    def _remember(self, key: str) -> None:
+        self._seen[key] = self._seen.get(key, 0) + 1
+        self._seen.move_to_end(key)
+        while len(self._seen) > _REDELIVERY_MEMORY:
+            self._seen.popitem(last=False)
+
+    def _flush_cancels(self, sub: _Sub) -> None:
+        # Lock held. The stash goes back too: it is younger than anything cancelled and
+        # would otherwise overtake the redelivered messages.
+        if not sub.pending_cancel:
+            return
+        tags = set(sub.pending_cancel) | {t for t, _, _ in sub.stash}
+        sub.pending_cancel.clear()
+        for t, _, _ in sub.stash:
+            key = self._tag_key.get(t)
+            if key is not None:
+                self._seen.setdefault(key, 0)  # the app never saw it: count stays 1
+        sub.stash.clear()
+        if self.profile.cancel == "resubscribe":
+            # Every unacked message of the subscription goes back, in order.
+            for tag in list(sub.unacked):
+                if tag not in tags:
+                    key = self._tag_key.get(tag)
+                    if key is not None:
+                        self._remember(key)
+                self._forget(tag)
+            sub.unacked.clear()
+            self._unsubscribe(sub)
+            self._subscribe(sub)
+        else:
+            self._nack(sub, sorted(tags, reverse=self.profile.nack_order == "desc"))
+
+    def _nack(self, sub: _Sub, tags: list[int]) -> None:
+        for tag in tags:
+            ack_id = sub.unacked.pop(tag, None)
+            self._forget(tag)
+            if ack_id is not None:
+                self._send_nack(ack_id, sub.sub_id)
+
+    # -- sending and transactions ---------------------------------------------------------
+    def send(self, message: Message, tx: str | None = None) -> None:
+        try:
+            destination, body, headers = to_frame(message, self.profile)
+        except ValueError as exc:
+            raise self._refuse(str(exc), ": the broker has no header for it") from None
+        if tx is not None:
+            headers["transaction"] = tx
+        self._c().send(destination, body, headers=headers)
+
+    def begin(self, tx: str) -> None:
+        self._c().begin(tx)
+
+    def commit(self, tx: str) -> None:
+        self._request(self._c().commit, tx)
+
+    def rollback(self, tx: str) -> None:
+        self._c().abort(tx)
+
+    def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
+        """Send a frame with a receipt and wait for it, so errors surface here."""
+        receipt = f"r-{uuid.uuid4().hex[:10]}"
+        event = threading.Event()
+        self._receipts[receipt] = event
+        self._error = None
+        fn(*args, headers={"receipt": receipt})
+        if not event.wait(timeout):
+            self._receipts.pop(receipt, None)
+            err = self._error
+            raise errors.JMSException(
+                f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s"
+                + (f": {err[0].get('message', '')} {err[1]}" if err else "")
+            )
+
+    # -- the rest of the interface --------------------------------------------------------
+    def browse(self, queue: Queue, selector: str | None) -> list[Message]:
+        if not self.profile.browse:
+            raise self._refuse("queue browsing")
+        sid = f"browse-{uuid.uuid4().hex[:8]}"
+        done = threading.Event()
+        found: list[Message] = []
+
+        def collect(headers: dict[str, str], body: bytes) -> None:
+            if headers.get("browser") == "end":
+                done.set()
+            else:
+                found.append(from_frame(headers, body))
+
+        self._replies[sid] = [collect]
+        headers = {"browser": "true"}
+        if selector:
+            headers["selector"] = selector
+        self._c().subscribe(stomp_destination(queue), id=sid, ack="auto", headers=headers)
+        try:
+            if not done.wait(30):
+                raise errors.JMSException(f"browsing {queue} at {self.where} timed out")
+        finally:
+            self._replies.pop(sid, None)
+            self._c().unsubscribe(id=sid)
+        return found
+
+    def unsubscribe(self, name: str) -> None:
+        if self.profile.family == "ActiveMQ":
+            self._c().unsubscribe(id=name, headers={"activemq.subscriptionName": name})
+        elif self.profile.family == "RabbitMQ":
+            self._c().unsubscribe(id=name, headers={"durable": "true", "persistent": "true"})
+        else:
+            raise self._refuse("unsubscribing durable subscriptions")
+
+    def create_temporary_queue(self) -> str:
+        if not self.profile.temporary_queues:
+            raise self._refuse("temporary queues")
+        return f"/temp-queue/jmspy-{uuid.uuid4().hex[:12]}"
+
+    def delete_temporary_queue(self, name: str) -> None:
+        """Temporary queues live as long as the STOMP connection; nothing to send."""
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        from .stomp_stats import query_stats
+
+        if not self.profile.stats:
+            raise self._refuse(
+                "destination statistics",
+                " (RabbitMQ shows them only over its management HTTP API; ActiveMQ 5 answers "
+                "statistics requests with a MapMessage that its STOMP connector can only "
+                "render with XStream, which Debian's package lacks: use JMX or the web console)")
+        return query_stats(self, destination)
+
+    def consumer_state(self, consumer_id: int) -> dict[str, int]:
+        """Transport-side counters of one consumer (for tests and troubleshooting)."""
+        with self._lock:
+            sub = self._subs.get(consumer_id)
+            if sub is None:
+                return {}
+            return {
+                "unacked": len(sub.unacked),
+                "stashed": len(sub.stash),
+                "credit": sub.credit,
+                "in_flight_max": sub.in_flight_max,
+                "selector_dropped": sub.selector_dropped,
+            }
+
+
+def _getter(message: Message) -> Any:
+    def get(name: str) -> object:
+        if name.startswith("JMS"):
+            attr = Message._JMS_ALIASES.get(name)
+            if attr is not None:
+                value = getattr(message, attr)
+                if name == "JMSDeliveryMode":
+                    return "PERSISTENT" if value == 2 else "NON_PERSISTENT"
+                return value
+        return message._properties.get(name)
+
+    return get
+
+
+def _capabilities(p: BrokerProfile) -> frozenset[str]:
+    caps = {Capability.QUEUES, Capability.TRANSACTIONS, Capability.PRIORITY,
+            Capability.SELECTORS}
+    if p.window:
+        caps.add(Capability.CREDIT_WINDOW)
+    if p.family == "jmspy":
+        caps.add(Capability.CONNECTION_FLOW_LIMIT)
+    if p.browse:
+        caps.add(Capability.BROWSE)
+    if p.delay_header:
+        caps.add(Capability.DELIVERY_DELAY)
+    if p.durable:
+        caps.add(Capability.DURABLE_SUBSCRIPTIONS)
+    if p.temporary_queues:
+        caps.add(Capability.TEMPORARY_QUEUES)
+    if p.stats:
+        caps.add(Capability.STATS)
+    if not p.server_selectors:
+        caps.discard(Capability.SELECTORS)  # emulated on the client
+    return frozenset(caps)
+
