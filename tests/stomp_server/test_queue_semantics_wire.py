@@ -249,3 +249,402 @@ def test_ring_interleaved_stomp_producers_never_leave_more_than_ring_size(
         by_producer.setdefault(p, []).append(int(n))
     for numbers in by_producer.values():
         assert numbers == sorted(numbers) and numbers[0] >= per_producer - 3
+
+
+# ------------------------------------------------------------------ AMPS settings (seed 001)
+
+DLQ_REASON = "JMS_jmspy_DeadLetterReason"
+ORIGINAL = "JMS_jmspy_OriginalDestination"
+
+
+def amps(server_factory: Callable[..., ServerHandle], **settings: Any) -> ServerHandle:
+    """A server whose ``amps.#`` queues have these AMPS-style settings."""
+    return server_factory(settings={"amps.#": AddressSettings(**settings)})
+
+
+def subscribe(conn: Any, lst: Collector, dest: str, sid: str, ack_mode: str = "client-individual",
+              **headers: str) -> None:
+    """SUBSCRIBE and wait for its receipt (the consumer exists on the broker)."""
+    conn.subscribe(dest, id=sid, ack=ack_mode, headers=headers, receipt=f"sub-{sid}")
+    lst.wait_receipt(f"sub-{sid}")
+
+
+def dead_letters(h: ServerHandle, connect: Connect, n: int) -> list[Any]:
+    """Consume the ``n`` messages on /queue/DLQ with a fresh 1.2 connection."""
+    conn, lst = connect("1.2", handle=h)
+    conn.subscribe("/queue/DLQ", id="dlq")
+    return settle(lst, n)
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_lease_period_expiry_redelivers_to_other_subscriber_strict_late_ack_gets_error(
+    server_factory: Callable[..., ServerHandle], connect: Connect, version: str
+) -> None:
+    """leasing=strict (AddressSettings.leasing): an ACK after the lease ran out, while another
+    subscriber holds the message, is refused — over STOMP that is an ERROR frame (message
+    header + the core's explanation naming ``leasing=strict``) and the connection closes."""
+    h = amps(server_factory, lease_period_ms=150, leasing="strict")
+    c1, l1 = connect(version, handle=h)
+    subscribe(c1, l1, "/queue/amps.lease", "s1", **{"activemq.prefetchSize": "1"})
+    send_bodies(c1, "/queue/amps.lease", "A", l1)
+    (first,) = l1.wait_messages(1)
+    c2, l2 = connect(version, handle=h)
+    subscribe(c2, l2, "/queue/amps.lease", "s2")
+    started = time.monotonic()
+    (second,) = l2.wait_messages(1, timeout=1.5)  # the lease ran out: back to the head
+    assert time.monotonic() - started >= 0.05
+    assert second.body == "A"
+    assert (second.headers["redelivered"], second.headers["jmspy-delivery-count"]) == (
+        "true", "2")
+    ack(c1, version, first)  # too late, and c2 holds it now
+    l1.disconnected.wait(2)
+    assert l1.disconnected.is_set()
+    (err,) = l1.errors
+    assert "lease of delivery tag" in err.headers["message"]
+    assert "leasing=strict" in err.body and "no effect" in err.body
+    st = h.stats("amps.lease")
+    assert (st["messageCount"], st["deliveringCount"], st["dequeued"]) == (1, 1, 0)
+    ack(c2, version, second, receipt="acked")
+    l2.wait_receipt("acked")
+    st = h.stats("amps.lease")
+    assert (st["messageCount"], st["deliveringCount"], st["dequeued"]) == (0, 0, 1)
+    assert l2.errors == []
+
+
+def test_leasing_sublet_late_ack_consumes_message_current_holders_ack_is_ignored(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    """leasing=sublet (the default): any holder of an old tag may ACK; the message is
+    consumed and the current holder's own ACK is a silent no-op (RECEIPT, no ERROR)."""
+    h = amps(server_factory, lease_period_ms=150, leasing="sublet")
+    c1, l1 = connect("1.2", handle=h)
+    subscribe(c1, l1, "/queue/amps.sublet", "s1", **{"activemq.prefetchSize": "1"})
+    send_bodies(c1, "/queue/amps.sublet", "A", l1)
+    (first,) = l1.wait_messages(1)
+    c2, l2 = connect("1.2", handle=h)
+    subscribe(c2, l2, "/queue/amps.sublet", "s2")
+    (second,) = l2.wait_messages(1, timeout=1.5)
+    assert second.headers["jmspy-delivery-count"] == "2"
+    ack(c1, "1.2", first, receipt="late")
+    l1.wait_receipt("late")
+    st = h.stats("amps.sublet")
+    assert (st["messageCount"], st["deliveringCount"], st["dequeued"]) == (0, 0, 1)
+    ack(c2, "1.2", second, receipt="noop")
+    l2.wait_receipt("noop")
+    assert h.stats("amps.sublet")["dequeued"] == 1
+    assert l1.errors == [] and l2.errors == []
+
+
+def test_semantics_at_most_once_consumed_when_sent_late_client_ack_errors_never_redelivered(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    """The message is consumed when sent. GAP: a ``client``/``client-individual``
+    subscriber's ACK of it is then refused (the core no longer knows the tag): ERROR with
+    the ACK's receipt-id, and the connection closes — use ack:auto on such queues."""
+    h = amps(server_factory, semantics="at-most-once")
+    conn, lst = connect("1.2", handle=h)
+    subscribe(conn, lst, "/queue/amps.amo", "s")  # client-individual
+    send_bodies(conn, "/queue/amps.amo", "A", lst)
+    (a,) = lst.wait_messages(1)
+    assert a.body == "A"
+    st = h.stats("amps.amo")
+    assert (st["messageCount"], st["deliveringCount"], st["dequeued"]) == (0, 0, 1)
+    ack(conn, "1.2", a, receipt="ack-a")
+    lst.disconnected.wait(2)
+    (err,) = lst.errors
+    assert err.headers["receipt-id"] == "ack-a"
+    assert err.headers["message"].startswith("unknown delivery tag")
+    assert "ack-a" not in lst.receipts
+    again, alst = connect("1.2", handle=h)
+    subscribe(again, alst, "/queue/amps.amo", "t")
+    time.sleep(0.1)
+    assert alst.messages == []
+    assert h.stats("amps.amo")["messageCount"] == 0
+
+
+def test_semantics_at_least_once_default_redelivers_unacked_on_disconnect(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, semantics="at-least-once", max_deliveries=5)
+    conn, lst = connect("1.2", handle=h)
+    subscribe(conn, lst, "/queue/amps.alo", "s")
+    send_bodies(conn, "/queue/amps.alo", "A", lst)
+    lst.wait_messages(1)
+    assert h.stats("amps.alo")["deliveringCount"] == 1
+    conn.disconnect()
+    again, alst = connect("1.2", handle=h)
+    subscribe(again, alst, "/queue/amps.alo", "t")
+    (m,) = settle(alst, 1)
+    assert (m.body, m.headers["jmspy-delivery-count"]) == ("A", "2")
+
+
+def test_max_backlog_caps_unacked_messages_of_the_whole_queue(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, max_backlog=2)
+    c1, l1 = connect("1.2", handle=h)
+    c2, l2 = connect("1.2", handle=h)
+    subscribe(c1, l1, "/queue/amps.mb", "s1")
+    subscribe(c2, l2, "/queue/amps.mb", "s2")
+    send_bodies(c1, "/queue/amps.mb", "01234", l1)
+    h.wait_stats("amps.mb", "deliveringCount", 2)
+    time.sleep(0.05)
+    assert len(l1.messages) + len(l2.messages) == 2  # each had a window of 1000
+    assert h.stats("amps.mb")["messageCount"] == 5
+    holder, hl = (c1, l1) if l1.messages else (c2, l2)
+    ack(holder, "1.2", hl.messages[0])
+    deadline = time.monotonic() + 2
+    while len(l1.messages) + len(l2.messages) < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    assert len(l1.messages) + len(l2.messages) == 3
+    st = h.stats("amps.mb")
+    assert (st["messageCount"], st["deliveringCount"]) == (4, 2)
+
+
+def test_max_per_subscription_backlog_stomp_subscriber_cannot_ask_so_gets_default_one(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    """GAP: SUBSCRIBE has no header that asks for a backlog (the server never passes
+    ``backlog=`` to the core), so with MaxPerSubscriptionBacklog set every STOMP subscriber
+    is granted the AMPS default of 1, whatever its prefetch or flow limit."""
+    h = amps(server_factory, max_per_subscription_backlog=5)
+    conn, lst = connect("1.2", handle=h)
+    subscribe(conn, lst, "/queue/amps.mpsb", "s",
+              **{"activemq.prefetchSize": "10", "jmspy-flow-limit": "10"})
+    send_bodies(conn, "/queue/amps.mpsb", "ABCDEF", lst)
+    (a,) = settle(lst, 1)
+    assert h.stats("amps.mpsb")["deliveringCount"] == 1
+    ack(conn, "1.2", a)
+    assert bodies_of(settle(lst, 2)) == ["A", "B"]  # one at a time
+    assert h.stats("amps.mpsb")["deliveringCount"] == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "alive_mid", "alive_end"),
+    [
+        ("queue", ["short", "long", "none"], []),
+        ("latest", ["short", "long", "none"], ["long", "none"]),
+        ("earliest", ["long", "none"], []),
+        ("default", ["long", "none"], ["long"]),
+    ],
+)
+def test_expiration_ms_with_expiration_model_expired_go_to_dlq_with_reason(
+    server_factory: Callable[..., ServerHandle], connect: Connect, model: str,
+    alive_mid: list[str], alive_end: list[str],
+) -> None:
+    """Queue expiration 400 ms; "short" expires (STOMP ``expires``) at +150 ms, "long" at
+    +3 s, "none" never. Checked at ~+270 ms and after +400 ms (core test, scaled)."""
+    h = amps(server_factory, expiration_ms=400, expiration_model=model)
+    conn, lst = connect("1.2", handle=h)
+    t0 = time.monotonic()
+    now_ms = int(time.time() * 1000)
+    conn.send("/queue/amps.exp", "short", headers={"expires": str(now_ms + 150)})
+    conn.send("/queue/amps.exp", "long", headers={"expires": str(now_ms + 3000)})
+    conn.send("/queue/amps.exp", "none", receipt="sent")
+    lst.wait_receipt("sent")
+    time.sleep(max(0.0, 0.27 - (time.monotonic() - t0)))
+    assert h.stats("amps.exp")["messageCount"] == len(alive_mid)
+    gone = 3 - len(alive_end)
+    h.wait_stats("amps.exp", "expired", gone, timeout=1)
+    st = h.stats("amps.exp")
+    assert (st["messageCount"], st["deadLettered"]) == (len(alive_end), gone)
+    if alive_end:
+        subscribe(conn, lst, "/queue/amps.exp", "s", "auto")
+        assert bodies_of(settle(lst, len(alive_end))) == alive_end
+    dead = dead_letters(h, connect, gone)
+    assert {f.headers[DLQ_REASON] for f in dead} == {"expired"}
+    assert {f.headers[ORIGINAL] for f in dead} == {"amps.exp"}
+    assert sorted(bodies_of(dead)) == sorted({"short", "long", "none"} - set(alive_end))
+
+
+def test_queue_filter_only_matching_messages_are_queued(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, filter="region = 'EU' AND JMSPriority > 3")
+    conn, lst = connect("1.2", handle=h)
+    conn.send("/queue/amps.filt", "eu", headers={"region": "EU"})
+    conn.send("/queue/amps.filt", "us", headers={"region": "US"})
+    send_bodies(conn, "/queue/amps.filt", ["eu-low"], lst, region="EU", priority="1")
+    st = h.stats("amps.filt")
+    assert (st["messageCount"], st["enqueued"], st["deadLettered"]) == (1, 1, 0)
+    subscribe(conn, lst, "/queue/amps.filt", "s", "auto")
+    (m,) = settle(lst, 1)
+    assert (m.body, m.headers["region"]) == ("eu", "EU")
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("fast", (4, 0)), ("round-robin", (2, 2)), ("proportional", (3, 1))],
+)
+def test_fairness_model_distribution_between_two_subscribers(
+    server_factory: Callable[..., ServerHandle], connect: Connect, model: str,
+    expected: tuple[int, int],
+) -> None:
+    """Windows 6 and 2 (activemq.prefetchSize; no backlog header exists, so proportional
+    uses unacked / (unacked + credit)): fast fills the first subscriber, round-robin
+    alternates, proportional keeps both at about the same fraction of their window."""
+    h = amps(server_factory, fairness_model=model)
+    c1, l1 = connect("1.2", handle=h)
+    c2, l2 = connect("1.2", handle=h)
+    subscribe(c1, l1, "/queue/amps.fair", "s1", **{"activemq.prefetchSize": "6"})
+    subscribe(c2, l2, "/queue/amps.fair", "s2", **{"activemq.prefetchSize": "2"})
+    send_bodies(c1, "/queue/amps.fair", "0123", l1)
+    h.wait_stats("amps.fair", "deliveringCount", 4)
+    time.sleep(0.03)
+    assert (len(l1.messages), len(l2.messages)) == expected
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_max_deliveries_nacked_message_lands_on_dlq_with_reason_header(
+    server_factory: Callable[..., ServerHandle], connect: Connect, version: str
+) -> None:
+    h = amps(server_factory, max_deliveries=2)
+    conn, lst = connect(version, handle=h)
+    subscribe(conn, lst, "/queue/amps.md", "s")
+    send_bodies(conn, "/queue/amps.md", "A", lst, color="red")
+    nack(conn, version, lst.wait_messages(1)[0])
+    second = lst.wait_messages(2)[1]
+    assert second.headers["jmspy-delivery-count"] == "2"
+    nack(conn, version, second)  # delivered twice: dead-lettered instead of returned
+    h.wait_stats("amps.md", "deadLettered", 1)
+    assert h.stats("amps.md")["messageCount"] == 0
+    assert len(settle(lst, 2)) == 2
+    (dead,) = dead_letters(h, connect, 1)
+    assert dead.body == "A" and dead.headers["color"] == "red"
+    assert dead.headers[DLQ_REASON] == "max deliveries (2) exceeded"
+    assert dead.headers[ORIGINAL] == "amps.md"
+
+
+def test_max_cancels_nack_and_abort_count_message_lands_on_dlq_with_reason_header(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, max_cancels=2, max_delivery_attempts=0)
+    conn, lst = connect("1.2", handle=h)
+    subscribe(conn, lst, "/queue/amps.mc", "s")
+    send_bodies(conn, "/queue/amps.mc", "A", lst)
+    nack(conn, "1.2", lst.wait_messages(1)[0])  # cancel 1
+    second = lst.wait_messages(2)[1]
+    tx = conn.begin()
+    ack(conn, "1.2", second, transaction=tx)
+    conn.abort(tx)  # a rollback is a cancel too: cancel 2
+    h.wait_stats("amps.mc", "deadLettered", 1)
+    assert len(settle(lst, 2)) == 2
+    (dead,) = dead_letters(h, connect, 1)
+    assert dead.headers[DLQ_REASON] == "max cancels (2) exceeded"
+
+
+@pytest.mark.parametrize("settings", [{}, {"fairness_model": "fast"}], ids=["plain", "amps"])
+def test_priority_header_higher_first_fifo_among_equals(
+    server_factory: Callable[..., ServerHandle], connect: Connect, settings: dict[str, Any]
+) -> None:
+    h = amps(server_factory, **settings)
+    conn, lst = connect("1.2", handle=h)
+    for body, prio in [("l1", 1), ("h1", 9), ("m1", 4), ("h2", 9), ("l2", 1), ("d", None)]:
+        conn.send("/queue/amps.prio", body, headers={} if prio is None else {"priority": prio})
+    sync(conn, lst)
+    subscribe(conn, lst, "/queue/amps.prio", "s", "auto")
+    got = settle(lst, 6)
+    assert bodies_of(got) == ["h1", "h2", "m1", "d", "l1", "l2"]  # no header: 4
+    assert [f.headers["priority"] for f in got] == ["9", "9", "4", "4", "1", "1"]
+
+
+def test_barrier_expression_waits_for_earlier_acks_then_goes_to_every_subscriber(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, barrier_expression="sync IS NOT NULL")
+    c1, l1 = connect("1.2", handle=h)
+    c2, l2 = connect("1.2", handle=h)
+    subscribe(c1, l1, "/queue/amps.bar", "s1")
+    subscribe(c2, l2, "/queue/amps.bar", "s2")
+    c1.send("/queue/amps.bar", "A")
+    c1.send("/queue/amps.bar", "B")
+    c1.send("/queue/amps.bar", "SYNC", headers={"sync": "1"})
+    send_bodies(c1, "/queue/amps.bar", "C", l1)
+    (a,), (b,) = settle(l1, 1), settle(l2, 1)  # SYNC and C are held
+    assert (a.body, b.body) == ("A", "B")
+    ack(c1, "1.2", a, receipt="a")
+    l1.wait_receipt("a")
+    time.sleep(0.05)
+    assert len(l1.messages) == 1 and len(l2.messages) == 1  # B still unacknowledged
+    ack(c2, "1.2", b)
+    h.wait_stats("amps.bar", "deliveringCount", 3)
+    got1, got2 = settle(l1, len(l1.messages))[1:], settle(l2, len(l2.messages))[1:]
+    assert bodies_of(got1)[:1] == ["SYNC"] and bodies_of(got2)[:1] == ["SYNC"]
+    assert sorted(bodies_of(got1[1:] + got2[1:])) == ["C"]  # then the rest, once
+    for conn, lst, got in ((c1, l1, got1), (c2, l2, got2)):
+        for f in got:
+            ack(conn, "1.2", f)
+        sync(conn, lst)
+    st = h.stats("amps.bar")
+    assert (st["messageCount"], st["deliveringCount"]) == (0, 0)
+
+
+def test_target_queue_depth_only_oldest_n_messages_are_deliverable(
+    server_factory: Callable[..., ServerHandle], connect: Connect
+) -> None:
+    h = amps(server_factory, target_queue_depth=1000)
+    conn, lst = connect("1.2", handle=h)
+    for i in range(1000):
+        conn.send("/queue/amps.tqd", f"r{i}", headers={"color": "red"})
+    send_bodies(conn, "/queue/amps.tqd", ["blue"], lst, color="blue")
+    blue, bl = connect("1.2", handle=h)
+    subscribe(blue, bl, "/queue/amps.tqd", "b", selector="color = 'blue'")
+    time.sleep(0.05)
+    assert bl.messages == []  # a match exists, but outside the active 1000
+    red, rl = connect("1.2", handle=h)
+    subscribe(red, rl, "/queue/amps.tqd", "r", selector="color = 'red'",
+              **{"activemq.prefetchSize": "1"})
+    (r0,) = settle(rl, 1)
+    assert r0.body == "r0" and bl.messages == []  # in delivery still uses up the target
+    ack(red, "1.2", r0)
+    assert bodies_of(bl.wait_messages(1)) == ["blue"]
+
+
+# ------------------------------------------------------------------ consumerFlowLimit, scheduled
+
+
+@pytest.mark.parametrize(
+    ("header", "client", "destination", "effective"),
+    [
+        ("jmspy-flow-limit", 100, 5, 5),
+        ("jmspy-flow-limit", 3, 5, 3),
+        ("activemq.prefetchSize", 100, 4, 4),
+        ("activemq.prefetchSize", 2, 4, 2),
+    ],
+)
+def test_consumer_flow_limit_lower_of_client_and_destination_wins(
+    server_factory: Callable[..., ServerHandle], connect: Connect, header: str, client: int,
+    destination: int, effective: int,
+) -> None:
+    h = server_factory(settings={"limited.#": AddressSettings(consumer_flow_limit=destination)})
+    conn, lst = connect("1.2", handle=h)
+    send_bodies(conn, "/queue/limited.q", [f"m{i}" for i in range(20)], lst)
+    # threshold 100 %: every ACK tops the window up at once (as activemq.prefetchSize does)
+    extra = {"jmspy-flow-threshold": "100"} if header == "jmspy-flow-limit" else {}
+    subscribe(conn, lst, "/queue/limited.q", "s", **{header: str(client)}, **extra)
+    got = settle(lst, effective)
+    assert h.stats("limited.q")["deliveringCount"] == effective
+    ack(conn, "1.2", got[0])  # one slot frees: exactly one more, never above the limit
+    assert len(settle(lst, effective + 1)) == effective + 1
+    assert h.stats("limited.q")["deliveringCount"] == effective
+
+
+@pytest.mark.parametrize(("version", "header"),
+                         [("1.1", "AMQ_SCHEDULED_DELAY"), ("1.2", "jmspy-delivery-delay")])
+def test_scheduled_delivery_header_counts_scheduled_then_delivers_after_delay(
+    server_factory: Callable[..., ServerHandle], connect: Connect, version: str, header: str
+) -> None:
+    h = server_factory()
+    conn, lst = connect(version, handle=h)
+    subscribe(conn, lst, "/queue/sched", "s")
+    started = time.monotonic()
+    send_bodies(conn, "/queue/sched", ["later"], lst, **{header: "200"})
+    st = h.stats("sched")
+    assert (st["messageCount"], st["scheduledCount"], st["deliveringCount"]) == (1, 1, 0)
+    assert lst.messages == []
+    (m,) = lst.wait_messages(1, timeout=1.5)
+    assert time.monotonic() - started >= 0.19
+    assert m.body == "later"
+    st = h.stats("sched")
+    assert (st["messageCount"], st["scheduledCount"], st["deliveringCount"]) == (1, 0, 1)
