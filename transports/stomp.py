@@ -630,8 +630,6 @@ def _capabilities(p: BrokerProfile) -> frozenset[str]:
             Capability.SELECTORS}
     if p.window:
         caps.add(Capability.CREDIT_WINDOW)
-    if p.family == "jmspy":
-        caps.add(Capability.CONNECTION_FLOW_LIMIT)
     if p.browse:
         caps.add(Capability.BROWSE)
     if p.delay_header:

@@ -24,7 +24,14 @@ from typing import Any, Final
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
 from jmspy.message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
 
-__all__ = ["BrokerProfile", "detect_broker", "from_frame", "stomp_destination", "to_frame"]
+__all__ = [
+    "BrokerProfile",
+    "capability_matrix",
+    "detect_broker",
+    "from_frame",
+    "stomp_destination",
+    "to_frame",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,3 +274,53 @@ def _int(text: str | None, default: int = 0) -> int:
         return int(text)
     except ValueError:
         return default
+
+
+# -- the capability table in docs/transports.md (tests/interop checks it is current) ------
+_FAMILIES: Final = ("jmspy", "activemq", "artemis", "rabbitmq")
+
+
+def _cells(p: BrokerProfile) -> dict[str, str]:
+    if p.family == "jmspy":
+        window = "native (`jmspy-flow-limit` / `jmspy-flow-threshold`)"
+    elif p.window_in_bytes:
+        window = f"emulated (`{p.window}` = limit x 1 KiB; count enforced by the client)"
+    else:
+        window = f"native window (`{p.window}`); threshold emulated"
+    return {
+        "consumer window + threshold": window,
+        "connection flow limit": "emulated (client stash)",
+        "selectors": (
+            "native (`selector`)" if p.server_selectors
+            else "emulated on topics; refused on queues unless `?rabbitmq_queue_selectors=discard`"
+        ),
+        "transactions": "native (BEGIN/COMMIT/ABORT)",
+        "recover / rollback redelivery": (
+            "native (NACK)" if p.cancel == "nack" else "emulated (re-SUBSCRIBE; NACK dead-letters)"
+        ),
+        "JMSXDeliveryCount": (
+            "native (`jmspy-delivery-count`)" if p.family == "jmspy"
+            else "emulated (`redelivered` + client memory)"
+        ),
+        "queue browser": "native (`browser:true`)" if p.browse else "refused",
+        "delivery delay": f"native (`{p.delay_header}`)" if p.delay_header else "refused",
+        "durable subscriptions": "native" if p.durable else "refused",
+        "shared subscriptions": "refused",
+        "temporary queues": "native (`/temp-queue/`)" if p.temporary_queues else "refused",
+        "destination stats": "native (`/jmspy/stats`)" if p.stats else "refused",
+    }
+
+
+def capability_matrix() -> str:
+    """The feature x broker table for STOMP, as Markdown (docs/transports.md embeds it)."""
+    profiles = [_PROFILES[f] for f in _FAMILIES]
+    cells = [_cells(p) for p in profiles]
+    names = {"jmspy": "jmspy broker", "ActiveMQ": "ActiveMQ 5", "Artemis": "Artemis",
+             "RabbitMQ": "RabbitMQ"}
+    lines = [
+        "| feature | " + " | ".join(names[p.family] for p in profiles) + " |",
+        "| --- |" + " --- |" * len(profiles),
+    ]
+    for feature in cells[0]:
+        lines.append(f"| {feature} | " + " | ".join(c[feature] for c in cells) + " |")
+    return "\n".join(lines) + "\n"

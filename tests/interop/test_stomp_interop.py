@@ -355,3 +355,12 @@ def test_missing_stomp_py_says_what_to_install(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(stomp_transport, "_stomp", None)
     with pytest.raises(InvalidConfigurationException, match=r"pip install 'jmspy\[stomp\]'"):
         ConnectionFactory("stomp://127.0.0.1:1").create_connection()
+
+
+def test_docs_capability_table_is_current() -> None:
+    from pathlib import Path
+
+    from jmspy.transports.stomp_mapping import capability_matrix
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "transports.md"
+    assert capability_matrix() in doc.read_text(), "regenerate the table in docs/transports.md"
