@@ -269,6 +269,15 @@ def subscribe(conn: Any, lst: Collector, dest: str, sid: str, ack_mode: str = "c
     lst.wait_receipt(f"sub-{sid}")
 
 
+def wait_total(listeners: list[Collector], n: int, quiet: float = 0.05) -> None:
+    """Wait until the listeners together hold ``n`` messages, and no more arrive."""
+    deadline = time.monotonic() + 2
+    while sum(len(x.messages) for x in listeners) < n and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(quiet)
+    assert sum(len(x.messages) for x in listeners) == n
+
+
 def dead_letters(h: ServerHandle, connect: Connect, n: int) -> list[Any]:
     """Consume the ``n`` messages on /queue/DLQ with a fresh 1.2 connection."""
     conn, lst = connect("1.2", handle=h)
@@ -388,16 +397,11 @@ def test_max_backlog_caps_unacked_messages_of_the_whole_queue(
     subscribe(c2, l2, "/queue/amps.mb", "s2")
     send_bodies(c1, "/queue/amps.mb", "01234", l1)
     h.wait_stats("amps.mb", "deliveringCount", 2)
-    time.sleep(0.05)
-    assert len(l1.messages) + len(l2.messages) == 2  # each had a window of 1000
+    wait_total([l1, l2], 2)  # though each had a window of 1000
     assert h.stats("amps.mb")["messageCount"] == 5
     holder, hl = (c1, l1) if l1.messages else (c2, l2)
     ack(holder, "1.2", hl.messages[0])
-    deadline = time.monotonic() + 2
-    while len(l1.messages) + len(l2.messages) < 3 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    assert len(l1.messages) + len(l2.messages) == 3
+    wait_total([l1, l2], 3)
     st = h.stats("amps.mb")
     assert (st["messageCount"], st["deliveringCount"]) == (4, 2)
 
@@ -491,7 +495,7 @@ def test_fairness_model_distribution_between_two_subscribers(
     subscribe(c2, l2, "/queue/amps.fair", "s2", **{"activemq.prefetchSize": "2"})
     send_bodies(c1, "/queue/amps.fair", "0123", l1)
     h.wait_stats("amps.fair", "deliveringCount", 4)
-    time.sleep(0.03)
+    wait_total([l1, l2], 4)
     assert (len(l1.messages), len(l2.messages)) == expected
 
 
@@ -568,8 +572,9 @@ def test_barrier_expression_waits_for_earlier_acks_then_goes_to_every_subscriber
     time.sleep(0.05)
     assert len(l1.messages) == 1 and len(l2.messages) == 1  # B still unacknowledged
     ack(c2, "1.2", b)
-    h.wait_stats("amps.bar", "deliveringCount", 3)
-    got1, got2 = settle(l1, len(l1.messages))[1:], settle(l2, len(l2.messages))[1:]
+    h.wait_stats("amps.bar", "deliveringCount", 3)  # SYNC to each subscriber, C to one
+    wait_total([l1, l2], 5)
+    got1, got2 = list(l1.messages)[1:], list(l2.messages)[1:]
     assert bodies_of(got1)[:1] == ["SYNC"] and bodies_of(got2)[:1] == ["SYNC"]
     assert sorted(bodies_of(got1[1:] + got2[1:])) == ["C"]  # then the rest, once
     for conn, lst, got in ((c1, l1, got1), (c2, l2, got2)):

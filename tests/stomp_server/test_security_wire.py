@@ -1,0 +1,227 @@
+"""Issue 3 item 4 over the wire: with security on, unauthenticated or unauthorized stomp.py
+clients get an ERROR frame with a clear message, the connection closes, and nothing else
+happens (no message routed, no queue auto-created, no consumer). Passwords never appear in
+ERROR frames or server logs. Hashes use few PBKDF2 rounds so the tests stay fast."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import stomp
+from stomp_support import Collector, RawClient, ServerHandle
+
+from jmspy.broker_ref.core.security import SecurityPolicy
+
+SECRET = "s3cret-Pa55-wire"
+AUDIT = "audit-Pa55-wire"
+
+
+def policy() -> SecurityPolicy:
+    p = SecurityPolicy(iterations=1_000)
+    p.add_user("alice", SECRET, roles=["traders"])
+    p.add_user("audrey", AUDIT, roles=["auditors"])
+    p.add_permission("orders.#", "queue", send=["traders"], consume=["auditors"],
+                     browse=["auditors"])
+    return p
+
+
+@pytest.fixture
+def secure(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
+    return server_factory(security=policy())
+
+
+@pytest.fixture
+def clients() -> Iterator[Callable[..., tuple[Any, Collector]]]:
+    """clients(handle, version, login=None, passcode=None) -> (stomp.py connection,
+    Collector), connect attempted but not required to succeed; disconnected afterwards."""
+    made: list[Any] = []
+
+    def make(h: ServerHandle, version: str = "1.2", login: str | None = None,
+             passcode: str | None = None) -> tuple[Any, Collector]:
+        cls = stomp.Connection11 if version == "1.1" else stomp.Connection12
+        conn = cls([(h.host, h.port)], heartbeats=(0, 0))
+        lst = Collector()
+        conn.set_listener("c", lst)
+        made.append(conn)
+        headers = {"host": "/"}
+        if login is not None:
+            headers["login"] = login
+        if passcode is not None:
+            headers["passcode"] = passcode
+        try:
+            conn.connect(wait=True, headers=headers)
+        except stomp.exception.ConnectFailedException:
+            pass  # the ERROR frame is in lst.errors
+        return conn, lst
+
+    yield make
+    for conn in made:
+        if conn.is_connected():
+            try:
+                conn.disconnect()
+            except Exception:
+                pass
+
+
+def wait_error(lst: Collector, timeout: float = 2.0) -> Any:
+    """The one ERROR frame the server sent, once the connection is gone."""
+    assert lst.disconnected.wait(timeout), "the server did not close the connection"
+    assert len(lst.errors) == 1, [e.headers for e in lst.errors]
+    return lst.errors[0]
+
+
+def frame_text(frame: Any) -> str:
+    return " ".join(f"{k}:{v}" for k, v in frame.headers.items()) + " " + str(frame.body)
+
+
+def wait_no_connections(h: ServerHandle, timeout: float = 2.0) -> None:
+    deadline = time.monotonic() + timeout
+    while h.connection_count() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert h.connection_count() == 0
+
+
+# ------------------------------------------------------------------ authentication
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_connect_without_login_gets_error_with_clear_message_and_is_closed(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]], version: str
+) -> None:
+    conn, lst = clients(secure, version)
+    err = wait_error(lst)
+    assert not conn.is_connected()
+    assert err.headers["message"].startswith("authentication required")
+    assert "pass a user name and password" in err.body
+    wait_no_connections(secure)
+    assert secure.call(lambda: dict(secure.broker._connections)) == {}
+
+
+def test_connect_without_login_raw_frames_error_then_socket_closed(secure: ServerHandle) -> None:
+    with RawClient(secure.host, secure.port) as raw:
+        frame = raw.connect()
+        assert frame.command == "ERROR"
+        assert frame.header("message").startswith("authentication required")
+        assert raw.closed_by_server(2)
+
+
+def test_wrong_passcode_and_unknown_user_get_the_same_error_without_the_passcode(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    attempt = SECRET + "-typo"
+    _, wrong = clients(secure, "1.2", "alice", attempt)
+    _, unknown = clients(secure, "1.1", "mallory", attempt)
+    e1, e2 = wait_error(wrong), wait_error(unknown)
+    assert e1.headers["message"] == "authentication failed for user 'alice': unknown user or " \
+        "wrong password"
+    assert e1.headers["message"] == e2.headers["message"].replace("'mallory'", "'alice'")
+    assert e1.body == e2.body.replace("'mallory'", "'alice'")
+    assert "[security.users]" in e1.body  # says where to look
+    for err in (e1, e2):
+        assert attempt not in frame_text(err) and SECRET not in frame_text(err)
+        assert "passcode" not in err.headers
+    # the server's own log records (stomp.py's client-side DEBUG log echoes its frames)
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("jmspy"))
+    assert SECRET not in logged and attempt not in logged
+    wait_no_connections(secure)
+
+
+# ------------------------------------------------------------------ authorization
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_unauthorized_send_gets_receipted_error_and_nothing_is_routed_or_created(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]], version: str
+) -> None:
+    conn, lst = clients(secure, version, "audrey", AUDIT)  # auditors may not send
+    assert conn.is_connected()
+    conn.send("/queue/orders.eu", "forbidden", receipt="s1")
+    err = wait_error(lst)
+    assert err.headers["receipt-id"] == "s1" and "s1" not in lst.receipts
+    assert err.headers["message"].startswith("user 'audrey' may not send to queue 'orders.eu'")
+    assert "[[security.permissions]]" in err.body
+    assert AUDIT not in frame_text(err)
+    names = secure.call(secure.broker.queue_names)
+    assert "orders.eu" not in names  # not auto-created by a refused send
+    # a destination no permission covers at all: refused the same way, nothing created
+    conn2, lst2 = clients(secure, version, "alice", SECRET)
+    conn2.send("/queue/elsewhere", "x", receipt="s2")
+    assert wait_error(lst2).headers["receipt-id"] == "s2"
+    assert secure.call(secure.broker.queue_names) == names
+    assert secure.call(lambda: [s.as_dict() for s in secure.broker.all_stats()]) == []
+
+
+def test_unauthorized_send_in_transaction_routes_nothing(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]]
+) -> None:
+    conn, lst = clients(secure, "1.2", "audrey", AUDIT)
+    tx = conn.begin()
+    conn.send("/queue/orders.tx", "forbidden", transaction=tx)
+    conn.commit(tx)
+    wait_error(lst)
+    assert "orders.tx" not in secure.call(secure.broker.queue_names)
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_unauthorized_subscribe_gets_error_and_no_consumer_is_created(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]], version: str
+) -> None:
+    sender, slst = clients(secure, version, "alice", SECRET)
+    sender.send("/queue/orders.eu", "kept", receipt="sent")
+    slst.wait_receipt("sent")
+    thief, tlst = clients(secure, version, "alice", SECRET)  # traders may not consume
+    thief.subscribe("/queue/orders.eu", id="s", ack="auto", receipt="sub")
+    err = wait_error(tlst)
+    assert err.headers["message"].startswith(
+        "user 'alice' may not consume from queue 'orders.eu'")
+    assert err.headers["receipt-id"] == "sub" and tlst.messages == []
+    st = secure.stats("orders.eu")
+    assert (st["consumerCount"], st["messageCount"], st["deliveringCount"]) == (0, 1, 0)
+    # no consumer on a queue that does not exist either, and it is not created
+    other, olst = clients(secure, version, "alice", SECRET)
+    other.subscribe("/queue/orders.none", id="s")
+    wait_error(olst)
+    assert "orders.none" not in secure.call(secure.broker.queue_names)
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_authorized_users_send_and_consume_normally(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]], version: str
+) -> None:
+    producer, plst = clients(secure, version, "alice", SECRET)
+    consumer, clst = clients(secure, version, "audrey", AUDIT)
+    assert producer.is_connected() and consumer.is_connected()
+    consumer.subscribe("/queue/orders.eu.fast", id="s", ack="client-individual",
+                       receipt="sub")
+    clst.wait_receipt("sub")
+    producer.send("/queue/orders.eu.fast", "order-1", receipt="sent")
+    plst.wait_receipt("sent")
+    (m,) = clst.wait_messages(1)
+    assert m.body == "order-1"
+    if version == "1.2":
+        consumer.ack(m.headers["ack"], receipt="acked")
+    else:
+        consumer.ack(m.headers["message-id"], "s", receipt="acked")
+    clst.wait_receipt("acked")
+    st = secure.stats("orders.eu.fast")
+    assert (st["messageCount"], st["dequeued"], st["consumerCount"]) == (0, 1, 1)
+    assert plst.errors == [] and clst.errors == []
+
+
+def test_security_disabled_policy_lets_anonymous_stomp_clients_in(
+    server_factory: Callable[..., ServerHandle], clients: Callable[..., tuple[Any, Collector]]
+) -> None:
+    p = policy()
+    p.enabled = False
+    h = server_factory(security=p)
+    conn, lst = clients(h, "1.2")
+    assert conn.is_connected()
+    conn.send("/queue/anything", "x", receipt="r")
+    lst.wait_receipt("r")
+    assert h.stats("anything")["messageCount"] == 1 and lst.errors == []
