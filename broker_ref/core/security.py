@@ -325,7 +325,8 @@ class SecurityPolicy:
             raise AuthenticationFailed(
                 "authentication required: this broker has security enabled and does not "
                 "accept anonymous connections; pass a user name and password when "
-                "connecting (e.g. create_connection(user, password))"
+                "connecting (jmspy: create_connection(user, password); STOMP: the login "
+                "and passcode headers of CONNECT)"
             )
         record = self.users.get(user)
         if self._dummy_hash is None:  # made before any check, so every check costs the same

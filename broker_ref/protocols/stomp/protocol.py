@@ -14,6 +14,10 @@ Flow control (why the credit bookkeeping looks the way it does):
   default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
   the window full); else 1000/100. The destination's ``consumerFlowLimit`` wins when lower.
   A limit of 0 means 1: STOMP has no pull request.
+* ``jmspy-backlog`` asks an AMPS-style queue for a per-subscription backlog; the broker
+  grants the lower of it and the queue's ``max_per_subscription_backlog`` (default 1).
+* On an at-most-once queue the core settles each message when it is sent; a client-mode
+  ACK then only reopens the window and a NACK cannot requeue (the message is gone).
 * ``ack:auto``: the core acknowledges on delivery (``auto_ack``); the window is refilled
   when the host takes the frames in :meth:`data_to_send`, i.e. when they are written.
 * While the host says its socket is congested (:meth:`pause_credit`) no credit is granted;
@@ -391,6 +395,15 @@ class StompSession:
             raise ProtocolError("durable subscription on a queue", "activemq.subscriptionName "
                                 "is only meaningful on /topic/ destinations")
         sub = Subscription.from_headers(sid, ack, frame, name)
+        sub.broker_settles = (
+            target.kind is DestinationKind.QUEUE
+            and self.broker.settings_for(target.name).semantics == "at-most-once"
+        )
+        backlog = frame.header("jmspy-backlog")
+        if backlog is not None and (not backlog.isdigit() or int(backlog) < 1):
+            raise ProtocolError("invalid jmspy-backlog", f"jmspy-backlog:{backlog!r} must be "
+                                "a whole number >= 1 (the unacked messages this subscriber "
+                                "asks to hold; the queue's max_per_subscription_backlog caps it)")
         cid = next(self._consumer_ids)
         info = self._core.create_consumer(
             cid, target.kind, target.name,
@@ -398,6 +411,7 @@ class StompSession:
             no_local=(frame.header("activemq.noLocal") or "").lower() == "true",
             subscription_name=name, durable=name is not None,
             auto_ack=ack == AUTO, credit=0,
+            backlog=int(backlog) if backlog is not None else None,
         )
         sub.start(cid, info.destination_flow_limit)
         self._subs[sid] = sub
@@ -464,6 +478,9 @@ class StompSession:
         sub, tag = self._find(frame)
         tags = self._take(sub, tag)
         tx = self._tx(frame)
+        if sub.broker_settles:  # at-most-once: already settled when it was sent
+            self._grant(sub, sub.consumed(len(tags)))
+            return
         self._core.ack(tags, tx)
         if tx is not None:
             self._tx_consumed[tx].append((sub, len(tags)))
@@ -473,7 +490,8 @@ class StompSession:
     def _on_nack(self, frame: Frame) -> None:
         sub, tag = self._find(frame)
         tags = self._take(sub, tag)
-        self._core.cancel(tags, redelivered=True)
+        if not sub.broker_settles:  # at-most-once messages are gone: nothing to requeue
+            self._core.cancel(tags, redelivered=True)
         self._grant(sub, sub.consumed(len(tags)))
 
     def _on_begin(self, frame: Frame) -> None:

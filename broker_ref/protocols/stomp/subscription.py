@@ -50,6 +50,7 @@ class Subscription:
         "_limit",
         "_threshold",
         "ack_mode",
+        "broker_settles",
         "by_message_id",
         "closed",
         "consumer_id",
@@ -76,6 +77,9 @@ class Subscription:
         self.by_message_id: dict[str, int] = {}
         self.unwritten = 0  # auto mode: delivered, not yet taken by the host
         self.owed = 0  # auto mode: credit withheld while the socket is congested
+        #: the queue is at-most-once: the core settled each message when it was sent, so
+        #: client ACKs/NACKs only move this subscription's window (nothing to settle)
+        self.broker_settles = False
 
     @classmethod
     def from_headers(
