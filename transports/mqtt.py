@@ -1,0 +1,528 @@
+"""``mqtt://host:port[?version=5|3.1.1&keepalive=30&sync_send=true]``: MQTT through paho-mqtt 2.
+
+One paho client (CallbackAPIVersion.VERSION2, ``manual_ack=True``) per jmspy connection.
+The default tries MQTT 5 and falls back to 3.1.1 when the broker refuses it (ActiveMQ 5.17
+and RabbitMQ 3.10 close the socket on a v5 CONNECT). docs/mqtt.md has the per-broker table.
+
+Acknowledgement. paho sends no PUBACK on its own: this transport sends it when the jmspy
+core says a message is *consumed* (``ack``). MQTT requires PUBACKs in the order the
+PUBLISH packets arrived on the connection, so acks the application gives out of order
+(INDIVIDUAL_ACKNOWLEDGE, or several consumers on one connection) are held until every
+earlier message is acknowledged too; a message that is never acknowledged therefore
+holds up the PUBACKs of later ones (and, with Receive Maximum, further deliveries).
+
+Redelivery. MQTT has no NACK: ``cancel`` (recover, rollback of a listener failure) hands
+the same message to the consumer again from the client's copy, still unacknowledged at
+the broker, counted as redelivered. Only a persistent session (a client id) gets
+unacknowledged messages redelivered by the broker, when it reconnects (DUP flag ->
+JMSRedelivered).
+
+Flow control. MQTT 5's Receive Maximum (a CONNECT property, per connection) bounds the
+QoS 1 messages the broker has in flight to us; it carries ``imqConnectionFlowLimit``
+when that is enabled, else ``imqConsumerFlowLimit`` (exact for one consumer per
+connection). The per-consumer Open MQ window is enforced here: ``grant_credit`` puts
+nothing on the wire, it releases deliveries from a per-consumer stash into the core,
+so the core's counters stay true. On 3.1.1 (and for QoS 0) nothing bounds the broker:
+the stash grows with what it pushes.
+
+Threading. paho calls back on its network thread; there we only convert packets and hand
+them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
+so a slow listener does not stop PINGREQs (keepalive) or acks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import SplitResult, parse_qs
+
+from jmspy import errors
+from jmspy.destinations import Destination, Queue
+from jmspy.message import Message
+from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+
+from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
+from .mqtt_mapping import (
+    check_v311,
+    filters_overlap,
+    mqtt_filter,
+    mqtt_topic,
+    payload_of,
+    to_publish_v5,
+    unsupported_in_message,
+)
+
+_paho: Any
+try:
+    import paho.mqtt.client as _paho_client
+    from paho.mqtt.enums import CallbackAPIVersion as _CallbackAPIVersion
+    from paho.mqtt.packettypes import PacketTypes as _PacketTypes
+    from paho.mqtt.properties import Properties as _Properties
+    from paho.mqtt.subscribeoptions import SubscribeOptions as _SubscribeOptions
+
+    _paho = _paho_client
+except ImportError:  # pragma: no cover - exercised by the packaging test
+    _paho = None
+
+
+def _props(packet_type: int) -> Any:
+    """paho's Properties for one packet type (untyped in paho, hence Any)."""
+    return _Properties(packet_type)  # type: ignore[no-untyped-call]
+
+
+__all__ = ["MqttTransport"]
+
+_NEVER_EXPIRES = 0xFFFFFFFF
+_SECURITY_REASONS = (
+    "bad user name or password",
+    "not authorized",
+    "banned",
+    "bad authentication method",
+)
+
+
+class MqttTransport(Inbound):
+    """The Transport interface over one paho-mqtt client."""
+
+    scheme = "mqtt"
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
+        if _paho is None:
+            raise errors.InvalidConfigurationException(
+                "the mqtt:// transport needs the paho-mqtt package: pip install 'jmspy[mqtt]'"
+            )
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        self.host = url.hostname or "127.0.0.1"
+        self.port = url.port or 1883
+        version = query.get("version", "auto")
+        if version not in ("auto", "5", "3.1.1"):
+            raise errors.InvalidConfigurationException(
+                f"mqtt:// version={version!r}: use 5 or 3.1.1 (default: try 5, then 3.1.1)"
+            )
+        self.requested_version = version
+        self.version = "5" if version != "3.1.1" else "3.1.1"
+        self.keepalive = int(query.get("keepalive", "30"))
+        self.connect_timeout = float(query.get("connect_timeout", "10"))
+        self.sync_send = query.get("sync_send", "true").lower() != "false"
+        self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
+        if properties.get("imqConnectionFlowLimitEnabled"):
+            limit, self.receive_maximum_source = (
+                int(properties.get("imqConnectionFlowLimit", 1000)),
+                "imqConnectionFlowLimit",
+            )
+        else:
+            limit, self.receive_maximum_source = (
+                int(properties.get("imqConsumerFlowLimit", 1000)),
+                "imqConsumerFlowLimit",
+            )
+        self.receive_maximum = min(65535, max(1, limit))
+        self.server = ""
+        self.persistent_session = False
+        self._client: Any = None
+        self._listener: TransportListener | None = None
+        self._lock = threading.RLock()
+        self._consumers: dict[int, _Consumer] = {}
+        self._subs: dict[str, _Subscription] = {}
+        self._by_sub_id: dict[int, _Subscription] = {}
+        self._durable: dict[str, str] = {}  # subscription name -> filter
+        self._sub_ids = itertools.count(1)
+        self._tags = itertools.count(1)
+        self._tag_owner: dict[int, _Consumer] = {}
+        self._inbound: OrderedDict[int, _Publish] = OrderedDict()  # receipt order
+        self._seq = itertools.count(1)
+        self._orphans: list[tuple[Any, _Publish | None]] = []
+        self._in_flight = 0
+        self._in_flight_max = 0
+        self._held_acks_max = 0
+        self._closing = False
+        self._connected = threading.Event()
+        self._connack: tuple[Any, bool] | None = None
+        self._opened = False
+        self._suback_cond = threading.Condition()
+        self._subacks: dict[int, list[Any]] = {}
+
+    # -- connection -----------------------------------------------------------------------
+    def open(
+        self,
+        listener: TransportListener,
+        *,
+        client_id: str | None,
+        user: str | None,
+        password: str | None,
+    ) -> None:
+        self._listener = listener
+        self.persistent_session = client_id is not None
+        versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
+        for version in versions[self.requested_version]:
+            if self._try_connect(version, client_id, user, password):
+                self.version = version
+                break
+        caps = set()
+        if self.version == "5":
+            caps |= {
+                Capability.QUEUES,
+                Capability.SHARED_SUBSCRIPTIONS,
+                Capability.CONNECTION_FLOW_LIMIT,
+            }
+        if self.persistent_session:
+            caps.add(Capability.DURABLE_SUBSCRIPTIONS)
+        self.capabilities = frozenset(caps)
+
+    def _try_connect(
+        self, version: str, client_id: str | None, user: str | None, password: str | None
+    ) -> bool:
+        assert _paho is not None
+        v5 = version == "5"
+        kwargs: dict[str, Any] = {}
+        if not v5:
+            kwargs["clean_session"] = client_id is None
+        client = _paho.Client(
+            _CallbackAPIVersion.VERSION2,
+            client_id=client_id or "",
+            protocol=_paho.MQTTv5 if v5 else _paho.MQTTv311,
+            reconnect_on_failure=False,
+            manual_ack=True,
+            **kwargs,
+        )
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
+        client.on_unsubscribe = self._on_subscribe
+        client.max_inflight_messages_set(100)
+        if user is not None:
+            client.username_pw_set(user, password)
+        self._connected.clear()
+        self._connack = None
+        connect_kwargs: dict[str, Any] = {}
+        if v5:
+            props = _props(_PacketTypes.CONNECT)
+            props.ReceiveMaximum = self.receive_maximum
+            if client_id is not None:
+                props.SessionExpiryInterval = self.session_expiry
+            connect_kwargs = {"clean_start": client_id is None, "properties": props}
+        self._client = client
+        try:
+            client.connect(self.host, self.port, self.keepalive, **connect_kwargs)
+        except OSError as exc:
+            self._client = None
+            raise errors.JMSException(
+                f"cannot connect to an MQTT broker at {self.where} ({exc}): check that the "
+                "broker is running and has an MQTT listener on that host and port"
+            ) from exc
+        client.loop_start()
+        if not self._connected.wait(self.connect_timeout):
+            self._drop_client(client)
+            raise errors.JMSException(
+                f"no CONNACK from the MQTT broker at {self.where} within "
+                f"{self.connect_timeout:.0f}s"
+            )
+        reason, ok = self._connack or (None, False)
+        if ok:
+            self._opened = True
+            return True
+        self._drop_client(client)
+        text = str(reason) if reason is not None else "closed the connection"
+        if (
+            v5
+            and self.requested_version == "auto"
+            and (reason is None or "protocol version" in text.lower())
+        ):
+            return False  # a 3.1.1-only broker: try again with 3.1.1
+        if any(word in text.lower() for word in _SECURITY_REASONS):
+            raise errors.JMSSecurityException(
+                f"the MQTT broker at {self.where} refused the login for user {user!r}: "
+                f"{text}; check the user name and password"
+            )
+        raise errors.JMSException(
+            f"the MQTT {version} broker at {self.where} refused the connection: {text}"
+        )
+
+    def _drop_client(self, client: Any) -> None:
+        self._client = None
+        try:
+            client.disconnect()
+        except Exception:
+            pass
+        client.loop_stop()
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
+        self._connack = (reason, not reason.is_failure)
+        self._connected.set()
+
+    def _on_disconnect(
+        self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
+    ) -> None:
+        if not self._opened:
+            if self._connack is None:  # closed before CONNACK (a v5 CONNECT to a 3.1.1 broker)
+                self._connack = (None, False)
+            self._connected.set()
+            return
+        if not self._closing and self._listener is not None:
+            kept = (
+                "the broker redelivers unacknowledged messages when this client id reconnects"
+                if self.persistent_session
+                else "the clean session and its unacknowledged messages are gone"
+            )
+            self._listener.on_transport_error(
+                errors.JMSException(
+                    f"lost the MQTT connection to {self.where} ({reason}); {kept}. Create a new "
+                    "connection once the broker is back"
+                )
+            )
+
+    def close(self) -> None:
+        client = self._client
+        if client is None:
+            return
+        self._closing = True
+        try:
+            client.disconnect()
+        finally:
+            client.loop_stop()
+            self._client = None
+
+    def _c(self) -> Any:
+        client = self._client
+        if client is None:
+            raise errors.IllegalStateException(f"the MQTT connection to {self.where} is closed")
+        return client
+
+    # -- consumers ------------------------------------------------------------------------
+    def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
+        v5 = self.version == "5"
+        dest = spec.destination
+        share: str | None = None
+        if isinstance(dest, Queue):
+            if not v5:
+                raise self._refuse(
+                    "a Queue (competing consumers)",
+                    ": MQTT 3.1.1 has no shared subscriptions; use a Topic, or MQTT 5",
+                )
+        elif spec.shared:
+            if not v5:
+                raise self._refuse("shared subscriptions", ": they need MQTT 5")
+            share = spec.subscription_name
+        if spec.durable and not self.persistent_session:
+            raise errors.IllegalStateException(
+                "a durable subscription over MQTT lives in the broker's session for this "
+                "client id: create the connection with a client id (clientID=...)"
+            )
+        if spec.no_local and not v5:
+            raise self._refuse("no_local consumers", ": the NoLocal option needs MQTT 5")
+        selector = None
+        if spec.selector:
+            from jmspy.selector import compile_selector
+
+            selector = compile_selector(spec.selector)
+        topic_filter = mqtt_filter(dest, share)
+        consumer = _Consumer(spec, topic_filter, selector)
+        with self._lock:
+            sub = self._subs.get(topic_filter)
+            new = sub is None
+            if new and not v5:
+                other = next((f for f in self._subs if filters_overlap(f, topic_filter)), None)
+                if other is not None:
+                    raise self._refuse(
+                        f"a second subscription {topic_filter!r} overlapping {other!r} on one "
+                        "connection",
+                        ": MQTT 3.1.1 cannot say which subscription a message is for, and "
+                        "brokers differ (ActiveMQ sends a copy per subscription, RabbitMQ "
+                        "one); use a separate connection, or MQTT 5",
+                    )
+            if sub is None:
+                sub = _Subscription(topic_filter, next(self._sub_ids), isinstance(dest, Queue))
+            if spec.durable:
+                sub.durable_name = spec.subscription_name
+        if new:
+            self._subscribe(sub, spec.no_local)
+        with self._lock:
+            self._subs[topic_filter] = sub
+            self._by_sub_id[sub.sub_id] = sub
+            sub.consumers.append(consumer)
+            self._consumers[spec.consumer_id] = consumer
+            if spec.durable and spec.subscription_name:
+                self._durable[spec.subscription_name] = topic_filter
+            self._adopt_orphans()
+        return RemoteConsumer(destination_flow_limit=None)
+
+    def _subscribe(self, sub: _Subscription, no_local: bool) -> None:
+        client = self._c()
+        if self.version == "5":
+            props = _props(_PacketTypes.SUBSCRIBE)
+            props.SubscriptionIdentifier = sub.sub_id
+            rc, mid = client.subscribe(
+                sub.topic_filter,
+                options=_SubscribeOptions(qos=1, noLocal=no_local),
+                properties=props,
+            )
+        else:
+            rc, mid = client.subscribe(sub.topic_filter, qos=1)
+        with self._suback_cond:
+            got = rc == 0 and self._suback_cond.wait_for(
+                lambda: mid in self._subacks, self.connect_timeout
+            )
+            codes = self._subacks.pop(mid, [])
+        if not got:
+            raise errors.JMSException(
+                f"the {self._describe()} did not confirm the subscription to {sub.topic_filter!r}"
+            )
+        failed = [c for c in codes if getattr(c, "is_failure", False)]
+        if failed:
+            raise errors.JMSException(
+                f"the {self._describe()} refused the subscription to {sub.topic_filter!r}: "
+                f"{failed[0]}"
+            )
+
+    def _on_subscribe(self, client: Any, userdata: Any, mid: int, codes: Any, props: Any) -> None:
+        with self._suback_cond:
+            self._subacks[mid] = list(codes) if isinstance(codes, list) else []
+            self._suback_cond.notify_all()
+
+    def close_consumer(self, consumer_id: int) -> None:
+        unsubscribe: str | None = None
+        with self._lock:
+            consumer = self._consumers.pop(consumer_id, None)
+            if consumer is None:
+                return
+            sub = self._subs[consumer.topic_filter]
+            sub.consumers.remove(consumer)
+            leftovers = list(consumer.held.items())
+            consumer.held.clear()
+            consumer.stash.clear()
+            for tag, (rec, message, count) in leftovers:
+                self._tag_owner.pop(tag, None)
+                if sub.queue and sub.consumers:
+                    # Another local consumer of the queue takes it over (a new tag).
+                    if rec is not None:
+                        rec.copies -= 1
+                    self._hand(sub.consumers[0], rec, message, count)
+                    if rec is not None and rec.copies == 0:
+                        self._copy_done(rec, count=False)
+                elif (
+                    rec is not None and self.persistent_session and (sub.queue or sub.durable_name)
+                ):
+                    self._set_aside(rec)  # the broker redelivers it to the next session
+                else:
+                    self._copy_done(rec)  # a closed subscription's copy: nothing keeps it
+            if not sub.consumers:
+                del self._subs[sub.topic_filter]
+                self._by_sub_id.pop(sub.sub_id, None)
+                if sub.durable_name is None:
+                    unsubscribe = sub.topic_filter
+            self._flush_acks()
+        if unsubscribe is not None and self._client is not None:
+            self._client.unsubscribe(unsubscribe)
+
+    # -- sending --------------------------------------------------------------------------
+    def send(self, message: Message, tx: str | None = None) -> None:
+        if tx is not None:
+            raise self._refuse("transactions", "; MQTT has no transactions")
+        assert message.destination is not None
+        problem = unsupported_in_message(message)
+        if problem is None and self.version != "5":
+            problem = check_v311(message)
+            if problem is not None:
+                problem = f"sending {problem}"
+        if problem is not None:
+            raise self._refuse(problem)
+        topic = mqtt_topic(message.destination)
+        qos = 1 if message.delivery_mode == 2 else 0
+        properties = None
+        if self.version == "5":
+            properties = _props(_PacketTypes.PUBLISH)
+            payload = to_publish_v5(message, properties)
+        else:
+            payload = payload_of(message)[0]
+        info = self._c().publish(topic, payload, qos=qos, retain=False, properties=properties)
+        if info.rc != 0:
+            raise errors.JMSException(
+                f"publishing to {topic!r} on the {self._describe()} failed: "
+                f"{_paho.error_string(info.rc)}"
+            )
+        if qos and self.sync_send:
+            try:
+                info.wait_for_publish(30.0)
+            except (RuntimeError, ValueError) as exc:
+                raise errors.JMSException(
+                    f"the {self._describe()} did not take message {message.message_id}: {exc}"
+                ) from exc
+            if not info.is_published():
+                raise errors.JMSException(
+                    f"no PUBACK from the {self._describe()} within 30s for {message.message_id}"
+                )
+
+    # -- refused / not applicable ---------------------------------------------------------
+    def begin(self, tx: str) -> None:
+        raise self._refuse(
+            "transactions (SESSION_TRANSACTED)",
+            ": MQTT has no transactions; use AUTO_ACKNOWLEDGE or CLIENT_ACKNOWLEDGE",
+        )
+
+    def commit(self, tx: str) -> None:
+        raise self._refuse("transactions", ": MQTT has no transactions")
+
+    def rollback(self, tx: str) -> None:
+        raise self._refuse("transactions", ": MQTT has no transactions")
+
+    def browse(self, queue: Queue, selector: str | None) -> list[Message]:
+        raise self._refuse(
+            "queue browsing", ": MQTT cannot look at messages without consuming them"
+        )
+
+    def unsubscribe(self, name: str) -> None:
+        with self._lock:
+            topic_filter = self._durable.get(name)
+            active = topic_filter in self._subs if topic_filter else False
+        if topic_filter is None:
+            raise errors.InvalidDestinationException(
+                f"no durable subscription named {name!r} was created on this MQTT connection; "
+                "MQTT identifies subscriptions by topic, so unsubscribe from the connection "
+                "(same client id) that created it"
+            )
+        if active:
+            raise errors.IllegalStateException(
+                f"durable subscription {name!r} still has an open consumer; close it first"
+            )
+        self._c().unsubscribe(topic_filter)
+        with self._lock:
+            self._durable.pop(name, None)
+
+    def create_temporary_queue(self) -> str:
+        raise self._refuse("temporary queues", ": MQTT has no temporary destinations")
+
+    def delete_temporary_queue(self, name: str) -> None:
+        raise self._refuse("temporary queues")
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        raise self._refuse("destination statistics", ": MQTT has no per-topic counters")
+
+    # -- introspection --------------------------------------------------------------------
+    def flow_state(self) -> dict[str, Any]:
+        """Connection-level counters: Receive Maximum and what the broker has in flight."""
+        with self._lock:
+            return {
+                "version": self.version,
+                "receive_maximum": self.receive_maximum if self.version == "5" else None,
+                "receive_maximum_source": self.receive_maximum_source,
+                "in_flight": self._in_flight,
+                "in_flight_max": self._in_flight_max,
+                "held_acks_max": self._held_acks_max,
+                "orphans": len(self._orphans),
+            }
+
+    def consumer_state(self, consumer_id: int) -> dict[str, int]:
+        with self._lock:
+            consumer = self._consumers.get(consumer_id)
+            if consumer is None:
+                return {}
+            return {
+                "unacked": len(consumer.held),
+                "stashed": len(consumer.stash),
+                "credit": consumer.credit,
+                "selector_dropped": consumer.selector_dropped,
+            }
