@@ -88,7 +88,7 @@ class MessageConsumer:
                 return
             self._buffer.push(message)
             has_listener = self._listener is not None
-            if not has_listener:
+            if not has_listener and self._receiving:
                 self._cond.notify()
         if has_listener:
             self._session._schedule(self)
@@ -241,11 +241,10 @@ class MessageConsumer:
                         message = item
         return message
 
-    def _take_for_listener(self) -> Message | None:
+    def _dispatchable(self) -> bool:
+        """Whether the session's dispatcher has work here (listener set, buffer not empty)."""
         with self._lock:
-            if self._closed or self._listener is None:
-                return None
-            return cast(Message | None, self._buffer.pop())
+            return len(self._buffer) > 0 and not self._closed and self._listener is not None
 
     def _has_buffered(self) -> bool:
         with self._lock:

@@ -27,6 +27,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
+from ._pure import dispatch as _pure_dispatch
 from .consumer import ListenerType, MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
 from .errors import (
@@ -41,10 +42,17 @@ from .transport import ConsumerSpec
 
 if TYPE_CHECKING:
     from .connection import Connection
+    from .dispatch_protocol import DrainFunction
 
-__all__ = ["Session"]
+__all__ = ["AUTO_ACK_BATCH", "Session"]
 
 _tx_ids = itertools.count(1)
+_drain: DrainFunction = _pure_dispatch.drain
+
+#: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
+#: them (see jmspy/_pure/dispatch.py for when they are sent earlier): the bound on the
+#: messages a crashed client could see redelivered, against one broker call per message.
+AUTO_ACK_BATCH = 128
 
 
 def _no_op_ack(message: Message) -> None:
@@ -102,6 +110,8 @@ class Session:
         # the dispatcher thread (started by the first listener)
         self._dispatch_cond = threading.Condition(threading.Lock())
         self._ready: deque[MessageConsumer] = deque()
+        self._idle = False  # the dispatcher waits on _dispatch_cond (guarded by it)
+        self._draining: MessageConsumer | None = None  # consumer the dispatcher works on
         self._thread: threading.Thread | None = None
         self._current: MessageConsumer | None = None
         self._deferred: list[MessageConsumer | None] = []  # None = close the session
@@ -428,11 +438,41 @@ class Session:
                 self._redeliver(consumer, message)
 
     def _flush_dups(self) -> None:
+        """Send the queued DUPS_OK (or coalesced AUTO) acknowledgements."""
         with self._ack_lock:
             items, self._dups_pending = self._dups_pending, []
         if items:
             self._transport.ack([tag for _, tag in items])
             self._count_consumed(items)
+
+    def _flush_acks(self) -> None:
+        """The dispatcher's flush: a failure goes to the exception listener."""
+        try:
+            self._flush_dups()
+        except JMSException as exc:
+            self._connection._report(exc)
+
+    def _listener_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        """The dispatcher's ``_processing_done``: a failure goes to the exception listener."""
+        try:
+            self._processing_done(consumer, message, ok)
+        except JMSException as exc:
+            self._connection._report(exc)
+
+    def _listener_failed(self, listener: ListenerType, message: Message, exc: Exception) -> None:
+        self._connection._report(
+            JMSException(
+                f"message listener {listener!r} raised {type(exc).__name__}: {exc} "
+                f"while handling {message.message_id}"
+                + (
+                    "; the message will be redelivered"
+                    if self.ack_mode in (Session.AUTO_ACKNOWLEDGE, Session.DUPS_OK_ACKNOWLEDGE)
+                    else ""
+                ),
+                error_code="LISTENER_FAILED",
+            ),
+            cause=exc,
+        )
 
     def _redeliver(self, consumer: MessageConsumer, message: Message) -> None:
         """AUTO/DUPS_OK: a listener failed (or called recover()): deliver it again."""
@@ -455,11 +495,17 @@ class Session:
                 self._thread.start()
 
     def _schedule(self, consumer: MessageConsumer) -> None:
+        # Lock-free skip: the dispatcher is taking this consumer's messages right now, and
+        # it re-checks the buffer after clearing _draining (see _dispatch_loop), so a
+        # message pushed before this read is never stranded.
+        if self._draining is consumer:
+            return
         with self._dispatch_cond:
             if not consumer._scheduled:
                 consumer._scheduled = True
                 self._ready.append(consumer)
-                self._dispatch_cond.notify()
+                if self._idle:
+                    self._dispatch_cond.notify()
 
     def _wake(self) -> None:
         with self._dispatch_cond:
@@ -469,68 +515,33 @@ class Session:
         return threading.current_thread() is self._thread
 
     def _dispatch_loop(self) -> None:
+        """Wait for a ready consumer, drain it (jmspy/_pure/dispatch.py), repeat."""
         conn = self._connection
         cond = self._dispatch_cond
         ready = self._ready
+        drain = _drain
         while True:
             with cond:
+                self._idle = True
                 while not self._closing and (not ready or not conn._started):
                     cond.wait()
+                self._idle = False
                 if self._closing:
                     return
                 consumer = ready.popleft()
                 consumer._scheduled = False
-            message = consumer._take_for_listener()
-            if message is None:
-                continue
-            self._run_listener(consumer, message)
+                self._draining = consumer
+            try:
+                drain(self, conn, consumer, AUTO_ACK_BATCH)
+            finally:
+                self._draining = None
             if self._deferred:
                 self._run_deferred()
                 if self._closing:
                     return
-            if consumer._has_buffered():
+            # after clearing _draining: deliveries that skipped _schedule are seen here
+            if consumer._dispatchable():
                 self._schedule(consumer)
-
-    def _run_listener(self, consumer: MessageConsumer, message: Message) -> None:
-        listener: ListenerType | None = consumer._listener
-        if listener is None:  # switched to receive() meanwhile: give it back
-            consumer._buffer.push_front([message])
-            return
-        self._current = consumer
-        ok = True
-        try:
-            self._delivered_to_app(consumer, message)
-            on_message = getattr(listener, "on_message", None)
-            if on_message is not None:
-                on_message(message)
-            else:
-                listener(message)  # type: ignore[operator]
-        except Exception as exc:
-            ok = False
-            self._connection._report(
-                JMSException(
-                    f"message listener {listener!r} raised {type(exc).__name__}: {exc} "
-                    f"while handling {message.message_id}"
-                    + (
-                        "; the message will be redelivered"
-                        if self.ack_mode
-                        in (Session.AUTO_ACKNOWLEDGE, Session.DUPS_OK_ACKNOWLEDGE)
-                        else ""
-                    ),
-                    error_code="LISTENER_FAILED",
-                ),
-                cause=exc,
-            )
-        finally:
-            self._current = None
-        if self._recover_current:
-            self._recover_current = False
-            ok = False
-        if not self._closed:
-            try:
-                self._processing_done(consumer, message, ok)
-            except JMSException as exc:
-                self._connection._report(exc)
 
     def _run_deferred(self) -> None:
         """Closes requested from inside a listener, done once that listener returned."""

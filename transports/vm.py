@@ -130,12 +130,26 @@ def _dest_key(destination: Destination) -> tuple[DestinationKind, str]:
             destination.name)
 
 
+#: Destinations are frozen values, so every received message may share one instance per
+#: name instead of building (and re-validating the name of) a new one per message.
+_destinations: dict[tuple[DestinationKind, str], Destination] = {}
+_MAX_CACHED_DESTINATIONS = 4096
+
+
 def _to_destination(kind: DestinationKind, name: str) -> Destination:
-    if kind is DestinationKind.TOPIC:
-        return Topic(name)
-    if name.startswith("temp-queue://"):
-        return TemporaryQueue(name)
-    return Queue(name)
+    key = (kind, name)
+    dest = _destinations.get(key)
+    if dest is None:
+        if kind is DestinationKind.TOPIC:
+            dest = Topic(name)
+        elif name.startswith("temp-queue://"):
+            dest = TemporaryQueue(name)
+        else:
+            dest = Queue(name)
+        if len(_destinations) >= _MAX_CACHED_DESTINATIONS:
+            _destinations.clear()  # many temporary queues: start over, never grow unbounded
+        _destinations[key] = dest
+    return dest
 
 
 def to_server_message(message: Message, connection_id: int) -> ServerMessage:
@@ -176,41 +190,50 @@ def to_server_message(message: Message, connection_id: int) -> ServerMessage:
     )
 
 
-def to_client_message(sm: ServerMessage) -> Message:
+def to_client_message(sm: ServerMessage, delivery_tag: int = -1, count: int = 1) -> Message:
     """Build the read-only client Message; bodies and properties are shared, not copied
-    (received messages are read-only, and clear_* replaces rather than mutates)."""
+    (received messages are read-only, and clear_* replaces rather than mutates).
+
+    One call per delivered message, so it avoids per-message work: shared destination
+    objects, no re-validation, locals instead of repeated global lookups."""
     body_type = sm.body_type
     msg: Message
-    if body_type is BodyType.TEXT:
-        msg = TextMessage.__new__(TextMessage)
+    if body_type is _TEXT:
+        msg = _new(TextMessage)
         msg._text = sm.body  # type: ignore[assignment]
-    elif body_type is BodyType.BYTES:
-        msg = BytesMessage.__new__(BytesMessage)
+    elif body_type is _BYTES:
+        msg = _new(BytesMessage)
         msg._data = sm.body  # type: ignore[assignment]
         msg._pos = 0
-    elif body_type is BodyType.MAP:
-        msg = MapMessage.__new__(MapMessage)
+    elif body_type is _MAP:
+        msg = _new(MapMessage)
         msg._map = sm.body  # type: ignore[assignment]
     else:
-        msg = Message.__new__(Message)
+        msg = _new(Message)
     msg.message_id = sm.message_id
-    msg.timestamp = sm.timestamp
+    timestamp = msg.timestamp = sm.timestamp
     msg.correlation_id = sm.correlation_id
-    msg.reply_to = _to_destination(*sm.reply_to) if sm.reply_to is not None else None
-    msg.destination = _to_destination(sm.kind, sm.destination)
+    reply = sm.reply_to
+    msg.reply_to = None if reply is None else _to_destination(*reply)
+    dest = _destinations.get((sm.kind, sm.destination))
+    msg.destination = dest if dest is not None else _to_destination(sm.kind, sm.destination)
     msg.delivery_mode = 2 if sm.persistent else 1
     msg.expiration = sm.expiration
     msg.priority = sm.priority
-    msg.redelivered = False
+    msg.redelivered = count > 1
     msg.jms_type = sm.jms_type
-    msg.delivery_time = sm.deliver_at or sm.timestamp
-    msg.delivery_count = 1
+    msg.delivery_time = sm.deliver_at or timestamp
+    msg.delivery_count = count
     msg._properties = sm.properties
     msg._props_read_only = True
     msg._body_read_only = True
     msg._acknowledger = None
-    msg._delivery_tag = -1
+    msg._delivery_tag = delivery_tag
     return msg
+
+
+_new = object.__new__
+_TEXT, _BYTES, _MAP = BodyType.TEXT, BodyType.BYTES, BodyType.MAP
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -246,11 +269,10 @@ class _Callback:
         self.listener = listener
 
     def deliver(self, delivery: Delivery) -> None:
+        tag = delivery.delivery_tag
+        count = delivery.delivery_count
         self.listener.on_delivery(
-            delivery.consumer_id,
-            delivery.delivery_tag,
-            to_client_message(delivery.message),
-            delivery.delivery_count,
+            delivery.consumer_id, tag, to_client_message(delivery.message, tag, count), count
         )
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:

@@ -379,6 +379,9 @@ class Queue:
             self._dispatching = False
 
     def _dispatch_fast(self) -> None:
+        """Round-robin one message per consumer turn; a consumer alone in the ring gets a
+        run of messages without the ring pop/append per message (same order: nobody
+        else was waiting for a turn)."""
         ring = self._ring
         levels = self._levels
         now = -1
@@ -387,33 +390,46 @@ class Queue:
             if not c.can_receive():
                 c.in_ring = False
                 continue
-            ref: MessageRef | None = None
-            for level in levels:
-                while level:
-                    candidate = level.popleft()
-                    if candidate.state == READY:
-                        ref = candidate
+            limit = c.flow_limit
+            delivering = c.delivering
+            while True:
+                ref: MessageRef | None = None
+                for level in levels:
+                    while level:
+                        candidate = level.popleft()
+                        if candidate.state == READY:
+                            ref = candidate
+                            break
+                    if ref is not None:
                         break
-                if ref is not None:
-                    break
-            if ref is None:  # only tombstones were left; counts say otherwise: resync
-                self.ready_count = 0
-                ring.appendleft(c)
-                return
-            self.ready_count -= 1
-            exp = ref.message.expiration
-            if exp:
-                if now < 0:
-                    now = self.host.now()
-                if exp <= now:
-                    self._expire(ref)
+                if ref is None:  # only tombstones were left; counts say otherwise: resync
+                    self.ready_count = 0
                     ring.appendleft(c)
-                    continue
-            self._deliver(c, ref)
-            if c.can_receive():
-                ring.append(c)
-            else:
-                c.in_ring = False
+                    return
+                self.ready_count -= 1
+                exp = ref.message.expiration
+                if exp:
+                    if now < 0:
+                        now = self.host.now()
+                    if exp <= now:
+                        self._expire(ref)
+                        if not self.ready_count:
+                            ring.appendleft(c)
+                            return
+                        continue
+                self._deliver(c, ref)
+                # can_receive(), inlined: this is the per-message hot path
+                can = (
+                    c.credit > 0
+                    and not c.closed
+                    and (limit is None or len(delivering) < limit)
+                )
+                if not can:
+                    c.in_ring = False
+                    break
+                if ring or not self.ready_count:
+                    ring.append(c)
+                    break
 
     def _dispatch_filtered(self) -> None:
         ring = self._ring

@@ -1,0 +1,81 @@
+"""The interface of the listener dispatch twins (``jmspy._cext/_pure.dispatch``).
+
+A session's dispatcher thread hands one consumer at a time to ``drain(session, connection,
+consumer, ack_batch)``, which runs that consumer's listener over its buffered messages and
+coalesces AUTO_ACKNOWLEDGE acknowledgements. ``drain`` touches only the attributes and
+methods named below; the session (``jmspy/session.py``) implements them. Tests drive both
+twins with fakes that implement exactly this surface.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sized
+from typing import Any, Protocol
+
+from .prefetch_protocol import PrefetchBufferProtocol
+
+__all__ = ["DrainConnection", "DrainConsumer", "DrainFlow", "DrainFunction", "DrainSession"]
+
+
+class DrainFlow(Protocol):
+    @property
+    def enabled(self) -> bool: ...
+
+
+class DrainConnection(Protocol):
+    """What drain reads from the connection: whether delivery is started, the cap."""
+
+    _started: bool
+
+    @property
+    def _flow(self) -> DrainFlow: ...
+
+
+class DrainConsumer(Protocol):
+    """The consumer whose buffered messages are dispatched (its lock guards the rest)."""
+
+    _lock: threading.Lock
+    _buffer: PrefetchBufferProtocol
+    _closed: bool
+    _listener: Any
+
+
+class DrainSession(Protocol):
+    """The session side: state flags plus the slow paths drain calls out to."""
+
+    ack_mode: int
+    _closing: bool
+    _closed: bool
+
+    @property
+    def _ready(self) -> Sized:
+        """Other consumers waiting for the dispatcher (fairness)."""
+
+    @property
+    def _deferred(self) -> Sized:
+        """Closes requested from inside a listener."""
+
+    _current: Any
+    _recover_current: bool
+    _acknowledger: Callable[[Any], None]
+    _ack_lock: threading.Lock
+    _dups_pending: list[tuple[Any, int]]
+
+    def _delivered_to_app(self, consumer: Any, message: Any) -> None: ...
+
+    def _listener_done(self, consumer: Any, message: Any, ok: bool) -> None: ...
+
+    def _listener_failed(self, listener: Any, message: Any, exc: Exception) -> None: ...
+
+    def _flush_acks(self) -> None: ...
+
+
+class DrainFunction(Protocol):
+    def __call__(
+        self,
+        session: DrainSession,
+        connection: DrainConnection,
+        consumer: DrainConsumer,
+        ack_batch: int,
+    ) -> int: ...
