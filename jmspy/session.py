@@ -27,7 +27,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, cast
 
-from ._pure import dispatch as _pure_dispatch
+from . import _speedups
 from .consumer import ListenerType, MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
 from .errors import (
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["AUTO_ACK_BATCH", "Session"]
 
 _tx_ids = itertools.count(1)
-_drain: DrainFunction = _pure_dispatch.drain
+_drain: DrainFunction = _speedups.load("dispatch").drain
 
 #: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
 #: them (see jmspy/_pure/dispatch.py for when they are sent earlier): the bound on the

@@ -1,0 +1,110 @@
+# cython: language_level=3
+"""Listener dispatch for one consumer, with coalesced AUTO acknowledgements (compiled twin).
+
+The pure twin ``jmspy/_pure/dispatch.py`` documents the semantics (why the loop, when
+queued acknowledgements are sent); ``tests/test_dispatch_twins.py`` feeds both the same
+scripted sessions and requires identical traces. Change one, change the other.
+
+What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
+arithmetic) runs as C, and when the consumer's buffer is the compiled
+``PrefetchBuffer`` its ``pop`` and counters are reached through the C interface instead
+of Python attribute lookups. The listener, lock and session calls stay Python calls.
+"""
+
+from jmspy._cext.prefetch cimport PrefetchBuffer
+
+__all__ = ["AUTO_ACKNOWLEDGE", "drain"]
+
+AUTO_ACKNOWLEDGE = 1
+cdef int _AUTO = 1
+
+
+cpdef Py_ssize_t drain(object session, object connection, object consumer,
+                       Py_ssize_t ack_batch) except -1:
+    """Run ``consumer``'s listener over its buffered messages; returns how many ran."""
+    cdef object ready = session._ready
+    cdef object lock = consumer._lock
+    cdef object acquire = lock.acquire
+    cdef object release = lock.release
+    cdef object buf = consumer._buffer
+    cdef PrefetchBuffer cbuf = None
+    if type(buf) is PrefetchBuffer:
+        cbuf = <PrefetchBuffer>buf
+    cdef Py_ssize_t limit = buf.limit
+    cdef bint coalesce = (
+        session.ack_mode == _AUTO and limit > 0 and not connection._flow.enabled
+    )
+    cdef Py_ssize_t trigger = limit * <Py_ssize_t>buf.threshold
+    cdef object acknowledger = session._acknowledger
+    cdef object ack_lock = session._ack_lock
+    cdef Py_ssize_t pending = 0
+    cdef Py_ssize_t handled = 0
+    cdef Py_ssize_t unconsumed, outstanding
+    cdef object last_listener = None
+    cdef object call = None
+    cdef object listener, message
+    cdef bint ok
+    while True:
+        if handled and (
+            ready or session._deferred or session._closing or not connection._started
+        ):
+            break
+        acquire()
+        try:
+            if consumer._closed:
+                break
+            listener = consumer._listener
+            if listener is None:
+                break
+            message = cbuf.pop() if cbuf is not None else buf.pop()
+        finally:
+            release()
+        if message is None:
+            break
+        handled += 1
+        if listener is not last_listener:
+            last_listener = listener
+            call = getattr(listener, "on_message", None)
+            if call is None:
+                call = listener
+        session._current = consumer
+        ok = True
+        try:
+            if coalesce:
+                message._acknowledger = acknowledger
+            else:
+                session._delivered_to_app(consumer, message)
+            call(message)
+        except Exception as exc:
+            ok = False
+            session._listener_failed(listener, message, exc)
+        finally:
+            session._current = None
+        if session._recover_current:
+            session._recover_current = False
+            ok = False
+        if session._closed:
+            return handled
+        if coalesce and ok:
+            with ack_lock:
+                session._dups_pending.append((consumer, message._delivery_tag))
+            pending += 1
+            if cbuf is not None:
+                unconsumed = cbuf.unconsumed
+                outstanding = cbuf.outstanding
+            else:
+                unconsumed = buf.unconsumed
+                outstanding = buf.outstanding
+            if pending >= ack_batch or (unconsumed - pending + outstanding) * 100 <= trigger:
+                pending = 0
+                session._flush_acks()
+            continue
+        if pending:
+            pending = 0
+            session._flush_acks()
+        session._listener_done(consumer, message, ok)
+        if not ok:
+            break
+    if pending:
+        session._flush_acks()
+    return handled

@@ -1,0 +1,10 @@
+# cython: language_level=3
+"""Typed interface of jmspy._cext.dispatch (the compiled twin of jmspy._pure.dispatch).
+
+Beside the module's .pyi, where Cython finds it by qualified name (setup.py passes the
+repository root as include path). After editing, touch cython_ext/dispatch.pyx.
+"""
+
+
+cpdef Py_ssize_t drain(object session, object connection, object consumer,
+                       Py_ssize_t ack_batch) except -1

@@ -1,0 +1,153 @@
+"""Listener dispatch through the whole stack: batching and coalesced AUTO acks must not
+change what an application or the broker can observe (jmspy/_pure/dispatch.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from jmspy import Queue, Session
+
+
+def fill(factory: Any, queue: Queue, texts: list[str]) -> None:
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(queue)
+        for text in texts:
+            producer.send(session.create_text_message(text))
+
+
+def test_listener_top_up_happens_exactly_at_the_500th_consumption(vm_factory: Any) -> None:
+    """Seed 004 through a listener: coalesced acks still ask for the batch at 500."""
+    queue = Queue("dispatch.seed")
+    fill(vm_factory, queue, [str(i) for i in range(3000)])
+    batches: list[int] = []
+    done = threading.Event()
+    with vm_factory.create_connection() as conn:
+        consumer = conn.create_session().create_consumer(queue)
+
+        def listener(_msg: object) -> None:
+            batches.append(consumer.flow_stats().batches_requested)
+            if len(batches) == 1200:
+                done.set()
+
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert done.wait(20.0)
+    # listener n (1-based) sees the grants made after n-1 consumptions
+    assert batches[0] == 1 and batches[499] == 1  # 499 consumed: no new batch
+    assert batches[500] == 2  # the 500th consumption asked for 500
+    assert batches[1000] == 3
+
+
+def test_a_failing_listener_redelivers_only_its_message(vm_factory: Any) -> None:
+    queue = Queue("dispatch.fail")
+    texts = [f"m{i}" for i in range(10)]
+    fill(vm_factory, queue, texts)
+    seen: list[tuple[str, bool]] = []
+    failed = False
+    done = threading.Event()
+
+    def listener(msg: Any) -> None:
+        nonlocal failed
+        seen.append((msg.text, msg.redelivered))
+        if msg.text == "m4" and not failed:
+            failed = True
+            raise ValueError("once")
+        if len(seen) == 11:
+            done.set()
+
+    with vm_factory.create_connection() as conn:
+        conn.set_exception_listener(lambda _e: None)
+        conn.create_session().create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        assert done.wait(5.0)
+        deadline = time.monotonic() + 2
+        while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stats = conn.destination_stats(queue)
+    expected = [(t, False) for t in texts[:5]] + [("m4", True)]
+    expected += [(t, False) for t in texts[5:]]
+    assert seen == expected
+    assert (stats["messageCount"], stats["dequeued"]) == (0, 10)
+
+
+def test_consumer_closed_from_another_thread_keeps_handled_messages_consumed(
+    vm_factory: Any,
+) -> None:
+    """Acks still queued when another thread closes the consumer are sent, not lost:
+    messages whose listener returned are never redelivered."""
+    queue = Queue("dispatch.close")
+    fill(vm_factory, queue, [f"m{i}" for i in range(20)])
+    entered = threading.Event()
+    release = threading.Event()
+    seen: list[str] = []
+
+    def listener(msg: Any) -> None:
+        seen.append(msg.text)
+        if msg.text == "m3":
+            entered.set()
+            release.wait(5.0)
+
+    with vm_factory.create_connection() as conn:
+        conn.set_exception_listener(lambda _e: None)
+        session = conn.create_session()
+        consumer = session.create_consumer(queue)
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert entered.wait(5.0)
+        consumer.close()
+        release.set()
+        again = session.create_consumer(queue)
+        first = again.receive(timeout=2.0)
+        assert first is not None
+        rest = [first.text]
+        while (m := again.receive(timeout=0.2)) is not None:
+            rest.append(m.text)
+    assert seen == ["m0", "m1", "m2", "m3"]
+    assert rest == [f"m{i}" for i in range(3, 20)]  # m0..m2 stay consumed
+
+
+def test_two_consumers_of_one_session_still_take_turns(vm_factory: Any) -> None:
+    a, b = Queue("dispatch.turn.a"), Queue("dispatch.turn.b")
+    fill(vm_factory, a, [f"a{i}" for i in range(5)])
+    fill(vm_factory, b, [f"b{i}" for i in range(5)])
+    order: list[str] = []
+    done = threading.Event()
+
+    def listener(msg: Any) -> None:
+        order.append(msg.text)
+        if len(order) == 10:
+            done.set()
+
+    with vm_factory.create_connection() as conn:
+        session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
+        session.create_consumer(a).set_message_listener(listener)
+        session.create_consumer(b).set_message_listener(listener)
+        conn.start()
+        assert done.wait(5.0)
+    assert order == [f"{q}{i}" for i in range(5) for q in "ab"]
+
+
+def test_everything_is_acknowledged_once_the_listener_is_idle(vm_factory: Any) -> None:
+    queue = Queue("dispatch.idle")
+    fill(vm_factory, queue, [str(i) for i in range(300)])
+    done = threading.Event()
+    count = 0
+
+    def listener(_msg: object) -> None:
+        nonlocal count
+        count += 1
+        if count == 300:
+            done.set()
+
+    with vm_factory.create_connection() as conn:
+        conn.create_session().create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        assert done.wait(5.0)
+        deadline = time.monotonic() + 2
+        while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stats = conn.destination_stats(queue)
+    assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 300)

@@ -1,0 +1,216 @@
+"""Differential test: the compiled and the pure listener-dispatch twins must agree.
+
+Both ``drain`` functions get the same scripted session: a fake session, connection and
+consumer implementing exactly :mod:`jmspy.dispatch_protocol`, a real prefetch buffer, and
+a listener that does one scripted thing per message (return, raise, recover, close the
+consumer or session, stop the connection, make another consumer ready, deliver more
+messages). Every call drain makes into the session is recorded; the traces, the return
+value and the buffer counters must be identical. The compiled drain is run over both
+buffer twins (it has a typed fast path for the compiled one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis.strategies as st
+from hypothesis import HealthCheck, given, settings
+
+import jmspy._cext.dispatch as cext
+import jmspy._cext.prefetch as cext_prefetch
+import jmspy._pure.dispatch as pure
+import jmspy._pure.prefetch as pure_prefetch
+from jmspy.dispatch_protocol import DrainFunction
+
+_c_check: DrainFunction = cext.drain
+_p_check: DrainFunction = pure.drain
+
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+ACTIONS = (
+    "ok", "ok", "ok", "ok", "raise", "recover", "defer", "closing", "stop", "ready",
+    "no_listener", "close_consumer", "push", "closed",
+)
+
+
+class Msg:
+    __slots__ = ("_acknowledger", "_delivery_tag", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._delivery_tag = 1000 + n
+        self._acknowledger: Any = None
+
+
+class Flow:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+
+class Conn:
+    def __init__(self, flow_enabled: bool) -> None:
+        self._started = True
+        self._flow = Flow(flow_enabled)
+
+
+class Consumer:
+    def __init__(self, buffer: Any) -> None:
+        self._lock = threading.Lock()
+        self._buffer = buffer
+        self._closed = False
+        self._listener: Any = None
+
+
+def _ack_marker(_message: Any) -> None:
+    """Stands in for the session's acknowledger (compared by identity)."""
+
+
+class Session:
+    """Records every call drain makes; acknowledgement bookkeeping as the real one does."""
+
+    def __init__(self, ack_mode: int, consumer: Consumer) -> None:
+        self.ack_mode = ack_mode
+        self._closing = False
+        self._closed = False
+        self._ready: deque[object] = deque()
+        self._deferred: list[object] = []
+        self._current: Any = None
+        self._recover_current = False
+        self._acknowledger = _ack_marker
+        self._ack_lock = threading.Lock()
+        self._dups_pending: list[tuple[Any, int]] = []
+        self.consumer = consumer
+        self.trace: list[tuple[Any, ...]] = []
+
+    def _delivered_to_app(self, consumer: Any, message: Msg) -> None:
+        self.trace.append(("app", message.n))
+        message._acknowledger = "set-by-session"
+
+    def _listener_done(self, consumer: Any, message: Msg, ok: bool) -> None:
+        self.trace.append(("done", message.n, ok))
+        if ok and self.ack_mode in (1, 100):
+            consumer._buffer.consumed(1)
+
+    def _listener_failed(self, listener: Any, message: Msg, exc: Exception) -> None:
+        self.trace.append(("failed", message.n, type(exc).__name__))
+
+    def _flush_acks(self) -> None:
+        items, self._dups_pending = self._dups_pending, []
+        self.trace.append(("flush", [tag for _, tag in items]))
+        if items:
+            self.consumer._buffer.consumed(len(items))
+
+
+@dataclass
+class Script:
+    ack_mode: int
+    limit: int
+    threshold: int
+    flow_enabled: bool
+    ack_batch: int
+    initial: int
+    actions: list[str]
+    on_message: bool
+
+
+scripts = st.builds(
+    Script,
+    ack_mode=st.sampled_from([1, 1, 1, 2, 3, 0, 4, 100]),
+    limit=st.one_of(st.integers(0, 12), st.sampled_from([1000, 40])),
+    threshold=st.sampled_from([0, 1, 50, 99, 100]),
+    flow_enabled=st.booleans(),
+    ack_batch=st.integers(1, 10),
+    initial=st.integers(0, 40),
+    actions=st.lists(st.sampled_from(ACTIONS), max_size=60),
+    on_message=st.booleans(),
+)
+
+
+def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
+    buf = prefetch.PrefetchBuffer(script.limit, script.threshold)
+    buf.initial_credit()
+    made = 0
+
+    def push(count: int) -> None:
+        nonlocal made
+        for _ in range(count):
+            made += 1
+            buf.push(Msg(made))
+
+    push(script.initial)
+    consumer = Consumer(buf)
+    session = Session(script.ack_mode, consumer)
+    conn = Conn(script.flow_enabled)
+    actions = iter(script.actions)
+
+    def handle(message: Msg) -> None:
+        session.trace.append(
+            ("listen", message.n, session._current is consumer, message._acknowledger)
+        )
+        action = next(actions, "ok")
+        if action == "raise":
+            raise ValueError("boom")
+        if action == "recover":
+            session._recover_current = True
+        elif action == "defer":
+            session._deferred.append(consumer)
+        elif action == "closing":
+            session._closing = True
+        elif action == "stop":
+            conn._started = False
+        elif action == "ready":
+            session._ready.append(object())
+        elif action == "no_listener":
+            consumer._listener = None
+        elif action == "close_consumer":
+            consumer._closed = True
+        elif action == "push":
+            push(3)
+        elif action == "closed":
+            session._closed = True
+
+    class Listener:
+        def on_message(self, message: Msg) -> None:
+            handle(message)
+
+    consumer._listener = Listener() if script.on_message else handle
+    handled = drain(session, conn, consumer, script.ack_batch)
+    return handled, session.trace, buf.stats(), session._dups_pending
+
+
+@SETTINGS
+@given(script=scripts)
+def test_twins_agree(script: Script) -> None:
+    expected = run(pure.drain, pure_prefetch, script)
+    assert run(cext.drain, cext_prefetch, script) == expected
+    assert run(cext.drain, pure_prefetch, script) == expected
+    assert run(pure.drain, cext_prefetch, script) == expected
+
+
+@SETTINGS
+@given(script=scripts)
+def test_every_ok_auto_message_is_acked_after_its_listener_and_once(script: Script) -> None:
+    """AUTO coalescing never acks a message before its listener ran, nor twice, and
+    leaves nothing queued when drain returns (unless the session was closed under it)."""
+    handled, trace, _, leftover = run(pure.drain, pure_prefetch, script)
+    listened: set[int] = set()
+    acked: list[int] = []
+    for event in trace:
+        if event[0] == "listen":
+            listened.add(event[1])
+        elif event[0] == "flush":
+            for tag in event[1]:
+                assert tag - 1000 in listened
+            acked.extend(event[1])
+    assert len(acked) == len(set(acked))
+    if not any(a == "closed" for a in script.actions):
+        assert leftover == []
+    assert handled == len(listened)
