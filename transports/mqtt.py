@@ -142,6 +142,7 @@ class MqttTransport(Inbound):
         self._connected = threading.Event()
         self._connack: tuple[Any, bool] | None = None
         self._opened = False
+        self._last_publish: Any = None
         self._suback_cond = threading.Condition()
         self._subacks: dict[int, list[Any]] = {}
 
@@ -280,6 +281,14 @@ class MqttTransport(Inbound):
         if client is None:
             return
         self._closing = True
+        last = self._last_publish
+        if last is not None:
+            # sync_send=false: paho may still hold queued PUBLISHes that a DISCONNECT
+            # would overtake; they leave (and are acknowledged) in order, so wait for the last.
+            try:
+                last.wait_for_publish(30.0)
+            except (RuntimeError, ValueError):
+                pass
         try:
             client.disconnect()
         finally:
@@ -444,7 +453,9 @@ class MqttTransport(Inbound):
                 f"publishing to {topic!r} on the {self._describe()} failed: "
                 f"{_paho.error_string(info.rc)}"
             )
-        if qos and self.sync_send:
+        if qos and not self.sync_send:
+            self._last_publish = info
+        elif qos:
             try:
                 info.wait_for_publish(30.0)
             except (RuntimeError, ValueError) as exc:
