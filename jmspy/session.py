@@ -38,7 +38,7 @@ from .errors import (
 )
 from .message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
 from .producer import MessageProducer
-from .transport import ConsumerSpec
+from .transport import Capability, ConsumerSpec
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -50,8 +50,10 @@ _tx_ids = itertools.count(1)
 _drain: DrainFunction = _speedups.load("dispatch").drain
 
 #: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
-#: them (see jmspy/_pure/dispatch.py for when they are sent earlier): the bound on the
-#: messages a crashed client could see redelivered, against one broker call per message.
+#: them (see jmspy/_pure/dispatch.py for when they are sent earlier). Only over in-process
+#: transports (Capability.IN_PROCESS), where the client cannot crash without the broker:
+#: over a network JMS AUTO allows at most the last message to be redelivered after a
+#: client crash, so there every message is acknowledged on its own.
 AUTO_ACK_BATCH = 128
 
 
@@ -90,6 +92,9 @@ class Session:
             transacted = True
         self._connection = connection
         self._transport = connection._transport
+        self._auto_ack_batch = (
+            AUTO_ACK_BATCH if Capability.IN_PROCESS in self._transport.capabilities else 1
+        )
         self.transacted = transacted
         self.ack_mode = ack_mode
         self._closed = False
@@ -532,7 +537,7 @@ class Session:
                 consumer._scheduled = False
                 self._draining = consumer
             try:
-                drain(self, conn, consumer, AUTO_ACK_BATCH)
+                drain(self, conn, consumer, self._auto_ack_batch)
             finally:
                 self._draining = None
             if self._deferred:

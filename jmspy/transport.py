@@ -53,6 +53,9 @@ class Capability:
     DELIVERY_DELAY = "delivery-delay"
     PRIORITY = "priority"
     STATS = "stats"
+    #: Acknowledgements cannot be lost apart from the broker (it runs in this process):
+    #: AUTO_ACKNOWLEDGE may group them without widening JMS's duplicate window.
+    IN_PROCESS = "in-process"
 
 
 @dataclass(frozen=True, slots=True)

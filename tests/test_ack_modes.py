@@ -159,3 +159,36 @@ def test_acknowledge_is_a_no_op_in_auto_mode(vm_factory):
         assert isinstance(msg, TextMessage)
         msg.acknowledge()
         assert conn.destination_stats(queue)["messageCount"] == 0
+
+
+def test_auto_ack_over_a_network_transport_acknowledges_each_message_before_the_next(
+    vm_broker,
+):
+    """Grouping AUTO acknowledgements is for in-process transports only: over a network
+    a client crash may redeliver at most the message being handled (JMS AUTO)."""
+    import threading
+
+    from jmspy import ConnectionFactory
+    from jmspy.transport import Capability, register_transport
+    from jmspy.transports.vm import VmTransport
+
+    class NetworkLikeVm(VmTransport):
+        capabilities = VmTransport.capabilities - {Capability.IN_PROCESS}
+
+    register_transport("vmnet", lambda url, props: NetworkLikeVm(url, props))
+    queue = Queue("auto.network")
+    seen: list[int] = []
+    done = threading.Event()
+
+    def listener(msg):
+        seen.append(vm_broker.stats("auto.network")["dequeued"])
+        if len(seen) == 6:
+            done.set()
+
+    with ConnectionFactory(f"vmnet://{vm_broker.name}").create_connection() as conn:
+        session = conn.create_session()
+        send_texts(session, queue, *"abcdef")
+        session.create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        assert done.wait(2.0)
+    assert seen == [0, 1, 2, 3, 4, 5]

@@ -302,6 +302,7 @@ class VmTransport:
             Capability.DELIVERY_DELAY,
             Capability.PRIORITY,
             Capability.STATS,
+            Capability.IN_PROCESS,
         }
     )
 
