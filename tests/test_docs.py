@@ -59,3 +59,18 @@ def test_sans_io_modules_import_no_network_or_thread_code():
             if bad:
                 offenders.append(f"{file.relative_to(ROOT)}: {sorted(bad)}")
     assert offenders == []
+
+
+def test_readme_broker_config_example_loads(tmp_path):
+    import re
+
+    from jmspy.broker_ref.config import load_config
+
+    readme = (ROOT / "README.md").read_text()
+    (example,) = re.findall(r"```toml\n(.*?)```", readme, re.S)
+    path = tmp_path / "broker.toml"
+    path.write_text(example)
+    config = load_config(path)
+    assert config.settings["ring.#"].default_ring_size == 3
+    assert config.settings["orders.#"].consumer_flow_limit == 100
+    assert config.security is not None and config.security.enabled
