@@ -87,6 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jmspy.cli_broker import add_commands
 
     add_commands(sub)
+    bench = sub.add_parser("bench", help="python -m benchmarks [args] (from a source checkout)",
+                           add_help=False, prefix_chars="+")  # pass every option through
+    bench.add_argument("bench_args", nargs="*")
+    bench.set_defaults(func=lambda a: __import__("subprocess").call(
+        [sys.executable, "-m", "benchmarks", *a.bench_args]))
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)

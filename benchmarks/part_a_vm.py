@@ -1,0 +1,128 @@
+"""(a) vm:// end to end, compiled twins vs pure twins (JMSPY_PUREPYTHON=1).
+
+Each run is a fresh worker process (the twin choice is made at import) measuring, like
+vm_throughput.py: the *listener path* (a pre-filled queue drained by a listener,
+AUTO_ACKNOWLEDGE) and *end to end* (a producer and a listener running at once, timed from
+the first send to the last receive). The end-to-end messages carry their send time in a
+property: p50/p99 latency is receive time minus that (under full load, so it includes the
+time spent queued behind the producer). Compiled and pure runs alternate.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from .common import BODY, Config, Progress, Row, Spec, latency_metrics, now, run_worker
+
+TARGET_RATIO = 3.0  # issue 5: compiled >= 3x pure
+TARGET_LISTENER = 500_000.0  # issue 5: >= 500k msgs/s on the vm:// listener path
+
+
+def vm_run(spec: Spec) -> dict[str, Any]:
+    from jmspy import ConnectionFactory, Session
+    from jmspy.transports import vm
+
+    messages = int(spec["count"])
+    name = f"bench-{os.getpid()}"
+    vm.start_broker(name)
+    done = threading.Event()
+    count = 0
+    latencies: list[float] = []
+
+    def drain(_msg: object) -> None:
+        nonlocal count
+        count += 1
+        if count == messages:
+            done.set()
+
+    def timed(msg: Any) -> None:
+        nonlocal count
+        latencies.append(now() - msg.get_property("ts"))
+        count += 1
+        if count == messages:
+            done.set()
+
+    with ConnectionFactory(f"vm://{name}").create_connection() as conn:
+        session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
+        queue = session.create_queue("bench")
+        producer = session.create_producer(queue)
+        for _ in range(messages):
+            producer.send(session.create_text_message(BODY))
+        consumer = session.create_consumer(queue)
+        t0 = time.perf_counter()
+        consumer.set_message_listener(drain)
+        conn.start()
+        done.wait()
+        listener = messages / (time.perf_counter() - t0)
+        consumer.close()
+        count = 0
+        done.clear()
+        consumer = session.create_consumer(queue)
+        consumer.set_message_listener(timed)
+        send_session = conn.create_session()
+        producer = send_session.create_producer(queue)
+        t0 = time.perf_counter()
+        for _ in range(messages):
+            producer.send(send_session.create_text_message(BODY, {"ts": now()}))
+        done.wait()
+        e2e = messages / (time.perf_counter() - t0)
+    vm.stop_broker(name)
+    return {"listener": listener, "rate": e2e, **latency_metrics(latencies)}
+
+
+def configs(quick: bool) -> list[Config]:
+    count = 5_000 if quick else 50_000
+
+    def make(pure: bool) -> Config:
+        mode = "pure" if pure else "compiled"
+        row = Row("a", f"a/{mode}", f"vm:// {mode} twins", f"{count:,} x 100 B, auto-ack",
+                  baseline="a/pure" if not pure else None,
+                  target=TARGET_RATIO if not pure else None, short="end to end")
+        spec = {"role": "vm", "count": count}
+        return Config(row, lambda _rnd: run_worker("part_a_vm", spec, pure=pure))
+
+    return [make(False), make(True)]
+
+
+def finish(rows: list[Row]) -> list[Row]:
+    """The listener-path figures as rows of their own (same runs, same pairing)."""
+    extra: list[Row] = []
+    by_key = {r.key: r for r in rows}
+    for row in rows:
+        lrow = Row("a", row.key + "/listener", row.name, row.config.replace(
+            "auto-ack", "listener path (pre-filled)"), unavailable=row.unavailable,
+            runs=[{"rate": r["listener"]} for r in row.runs], short="listener path")
+        if row.key == "a/compiled":
+            lrow.target = TARGET_RATIO
+            pure = by_key["a/pure"]
+            lrow.ratios = [c["listener"] / p["listener"]
+                           for c, p in zip(row.runs, pure.runs, strict=False)]
+            lrow.baseline = "a/pure/listener"
+            best = lrow.med("rate")
+            lrow.note = (f"{best / TARGET_LISTENER:.0%} of the 500k msgs/s target"
+                         if row.runs else "")
+        row.config = row.config.replace("auto-ack", "end to end, auto-ack")
+        extra.append(lrow)
+    return extra
+
+
+def run(quick: bool, runs: int, progress: Progress, peers: Any) -> list[Row]:
+    from .common import run_interleaved
+
+    rows = run_interleaved(configs(quick), runs, progress)
+    extra = finish(rows)
+    progress.rows.extend(extra)
+    return rows + extra
+
+
+def planned(quick: bool, runs: int) -> int:
+    return len(configs(quick)) * runs
+
+
+if __name__ == "__main__":
+    from .common import worker_main
+
+    worker_main({"vm": vm_run})

@@ -1,0 +1,97 @@
+"""(b) jmspy's STOMP client (stomp:// transport) -> ``jmspy broker`` against raw stomp.py
+-> ActiveMQ 5, RabbitMQ and CoilMQ, with client acknowledgement and windows 1000 and 1.
+
+Producer and consumer are separate processes (workers.py). jmspy consumes with
+INDIVIDUAL_ACKNOWLEDGE and ``imqConsumerFlowLimit`` = window, acknowledging each message;
+stomp.py subscribes ``ack:client-individual`` with ``activemq.prefetchSize`` /
+``prefetch-count`` = window and ACKs each message. CoilMQ only works with STOMP 1.1,
+``ack:client`` and a RECEIPT per SEND (PEERS.md), so it gets exactly that, once.
+
+Ratios: jmspy -> jmspy broker over raw -> ActiveMQ (target 2x); jmspy client over the raw
+client on the same broker (target 0.9x), per window.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from .common import Config, Progress, Row, Spec, run_interleaved, run_pair
+from .peers import Endpoint, Peers
+
+BROKER_LABEL = {"jmspy": "jmspy broker", "activemq": "ActiveMQ 5", "rabbitmq": "RabbitMQ",
+                "coilmq": "CoilMQ"}
+
+
+def stomp_specs(ep: Endpoint, client: str, ack: str, window: int, count: int
+                ) -> tuple[Spec, Spec]:
+    """(consumer, producer) worker specs for one run on a fresh queue."""
+    qname = f"bench.{uuid.uuid4().hex[:12]}"
+    base: Spec = {"host": ep.host, "port": ep.stomp_port, "count": count, "window": window,
+                  "timeout": 180}
+    if client == "jmspy":
+        base.update(url=f"stomp://{ep.host}:{ep.stomp_port}?heartbeat=0", dest=qname)
+        mode = {"auto": "AUTO_ACKNOWLEDGE", "client": "CLIENT_ACKNOWLEDGE"}.get(
+            ack, "INDIVIDUAL_ACKNOWLEDGE")
+        return ({**base, "role": "jmspy-consumer", "ack_mode": mode},
+                {**base, "role": "jmspy-producer"})
+    base["dest"] = f"/queue/{qname}"
+    if ep.name == "rabbitmq":
+        base["vhost"] = "/"
+    if ep.name == "coilmq":
+        base.update(version="1.1", receipts=True)
+        ack = "client" if ack != "auto" else ack
+    return ({**base, "role": "stomp-consumer", "ack": ack}, {**base, "role": "stomp-producer"})
+
+
+def pair_runner(peers: Peers, broker: str, client: str, ack: str, window: int, count: int
+                ) -> Any:
+    def run(_rnd: int) -> dict[str, Any]:
+        ep = peers.get(broker)
+        if isinstance(ep, str):
+            return {"error": ep}
+        consumer, producer = stomp_specs(ep, client, ack, window, count)
+        return run_pair("workers", consumer, producer)
+
+    return run
+
+
+def configs(quick: bool, peers: Peers) -> list[Config]:
+    out: list[Config] = []
+    for window in (1000, 1):
+        count = (2_000 if quick else 20_000) if window > 1 else (500 if quick else 3_000)
+        cfg = f"client-individual, window {window}, {count:,} msgs"
+
+        def add(client: str, broker: str, *, baseline: str | None = None,
+                target: float | None = None, also: list[tuple[str, str]] | None = None,
+                config: str = cfg, window: int = window, count: int = count) -> None:
+            name = f"{'jmspy' if client == 'jmspy' else 'stomp.py'} -> {BROKER_LABEL[broker]}"
+            row = Row("b", f"b/{client}/{broker}/{window}", name, config, baseline=baseline,
+                      target=target, also=also or [],
+                      short="receipt/SEND" if broker == "coilmq" else f"window {window}")
+            out.append(Config(row, pair_runner(peers, broker, client, "client-individual",
+                                               window, count)))
+
+        w = window
+        add("jmspy", "jmspy", baseline=f"b/raw/activemq/{w}", target=2.0,
+            also=[(f"b/raw/jmspy/{w}", "raw stomp.py on jmspy broker (target 0.9x)")])
+        add("raw", "jmspy")
+        add("jmspy", "activemq", baseline=f"b/raw/activemq/{w}", target=0.9)
+        add("raw", "activemq")
+        add("jmspy", "rabbitmq", baseline=f"b/raw/rabbitmq/{w}", target=0.9)
+        add("raw", "rabbitmq")
+        if window > 1:
+            coil = count // 2  # one message in flight at a time: slow
+            add("raw", "coilmq", count=coil,
+                config=f"STOMP 1.1, ack:client, receipt per SEND, {coil:,} msgs")
+    by_key = {c.row.key: c.row for c in out}
+    by_key["b/jmspy/jmspy/1000"].also.append(("b/raw/coilmq/1000", "raw stomp.py -> CoilMQ"))
+    return out
+
+
+def run(quick: bool, runs: int, progress: Progress, peers: Peers) -> list[Row]:
+    return run_interleaved(configs(quick, peers), runs, progress)
+
+
+def planned(quick: bool, runs: int) -> int:
+    return len(configs(quick, Peers())) * runs

@@ -1,0 +1,126 @@
+"""Broker processes for the benchmarks, started on demand and stopped at the end.
+
+ActiveMQ 5, RabbitMQ and Mosquitto come from tests/interop/brokers.py (imported by file
+path, so the start-up recipes live in one place; see ../shared/PEERS.md). The bundled
+``jmspy broker`` and CoilMQ (PyPI; installed with pip on first use if missing) are started
+here the same way: own process group, free loopback port, stopped by PID.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .common import neutral_dir, worker_env
+
+_BROKERS_PY = Path(__file__).resolve().parent.parent / "tests" / "interop" / "brokers.py"
+
+
+def _interop() -> ModuleType:
+    """tests/interop/brokers.py as a module (it only needs the standard library)."""
+    name = "jmspy_interop_brokers"
+    if name in sys.modules:
+        return sys.modules[name]
+    if not _BROKERS_PY.exists():
+        raise RuntimeError(f"{_BROKERS_PY} not found (run from a source checkout)")
+    spec = importlib.util.spec_from_file_location(name, _BROKERS_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Endpoint:
+    """Where a running broker listens."""
+
+    name: str
+    host: str
+    stomp_port: int | None
+    mqtt_port: int | None
+
+
+def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Any:
+    """Start ``cmd`` listening on one STOMP port (appended by the caller via ``{port}``)."""
+    brokers = _interop()
+    work = Path(tempfile.mkdtemp(prefix=f"jmspy-bench-{name}-"))
+    port = brokers.free_port()
+    log = work / f"{name}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([c.format(port=port) for c in cmd], stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, cwd=neutral_dir(), start_new_session=True)
+    broker = brokers.BrokerProcess(name, brokers.HOST, port, None, proc, work, log)
+    broker.wait_ready([port], 30)
+    return broker
+
+
+def start_jmspy() -> Any:
+    """``python -m jmspy broker`` (compiled twins) on a free port."""
+    return _spawn_local("jmspy", [sys.executable, "-m", "jmspy", "broker", "--host",
+                                  "127.0.0.1", "--port", "{port}"], env=worker_env())
+
+
+def ensure_coilmq(log: Callable[[str], None]) -> str:
+    """Path of the ``coilmq`` script, installing CoilMQ from PyPI first if missing."""
+    script = shutil.which("coilmq") or str(Path(sys.executable).parent / "coilmq")
+    if importlib.util.find_spec("coilmq") is None or not Path(script).exists():
+        log("CoilMQ is not installed: running `pip install coilmq` (benchmark-only peer)")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "coilmq"], check=True,
+                       capture_output=True)
+        script = shutil.which("coilmq") or str(Path(sys.executable).parent / "coilmq")
+    return script
+
+
+def start_coilmq(log: Callable[[str], None]) -> Any:
+    return _spawn_local("coilmq", [ensure_coilmq(log), "-b", "127.0.0.1", "-p", "{port}"])
+
+
+class Peers:
+    """Starts each broker once on first use; remembers a failure and its reason."""
+
+    def __init__(self, log: Callable[[str], None] = print) -> None:
+        self.log = log
+        self._started: dict[str, Any] = {}
+
+    def _starter(self, name: str) -> Callable[[], Any]:
+        if name == "jmspy":
+            return start_jmspy
+        if name == "coilmq":
+            return lambda: start_coilmq(self.log)
+        return getattr(_interop(), f"start_{name}")  # type: ignore[no-any-return]
+
+    def get(self, name: str) -> Endpoint | str:
+        """The broker's endpoint, or the reason it is not available."""
+        if name not in self._started:
+            self.log(f"starting {name} ...")
+            try:
+                self._started[name] = self._starter(name)()
+            except Exception as exc:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self._started[name] = f"{name} could not start: {reason}"
+        got = self._started[name]
+        if isinstance(got, str):
+            return got
+        return Endpoint(name, got.host, got.stomp_port, got.mqtt_port)
+
+    def stop_all(self) -> None:
+        for got in self._started.values():
+            if not isinstance(got, str):
+                got.stop()
+        self._started.clear()
+
+    def __enter__(self) -> Peers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
