@@ -32,6 +32,7 @@ heart-beat thread keeps sending in any case.
 from __future__ import annotations
 
 import itertools
+import socket
 import threading
 import uuid
 from collections import OrderedDict, deque
@@ -95,6 +96,22 @@ class _Receiver:
 
     def on_disconnected(self) -> None:
         self.t._on_disconnected()
+
+
+def _no_delay(conn: Any) -> None:
+    """Turn off Nagle's algorithm on stomp.py's socket (it leaves it on).
+
+    ACK and SEND frames are small; with Nagle on, an ACK written while an earlier frame
+    is unacknowledged waits for the broker's delayed TCP ACK (~40 ms on Linux), so every
+    flow-control batch stalled for 40 ms (measured: 134 msgs/s at limit 5 instead of
+    thousands).
+    """
+    sock = getattr(getattr(conn, "transport", None), "socket", None)
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass  # not a TCP socket (or already closed): nothing to tune
 
 
 class StompTransport:
@@ -202,6 +219,7 @@ class StompTransport:
                 "check that the broker is running, that it has a STOMP listener on that "
                 "host and port, and that no firewall is in the way"
             ) from exc
+        _no_delay(conn)
         self._conn = conn
         return True
 
