@@ -284,6 +284,43 @@ class Message:
         )
 
 
+def selector_getter(message: Message) -> Callable[[str], object]:
+    """The identifier lookup a selector needs, over a client-side Message.
+
+    For transports whose broker cannot filter (MQTT, STOMP to RabbitMQ): header names
+    resolve to the headers (JMSDeliveryMode as 'PERSISTENT'/'NON_PERSISTENT', as the JMS
+    specification compares it), everything else to the properties.
+    """
+
+    def get(name: str) -> object:
+        if name.startswith("JMS"):
+            attr = Message._JMS_ALIASES.get(name)
+            if attr is not None:
+                value = getattr(message, attr)
+                if name == "JMSDeliveryMode":
+                    return "PERSISTENT" if value == DeliveryMode.PERSISTENT else "NON_PERSISTENT"
+                return value
+        return message._properties.get(name)
+
+    return get
+
+
+def finish_received(message: Message, properties: dict[str, PropertyValue]) -> Message:
+    """Complete a message a transport built for delivery: first delivery, read-only.
+
+    Transports build received messages with ``__new__`` (no validation: the values came
+    from a broker); this sets the fields every one of them shares.
+    """
+    message.redelivered = False
+    message.delivery_count = 1
+    message._properties = properties
+    message._props_read_only = True
+    message._body_read_only = True
+    message._acknowledger = None
+    message._delivery_tag = -1
+    return message
+
+
 class TextMessage(Message):
     """A message whose body is a str."""
 

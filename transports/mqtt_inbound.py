@@ -18,7 +18,7 @@ from typing import Any
 
 from jmspy import errors
 from jmspy.destinations import Destination, Topic
-from jmspy.message import Message
+from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, TransportListener
 
 from .mqtt_mapping import from_publish, jms_name, strip_share
@@ -200,7 +200,8 @@ class Inbound:
         self, consumer: _Consumer, rec: _Publish | None, message: Message, count: int
     ) -> None:
         # Lock held: one copy of a PUBLISH for one consumer (selector applied here).
-        if consumer.selector is not None and not consumer.selector.matches(_getter(message)):
+        selector = consumer.selector
+        if selector is not None and not selector.matches(selector_getter(message)):
             consumer.selector_dropped += 1
             return
         tag = next(self._tags)
@@ -305,17 +306,3 @@ class Inbound:
                 consumer = self._consumers[consumer_id]
                 consumer.stash.extendleft(reversed(items))
                 self._release(consumer)
-
-
-def _getter(message: Message) -> Any:
-    def get(name: str) -> object:
-        if name.startswith("JMS"):
-            attr = Message._JMS_ALIASES.get(name)
-            if attr is not None:
-                value = getattr(message, attr)
-                if name == "JMSDeliveryMode":
-                    return "PERSISTENT" if value == 2 else "NON_PERSISTENT"
-                return value
-        return message._properties.get(name)
-
-    return get

@@ -30,7 +30,14 @@ from typing import Any, Final
 
 from jmspy.destinations import Destination, Queue, Topic
 from jmspy.errors import InvalidDestinationException
-from jmspy.message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
+from jmspy.message import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    PropertyValue,
+    TextMessage,
+    finish_received,
+)
 
 __all__ = [
     "SHARE_GROUP",
@@ -280,13 +287,6 @@ def from_publish(
     msg.delivery_mode = 2 if qos > 0 else 1
     msg.expiration = _int(user.get("jmspy-exp"))
     msg.priority = 4
-    msg.redelivered = False
     msg.jms_type = user.get("jmspy-type")
     msg.delivery_time = msg.timestamp
-    msg.delivery_count = 1
-    msg._properties = props
-    msg._props_read_only = True
-    msg._body_read_only = True
-    msg._acknowledger = None
-    msg._delivery_tag = -1
-    return msg
+    return finish_received(msg, props)

@@ -43,7 +43,7 @@ from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
-from jmspy.message import Message
+from jmspy.message import Message, selector_getter
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
@@ -390,7 +390,7 @@ class StompTransport:
             self._tag_owner[tag] = sub
             sub.in_flight_max = max(sub.in_flight_max, len(sub.unacked))
             if sub.client_selector is not None and not sub.client_selector.matches(
-                _getter(message)
+                selector_getter(message)
             ):
                 sub.selector_dropped += 1
                 self._send_ack(sub, tag, None)
@@ -627,20 +627,6 @@ class StompTransport:
                 "in_flight_max": sub.in_flight_max,
                 "selector_dropped": sub.selector_dropped,
             }
-
-
-def _getter(message: Message) -> Any:
-    def get(name: str) -> object:
-        if name.startswith("JMS"):
-            attr = Message._JMS_ALIASES.get(name)
-            if attr is not None:
-                value = getattr(message, attr)
-                if name == "JMSDeliveryMode":
-                    return "PERSISTENT" if value == 2 else "NON_PERSISTENT"
-                return value
-        return message._properties.get(name)
-
-    return get
 
 
 def _capabilities(p: BrokerProfile) -> frozenset[str]:

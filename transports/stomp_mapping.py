@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
-from jmspy.message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
+from jmspy.message import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    PropertyValue,
+    TextMessage,
+    finish_received,
+)
 
 __all__ = [
     "BrokerProfile",
@@ -255,16 +262,9 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     msg.delivery_mode = 2 if headers.get("persistent", "").lower() == "true" else 1
     msg.expiration = _int(headers.get("expires"))
     msg.priority = _int(headers.get("priority"), 4)
-    msg.redelivered = False
     msg.jms_type = headers.get("type")
     msg.delivery_time = msg.timestamp
-    msg.delivery_count = 1
-    msg._properties = props
-    msg._props_read_only = True
-    msg._body_read_only = True
-    msg._acknowledger = None
-    msg._delivery_tag = -1
-    return msg
+    return finish_received(msg, props)
 
 
 def _int(text: str | None, default: int = 0) -> int:
