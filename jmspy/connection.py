@@ -109,6 +109,10 @@ class Connection:
             bool(properties["imqConnectionFlowLimitEnabled"]),
             int(properties["imqConnectionFlowLimit"]),
         )
+        # Delivery tags up to _dead_tag_floor belong to a connection that dropped: the
+        # broker redelivers those messages, so acknowledging them is a no-op.
+        self._last_tag = 0
+        self._dead_tag_floor = 0
         self.client_id: str | None = properties["clientID"]
         transport.open(self, client_id=self.client_id, user=user, password=password)
 
@@ -254,6 +258,8 @@ class Connection:
         consumer = self._consumers.get(consumer_id)
         if consumer is None:
             return  # closed meanwhile; the broker redelivers what it never got acked
+        if delivery_tag > self._last_tag:
+            self._last_tag = delivery_tag
         message._delivery_tag = delivery_tag
         message.delivery_count = delivery_count
         message.redelivered = delivery_count > 1
@@ -261,6 +267,50 @@ class Connection:
 
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)
+
+    def on_connection_interrupted(self, error: JMSException) -> None:
+        """Forget every delivery of the dropped connection, then tell the user.
+
+        Prefetched and taken-but-unacknowledged messages are dropped rather than kept:
+        their delivery tags died with the connection and the broker redelivers them
+        (marked redelivered), so keeping them would hand the application duplicates it
+        could not even acknowledge. Flow counters restart from zero so that the resumed
+        connection grants a whole window again. Idempotent (a transport that gives up
+        after reconnecting for a while calls this again with CONNECTION_LOST).
+        """
+        self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
+        for session in list(self._sessions):
+            session._connection_interrupted()
+        self._report(error)
+
+    def on_connection_resumed(self) -> None:
+        """Re-grant each consumer's window (the transport has re-subscribed them)."""
+        for session in list(self._sessions):
+            try:
+                session._connection_resumed()
+            except JMSException as exc:
+                self._report(exc)
+        for consumer in list(self._consumers.values()):
+            try:
+                if consumer._buffer.limit > 0:
+                    self._flow.top_up(consumer)
+                elif consumer._listener is not None:
+                    consumer._pull_one()
+            except JMSException as exc:
+                self._report(exc)
+        where = getattr(self._transport, "where", self._transport.scheme)
+        self._report(
+            JMSException(
+                f"reconnected to {where}; subscriptions were re-created and "
+                "unacknowledged messages will be redelivered",
+                error_code="CONNECTION_RESUMED",
+            )
+        )
+
+    def _dead(self, delivery_tag: int) -> bool:
+        """Whether a delivery came over a connection that has since dropped."""
+        floor = self._dead_tag_floor
+        return floor > 0 and delivery_tag <= floor
 
     # user callbacks off the I/O thread --------------------------------------------------
     def _get_notifier(self) -> _Notifier:

@@ -262,6 +262,16 @@ class MessageConsumer:
         if self._buffer.limit == 0 and self._listener is not None:
             self._pull_one()
 
+    def _interrupted(self) -> None:
+        """The connection dropped: every buffered and taken-but-unconsumed message is
+        dead (the broker redelivers them) and no credit is outstanding any more."""
+        with self._lock:
+            buf = self._buffer
+            buf.drain()
+            buf.forget(buf.unconsumed)
+            buf.revoked(buf.outstanding)
+            self._cond.notify_all()
+
     def _returned(self, taken: int) -> list[Message]:
         """Recover/rollback: hand back ``taken`` app-held messages and the whole buffer.
 

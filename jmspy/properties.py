@@ -127,6 +127,26 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             minimum=1, maximum=100_000,
         ),
         PropertySpec(
+            "imqReconnectEnabled", bool, False,
+            "Reconnect (stomp://, mqtt://) when the connection to the broker drops: "
+            "subscriptions are re-created, prefetched and unacknowledged messages are "
+            "dropped (the broker redelivers them, marked redelivered) and the exception "
+            "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED. Off: "
+            "CONNECTION_LOST and later calls fail.",
+        ),
+        PropertySpec(
+            "imqReconnectAttempts", int, 6,
+            "Reconnect attempts before giving up (CONNECTION_LOST); -1 = forever.",
+            minimum=-1, maximum=1_000_000,
+        ),
+        PropertySpec(
+            "imqReconnectInterval", int, 3000,
+            "Milliseconds before the first reconnect attempt; the wait doubles after each "
+            "failed attempt up to 30 s (with +-20% jitter). Sends block for the whole "
+            "reconnect window, then fail naming host:port.",
+            minimum=1, maximum=3_600_000,
+        ),
+        PropertySpec(
             "closeTimeout", int, 30,
             "Seconds close() waits for running listeners to finish before giving up.",
             minimum=0, maximum=86_400,

@@ -121,6 +121,7 @@ class Session:
         self._current: MessageConsumer | None = None
         self._deferred: list[MessageConsumer | None] = []  # None = close the session
         self._tx: str | None = None
+        self._tx_lost = False  # the connection dropped during the open transaction
         if transacted:
             self._tx = self._new_tx()
 
@@ -284,6 +285,9 @@ class Session:
         self._connection._drain_async_sends(self)
         with self._ack_lock:
             items, self._unacked = self._unacked, []
+            lost, self._tx_lost = self._tx_lost, False
+        if lost:
+            self._lost_transaction()
         try:
             if items:
                 self._transport.ack([tag for _, tag in items], self._tx)
@@ -308,8 +312,44 @@ class Session:
         self._connection._drain_async_sends(self)
         with self._ack_lock:
             items, self._unacked = self._unacked, []
+            self._tx_lost = False
         self._return_to_broker(items, rollback_tx=True)
         self._tx = self._new_tx()
+
+    def _lost_transaction(self) -> None:
+        """commit() after the connection dropped: the broker discarded the transaction
+        (and will redeliver what it delivered), so the commit must fail, not half-happen."""
+        try:
+            if self._tx is not None:
+                self._transport.rollback(self._tx)  # what was sent since the reconnect
+        except JMSException:
+            pass
+        try:
+            self._tx = self._new_tx()
+        except JMSException:
+            self._tx_lost = True  # still down: the next commit fails the same way
+        raise TransactionRolledBackException(
+            "the connection to the broker was interrupted during this transaction, so the "
+            "broker rolled it back: messages sent in it were discarded and messages "
+            "received in it will be redelivered"
+        )
+
+    def _connection_interrupted(self) -> None:
+        """Drop the ack bookkeeping of the dropped connection (see Connection)."""
+        with self._ack_lock:
+            self._unacked = []
+            self._individual = {}
+            self._dups_pending = []
+            if self.transacted:
+                self._tx_lost = True
+        for consumer in list(self._consumers.values()):
+            consumer._interrupted()
+
+    def _connection_resumed(self) -> None:
+        """A transacted session needs a transaction on the new connection; commit()
+        still fails (``_tx_lost``) because the old one is gone."""
+        if self.transacted and not self._closed and not self._closing:
+            self._tx = self._new_tx()
 
     def recover(self) -> None:
         """Stop and restart delivery from the oldest unacknowledged message."""
@@ -355,13 +395,16 @@ class Session:
         tag = message._delivery_tag
         with self._ack_lock:
             consumer = self._individual.pop(tag, None)
-        if consumer is not None:
+        if consumer is not None and not self._connection._dead(tag):
             self._transport.ack([tag])
             consumer._consumed(1)
 
     def _count_consumed(self, items: list[tuple[MessageConsumer, int]]) -> None:
         counts: dict[MessageConsumer, int] = {}
-        for consumer, _ in items:
+        dead = self._connection._dead
+        for consumer, tag in items:
+            if dead(tag):
+                continue  # forgotten when the connection dropped
             counts[consumer] = counts.get(consumer, 0) + 1
         for consumer, n in counts.items():
             consumer._consumed(n)
@@ -412,6 +455,10 @@ class Session:
 
     # -- per-message hooks (called on the thread that hands the message to the app) ----
     def _delivered_to_app(self, consumer: MessageConsumer, message: Message) -> None:
+        if self._connection._dead(message._delivery_tag):
+            # taken just as the connection dropped: already forgotten, nothing to ack
+            message._acknowledger = _no_op_ack
+            return
         message._acknowledger = self._acknowledger
         mode = self.ack_mode
         if mode == Session.CLIENT_ACKNOWLEDGE or mode == Session.SESSION_TRANSACTED:
@@ -424,6 +471,8 @@ class Session:
             consumer._consumed(1)
 
     def _processing_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        if self._connection._dead(message._delivery_tag):
+            return  # its connection dropped: the broker redelivers it
         mode = self.ack_mode
         if mode == Session.AUTO_ACKNOWLEDGE:
             if ok:

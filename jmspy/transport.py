@@ -90,7 +90,25 @@ class TransportListener(Protocol):
         """A message arrived for a consumer. ``message`` is read-only and ours to keep."""
 
     def on_transport_error(self, error: JMSException) -> None:
-        """The connection failed or the broker reported an asynchronous error."""
+        """The broker reported an asynchronous error (the connection is still up)."""
+
+    def on_connection_interrupted(self, error: JMSException) -> None:
+        """The connection to the broker dropped (``error.error_code`` is
+        "CONNECTION_INTERRUPTED" while the transport reconnects, "CONNECTION_LOST" when it
+        will not, or gave up; it may be called twice: first one, then the other).
+
+        Every delivery tag handed out so far is dead from here on: the broker redelivers
+        those messages (marked redelivered) and ``ack``/``cancel`` of them must be a no-op.
+        Delivery tags must therefore keep increasing across a reconnect: the core treats
+        every tag up to the last one it was given before this call as dead. Outstanding
+        credit is gone too; the transport forgets its own.
+        """
+
+    def on_connection_resumed(self) -> None:
+        """The transport reconnected and re-created every open consumer's subscription
+        (from its ConsumerSpec). Called from the transport's reconnect thread, with no
+        transport lock held: the core re-grants credit (``grant_credit``) from here.
+        """
 
 
 class Transport(Protocol):
@@ -121,7 +139,10 @@ class Transport(Protocol):
         """Take back unused credit (a pull that timed out); returns how many came back."""
 
     def send(self, message: Message, tx: str | None = None) -> None:
-        """Send a message whose headers (destination, id, timestamp...) are all set."""
+        """Send a message whose headers (destination, id, timestamp...) are all set.
+
+        During a reconnect this blocks until the transport is back (then sends) or gives
+        up (then raises a JMSException naming host:port)."""
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None: ...
 

@@ -25,6 +25,14 @@ nothing on the wire, it releases deliveries from a per-consumer stash into the c
 so the core's counters stay true. On 3.1.1 (and for QoS 0) nothing bounds the broker:
 the stash grows with what it pushes.
 
+Failover (``imqReconnectEnabled``). paho's own reconnect is off: when the connection
+drops, every delivery tag dies (the core is told through ``on_connection_interrupted``;
+with a client id the broker redelivers unacknowledged QoS 1 messages, DUP flag set), and
+a ``jmspy-mqtt-reconnect`` thread (never paho's network thread) connects a new client
+with the policy's backoff, re-subscribes every subscription (the broker may have lost the
+session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``.
+Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
+
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
 so a slow listener does not stop PINGREQs (keepalive) or acks.
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +51,7 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
+from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
@@ -145,6 +155,10 @@ class MqttTransport(Inbound):
         self._last_publish: Any = None
         self._suback_cond = threading.Condition()
         self._subacks: dict[int, list[Any]] = {}
+        self.reconnect = ReconnectPolicy.from_properties(properties)
+        self._credentials: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._settled = threading.Event()  # connected, or given up: waiting calls wake
+        self._lost: str | None = None
 
     # -- connection -----------------------------------------------------------------------
     def open(
@@ -156,6 +170,7 @@ class MqttTransport(Inbound):
         password: str | None,
     ) -> None:
         self._listener = listener
+        self._credentials = (client_id, user, password)
         self.persistent_session = client_id is not None
         versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
         for version in versions[self.requested_version]:
@@ -172,6 +187,7 @@ class MqttTransport(Inbound):
         if self.persistent_session:
             caps.add(Capability.DURABLE_SUBSCRIPTIONS)
         self.capabilities = frozenset(caps)
+        self._settled.set()
 
     def _try_connect(
         self, version: str, client_id: str | None, user: str | None, password: str | None
@@ -258,29 +274,112 @@ class MqttTransport(Inbound):
     def _on_disconnect(
         self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any
     ) -> None:
+        if client is not self._client:
+            return  # a client we already replaced
         if not self._opened:
             if self._connack is None:  # closed before CONNACK (a v5 CONNECT to a 3.1.1 broker)
                 self._connack = (None, False)
             self._connected.set()
             return
-        if not self._closing and self._listener is not None:
-            kept = (
-                "the broker redelivers unacknowledged messages when this client id reconnects"
-                if self.persistent_session
-                else "the clean session and its unacknowledged messages are gone"
-            )
-            self._listener.on_transport_error(
+        if self._closing:
+            return
+        with self._lock:
+            self._settled.clear()
+            self._opened = False
+            self._drop_deliveries()
+        kept = (
+            "the broker redelivers unacknowledged messages when this client id reconnects"
+            if self.persistent_session
+            else "the clean session and its unacknowledged messages are gone"
+        )
+        if not self.reconnect.enabled:
+            self._give_up(f"{reason}; {kept}; reconnecting is off (imqReconnectEnabled=False)")
+            return
+        if self._listener is not None:
+            self._listener.on_connection_interrupted(
                 errors.JMSException(
-                    f"lost the MQTT connection to {self.where} ({reason}); {kept}. Create a new "
-                    "connection once the broker is back"
+                    f"lost the MQTT connection to {self.where} ({reason}); reconnecting ({kept})",
+                    error_code="CONNECTION_INTERRUPTED",
                 )
             )
+        threading.Thread(
+            target=self._reconnect_loop, args=(client,),
+            name=f"jmspy-mqtt-reconnect-{self.port}", daemon=True,
+        ).start()
+
+    def _drop_deliveries(self) -> None:
+        # Lock held. Every tag and PUBACK owed on the dropped connection is dead.
+        for consumer in self._consumers.values():
+            consumer.stash.clear()
+            consumer.held.clear()
+            consumer.credit = 0
+        self._tag_owner.clear()
+        self._inbound.clear()
+        self._orphans.clear()
+        self._in_flight = 0
+
+    def _give_up(self, why: str) -> None:
+        self._lost = (
+            f"lost the MQTT connection to {self.where} ({why}). Create a new connection "
+            "once the broker is back"
+        )
+        self._client = None
+        self._settled.set()
+        if self._listener is not None and not self._closing:
+            self._listener.on_connection_interrupted(
+                errors.JMSException(self._lost, error_code="CONNECTION_LOST")
+            )
+
+    def _reconnect_loop(self, old: Any) -> None:
+        """Its own thread: back off, connect a new client, re-subscribe, tell the core."""
+        try:
+            old.loop_stop()  # paho's thread ends by itself (reconnect_on_failure=False)
+        except Exception:
+            pass
+        client_id, user, password = self._credentials
+        attempts = 0
+        last = "no attempt made"
+        for delay in self.reconnect.delays():
+            time.sleep(delay)
+            if self._closing:
+                return
+            attempts += 1
+            try:
+                if not self._try_connect(self.version, client_id, user, password):
+                    last = "the broker refused the protocol version"
+                    continue
+                with self._lock:
+                    subs = list(self._subs.values())
+                for sub in subs:
+                    no_local = any(c.spec.no_local for c in sub.consumers)
+                    self._subscribe(sub, no_local, wait=False)
+            except errors.JMSSecurityException as exc:
+                last = str(exc)
+                break
+            except errors.JMSException as exc:
+                last = str(exc)
+                client = self._client
+                self._opened = False
+                if client is not None:
+                    self._drop_client(client)
+                continue
+            if self._closing:  # closed while we reconnected: do not leak the new client
+                client = self._client
+                if client is not None:
+                    self._drop_client(client)
+                return
+            self._settled.set()
+            if self._listener is not None:
+                self._listener.on_connection_resumed()
+            return
+        self._give_up(f"gave up after {attempts} reconnect attempts: {last}")
 
     def close(self) -> None:
+        self._closing = True
+        self._settled.set()  # release calls waiting for a reconnect
         client = self._client
         if client is None:
             return
-        self._closing = True
         last = self._last_publish
         if last is not None:
             # sync_send=false: paho may still hold queued PUBLISHes that a DISCONNECT
@@ -295,9 +394,14 @@ class MqttTransport(Inbound):
             client.loop_stop()
             self._client = None
 
-    def _c(self) -> Any:
+    def _c(self, wait: bool = True) -> Any:
+        """The live paho client; during a reconnect, wait for its outcome first."""
+        if wait and not self._closing:
+            self._settled.wait()
         client = self._client
-        if client is None:
+        if client is None or (not self._opened and wait):
+            if self._lost and not self._closing:
+                raise errors.JMSException(self._lost, error_code="CONNECTION_LOST")
             raise errors.IllegalStateException(f"the MQTT connection to {self.where} is closed")
         return client
 
@@ -359,8 +463,8 @@ class MqttTransport(Inbound):
             self._adopt_orphans()
         return RemoteConsumer(destination_flow_limit=None)
 
-    def _subscribe(self, sub: _Subscription, no_local: bool) -> None:
-        client = self._c()
+    def _subscribe(self, sub: _Subscription, no_local: bool, wait: bool = True) -> None:
+        client = self._c(wait)
         if self.version == "5":
             props = _props(_PacketTypes.SUBSCRIBE)
             props.SubscriptionIdentifier = sub.sub_id

@@ -23,6 +23,15 @@ Flow control. jmspy's core runs the Open MQ window itself and calls
 The stash is also how :meth:`revoke_credit` works on prefetch brokers (they cannot take
 credit back): the credit returns to the core and whatever the broker still sends waits.
 
+Failover (``imqReconnectEnabled``): when stomp.py reports the socket closed (the broker
+went away, or missed heart-beats), every delivery tag dies, the core is told
+(``on_connection_interrupted``) and a ``jmspy-stomp-reconnect`` thread (never stomp.py's
+receiver thread) reconnects with the policy's backoff, re-SUBSCRIBEs every consumer with
+its old subscription id and headers, then calls ``on_connection_resumed``. Sends and
+other calls made meanwhile wait for the outcome: they go out on the new connection, or
+fail naming host:port once the attempts are exhausted. Reconnect off: one
+CONNECTION_LOST, and later calls fail at once.
+
 Threading: stomp.py calls :class:`_Receiver` on its receiver thread. It converts the frame
 and hands it to ``TransportListener.on_delivery``, which only buffers; user code never
 runs there, so a slow ``on_message`` does not stop the receiver thread, and stomp.py's
@@ -34,6 +43,7 @@ from __future__ import annotations
 import itertools
 import socket
 import threading
+import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Mapping
@@ -44,6 +54,7 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message, selector_getter
+from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
@@ -81,6 +92,7 @@ class _Receiver:
 
     def __init__(self, transport: StompTransport) -> None:
         self.t = transport
+        self.conn: Any = None  # the stomp.py connection this receiver belongs to
 
     def on_connected(self, frame: Any) -> None:
         self.t._connected_headers = dict(frame.headers)
@@ -95,7 +107,8 @@ class _Receiver:
         self.t._on_receipt(frame.headers.get("receipt-id", ""))
 
     def on_disconnected(self) -> None:
-        self.t._on_disconnected()
+        if self.conn is not None and self.conn is self.t._conn:  # not a stale connection
+            self.t._on_disconnected()
 
 
 def _no_delay(conn: Any) -> None:
@@ -153,6 +166,11 @@ class StompTransport:
         self._closing = False
         self._receipts: dict[str, threading.Event] = {}
         self._replies: dict[str, list[Any]] = {}
+        self.reconnect = ReconnectPolicy.from_properties(properties)
+        self._credentials: tuple[str | None, str | None, str | None] = (None, None, None)
+        # set while connected, or once reconnecting gave up: waiting calls wake on it
+        self._settled = threading.Event()
+        self._lost: str | None = None  # why the connection is gone for good
 
     @property
     def where(self) -> str:
@@ -168,6 +186,7 @@ class StompTransport:
         password: str | None,
     ) -> None:
         self._listener = listener
+        self._credentials = (client_id, user, password)
         versions = [self.version] if self.version == "1.1" else ["1.2", "1.1"]
         for version in versions:
             if self._try_connect(version, client_id, user, password):
@@ -175,6 +194,7 @@ class StompTransport:
                 break
         self.profile = detect_broker(self._connected_headers.get("server"))
         self.capabilities = _capabilities(self.profile)
+        self._settled.set()
 
     def _try_connect(
         self, version: str, client_id: str | None, user: str | None, password: str | None
@@ -189,7 +209,9 @@ class StompTransport:
             reconnect_attempts_max=1,
             timeout=self.connect_timeout,
         )
-        conn.set_listener("jmspy", _Receiver(self))
+        receiver = _Receiver(self)
+        receiver.conn = conn
+        conn.set_listener("jmspy", receiver)
         headers = {"client-id": client_id} if client_id else {}
         self._error = None
         try:
@@ -224,10 +246,11 @@ class StompTransport:
         return True
 
     def close(self) -> None:
+        self._closing = True
+        self._settled.set()  # release calls waiting for a reconnect
         conn = self._conn
         if conn is None:
             return
-        self._closing = True
         try:
             if conn.is_connected():
                 conn.disconnect(receipt=f"bye-{uuid.uuid4().hex[:8]}")
@@ -236,10 +259,20 @@ class StompTransport:
         finally:
             self._conn = None
 
-    def _c(self) -> Any:
+    def _c(self, wait: bool = True) -> Any:
+        """The live stomp.py connection; during a reconnect, wait for its outcome (not
+        with ``self._lock`` held: ``wait=False`` there, the reconnect thread needs it)."""
+        if wait and not self._closing:
+            self._settled.wait()
         conn = self._conn
         if conn is None:
-            raise errors.IllegalStateException(f"the STOMP connection to {self.where} is closed")
+            if self._closing:
+                raise errors.IllegalStateException(
+                    f"the STOMP connection to {self.where} is closed")
+            raise errors.JMSException(
+                self._lost or f"the STOMP connection to {self.where} is down (reconnecting)",
+                error_code="CONNECTION_LOST" if self._lost else "CONNECTION_INTERRUPTED",
+            )
         return conn
 
     def _refuse(self, feature: str, how: str = "") -> errors.UnsupportedFeatureException:
@@ -297,13 +330,14 @@ class StompTransport:
             self._subscribe(sub)
         return RemoteConsumer(destination_flow_limit=None)
 
-    def _subscribe(self, sub: _Sub) -> None:
-        sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
+    def _subscribe(self, sub: _Sub, *, same_id: bool = False) -> None:
+        if not same_id:
+            sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
         if sub.spec.durable and self.profile.family == "RabbitMQ":
             assert sub.spec.subscription_name is not None
             sub.sub_id = sub.spec.subscription_name
         self._by_sid[sub.sub_id] = sub
-        self._c().subscribe(
+        self._c(wait=False).subscribe(
             stomp_destination(sub.spec.destination), id=sub.sub_id,
             ack="client-individual", headers=dict(sub.headers),
         )
@@ -313,12 +347,15 @@ class StompTransport:
         headers = {}
         if sub.spec.durable and self.profile.family == "RabbitMQ":
             headers = {"durable": "true", "persistent": "true"}
-        self._c().unsubscribe(id=sub.sub_id, headers=headers)
+        self._c(wait=False).unsubscribe(id=sub.sub_id, headers=headers)
 
     def close_consumer(self, consumer_id: int) -> None:
         with self._lock:
             sub = self._subs.pop(consumer_id, None)
             if sub is None:
+                return
+            if self._conn is None:  # down: the broker dropped the subscription already
+                self._by_sid.pop(sub.sub_id, None)
                 return
             if self.profile.cancel == "nack":
                 # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
@@ -422,10 +459,86 @@ class StompTransport:
                 f"{headers.get('message', '')} {text}".strip()))
 
     def _on_disconnected(self) -> None:
-        if self._conn is not None and not self._closing:
-            self._report(errors.JMSException(
-                f"lost the STOMP connection to {self.where}; unacknowledged messages will be "
-                "redelivered by the broker. Create a new connection once the broker is back"))
+        """stomp.py's receiver thread: the socket closed under us."""
+        if self._conn is None or self._closing:
+            return
+        with self._lock:
+            self._settled.clear()
+            self._conn = None
+            self._drop_deliveries()
+        listener = self._listener
+        if not self.reconnect.enabled:
+            self._give_up("reconnecting is off (imqReconnectEnabled=False)")
+            return
+        if listener is not None:
+            listener.on_connection_interrupted(errors.JMSException(
+                f"lost the STOMP connection to {self.where}; reconnecting (unacknowledged "
+                "messages will be redelivered by the broker)",
+                error_code="CONNECTION_INTERRUPTED"))
+        threading.Thread(
+            target=self._reconnect_loop, name=f"jmspy-stomp-reconnect-{self.port}",
+            daemon=True,
+        ).start()
+
+    def _drop_deliveries(self) -> None:
+        # Lock held. Every tag of the dropped connection is dead; credit is gone with it.
+        for sub in self._subs.values():
+            sub.unacked.clear()
+            sub.stash.clear()
+            sub.pending_cancel.clear()
+            sub.credit = 0
+        self._tag_owner.clear()
+        self._tag_key.clear()
+        self._by_sid.clear()
+
+    def _give_up(self, why: str) -> None:
+        self._lost = (
+            f"lost the STOMP connection to {self.where} ({why}); unacknowledged messages "
+            "will be redelivered by the broker. Create a new connection once it is back"
+        )
+        self._settled.set()
+        if self._listener is not None and not self._closing:
+            self._listener.on_connection_interrupted(
+                errors.JMSException(self._lost, error_code="CONNECTION_LOST"))
+
+    def _reconnect_loop(self) -> None:
+        """Its own thread: back off, reconnect, re-subscribe, tell the core."""
+        client_id, user, password = self._credentials
+        attempts = 0
+        last = "no attempt made"
+        for delay in self.reconnect.delays():
+            if self._closing:
+                return
+            time.sleep(delay)
+            if self._closing:
+                return
+            attempts += 1
+            try:
+                self._try_connect(self.version, client_id, user, password)
+            except errors.JMSSecurityException as exc:
+                last = str(exc)
+                break  # the same credentials will not start working
+            except errors.JMSException as exc:
+                last = str(exc)
+                continue
+            try:
+                with self._lock:
+                    for sub in list(self._subs.values()):
+                        self._subscribe(sub, same_id=True)
+            except Exception as exc:  # dropped again while re-subscribing: try again
+                last = f"re-subscribing failed: {exc}"
+                with self._lock:
+                    self._conn = None
+                    self._drop_deliveries()
+                continue
+            if self._closing:  # closed while we reconnected: do not leak the new socket
+                self.close()
+                return
+            self._settled.set()
+            if self._listener is not None:
+                self._listener.on_connection_resumed()
+            return
+        self._give_up(f"gave up after {attempts} reconnect attempts: {last}")
 
     def _on_receipt(self, receipt_id: str) -> None:
         event = self._receipts.pop(receipt_id, None)
@@ -443,15 +556,15 @@ class StompTransport:
         if ack_id is None:
             return
         if self.version == "1.2":
-            self._c().ack(ack_id, transaction=tx)
+            self._c(wait=False).ack(ack_id, transaction=tx)
         else:
-            self._c().ack(ack_id, sub.sub_id, transaction=tx)
+            self._c(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
     def _send_nack(self, ack_id: str, sid: str) -> None:
         if self.version == "1.2":
-            self._c().nack(ack_id)
+            self._c(wait=False).nack(ack_id)
         else:
-            self._c().nack(ack_id, sid)
+            self._c(wait=False).nack(ack_id, sid)
 
     def _forget(self, tag: int) -> None:
         self._tag_owner.pop(tag, None)
@@ -534,7 +647,15 @@ class StompTransport:
             raise self._refuse(str(exc), ": the broker has no header for it") from None
         if tx is not None:
             headers["transaction"] = tx
-        self._c().send(destination, body, headers=headers)
+        try:
+            self._c().send(destination, body, headers=headers)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # the socket dropped under this send
+            raise errors.JMSException(
+                f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
+                f"{exc}); the connection dropped",
+                error_code="CONNECTION_INTERRUPTED") from exc
 
     def begin(self, tx: str) -> None:
         self._c().begin(tx)
@@ -551,8 +672,17 @@ class StompTransport:
         event = threading.Event()
         self._receipts[receipt] = event
         self._error = None
+        conn = self._conn
         fn(*args, headers={"receipt": receipt})
-        if not event.wait(timeout):
+        deadline = time.monotonic() + timeout
+        while not event.wait(0.2):
+            if self._conn is not conn:  # dropped: this receipt can never come
+                self._receipts.pop(receipt, None)
+                raise errors.JMSException(
+                    f"the connection to the STOMP broker at {self.where} dropped before it "
+                    "confirmed the request", error_code="CONNECTION_INTERRUPTED")
+            if time.monotonic() < deadline:
+                continue
             self._receipts.pop(receipt, None)
             err = self._error
             raise errors.JMSException(

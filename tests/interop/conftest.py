@@ -24,6 +24,7 @@ from brokers import (
     start_mosquitto,
     start_rabbitmq,
 )
+from restartable import restartable_activemq, restartable_mosquitto  # noqa: F401 (fixtures)
 
 _started: dict[str, BrokerProcess | BaseException] = {}
 
