@@ -1,7 +1,7 @@
 """(a) vm:// end to end, compiled twins vs pure twins (JMSPY_PUREPYTHON=1).
 
-Each run is a fresh worker process (the twin choice is made at import) measuring, like
-vm_throughput.py: the *listener path* (a pre-filled queue drained by a listener,
+Each run is a fresh worker process (the twin choice is made at import) measuring the
+*listener path* (a pre-filled queue drained by a listener,
 AUTO_ACKNOWLEDGE) and *end to end* (a producer and a listener running at once, timed from
 the first send to the last receive). The end-to-end messages carry their send time in a
 property: p50/p99 latency is receive time minus that (under full load, so it includes the
