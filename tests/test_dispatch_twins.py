@@ -183,7 +183,21 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
 
     consumer._listener = Listener() if script.on_message else handle
     handled = drain(session, conn, consumer, script.ack_batch)
-    return handled, session.trace, buf.stats(), session._dups_pending
+    # Each run has its own Consumer object: name it, so runs compare by behaviour.
+    return (
+        handled,
+        _named(session.trace, consumer),
+        buf.stats(),
+        _named(session._dups_pending, consumer),
+    )
+
+
+def _named(value: Any, consumer: Consumer) -> Any:
+    if value is consumer:
+        return "<consumer>"
+    if isinstance(value, list | tuple):
+        return type(value)(_named(v, consumer) for v in value)
+    return value
 
 
 @SETTINGS
