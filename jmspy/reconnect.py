@@ -1,17 +1,24 @@
 """Reconnect policy shared by the network transports (``imqReconnect*`` properties).
 
-The transports own the reconnect loop (they know how to connect); this module only turns
-the factory properties into waits, so stomp:// and mqtt:// back off alike.
+The transports know how to connect and re-subscribe; this module owns what is common to
+them: the factory properties turned into waits, and the loop that retries with them, so
+stomp:// and mqtt:// back off, count attempts and give up alike.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_INTERVAL", "ReconnectPolicy"]
+from .errors import JMSException, JMSSecurityException
+
+__all__ = ["CLOSED", "MAX_INTERVAL", "ReconnectPolicy", "retry_with_backoff"]
+
+#: What :func:`retry_with_backoff` returns when the connection was closed meanwhile.
+CLOSED = "closed"
 
 #: The doubling backoff stops growing here (seconds).
 MAX_INTERVAL = 30.0
@@ -43,3 +50,33 @@ class ReconnectPolicy:
         while self.attempts < 0 or attempt < self.attempts:
             yield self._base(attempt) * random.uniform(0.8, 1.2)
             attempt += 1
+
+
+def retry_with_backoff(
+    policy: ReconnectPolicy, attempt: Callable[[], None], closing: Callable[[], bool]
+) -> str | None:
+    """Call ``attempt`` after each of the policy's waits until it returns normally.
+
+    Returns None once an attempt succeeded, :data:`CLOSED` when ``closing()`` turned true
+    first, else why it gave up. ``attempt`` raises JMSException to be retried, and
+    JMSSecurityException to stop at once: the same credentials will not start working.
+    """
+    attempts = 0
+    last = "no attempt made"
+    for delay in policy.delays():
+        if closing():
+            return CLOSED
+        time.sleep(delay)
+        if closing():
+            return CLOSED
+        attempts += 1
+        try:
+            attempt()
+        except JMSSecurityException as exc:
+            last = str(exc)
+            break
+        except JMSException as exc:
+            last = str(exc)
+            continue
+        return None
+    return f"gave up after {attempts} reconnect attempts: {last}"

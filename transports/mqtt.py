@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -51,7 +50,7 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.reconnect import ReconnectPolicy
+from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
@@ -336,43 +335,42 @@ class MqttTransport(Inbound):
             old.loop_stop()  # paho's thread ends by itself (reconnect_on_failure=False)
         except Exception:
             pass
+        outcome = retry_with_backoff(self.reconnect, self._reconnect_once,
+                                     lambda: self._closing)
+        if outcome == CLOSED:
+            return
+        if outcome is not None:
+            self._give_up(outcome)
+            return
+        if self._closing:  # closed while we reconnected: do not leak the new client
+            client = self._client
+            if client is not None:
+                self._drop_client(client)
+            return
+        self._settled.set()
+        if self._listener is not None:
+            self._listener.on_connection_resumed()
+
+    def _reconnect_once(self) -> None:
         client_id, user, password = self._credentials
-        attempts = 0
-        last = "no attempt made"
-        for delay in self.reconnect.delays():
-            time.sleep(delay)
-            if self._closing:
-                return
-            attempts += 1
-            try:
-                if not self._try_connect(self.version, client_id, user, password):
-                    last = "the broker refused the protocol version"
-                    continue
+        try:
+            connected = self._try_connect(self.version, client_id, user, password)
+            if connected:
                 with self._lock:
                     subs = list(self._subs.values())
                 for sub in subs:
                     no_local = any(c.spec.no_local for c in sub.consumers)
                     self._subscribe(sub, no_local, wait=False)
-            except errors.JMSSecurityException as exc:
-                last = str(exc)
-                break
-            except errors.JMSException as exc:
-                last = str(exc)
-                client = self._client
-                self._opened = False
-                if client is not None:
-                    self._drop_client(client)
-                continue
-            if self._closing:  # closed while we reconnected: do not leak the new client
-                client = self._client
-                if client is not None:
-                    self._drop_client(client)
-                return
-            self._settled.set()
-            if self._listener is not None:
-                self._listener.on_connection_resumed()
-            return
-        self._give_up(f"gave up after {attempts} reconnect attempts: {last}")
+        except errors.JMSSecurityException:
+            raise
+        except errors.JMSException:
+            client = self._client
+            self._opened = False
+            if client is not None:
+                self._drop_client(client)
+            raise
+        if not connected:
+            raise errors.JMSException("the broker refused the protocol version")
 
     def close(self) -> None:
         self._closing = True

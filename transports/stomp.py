@@ -54,7 +54,7 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message, selector_getter
-from jmspy.reconnect import ReconnectPolicy
+from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
@@ -503,42 +503,32 @@ class StompTransport:
 
     def _reconnect_loop(self) -> None:
         """Its own thread: back off, reconnect, re-subscribe, tell the core."""
-        client_id, user, password = self._credentials
-        attempts = 0
-        last = "no attempt made"
-        for delay in self.reconnect.delays():
-            if self._closing:
-                return
-            time.sleep(delay)
-            if self._closing:
-                return
-            attempts += 1
-            try:
-                self._try_connect(self.version, client_id, user, password)
-            except errors.JMSSecurityException as exc:
-                last = str(exc)
-                break  # the same credentials will not start working
-            except errors.JMSException as exc:
-                last = str(exc)
-                continue
-            try:
-                with self._lock:
-                    for sub in list(self._subs.values()):
-                        self._subscribe(sub, same_id=True)
-            except Exception as exc:  # dropped again while re-subscribing: try again
-                last = f"re-subscribing failed: {exc}"
-                with self._lock:
-                    self._conn = None
-                    self._drop_deliveries()
-                continue
-            if self._closing:  # closed while we reconnected: do not leak the new socket
-                self.close()
-                return
-            self._settled.set()
-            if self._listener is not None:
-                self._listener.on_connection_resumed()
+        outcome = retry_with_backoff(self.reconnect, self._reconnect_once,
+                                     lambda: self._closing)
+        if outcome == CLOSED:
             return
-        self._give_up(f"gave up after {attempts} reconnect attempts: {last}")
+        if outcome is not None:
+            self._give_up(outcome)
+            return
+        if self._closing:  # closed while we reconnected: do not leak the new socket
+            self.close()
+            return
+        self._settled.set()
+        if self._listener is not None:
+            self._listener.on_connection_resumed()
+
+    def _reconnect_once(self) -> None:
+        client_id, user, password = self._credentials
+        self._try_connect(self.version, client_id, user, password)
+        try:
+            with self._lock:
+                for sub in list(self._subs.values()):
+                    self._subscribe(sub, same_id=True)
+        except Exception as exc:  # dropped again while re-subscribing: try again
+            with self._lock:
+                self._conn = None
+                self._drop_deliveries()
+            raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
 
     def _on_receipt(self, receipt_id: str) -> None:
         event = self._receipts.pop(receipt_id, None)
