@@ -79,7 +79,7 @@ def _matplotlib() -> Any:
     except ImportError as exc:
         raise SystemExit(
             "benchmarks: matplotlib is needed for the plot (a benchmark-only dependency): "
-            "pip install matplotlib") from exc
+            "pip install '.[bench]' (or pip install matplotlib)") from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
