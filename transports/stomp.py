@@ -54,10 +54,11 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message, selector_getter
-from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
+from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
+from .stomp_reconnect import StompFailover
 
 try:
     import stomp as _stomp
@@ -127,7 +128,7 @@ def _no_delay(conn: Any) -> None:
             pass  # not a TCP socket (or already closed): nothing to tune
 
 
-class StompTransport:
+class StompTransport(StompFailover):
     """The Transport interface over one stomp.py connection."""
 
     scheme = "stomp"
@@ -457,78 +458,6 @@ class StompTransport:
             self._report(errors.JMSException(
                 f"STOMP broker at {self.where} reported an error: "
                 f"{headers.get('message', '')} {text}".strip()))
-
-    def _on_disconnected(self) -> None:
-        """stomp.py's receiver thread: the socket closed under us."""
-        if self._conn is None or self._closing:
-            return
-        with self._lock:
-            self._settled.clear()
-            self._conn = None
-            self._drop_deliveries()
-        listener = self._listener
-        if not self.reconnect.enabled:
-            self._give_up("reconnecting is off (imqReconnectEnabled=False)")
-            return
-        if listener is not None:
-            listener.on_connection_interrupted(errors.JMSException(
-                f"lost the STOMP connection to {self.where}; reconnecting (unacknowledged "
-                "messages will be redelivered by the broker)",
-                error_code="CONNECTION_INTERRUPTED"))
-        threading.Thread(
-            target=self._reconnect_loop, name=f"jmspy-stomp-reconnect-{self.port}",
-            daemon=True,
-        ).start()
-
-    def _drop_deliveries(self) -> None:
-        # Lock held. Every tag of the dropped connection is dead; credit is gone with it.
-        for sub in self._subs.values():
-            sub.unacked.clear()
-            sub.stash.clear()
-            sub.pending_cancel.clear()
-            sub.credit = 0
-        self._tag_owner.clear()
-        self._tag_key.clear()
-        self._by_sid.clear()
-
-    def _give_up(self, why: str) -> None:
-        self._lost = (
-            f"lost the STOMP connection to {self.where} ({why}); unacknowledged messages "
-            "will be redelivered by the broker. Create a new connection once it is back"
-        )
-        self._settled.set()
-        if self._listener is not None and not self._closing:
-            self._listener.on_connection_interrupted(
-                errors.JMSException(self._lost, error_code="CONNECTION_LOST"))
-
-    def _reconnect_loop(self) -> None:
-        """Its own thread: back off, reconnect, re-subscribe, tell the core."""
-        outcome = retry_with_backoff(self.reconnect, self._reconnect_once,
-                                     lambda: self._closing)
-        if outcome == CLOSED:
-            return
-        if outcome is not None:
-            self._give_up(outcome)
-            return
-        if self._closing:  # closed while we reconnected: do not leak the new socket
-            self.close()
-            return
-        self._settled.set()
-        if self._listener is not None:
-            self._listener.on_connection_resumed()
-
-    def _reconnect_once(self) -> None:
-        client_id, user, password = self._credentials
-        self._try_connect(self.version, client_id, user, password)
-        try:
-            with self._lock:
-                for sub in list(self._subs.values()):
-                    self._subscribe(sub, same_id=True)
-        except Exception as exc:  # dropped again while re-subscribing: try again
-            with self._lock:
-                self._conn = None
-                self._drop_deliveries()
-            raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
 
     def _on_receipt(self, receipt_id: str) -> None:
         event = self._receipts.pop(receipt_id, None)
