@@ -543,10 +543,9 @@ class MqttTransport(Inbound):
             raise self._refuse(problem)
         topic = mqtt_topic(message.destination)
         qos = 1 if message.delivery_mode == 2 else 0
-        properties = None
+        properties: Any = None
         if self.version == "5":
-            properties = _props(_PacketTypes.PUBLISH)
-            payload = to_publish_v5(message, properties)
+            payload, properties = to_publish_v5(message)
         else:
             payload = payload_of(message)[0]
         info = self._c().publish(topic, payload, qos=qos, retain=False, properties=properties)

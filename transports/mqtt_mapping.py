@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import time
 import uuid
 from typing import Any, Final
 
+from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue, Topic
-from jmspy.errors import InvalidDestinationException
+from jmspy.errors import InvalidDestinationException, MessageFormatException
 from jmspy.message import (
     BytesMessage,
     MapMessage,
@@ -41,6 +43,7 @@ from jmspy.message import (
 
 __all__ = [
     "SHARE_GROUP",
+    "PublishProperties",
     "check_v311",
     "filters_overlap",
     "from_publish",
@@ -55,6 +58,8 @@ __all__ = [
 SHARE_GROUP: Final = "jmspy"
 _TYPE_CODES: Final = {bool: "b", int: "i", float: "f"}
 _HEADER_PREFIX: Final = "jmspy-"
+_U16: Final = struct.Struct("!H").pack
+_U32: Final = struct.Struct("!L").pack
 
 
 # -- topics --------------------------------------------------------------------------------
@@ -116,20 +121,19 @@ def jms_name(topic: str) -> str:
 
 
 # -- what MQTT cannot carry ------------------------------------------------------------------
-def unsupported_in_message(message: Message) -> str | None:
-    """What no MQTT version carries (priority, delivery delay), or None."""
+def unsupported_in_message(message: Message) -> tuple[Feature, str] | None:
+    """(feature, what exactly) for what the message asks of MQTT beyond a payload and
+    QoS that the capability matrix must allow (priority, delivery delay), or None."""
     if message.priority != 4:
-        return (
-            f"message priority {message.priority} (MQTT delivers in order, it has no "
-            "priorities; send with the default priority 4)"
-        )
+        return Feature.PRIORITY, f"message priority {message.priority}"
     if message.delivery_time > message.timestamp:
-        return "delivery delay (MQTT brokers have no scheduled delivery)"
+        return Feature.DELIVERY_DELAY, "delivery delay"
     return None
 
 
-def check_v311(message: Message) -> str | None:
-    """What a 3.1.1 PUBLISH cannot carry in this message, or None when only a payload."""
+def check_v311(message: Message) -> tuple[Feature, str] | None:
+    """What a 3.1.1 PUBLISH cannot carry in this message, or None when only a payload:
+    (Feature.TIME_TO_LIVE, ...) when a time to live is all, else (Feature.HEADERS, ...)."""
     lost = []
     if message._properties:
         lost.append(f"properties {sorted(message._properties)}")
@@ -139,13 +143,15 @@ def check_v311(message: Message) -> str | None:
         lost.append("JMSReplyTo")
     if message.jms_type is not None:
         lost.append("JMSType")
-    if message.expiration:
-        lost.append("a time to live")
     if isinstance(message, MapMessage):
         lost.append("a MapMessage body (no content type to say it is a map)")
+    if message.expiration:
+        lost.append("a time to live")
+        if len(lost) == 1:
+            return Feature.TIME_TO_LIVE, "sending a time to live"
     if not lost:
         return None
-    return ", ".join(lost) + " (MQTT 3.1.1 carries only the payload)"
+    return Feature.HEADERS, "sending " + ", ".join(lost)
 
 
 # -- messages --------------------------------------------------------------------------------
@@ -168,42 +174,104 @@ def payload_of(message: Message) -> tuple[bytes, str, str]:
     return b"", "none", ""
 
 
-def to_publish_v5(message: Message, properties: Any) -> bytes:
-    """Fill a paho PUBLISH ``Properties`` from the JMS headers; returns the payload."""
+class PublishProperties:
+    """A PUBLISH packet's MQTT 5 properties, already encoded.
+
+    paho's ``publish()`` only calls ``pack()`` on the properties it is given. paho's own
+    ``Properties`` looks every attribute up by name through lists rebuilt on each access
+    (about 20 µs per attribute set, 0.1 ms per message with jmspy's headers), which halved
+    the throughput of a synchronous send; encoding here costs a few µs and produces the
+    same bytes, in the same order (tests/test_mqtt_mapping.py compares the two).
+    """
+
+    __slots__ = ("packed",)
+
+    def __init__(self, packed: bytes) -> None:
+        self.packed = packed
+
+    def pack(self) -> bytes:
+        return self.packed
+
+    def __repr__(self) -> str:  # what paho's debug log prints
+        return f"PublishProperties({self.packed!r})"
+
+
+def _utf8(value: str, what: str) -> bytes:
+    data = value.encode("utf-8")
+    if len(data) > 0xFFFF:
+        raise MessageFormatException(
+            f"{what} is {len(data)} bytes in UTF-8; an MQTT string holds at most 65535: "
+            "shorten it (or carry the data in the message body)"
+        )
+    return _U16(len(data)) + data
+
+
+def _vbi(n: int) -> bytes:
+    """MQTT Variable Byte Integer."""
+    out = bytearray()
+    while True:
+        digit, n = n & 0x7F, n >> 7
+        out.append(digit | 0x80 if n else digit)
+        if not n:
+            return bytes(out)
+
+
+def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
+    """(payload, PUBLISH properties) carrying the JMS headers and properties.
+
+    Encoded in paho's order (by property identifier): payload format indicator, message
+    expiry, content type, response topic, correlation data, then the user properties.
+    """
     assert message.message_id is not None
     payload, kind, ctype = payload_of(message)
+    parts: list[bytes] = []
+    if kind == "text":
+        parts.append(b"\x01\x01")  # Payload Format Indicator: UTF-8
     user: list[tuple[str, str]] = [
         ("jmspy-id", message.message_id),
         ("jmspy-ts", str(message.timestamp)),
         ("jmspy-body", kind),
     ]
-    if ctype:
-        properties.ContentType = ctype
-    if kind == "text":
-        properties.PayloadFormatIndicator = 1
-    if message.correlation_id is not None:
-        properties.CorrelationData = message.correlation_id.encode("utf-8")
-    if message.reply_to is not None:
-        properties.ResponseTopic = mqtt_topic(message.reply_to)
-        user.append(("jmspy-reply-kind", message.reply_to.kind))
-    if message.jms_type is not None:
-        user.append(("jmspy-type", message.jms_type))
     if message.expiration:
         remaining = (message.expiration - int(time.time() * 1000)) / 1000.0
-        properties.MessageExpiryInterval = max(1, math.ceil(remaining))
-        user.append(("jmspy-exp", str(message.expiration)))
-    types: list[str] = []
-    for name, value in message._properties.items():
-        if value is None:
-            continue
-        code = _TYPE_CODES.get(type(value))
-        if code is not None:
-            types.append(f"{name}={code}")
-        user.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
-    if types:
-        user.append(("jmspy-ptypes", ",".join(types)))
-    properties.UserProperty = user
-    return payload
+        parts.append(b"\x02" + _U32(min(0xFFFFFFFF, max(1, math.ceil(remaining)))))
+        user_exp: tuple[str, str] | None = ("jmspy-exp", str(message.expiration))
+    else:
+        user_exp = None
+    if ctype:
+        parts.append(b"\x03" + _utf8(ctype, "the content type"))
+    if message.reply_to is not None:
+        parts.append(b"\x08" + _utf8(mqtt_topic(message.reply_to), "JMSReplyTo"))
+        user.append(("jmspy-reply-kind", message.reply_to.kind))
+    if message.correlation_id is not None:
+        corr = message.correlation_id.encode("utf-8")
+        if len(corr) > 0xFFFF:
+            raise MessageFormatException(
+                f"JMSCorrelationID is {len(corr)} bytes; MQTT correlation data holds at "
+                "most 65535"
+            )
+        parts.append(b"\x09" + _U16(len(corr)) + corr)
+    if message.jms_type is not None:
+        user.append(("jmspy-type", message.jms_type))
+    if user_exp is not None:
+        user.append(user_exp)
+    props = message._properties
+    if props:
+        types: list[str] = []
+        for name, value in props.items():
+            if value is None:
+                continue
+            code = _TYPE_CODES.get(type(value))
+            if code is not None:
+                types.append(f"{name}={code}")
+            user.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
+        if types:
+            user.append(("jmspy-ptypes", ",".join(types)))
+    for key, value in user:
+        parts.append(b"\x26" + _utf8(key, f"property name {key!r}")
+                     + _utf8(value, f"the value of {key!r}"))
+    body = b"".join(parts)
+    return payload, PublishProperties(_vbi(len(body)) + body)
 
 
 def _typed(raw: str, code: str | None) -> PropertyValue:
