@@ -9,7 +9,7 @@ Usage::
 
 ``compile_selector`` parses and compiles once (results are cached by text, so every
 consumer with the same selector shares one :class:`Selector`); ``matches`` then runs
-pre-built closures per message. Bad syntax raises
+the pre-compiled evaluator (:mod:`jmspy.selector.evaluate`) per message. Bad syntax raises
 :class:`~jmspy.errors.InvalidSelectorException` with the 0-based ``position`` of the
 offending token and the selector shown with a caret under it.
 
@@ -32,9 +32,16 @@ the full comparison / NULL semantics):
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Final
 
-from jmspy.selector.evaluate import NULL_HEADERS, SELECTABLE_HEADERS, Eval, Getter, compile_node
+from jmspy.selector.evaluate import (
+    NULL_HEADERS,
+    SELECTABLE_HEADERS,
+    Getter,
+    Predicate,
+    compile_predicate,
+)
 from jmspy.selector.nodes import Ident, Node, children
 from jmspy.selector.parser import parse
 
@@ -48,10 +55,6 @@ __all__ = [
 
 #: How many distinct selector texts :func:`compile_selector` keeps compiled.
 CACHE_SIZE: Final = 1024
-
-
-def _match_all(get: Getter) -> object:
-    return True
 
 
 def _identifiers(root: Node) -> frozenset[str]:
@@ -70,13 +73,19 @@ class Selector:
 
     Prefer :func:`compile_selector`, which caches; constructing ``Selector(text)``
     directly always recompiles.
+
+    ``matches(get)`` is True only if the selector evaluates to TRUE for the message
+    ``get`` describes; FALSE and UNKNOWN give False. It is the compiled predicate's own
+    bound method, stored per instance, so filtering a message costs no extra Python call
+    on top of the evaluator's.
     """
 
-    __slots__ = ("_identifiers", "_predicate", "_text")
+    __slots__ = ("_identifiers", "_predicate", "_text", "matches")
 
     _text: str
     _identifiers: frozenset[str]
-    _predicate: Eval
+    _predicate: Predicate
+    matches: Callable[[Getter], bool]
 
     def __init__(self, text: str | None = None) -> None:
         """Compile ``text``; raises InvalidSelectorException if it is not a valid selector."""
@@ -85,12 +94,9 @@ class Selector:
             raise TypeError(f"a selector must be a str or None, not {type(source).__name__}")
         node = parse(source) if source.strip() else None
         self._text = source
-        if node is None:
-            self._identifiers = frozenset()
-            self._predicate = _match_all
-        else:
-            self._identifiers = _identifiers(node)
-            self._predicate = compile_node(node)
+        self._identifiers = frozenset() if node is None else _identifiers(node)
+        self._predicate = compile_predicate(node)
+        self.matches = self._predicate.matches
 
     @property
     def text(self) -> str:
@@ -102,9 +108,9 @@ class Selector:
         """Every identifier the selector references, e.g. to fetch only those properties."""
         return self._identifiers
 
-    def matches(self, get: Getter) -> bool:
-        """True only if the selector evaluates to TRUE; FALSE and UNKNOWN give False."""
-        return self._predicate(get) is True
+    def evaluate(self, get: Getter) -> bool | None:
+        """The selector's three-valued result: True, False or None (UNKNOWN)."""
+        return self._predicate.evaluate(get)
 
     def __repr__(self) -> str:
         return f"Selector({self._text!r})"
