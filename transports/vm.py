@@ -30,6 +30,7 @@ from jmspy.broker_ref.core.api import (
 )
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.reconnect import ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
@@ -49,6 +50,8 @@ class BrokerHost:
         self.lock = threading.Lock()
         self._timer_cond = threading.Condition(self.lock)
         self._running = True
+        #: open vm connections, told by stop() that the broker went away
+        self.transports: set[VmTransport] = set()
         self._timer = threading.Thread(
             target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
         )
@@ -78,12 +81,20 @@ class BrokerHost:
             return [s.as_dict() for s in self.broker.all_stats()]
 
     def stop(self) -> None:
+        """Close the broker. Each vm connection's server side is closed first (its
+        unacknowledged deliveries go back, counted, to a store if there is one), then the
+        connection hears CONNECTION_INTERRUPTED or CONNECTION_LOST outside the lock."""
         with self.lock:
             self._running = False
             self._timer_cond.notify()
+            stranded, self.transports = self.transports, set()
+            for transport in stranded:
+                transport._server_closed()
             self.broker.close()
         if self._timer is not threading.current_thread():
             self._timer.join(5.0)
+        for transport in stranded:
+            transport._broker_stopped()
 
 
 def start_broker(name: str = "embedded", **broker_options: Any) -> BrokerHost:
@@ -283,6 +294,13 @@ class _Callback:
 
 _connection_ids = itertools.count(1)
 
+#: What these calls release died with a stopped broker (consumers, credit, delivery
+#: tags): they succeed at once, returning this, instead of waiting for a reconnect.
+_DIED_WITH_THE_BROKER: Mapping[str, Any] = {
+    "close_consumer": None, "revoke_credit": 0, "ack": None, "cancel": None,
+}
+
+
 
 class VmTransport:
     """The Transport interface over an in-process :class:`BrokerHost`."""
@@ -311,7 +329,15 @@ class VmTransport:
         query = parse_qs(url.query)
         create = query.get("create", ["true"])[0].lower() != "false"
         self.host = get_broker(name, create=create)
+        self.where = f"vm://{name}"
         self._conn: Any = None
+        self.reconnect = ReconnectPolicy.from_properties(properties)
+        self._specs: dict[int, ConsumerSpec] = {}  # re-created on the restarted broker
+        self._opened_with: tuple[TransportListener, dict[str, str | None]] | None = None
+        self._settled = threading.Event()  # set unless a stopped broker is awaited
+        self._settled.set()
+        self._lost: str | None = None
+        self._closing = False
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._conn
@@ -321,6 +347,11 @@ class VmTransport:
             with self.host.lock:
                 return fn(*args, **kwargs)
         except Exception as exc:
+            if conn.closed and self._conn is not None:  # the broker stopped under us
+                if fn.__name__ in _DIED_WITH_THE_BROKER:
+                    return _DIED_WITH_THE_BROKER[fn.__name__]  # type: ignore[no-any-return]
+                again: Callable[..., T] = getattr(self._await_broker(), fn.__name__)
+                return self._call(again, *args, **kwargs)
             raise _translate(exc) from exc
 
     # Transport interface ----------------------------------------------------------------
@@ -332,42 +363,113 @@ class VmTransport:
         user: str | None,
         password: str | None,
     ) -> None:
+        self._opened_with = (listener, {"client_id": client_id, "user": user,
+                                        "password": password})
+        self._attach(self.host, 1)
+
+    def _attach(self, host: BrokerHost, first_tag: int) -> None:
+        """Connect to ``host`` and subscribe every open consumer; delivery tags go on
+        from ``first_tag`` (the core takes every earlier tag for a dead one)."""
+        assert self._opened_with is not None
+        listener, credentials = self._opened_with
         try:
-            with self.host.lock:
-                self._conn = self.host.broker.connect(
-                    _Callback(listener), client_id=client_id, user=user, password=password
-                )
+            with host.lock:
+                conn = host.broker.connect(_Callback(listener), **credentials)
+                conn._channel.next_tag = first_tag
+                for spec in self._specs.values():
+                    conn.create_consumer(**self._consumer_args(spec))
+                host.transports.add(self)
+                self.host, self._conn = host, conn
         except Exception as exc:
             raise _translate(exc) from exc
 
-    def close(self) -> None:
+    def _server_closed(self) -> None:
+        """BrokerHost.stop, lock held: calls from now on wait for the reconnect."""
+        self._settled.clear()
+        self._conn.close()
+
+    def _broker_stopped(self) -> None:
+        """The broker was stopped (BrokerHost.stop): tell the core, then wait for a
+        broker of the same name if reconnecting is on (never create one: someone chose to
+        stop it)."""
+        listener, _ = self._opened_with or (None, None)
+        if not self.reconnect.enabled:
+            self._give_up("reconnecting is off (imqReconnectEnabled=False)")
+            return
+        if listener is not None:
+            listener.on_connection_interrupted(errors.JMSException(
+                f"the in-process broker {self.where} was stopped; reconnecting once a broker "
+                "of that name is started again", error_code="CONNECTION_INTERRUPTED"))
+        threading.Thread(target=self._reconnect_loop, daemon=True,
+                         name=f"jmspy-vm-reconnect-{self.host.name}").start()
+
+    def _reconnect_loop(self) -> None:
         conn = self._conn
         if conn is None:
             return
+        first_tag = conn._channel.next_tag
+        outcome = retry_with_backoff(
+            self.reconnect,
+            lambda: self._attach(get_broker(self.host.name, create=False), first_tag),
+            lambda: self._closing,
+        )
+        if self._closing:
+            self.close()  # closed meanwhile: leave no connection behind on the new broker
+        elif outcome is not None:
+            self._give_up(outcome)
+        else:
+            self._settled.set()
+            if self._opened_with is not None:
+                self._opened_with[0].on_connection_resumed()
+
+    def _give_up(self, why: str) -> None:
+        self._lost = (f"the in-process broker {self.where} was stopped; {why}; create a "
+                      "new connection once it is started again")
+        self._settled.set()
+        if self._opened_with is not None and self._conn is not None:
+            self._opened_with[0].on_connection_interrupted(
+                errors.JMSException(self._lost, error_code="CONNECTION_LOST"))
+
+    def _await_broker(self) -> Any:
+        """A call found the broker stopped: wait for the reconnect's outcome."""
+        self._settled.wait()
+        conn = self._conn
+        if conn is None or conn.closed:
+            raise errors.JMSException(
+                self._lost or f"the in-process broker {self.where} is closed",
+                error_code="CONNECTION_LOST",
+            )
+        return conn
+
+    def close(self) -> None:
+        self._closing = True
+        self._settled.set()  # release calls waiting for a reconnect
+        conn = self._conn
+        if conn is None:
+            return
+        self._conn = None
         try:
             with self.host.lock:
+                self.host.transports.discard(self)
                 conn.close()
-        finally:
-            self._conn = None
+        except Exception as exc:
+            raise _translate(exc) from exc
+
+    @staticmethod
+    def _consumer_args(spec: ConsumerSpec) -> dict[str, Any]:
+        kind, name = _dest_key(spec.destination)
+        return dict(consumer_id=spec.consumer_id, kind=kind, destination=name,
+                    selector=spec.selector, no_local=spec.no_local,
+                    subscription_name=spec.subscription_name, durable=spec.durable,
+                    shared=spec.shared, auto_ack=spec.auto_ack, credit=0)
 
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
-        kind, name = _dest_key(spec.destination)
-        info = self._call(
-            self._conn.create_consumer,
-            spec.consumer_id,
-            kind,
-            name,
-            selector=spec.selector,
-            no_local=spec.no_local,
-            subscription_name=spec.subscription_name,
-            durable=spec.durable,
-            shared=spec.shared,
-            auto_ack=spec.auto_ack,
-            credit=0,
-        )
+        info = self._call(self._conn.create_consumer, **self._consumer_args(spec))
+        self._specs[spec.consumer_id] = spec
         return RemoteConsumer(destination_flow_limit=info.destination_flow_limit)
 
     def close_consumer(self, consumer_id: int) -> None:
+        self._specs.pop(consumer_id, None)
         self._call(self._conn.close_consumer, consumer_id)
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
@@ -388,6 +490,9 @@ class VmTransport:
                 if server_message.deliver_at or server_message.expiration:
                     self.host.poke_timers()
         except Exception as exc:
+            if conn.closed and self._conn is not None:  # the broker stopped under us
+                self._await_broker()
+                return self.send(message, tx)
             raise _translate(exc) from exc
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:

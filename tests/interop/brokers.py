@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "ActiveMQ",
     "BrokerProcess",
     "BrokerStartError",
+    "Mosquitto",
+    "RabbitMQ",
+    "Restartable",
     "free_port",
     "start_activemq",
     "start_mosquitto",
@@ -151,71 +155,152 @@ def _workdir(name: str) -> Path:
     return path
 
 
+class Restartable:
+    """A broker that can be stopped and started again on the same ports and data directory.
+
+    The session brokers below are these, started once and never restarted (restarting
+    a shared broker would disturb every other test); the failover tests restart their
+    own. ``stop()`` keeps what the broker persisted; ``close()`` removes everything.
+    """
+
+    name = "broker"
+    stop_grace = 10.0
+    ready_timeout = 15.0
+
+    def __init__(self) -> None:
+        self.host = HOST
+        self.work = _workdir(self.name)
+        self.log = self.work / f"{self.name}.log"
+        self.stomp_port: int | None = None
+        self.mqtt_port: int | None = None
+        self.helpers: list[subprocess.Popen[bytes]] = []  # outlive restarts (epmd)
+        self.process: BrokerProcess | None = None
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        raise NotImplementedError
+
+    def start(self) -> BrokerProcess:
+        if self.process is not None:
+            return self.process
+        proc = self._spawn()
+        process = BrokerProcess(
+            self.name, HOST, self.stomp_port, self.mqtt_port, proc, self.work, self.log,
+            extra_pids=self.helpers,
+        )
+        try:
+            process.wait_ready([p for p in (self.stomp_port, self.mqtt_port) if p],
+                               self.ready_timeout)
+        except BrokerStartError:
+            self.close()
+            raise
+        self.process = process
+        return process
+
+    def stop(self) -> None:
+        """TERM the broker's process group (brokers flush their stores on TERM)."""
+        if self.process is not None:
+            _stop_group(self.process.proc, grace=self.stop_grace)
+            self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        for proc in self.helpers:
+            _stop_group(proc)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
 # -- Mosquitto ---------------------------------------------------------------------------
-def start_mosquitto() -> BrokerProcess:
+class Mosquitto(Restartable):
     """Mosquitto 2 on one MQTT port. ``max_queued_messages 0``: the default (1000) silently
-    drops QoS 1 messages for a slow subscriber, which would make counting tests flaky."""
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    work = _workdir("mosquitto")
-    port = free_port()
-    conf = work / "mosquitto.conf"
-    conf.write_text(
-        f"listener {port} {HOST}\nallow_anonymous true\npersistence false\n"
-        "log_dest stdout\nmax_queued_messages 0\n"
-    )
-    conf.chmod(0o644)
-    log = work / "mosquitto.log"
-    proc = _spawn([binary, "-c", str(conf)], log)
-    broker = BrokerProcess("mosquitto", HOST, None, port, proc, work, log)
-    broker.wait_ready([port], 15)
-    return broker
+    drops QoS 1 messages for a slow subscriber, which would make counting tests flaky.
+
+    ``persistent``: sessions, subscriptions and in-flight QoS 1 messages are saved to
+    ``mosquitto.db`` when the broker stops (TERM) and loaded when it starts again.
+    Mosquitto drops root privileges to its own user, so that directory is world-writable.
+    """
+
+    name = "mosquitto"
+
+    def __init__(self, persistent: bool = False) -> None:
+        super().__init__()
+        self.binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self.mqtt_port = free_port()
+        store = self.work / "store"
+        store.mkdir(mode=0o777)
+        store.chmod(0o777)
+        persistence = (
+            f"persistence true\npersistence_location {store}/\nautosave_interval 0\n"
+            if persistent
+            else "persistence false\n"
+        )
+        self.conf = self.work / "mosquitto.conf"
+        self.conf.write_text(
+            f"listener {self.mqtt_port} {HOST}\nallow_anonymous true\n{persistence}"
+            "log_dest stdout\nmax_queued_messages 0\n"
+        )
+        self.conf.chmod(0o644)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return _spawn([self.binary, "-c", str(self.conf)], self.log)
+
+
+def start_mosquitto() -> BrokerProcess:
+    return Mosquitto().start()
 
 
 # -- RabbitMQ ----------------------------------------------------------------------------
-def start_rabbitmq() -> BrokerProcess:
+class RabbitMQ(Restartable):
     """RabbitMQ with the STOMP and MQTT plugins, run directly (not through the wrapper that
-    switches user and logs to /var/log), with its own epmd on a free loopback port."""
-    if not RABBITMQ_SERVER.exists():
-        raise BrokerStartError(f"{RABBITMQ_SERVER} not found; {_INSTALL_HINT}")
-    work = _workdir("rabbitmq")
-    amqp, stomp_port, mqtt_port, epmd_port, dist_port = (free_port() for _ in range(5))
-    (work / "rabbitmq.conf").write_text(
-        f"listeners.tcp.default = {HOST}:{amqp}\n"
-        f"stomp.listeners.tcp.1 = {HOST}:{stomp_port}\n"
-        f"mqtt.listeners.tcp.default = {HOST}:{mqtt_port}\n"
-        "loopback_users = none\n"
-        f"distribution.listener.interface = {HOST}\n"
-        f"distribution.listener.port_range.min = {dist_port}\n"
-        f"distribution.listener.port_range.max = {dist_port}\n"
-        "log.console = true\nlog.console.level = info\nlog.file = false\n"
-    )
-    (work / "enabled_plugins").write_text("[rabbitmq_stomp,rabbitmq_mqtt].\n")
-    log = work / "rabbitmq.log"
-    epmd = _spawn(["epmd", "-address", HOST, "-port", str(epmd_port)], work / "epmd.log")
-    node = f"jmspy{stomp_port}@localhost"
-    env = {
-        **os.environ,
-        "HOME": str(work),
-        "RABBITMQ_NODENAME": node,
-        "RABBITMQ_CONFIG_FILE": str(work / "rabbitmq.conf"),
-        "RABBITMQ_ENABLED_PLUGINS_FILE": str(work / "enabled_plugins"),
-        "RABBITMQ_MNESIA_BASE": str(work / "mnesia"),
-        "RABBITMQ_LOG_BASE": str(work / "log"),
-        "RABBITMQ_PID_FILE": str(work / "rabbitmq.pid"),
-        "ERL_EPMD_PORT": str(epmd_port),
-        "ERL_EPMD_ADDRESS": HOST,
-        "RABBITMQ_SERVER_START_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
-    }
-    proc = _spawn([str(RABBITMQ_SERVER)], log, env=env, cwd=work)
-    broker = BrokerProcess(
-        "rabbitmq", HOST, stomp_port, mqtt_port, proc, work, log, extra_pids=[epmd]
-    )
-    try:
-        broker.wait_ready([stomp_port, mqtt_port], 90)
-    except BrokerStartError:
-        broker.stop()
-        raise
-    return broker
+    switches user and logs to /var/log), with its own epmd on a free loopback port. The
+    node name and Mnesia directory stay the same across restarts, so durable queues and
+    persistent messages (and MQTT sessions, which are durable queues) survive one."""
+
+    name = "rabbitmq"
+    ready_timeout = 90.0
+    stop_grace = 30.0
+
+    def __init__(self) -> None:
+        if not RABBITMQ_SERVER.exists():
+            raise BrokerStartError(f"{RABBITMQ_SERVER} not found; {_INSTALL_HINT}")
+        super().__init__()
+        work = self.work
+        amqp, self.stomp_port, self.mqtt_port, epmd_port, dist_port = (
+            free_port() for _ in range(5)
+        )
+        (work / "rabbitmq.conf").write_text(
+            f"listeners.tcp.default = {HOST}:{amqp}\n"
+            f"stomp.listeners.tcp.1 = {HOST}:{self.stomp_port}\n"
+            f"mqtt.listeners.tcp.default = {HOST}:{self.mqtt_port}\n"
+            "loopback_users = none\n"
+            f"distribution.listener.interface = {HOST}\n"
+            f"distribution.listener.port_range.min = {dist_port}\n"
+            f"distribution.listener.port_range.max = {dist_port}\n"
+            "log.console = true\nlog.console.level = info\nlog.file = false\n"
+        )
+        (work / "enabled_plugins").write_text("[rabbitmq_stomp,rabbitmq_mqtt].\n")
+        self.helpers.append(
+            _spawn(["epmd", "-address", HOST, "-port", str(epmd_port)], work / "epmd.log")
+        )
+        self.env = {
+            **os.environ,
+            "HOME": str(work),
+            "RABBITMQ_NODENAME": f"jmspy{self.stomp_port}@localhost",
+            "RABBITMQ_CONFIG_FILE": str(work / "rabbitmq.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(work / "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": str(work / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(work / "log"),
+            "RABBITMQ_PID_FILE": str(work / "rabbitmq.pid"),
+            "ERL_EPMD_PORT": str(epmd_port),
+            "ERL_EPMD_ADDRESS": HOST,
+            "RABBITMQ_SERVER_START_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+        }
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return _spawn([str(RABBITMQ_SERVER)], self.log, env=self.env, cwd=self.work)
+
+
+def start_rabbitmq() -> BrokerProcess:
+    return RabbitMQ().start()
 
 
 # -- ActiveMQ 5 --------------------------------------------------------------------------
@@ -269,45 +354,72 @@ _JAVA_OPENS = [
 ]
 
 
+_POLICY = """    <destinationPolicy><policyMap><policyEntries>
+      <policyEntry queue=">" persistJMSRedelivered="true"/>
+      <policyEntry topic=">" persistJMSRedelivered="true"/>
+    </policyEntries></policyMap></destinationPolicy>
+    <plugins>"""
+
+
+class ActiveMQ(Restartable):
+    """ActiveMQ 5 with STOMP and MQTT connectors, no JMX, logging to stdout.
+
+    Non-persistent by default (tests measure protocol behaviour, not KahaDB).
+    ``persistent``: KahaDB in the data directory, and ``persistJMSRedelivered`` so that a
+    message dispatched before a restart comes back marked redelivered, as from Open MQ.
+    """
+
+    name = "activemq"
+    ready_timeout = 60.0
+    stop_grace = 30.0
+
+    def __init__(self, persistent: bool = False) -> None:
+        jar = ACTIVEMQ_HOME / "bin" / "activemq.jar"
+        if not jar.exists():
+            raise BrokerStartError(f"{jar} not found; {_INSTALL_HINT}")
+        super().__init__()
+        self.jar = jar
+        self.conf, self.data, lib = self.work / "conf", self.work / "data", self.work / "lib"
+        shutil.copytree("/etc/activemq/instances-available/main", self.conf)
+        self.data.mkdir()
+        lib.mkdir()
+        for name in _MQTT_JARS:
+            src = Path("/usr/share/java") / name
+            if not src.exists():
+                raise BrokerStartError(
+                    f"{src} not found (ActiveMQ's MQTT needs it); {_INSTALL_HINT}"
+                )
+            (lib / name).symlink_to(src)
+        self.stomp_port, self.mqtt_port = free_port(), free_port()
+        xml = _ACTIVEMQ_XML.format(
+            host=HOST, stomp=self.stomp_port, mqtt=self.mqtt_port, data=self.data
+        )
+        if persistent:
+            xml = xml.replace('persistent="false"', 'persistent="true"')
+            xml = xml.replace("    <plugins>", _POLICY)
+        (self.conf / "activemq.xml").write_text(xml)
+        (self.conf / "log4j.properties").write_text(_LOG4J)
+        (self.conf / "log4j2.properties").write_text(_LOG4J2)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        conf = self.conf
+        cmd = [
+            "java",
+            "-Xmx512M",
+            *_JAVA_OPENS,
+            f"-Dactivemq.home={ACTIVEMQ_HOME}",
+            f"-Dactivemq.base={self.work}",
+            f"-Dactivemq.conf={conf}",
+            f"-Dactivemq.data={self.data}",
+            f"-Dlog4j.configuration=file:{conf}/log4j.properties",
+            f"-Dlog4j2.configurationFile={conf}/log4j2.properties",
+            "-jar",
+            str(self.jar),
+            "start",
+            f"xbean:file:{conf}/activemq.xml",
+        ]
+        return _spawn(cmd, self.log, cwd=self.work)
+
+
 def start_activemq() -> BrokerProcess:
-    """ActiveMQ 5 with STOMP and MQTT connectors, no JMX, logging to stdout, non-persistent
-    (tests measure protocol behaviour, not KahaDB)."""
-    jar = ACTIVEMQ_HOME / "bin" / "activemq.jar"
-    if not jar.exists():
-        raise BrokerStartError(f"{jar} not found; {_INSTALL_HINT}")
-    work = _workdir("activemq")
-    conf, data, lib = work / "conf", work / "data", work / "lib"
-    shutil.copytree("/etc/activemq/instances-available/main", conf)
-    data.mkdir()
-    lib.mkdir()
-    for name in _MQTT_JARS:
-        src = Path("/usr/share/java") / name
-        if not src.exists():
-            raise BrokerStartError(f"{src} not found (ActiveMQ's MQTT needs it); {_INSTALL_HINT}")
-        (lib / name).symlink_to(src)
-    stomp_port, mqtt_port = free_port(), free_port()
-    (conf / "activemq.xml").write_text(
-        _ACTIVEMQ_XML.format(host=HOST, stomp=stomp_port, mqtt=mqtt_port, data=data)
-    )
-    (conf / "log4j.properties").write_text(_LOG4J)
-    (conf / "log4j2.properties").write_text(_LOG4J2)
-    log = work / "activemq.log"
-    cmd = [
-        "java",
-        "-Xmx512M",
-        *_JAVA_OPENS,
-        f"-Dactivemq.home={ACTIVEMQ_HOME}",
-        f"-Dactivemq.base={work}",
-        f"-Dactivemq.conf={conf}",
-        f"-Dactivemq.data={data}",
-        f"-Dlog4j.configuration=file:{conf}/log4j.properties",
-        f"-Dlog4j2.configurationFile={conf}/log4j2.properties",
-        "-jar",
-        str(jar),
-        "start",
-        f"xbean:file:{conf}/activemq.xml",
-    ]
-    proc = _spawn(cmd, log, cwd=work)
-    broker = BrokerProcess("activemq", HOST, stomp_port, mqtt_port, proc, work, log)
-    broker.wait_ready([stomp_port, mqtt_port], 60)
-    return broker
+    return ActiveMQ().start()

@@ -24,7 +24,14 @@ from brokers import (
     start_mosquitto,
     start_rabbitmq,
 )
-from restartable import restartable_activemq, restartable_mosquitto  # noqa: F401 (fixtures)
+from restartable import (  # noqa: F401 (fixtures)
+    _module_activemq,
+    _module_rabbitmq,
+    persistent_mosquitto,
+    restartable_activemq,
+    restartable_mosquitto,
+    restartable_rabbitmq,
+)
 
 _started: dict[str, BrokerProcess | BaseException] = {}
 

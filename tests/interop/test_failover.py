@@ -15,7 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from brokers import HOST, free_port
-from restartable import RestartableActiveMQ, RestartableMosquitto
+from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy.errors import TransactionRolledBackException
@@ -114,38 +115,174 @@ def _collect(n: int, timeout: float = 20.0) -> tuple[Callable[[Any], None], list
     return on_message, got, done
 
 
-# -- the bundled broker ----------------------------------------------------------------------
-def test_jmspy_broker_restart_listener_keeps_receiving(jmspy_broker: JmspyBroker) -> None:
-    events = Events()
-    conn = ConnectionFactory(jmspy_broker.url, **FAST).create_connection()
+# -- all 7 targets: one restart per broker ---------------------------------------------------
+@dataclass
+class Target:
+    """One URL of a broker that the test stops and starts again."""
+
+    url: str
+    #: unacknowledged messages survive the restart and come back
+    persists: bool
+    #: the broker flags what it redelivers after a restart (MQTT: the DUP flag)
+    marks_redelivered: bool = True
+
+    @property
+    def mqtt(self) -> bool:
+        return self.url.startswith("mqtt:")
+
+
+@dataclass
+class Restart:
+    """A broker and the targets it serves: ActiveMQ and RabbitMQ serve STOMP and MQTT
+    through one restart (RabbitMQ takes 6-10 s to start; restarting it once per protocol
+    would double that)."""
+
+    targets: list[Target]
+    stop: Callable[[], None]
+    start: Callable[[], None]
+
+
+def _vm_restart() -> Iterator[Restart]:
+    """The in-process broker with a MemoryStore: what a crash-safe store would keep, a
+    broker started again on it recovers (persistent messages, delivery counts)."""
+    from jmspy.broker_ref.core.store import MemoryStore
+    from jmspy.transports import vm
+
+    name, store = f"failover-{uuid.uuid4().hex[:8]}", MemoryStore()
+    vm.start_broker(name, store=store)
     try:
-        conn.set_exception_listener(events)
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        queue = session.create_queue("failover.listener")
-        on_message, got, done = _collect(4)
-        session.create_consumer(queue).set_message_listener(on_message)
-        conn.start()
-        producer = session.create_producer(queue)
-        producer.send(session.create_text_message("before"))
-        deadline = time.monotonic() + 10
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert [m.text for m in got] == ["before"]
-
-        jmspy_broker.stop()
-        interrupted = events.wait_for("CONNECTION_INTERRUPTED")
-        assert "reconnecting" in str(interrupted)
-        jmspy_broker.start()
-        events.wait_for("CONNECTION_RESUMED")
-        for i in range(3):  # (a send made during the outage would block until here)
-            producer.send(session.create_text_message(f"after-{i}"))
-        assert done.wait(20), [m.text for m in got]
-        assert [m.text for m in got] == ["before", "after-0", "after-1", "after-2"]
-        assert "CONNECTION_LOST" not in events.codes
+        yield Restart([Target(f"vm://{name}", persists=True)], lambda: vm.stop_broker(name),
+                      lambda: vm.start_broker(name, store=store) and None)
     finally:
-        conn.close()
+        vm.stop_broker(name)
 
 
+BROKERS = ["vm", "jmspy", "activemq", "rabbitmq", "mosquitto", "mosquitto-volatile"]
+
+
+@pytest.fixture(params=BROKERS)
+def restart(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Restart]:
+    name: str = request.param
+    if name == "vm":
+        yield from _vm_restart()
+    elif name == "jmspy":  # the bundled broker keeps messages in memory only
+        b = JmspyBroker(tmp_path / "broker.log")
+        b.start()
+        try:
+            yield Restart([Target(b.url, persists=False)], b.stop, b.start)
+        finally:
+            b.stop()
+    elif name.startswith("mosquitto"):
+        volatile = name.endswith("volatile")
+        m: Mosquitto = request.getfixturevalue(
+            "restartable_mosquitto" if volatile else "persistent_mosquitto"
+        )
+        yield Restart([Target(f"mqtt://{m.host}:{m.mqtt_port}", persists=not volatile)],
+                      m.stop, m.start)
+    else:
+        r: ActiveMQ | RabbitMQ = request.getfixturevalue(f"restartable_{name}")
+        yield Restart(
+            [Target(f"stomp://{r.host}:{r.stomp_port}", persists=True),
+             Target(f"mqtt://{r.host}:{r.mqtt_port}", persists=True,
+                    marks_redelivered=name != "activemq")],
+            r.stop, r.start,
+        )
+
+
+class _Client:
+    """One connection to one target: a listener (AUTO_ACKNOWLEDGE) and a consumer that
+    holds three received messages unacknowledged (CLIENT_ACKNOWLEDGE) across the restart."""
+
+    def __init__(self, target: Target) -> None:
+        self.target, self.events = target, Events()
+        run = uuid.uuid4().hex[:8]
+        # MQTT: a client id asks for a persistent session (clean start off, never expires)
+        self.conn = ConnectionFactory(target.url, **FAST).create_connection(
+            client_id=f"jmspy-fo-{run}" if target.mqtt else None
+        )
+        self.conn.set_exception_listener(self.events)
+        self.listening = self.conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+        self.holding = self.conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        make = self.listening.create_topic if target.mqtt else self.listening.create_queue
+        listen, held = make(f"failover.{run}.listen"), make(f"failover.{run}.held")
+        self.on_message, self.got, self.done = _collect(4)
+        self.listening.create_consumer(listen).set_message_listener(self.on_message)
+        self.holder = self.holding.create_consumer(held)
+        self.to_listener = self.listening.create_producer(listen)  # PERSISTENT (QoS 1)
+        self.to_holder = self.holding.create_producer(held)
+
+    def before(self) -> None:
+        self.conn.start()
+        self.to_listener.send(self.listening.create_text_message("before"))
+        deadline = time.monotonic() + 10
+        while not self.got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [m.text for m in self.got] == ["before"], self.target
+        for i in range(3):
+            self.to_holder.send(self.holding.create_text_message(f"held-{i}"))
+        self.taken = [self.holder.receive(10) for _ in range(3)]
+        assert [m.text if m else None for m in self.taken] == ["held-0", "held-1", "held-2"]
+
+    def after(self) -> None:
+        for i in range(3):
+            self.to_listener.send(self.listening.create_text_message(f"after-{i}"))
+        assert self.done.wait(20), (self.target, [m.text for m in self.got])
+        assert [m.text for m in self.got] == ["before", "after-0", "after-1", "after-2"]
+        persists = self.target.persists
+        back = []
+        for _ in range(3 if persists else 1):
+            message = self.holder.receive(15 if persists else 1)
+            if message is None:
+                break
+            back.append(message)
+        if persists:
+            assert sorted(m.text for m in back) == ["held-0", "held-1", "held-2"], self.target
+            flags = [m.redelivered for m in back]
+            assert flags == [self.target.marks_redelivered] * 3, (self.target, flags)
+            back[-1].acknowledge()
+        else:
+            assert back == [], (self.target, [m.text for m in back])
+        assert self.holder.receive(0.3) is None
+        assert self.events.codes == ["CONNECTION_INTERRUPTED", "CONNECTION_RESUMED"]
+
+
+def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
+    """Across one broker restart, on every target: the exception listener hears
+    CONNECTION_INTERRUPTED then CONNECTION_RESUMED (nothing else); a message listener
+    receives what is sent after the restart; and three messages received but not
+    acknowledged before it (an acknowledge() during the outage is a no-op: their delivery
+    tags died) either all come back, none lost, or -- where the broker keeps nothing --
+    are gone.
+
+    Who keeps them, marked JMSRedelivered: the vm broker on a store, ActiveMQ over STOMP
+    (KahaDB, persistJMSRedelivered), RabbitMQ over STOMP and MQTT (durable queues; the
+    MQTT session of a client id is one), Mosquitto with ``persistence true`` (saved when
+    it stops, DUP set on the resend). ActiveMQ over MQTT returns them *unmarked*: it sets
+    DUP only from an in-memory table of the packet ids it handed out, which a restart
+    empties, and MQTT 3.1.1 carries no message id by which jmspy could tell. Who keeps
+    nothing: the bundled broker (``jmspy broker`` is in-memory) and Mosquitto without
+    persistence (a restart forgets every session, as after a crash).
+    """
+    clients = [_Client(target) for target in restart.targets]
+    try:
+        for client in clients:
+            client.before()
+        time.sleep(0.3)  # the listeners' acknowledgements reach the broker
+        restart.stop()
+        for client in clients:
+            client.events.wait_for("CONNECTION_INTERRUPTED")
+            client.taken[-1].acknowledge()  # type: ignore[union-attr]  # dead tags: no-op
+        restart.start()
+        for client in clients:
+            client.events.wait_for("CONNECTION_RESUMED", timeout=60)
+        for client in clients:
+            client.after()
+    finally:
+        for client in clients:
+            client.conn.close()
+
+
+# -- the bundled broker ---------------------------------------------------------------------
 def test_jmspy_broker_send_during_outage_waits_for_reconnect(jmspy_broker: JmspyBroker) -> None:
     events = Events()
     conn = ConnectionFactory(jmspy_broker.url, **FAST).create_connection()
@@ -257,7 +394,7 @@ def test_broker_not_running_names_host_and_port() -> None:
 
 
 # -- ActiveMQ 5 (persistent: unacknowledged messages survive the restart) ---------------
-def test_activemq_restart_redelivers_unacked(restartable_activemq: RestartableActiveMQ) -> None:
+def test_activemq_restart_redelivers_unacked(restartable_activemq: ActiveMQ) -> None:
     amq = restartable_activemq
     events = Events()
     url = f"stomp://{amq.host}:{amq.stomp_port}"
@@ -294,43 +431,10 @@ def test_activemq_restart_redelivers_unacked(restartable_activemq: RestartableAc
 
 
 # -- Mosquitto (mqtt://) ----------------------------------------------------------------------
-def test_mosquitto_restart_listener_keeps_working(
-    restartable_mosquitto: RestartableMosquitto,
-) -> None:
+def test_mosquitto_reconnect_disabled(restartable_mosquitto: Mosquitto) -> None:
     mq = restartable_mosquitto
     events = Events()
-    url = f"mqtt://{mq.host}:{mq.port}"
-    conn = ConnectionFactory(url, **FAST).create_connection(client_id="jmspy-failover")
-    try:
-        conn.set_exception_listener(events)
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        topic = session.create_topic("failover/mqtt")
-        on_message, got, done = _collect(4)
-        session.create_consumer(topic).set_message_listener(on_message)
-        conn.start()
-        producer = session.create_producer(topic)  # PERSISTENT: QoS 1
-        producer.send(session.create_text_message("before"))
-        deadline = time.monotonic() + 10
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert [m.text for m in got] == ["before"]
-
-        mq.stop()
-        events.wait_for("CONNECTION_INTERRUPTED")
-        mq.start()
-        events.wait_for("CONNECTION_RESUMED")
-        for i in range(3):
-            producer.send(session.create_text_message(f"after-{i}"))
-        assert done.wait(20), [m.text for m in got]
-        assert [m.text for m in got] == ["before", "after-0", "after-1", "after-2"]
-    finally:
-        conn.close()
-
-
-def test_mosquitto_reconnect_disabled(restartable_mosquitto: RestartableMosquitto) -> None:
-    mq = restartable_mosquitto
-    events = Events()
-    conn = ConnectionFactory(f"mqtt://{mq.host}:{mq.port}").create_connection()
+    conn = ConnectionFactory(f"mqtt://{mq.host}:{mq.mqtt_port}").create_connection()
     try:
         conn.set_exception_listener(events)
         session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
@@ -340,9 +444,9 @@ def test_mosquitto_reconnect_disabled(restartable_mosquitto: RestartableMosquitt
         conn.start()
         mq.stop()
         lost = events.wait_for("CONNECTION_LOST")
-        assert f"{HOST}:{mq.port}" in str(lost)
+        assert f"{HOST}:{mq.mqtt_port}" in str(lost)
         assert consumer.receive(0.2) is None
-        with pytest.raises(JMSException, match=f"{HOST}:{mq.port}"):
+        with pytest.raises(JMSException, match=f"{HOST}:{mq.mqtt_port}"):
             producer.send(session.create_text_message("nowhere"))
     finally:
         conn.close()
