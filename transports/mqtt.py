@@ -48,11 +48,13 @@ from typing import Any
 from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
+from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
+from .capabilities import native_flags, supports
 from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
 from .mqtt_mapping import (
     check_v311,
@@ -117,6 +119,7 @@ class MqttTransport(Inbound):
         self.keepalive = int(query.get("keepalive", "30"))
         self.connect_timeout = float(query.get("connect_timeout", "10"))
         self.sync_send = query.get("sync_send", "true").lower() != "false"
+        self.queue_selectors_discard = query.get("queue_selectors") == "discard"
         self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
         if properties.get("imqConnectionFlowLimitEnabled"):
             limit, self.receive_maximum_source = (
@@ -176,16 +179,10 @@ class MqttTransport(Inbound):
             if self._try_connect(version, client_id, user, password):
                 self.version = version
                 break
-        caps = set()
-        if self.version == "5":
-            caps |= {
-                Capability.QUEUES,
-                Capability.SHARED_SUBSCRIPTIONS,
-                Capability.CONNECTION_FLOW_LIMIT,
-            }
-        if self.persistent_session:
-            caps.add(Capability.DURABLE_SUBSCRIPTIONS)
-        self.capabilities = frozenset(caps)
+        caps = native_flags("mqtt", self.version)
+        if not self.persistent_session:  # a durable subscription needs a client id
+            caps -= {Capability.DURABLE_SUBSCRIPTIONS}
+        self.capabilities = caps
         self._settled.set()
 
     def _try_connect(
@@ -405,26 +402,23 @@ class MqttTransport(Inbound):
 
     # -- consumers ------------------------------------------------------------------------
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
-        v5 = self.version == "5"
         dest = spec.destination
         share: str | None = None
         if isinstance(dest, Queue):
-            if not v5:
-                raise self._refuse(
-                    "a Queue (competing consumers)",
-                    ": MQTT 3.1.1 has no shared subscriptions; use a Topic, or MQTT 5",
-                )
+            self._require(Feature.QUEUES, "a Queue (competing consumers)")
         elif spec.shared:
-            if not v5:
-                raise self._refuse("shared subscriptions", ": they need MQTT 5")
+            self._require(Feature.SHARED_SUBSCRIPTIONS)
             share = spec.subscription_name
+        competing = isinstance(dest, Queue) or spec.shared
+        if spec.selector and competing and not self.queue_selectors_discard:
+            self._require(Feature.QUEUE_SELECTORS, "a selector on a queue")
         if spec.durable and not self.persistent_session:
             raise errors.IllegalStateException(
                 "a durable subscription over MQTT lives in the broker's session for this "
                 "client id: create the connection with a client id (clientID=...)"
             )
-        if spec.no_local and not v5:
-            raise self._refuse("no_local consumers", ": the NoLocal option needs MQTT 5")
+        if spec.no_local:
+            self._require(Feature.NO_LOCAL)
         selector = None
         if spec.selector:
             from jmspy.selector import compile_selector
@@ -435,15 +429,13 @@ class MqttTransport(Inbound):
         with self._lock:
             sub = self._subs.get(topic_filter)
             new = sub is None
-            if new and not v5:
+            if new and not supports("mqtt", self.version, Feature.OVERLAPPING_SUBSCRIPTIONS):
                 other = next((f for f in self._subs if filters_overlap(f, topic_filter)), None)
                 if other is not None:
-                    raise self._refuse(
+                    self._require(
+                        Feature.OVERLAPPING_SUBSCRIPTIONS,
                         f"a second subscription {topic_filter!r} overlapping {other!r} on one "
                         "connection",
-                        ": MQTT 3.1.1 cannot say which subscription a message is for, and "
-                        "brokers differ (ActiveMQ sends a copy per subscription, RabbitMQ "
-                        "one); use a separate connection, or MQTT 5",
                     )
             if sub is None:
                 sub = _Subscription(topic_filter, next(self._sub_ids), isinstance(dest, Queue))
@@ -532,15 +524,13 @@ class MqttTransport(Inbound):
     # -- sending --------------------------------------------------------------------------
     def send(self, message: Message, tx: str | None = None) -> None:
         if tx is not None:
-            raise self._refuse("transactions", "; MQTT has no transactions")
+            raise self._refusal(Feature.TRANSACTIONS)
         assert message.destination is not None
         problem = unsupported_in_message(message)
-        if problem is None and self.version != "5":
+        if problem is None and self.version != "5":  # v5 carries the rest
             problem = check_v311(message)
-            if problem is not None:
-                problem = f"sending {problem}"
         if problem is not None:
-            raise self._refuse(problem)
+            self._require(*problem)
         topic = mqtt_topic(message.destination)
         qos = 1 if message.delivery_mode == 2 else 0
         properties: Any = None
@@ -570,21 +560,16 @@ class MqttTransport(Inbound):
 
     # -- refused / not applicable ---------------------------------------------------------
     def begin(self, tx: str) -> None:
-        raise self._refuse(
-            "transactions (SESSION_TRANSACTED)",
-            ": MQTT has no transactions; use AUTO_ACKNOWLEDGE or CLIENT_ACKNOWLEDGE",
-        )
+        raise self._refusal(Feature.TRANSACTIONS, "transactions (SESSION_TRANSACTED)")
 
     def commit(self, tx: str) -> None:
-        raise self._refuse("transactions", ": MQTT has no transactions")
+        raise self._refusal(Feature.TRANSACTIONS)
 
     def rollback(self, tx: str) -> None:
-        raise self._refuse("transactions", ": MQTT has no transactions")
+        raise self._refusal(Feature.TRANSACTIONS)
 
     def browse(self, queue: Queue, selector: str | None) -> list[Message]:
-        raise self._refuse(
-            "queue browsing", ": MQTT cannot look at messages without consuming them"
-        )
+        raise self._refusal(Feature.BROWSER, "queue browsing")
 
     def unsubscribe(self, name: str) -> None:
         with self._lock:
@@ -605,13 +590,13 @@ class MqttTransport(Inbound):
             self._durable.pop(name, None)
 
     def create_temporary_queue(self) -> str:
-        raise self._refuse("temporary queues", ": MQTT has no temporary destinations")
+        raise self._refusal(Feature.TEMPORARY_QUEUES)
 
     def delete_temporary_queue(self, name: str) -> None:
-        raise self._refuse("temporary queues")
+        raise self._refusal(Feature.TEMPORARY_QUEUES)
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
-        raise self._refuse("destination statistics", ": MQTT has no per-topic counters")
+        raise self._refusal(Feature.DESTINATION_STATS)
 
     # -- introspection --------------------------------------------------------------------
     def flow_state(self) -> dict[str, Any]:

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jmspy import errors
+from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Topic
 from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, TransportListener
 
+from .capabilities import refusal, require
 from .mqtt_mapping import from_publish, jms_name, strip_share
 
 try:
@@ -95,10 +97,15 @@ class Inbound:
     def _describe(self) -> str:
         return f"MQTT {self.version} broker at {self.where}"
 
-    def _refuse(self, feature: str, how: str = "") -> errors.UnsupportedFeatureException:
-        return errors.UnsupportedFeatureException(
-            f"{feature} is not supported by the mqtt:// transport ({self._describe()}){how}"
-        )
+    def _require(self, feature: Feature, detail: str = "") -> None:
+        """Raise the capability matrix's refusal when this protocol version cannot carry
+        ``feature`` (MQTT cannot name its server, so the column is the version)."""
+        require("mqtt", self.version, feature, detail=detail, where=f"broker at {self.where}")
+
+    def _refusal(self, feature: Feature, detail: str = "") -> RefusedFeatureException:
+        """The matrix's error for a feature this transport has no implementation of."""
+        return refusal("mqtt", self.version, feature, detail=detail,
+                       where=f"broker at {self.where}")
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
         """No wire traffic: MQTT has no per-subscription credit (see module docstring)."""
@@ -278,7 +285,7 @@ class Inbound:
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         if tx is not None:
-            raise self._refuse("transactions", "; MQTT has no transactions")
+            raise self._refusal(Feature.TRANSACTIONS)
         with self._lock:
             for tag in delivery_tags:
                 self._ack_tag(tag)

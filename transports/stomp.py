@@ -52,12 +52,21 @@ from typing import Any
 from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
+from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
-from .stomp_mapping import BrokerProfile, detect_broker, from_frame, stomp_destination, to_frame
+from .capabilities import native_flags, require
+from .stomp_mapping import (
+    BrokerProfile,
+    detect_broker,
+    from_frame,
+    profile_key,
+    stomp_destination,
+    to_frame,
+)
 from .stomp_reconnect import StompFailover
 
 try:
@@ -276,11 +285,11 @@ class StompTransport(StompFailover):
             )
         return conn
 
-    def _refuse(self, feature: str, how: str = "") -> errors.UnsupportedFeatureException:
-        return errors.UnsupportedFeatureException(
-            f"{feature} is not supported by the stomp:// transport on {self.profile.family} "
-            f"({self.profile.server or 'unknown server'} at {self.where}){how}"
-        )
+    def _require(self, feature: Feature, detail: str = "") -> None:
+        """Raise the capability matrix's refusal when this broker cannot carry ``feature``
+        (the matrix reads the same broker profile that picks the headers below)."""
+        require("stomp", profile_key(self.profile), feature, detail=detail,
+                where=f"{self.profile.server or 'unknown server'} at {self.where}")
 
     # -- consumers ------------------------------------------------------------------------
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
@@ -288,32 +297,24 @@ class StompTransport(StompFailover):
         headers: dict[str, str] = {}
         client_selector = None
         if spec.shared:
-            raise self._refuse("shared subscriptions")
+            self._require(Feature.SHARED_SUBSCRIPTIONS)
         if spec.durable:
-            if not p.durable:
-                raise self._refuse("durable subscriptions")
+            self._require(Feature.DURABLE_SUBSCRIPTIONS)
             assert spec.subscription_name is not None
-            if p.family == "ActiveMQ":
-                headers["activemq.subscriptionName"] = spec.subscription_name
-            else:
+            if p.durable_header == "durable":  # RabbitMQ
                 headers.update({"durable": "true", "auto-delete": "false",
                                 "persistent": "true"})
-        if spec.no_local and p.family == "ActiveMQ":
-            headers["activemq.noLocal"] = "true"
-        elif spec.no_local:
-            raise self._refuse("no_local consumers")
+            else:
+                headers[p.durable_header] = spec.subscription_name
+        if spec.no_local:
+            self._require(Feature.NO_LOCAL)
+            headers[p.no_local_header] = "true"
         if spec.selector:
             if p.server_selectors:
                 headers["selector"] = spec.selector
             else:
                 if isinstance(spec.destination, Queue) and not self.queue_selectors_discard:
-                    raise self._refuse(
-                        "a selector on a queue",
-                        ": RabbitMQ has no server-side selectors and a client-side filter "
-                        "would have to consume (and so delete) the messages it skips. Use a "
-                        "topic, or add ?rabbitmq_queue_selectors=discard to the URL to accept "
-                        "that non-matching queue messages are acknowledged and dropped",
-                    )
+                    self._require(Feature.QUEUE_SELECTORS, "a selector on a queue")
                 from jmspy.selector import compile_selector
 
                 client_selector = compile_selector(spec.selector)
@@ -562,8 +563,9 @@ class StompTransport(StompFailover):
     def send(self, message: Message, tx: str | None = None) -> None:
         try:
             destination, body, headers = to_frame(message, self.profile)
-        except ValueError as exc:
-            raise self._refuse(str(exc), ": the broker has no header for it") from None
+        except ValueError:  # the profile has no delivery-delay header
+            self._require(Feature.DELIVERY_DELAY)
+            raise
         if tx is not None:
             headers["transaction"] = tx
         try:
@@ -611,8 +613,7 @@ class StompTransport(StompFailover):
 
     # -- the rest of the interface --------------------------------------------------------
     def browse(self, queue: Queue, selector: str | None) -> list[Message]:
-        if not self.profile.browse:
-            raise self._refuse("queue browsing")
+        self._require(Feature.BROWSER)
         sid = f"browse-{uuid.uuid4().hex[:8]}"
         done = threading.Event()
         found: list[Message] = []
@@ -637,16 +638,14 @@ class StompTransport(StompFailover):
         return found
 
     def unsubscribe(self, name: str) -> None:
-        if self.profile.family == "ActiveMQ":
-            self._c().unsubscribe(id=name, headers={"activemq.subscriptionName": name})
-        elif self.profile.family == "RabbitMQ":
+        self._require(Feature.UNSUBSCRIBE, "unsubscribing durable subscriptions")
+        if self.profile.durable_header == "durable":  # RabbitMQ
             self._c().unsubscribe(id=name, headers={"durable": "true", "persistent": "true"})
         else:
-            raise self._refuse("unsubscribing durable subscriptions")
+            self._c().unsubscribe(id=name, headers={self.profile.durable_header: name})
 
     def create_temporary_queue(self) -> str:
-        if not self.profile.temporary_queues:
-            raise self._refuse("temporary queues")
+        self._require(Feature.TEMPORARY_QUEUES)
         return f"/temp-queue/jmspy-{uuid.uuid4().hex[:12]}"
 
     def delete_temporary_queue(self, name: str) -> None:
@@ -655,12 +654,7 @@ class StompTransport(StompFailover):
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         from .stomp_stats import query_stats
 
-        if not self.profile.stats:
-            raise self._refuse(
-                "destination statistics",
-                " (RabbitMQ shows them only over its management HTTP API; ActiveMQ 5 answers "
-                "statistics requests with a MapMessage that its STOMP connector can only "
-                "render with XStream, which Debian's package lacks: use JMX or the web console)")
+        self._require(Feature.DESTINATION_STATS)
         return query_stats(self, destination)
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:
@@ -679,21 +673,6 @@ class StompTransport(StompFailover):
 
 
 def _capabilities(p: BrokerProfile) -> frozenset[str]:
-    caps = {Capability.QUEUES, Capability.TRANSACTIONS, Capability.PRIORITY,
-            Capability.SELECTORS}
-    if p.window:
-        caps.add(Capability.CREDIT_WINDOW)
-    if p.browse:
-        caps.add(Capability.BROWSE)
-    if p.delay_header:
-        caps.add(Capability.DELIVERY_DELAY)
-    if p.durable:
-        caps.add(Capability.DURABLE_SUBSCRIPTIONS)
-    if p.temporary_queues:
-        caps.add(Capability.TEMPORARY_QUEUES)
-    if p.stats:
-        caps.add(Capability.STATS)
-    if not p.server_selectors:
-        caps.discard(Capability.SELECTORS)  # emulated on the client
-    return frozenset(caps)
+    """The flags of what this broker carries natively, from the capability matrix."""
+    return native_flags("stomp", profile_key(p))
 

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+from jmspy.capabilities import Cell, Feature, emulated, native, refused
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
 from jmspy.message import (
     BytesMessage,
@@ -32,10 +33,12 @@ from jmspy.message import (
 )
 
 __all__ = [
+    "STOMP_TARGETS",
     "BrokerProfile",
-    "capability_matrix",
     "detect_broker",
     "from_frame",
+    "profile_key",
+    "stomp_cells",
     "stomp_destination",
     "to_frame",
 ]
@@ -68,24 +71,32 @@ class BrokerProfile:
     durable: bool
     temporary_queues: bool
     stats: bool
+    #: How a durable subscription is named on SUBSCRIBE and deleted on UNSUBSCRIBE:
+    #: ActiveMQ's header (Artemis and jmspy's broker accept it too), or RabbitMQ's
+    #: ``durable:true`` + ``auto-delete:false`` ("durable"); "" = unknown.
+    durable_header: str = ""
+    no_local_header: str = ""
 
+
+_AMQ_NAME: Final = "activemq.subscriptionName"  # ActiveMQ 5; Artemis and jmspy accept it too
+_AMQ_NO_LOCAL: Final = "activemq.noLocal"
 
 _PROFILES: Final = {
     "jmspy": BrokerProfile(
         "jmspy", "", "jmspy-flow-limit", False, True, "nack", "asc", False,
-        "jmspy-delivery-delay", "expires", True, True, True,
+        "jmspy-delivery-delay", "expires", True, True, True, _AMQ_NAME, _AMQ_NO_LOCAL,
     ),
     "artemis": BrokerProfile(
         "Artemis", "", "consumer-window-size", True, True, "nack", "asc", False,
-        "AMQ_SCHEDULED_DELAY", "expires", True, True, False,
+        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL,
     ),
     "activemq": BrokerProfile(
         "ActiveMQ", "", "activemq.prefetchSize", False, True, "resubscribe", "asc", True,
-        "AMQ_SCHEDULED_DELAY", "expires", True, True, False,
+        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL,
     ),
     "rabbitmq": BrokerProfile(
         "RabbitMQ", "", "prefetch-count", False, False, "nack", "asc", False,
-        "", "expiration", True, True, False,
+        "", "expiration", True, True, False, "durable", "",
     ),
     "unknown": BrokerProfile(
         "unknown", "", "", False, True, "nack", "asc", False, "", "expires",
@@ -154,12 +165,19 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
     """(destination, body, headers) for a SEND. Raises ValueError for what the broker
     cannot carry (the caller turns it into UnsupportedFeatureException)."""
     assert message.destination is not None and message.message_id is not None
+    # Every header costs each hop a parse (stomp.py unescapes each one with two regex
+    # substitutions: ~3.5 us a header per MESSAGE), so values that mean the same when
+    # absent stay off the wire: ``persistent:false`` (STOMP's default is non-persistent
+    # on every profile) and priority 4 (JMS's default, and what from_frame assumes) --
+    # except on RabbitMQ, where a missing priority is 0, not 4, in a priority queue.
     headers: dict[str, str] = {
-        "persistent": "true" if message.delivery_mode == 2 else "false",
-        "priority": str(message.priority),
         "jmspy-message-id": message.message_id,
         "jmspy-timestamp": str(message.timestamp),
     }
+    if message.delivery_mode == 2:
+        headers["persistent"] = "true"
+    if message.priority != 4 or profile.family == "RabbitMQ":
+        headers["priority"] = str(message.priority)
     if message.expiration:
         if profile.ttl_header == "expiration":
             headers["expiration"] = str(max(1, message.expiration - message.timestamp))
@@ -190,7 +208,8 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
     if isinstance(message, TextMessage):
         body = (message.text or "").encode("utf-8")
         headers["content-type"] = "text/plain;charset=utf-8"
-        headers["jmspy-body"] = "text" if message.text is not None else "null-text"
+        if message.text is None:  # a text/* content-type alone reads back as text
+            headers["jmspy-body"] = "null-text"
     elif isinstance(message, BytesMessage):
         body = message.body
         headers["content-type"] = "application/octet-stream"
@@ -276,51 +295,96 @@ def _int(text: str | None, default: int = 0) -> int:
         return default
 
 
-# -- the capability table in docs/transports.md (tests/interop checks it is current) ------
-_FAMILIES: Final = ("jmspy", "activemq", "artemis", "rabbitmq")
+# -- the STOMP columns of the capability matrix (jmspy.transports.capabilities) ----------
+#: The matrix columns, in order: profile key -> column title.
+STOMP_TARGETS: Final = {
+    "jmspy": "jmspy broker",
+    "activemq": "ActiveMQ 5",
+    "artemis": "Artemis",
+    "rabbitmq": "RabbitMQ",
+    "unknown": "other STOMP servers",
+}
 
 
-def _cells(p: BrokerProfile) -> dict[str, str]:
+def profile_key(p: BrokerProfile) -> str:
+    """The key of ``p`` in :data:`STOMP_TARGETS` (and in the capability matrix)."""
+    return p.family.lower()
+
+
+def stomp_cells(key: str) -> dict[Feature, Cell]:
+    """How the broker of profile ``key`` carries each feature, read off its profile, so the
+    docs, the refusals (``StompTransport._require``) and the headers cannot disagree."""
+    p = _PROFILES[key]
     if p.family == "jmspy":
-        window = "native (`jmspy-flow-limit` / `jmspy-flow-threshold`)"
+        window = native("`jmspy-flow-limit` / `jmspy-flow-threshold`")
     elif p.window_in_bytes:
-        window = f"emulated (`{p.window}` = limit x 1 KiB; count enforced by the client)"
+        window = emulated(f"`{p.window}` = limit x 1 KiB; count enforced by the client")
+    elif p.window:
+        window = native(f"window as `{p.window}`; threshold emulated by the client stash")
     else:
-        window = f"native window (`{p.window}`); threshold emulated"
+        window = emulated("no window header: the client stash bounds what the app holds")
+    other = "a broker with it (see the other columns)"
+    queue_selector = (
+        native("`selector`") if p.server_selectors else refused(
+            "no server-side selectors, and a client-side filter would consume (delete) what "
+            "it skips",
+            "use a topic, or add `?rabbitmq_queue_selectors=discard` to the URL to accept "
+            "that non-matching queue messages are acknowledged and dropped",
+        )
+    )
     return {
-        "consumer window + threshold": window,
-        "connection flow limit": "emulated (client stash)",
-        "selectors": (
-            "native (`selector`)" if p.server_selectors
-            else "emulated on topics; refused on queues unless `?rabbitmq_queue_selectors=discard`"
+        Feature.CONSUMER_WINDOW: window,
+        Feature.CONNECTION_FLOW_LIMIT: emulated(
+            "the client stash; the broker's window is per subscription"),
+        Feature.QUEUES: native("`/queue/NAME`"),
+        Feature.TOPIC_SELECTORS: (
+            native("`selector`") if p.server_selectors
+            else emulated("in the client; non-matching copies are acknowledged and dropped")
         ),
-        "transactions": "native (BEGIN/COMMIT/ABORT)",
-        "recover / rollback redelivery": (
-            "native (NACK)" if p.cancel == "nack" else "emulated (re-SUBSCRIBE; NACK dead-letters)"
+        Feature.QUEUE_SELECTORS: queue_selector,
+        Feature.TRANSACTIONS: native("BEGIN / COMMIT / ABORT"),
+        Feature.REDELIVERY: (
+            native("NACK") if p.cancel == "nack"
+            else emulated("re-SUBSCRIBE (a NACK would dead-letter the message)")
         ),
-        "JMSXDeliveryCount": (
-            "native (`jmspy-delivery-count`)" if p.family == "jmspy"
-            else "emulated (`redelivered` + client memory)"
+        Feature.DELIVERY_COUNT: (
+            native("`jmspy-delivery-count`") if p.family == "jmspy"
+            else emulated("`redelivered` + the client's own count")
         ),
-        "queue browser": "native (`browser:true`)" if p.browse else "refused",
-        "delivery delay": f"native (`{p.delay_header}`)" if p.delay_header else "refused",
-        "durable subscriptions": "native" if p.durable else "refused",
-        "shared subscriptions": "refused",
-        "temporary queues": "native (`/temp-queue/`)" if p.temporary_queues else "refused",
-        "destination stats": "native (`/jmspy/stats`)" if p.stats else "refused",
+        Feature.BROWSER: native("`browser:true`") if p.browse else refused(
+            "no STOMP browse subscription", f"consume the messages, or use {other}"),
+        Feature.DELIVERY_DELAY: native(f"`{p.delay_header}`") if p.delay_header else refused(
+            "no STOMP header for scheduled delivery",
+            f"delay in the application, or use {other}"),
+        Feature.PRIORITY: native("`priority` (the broker decides the order)"),
+        Feature.TIME_TO_LIVE: native(
+            "`expires` (absolute)" if p.ttl_header == "expires" else "`expiration` (relative)"),
+        Feature.HEADERS: native("STOMP headers + `jmspy-*` (property values as strings)"),
+        Feature.DURABLE_SUBSCRIPTIONS: native(
+            "`durable:true` + `auto-delete:false`" if p.durable_header == "durable"
+            else f"`{p.durable_header}`") if p.durable else refused(
+            "no known durable-subscription header", f"use {other}"),
+        Feature.UNSUBSCRIBE: native("UNSUBSCRIBE naming the subscription") if p.durable
+        else refused("no known way to delete a durable subscription over STOMP",
+                     "delete it with the broker's own tools"),
+        Feature.SHARED_SUBSCRIPTIONS: refused(
+            "STOMP has no shared-subscription header jmspy can rely on",
+            "consume from a queue (competing consumers)"),
+        Feature.NO_LOCAL: native(f"`{p.no_local_header}`") if p.no_local_header else refused(
+            "no STOMP no-local header",
+            "filter your own messages out with a property and a selector"),
+        Feature.OVERLAPPING_SUBSCRIPTIONS: native("one subscription id each"),
+        Feature.TEMPORARY_QUEUES: native("`/temp-queue/`") if p.temporary_queues else refused(
+            "no known temporary-destination prefix", "use a uniquely named queue"),
+        Feature.DESTINATION_STATS: native("`/jmspy/stats`") if p.stats else refused(
+            _NO_STATS.get(key, "STOMP has no statistics request"),
+            "use the broker's management tools"),
     }
 
 
-def capability_matrix() -> str:
-    """The feature x broker table for STOMP, as Markdown (docs/transports.md embeds it)."""
-    profiles = [_PROFILES[f] for f in _FAMILIES]
-    cells = [_cells(p) for p in profiles]
-    names = {"jmspy": "jmspy broker", "ActiveMQ": "ActiveMQ 5", "Artemis": "Artemis",
-             "RabbitMQ": "RabbitMQ"}
-    lines = [
-        "| feature | " + " | ".join(names[p.family] for p in profiles) + " |",
-        "| --- |" + " --- |" * len(profiles),
-    ]
-    for feature in cells[0]:
-        lines.append(f"| {feature} | " + " | ".join(c[feature] for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+_NO_STATS: Final = {
+    "rabbitmq": "RabbitMQ shows them only over its management HTTP API",
+    "activemq": "ActiveMQ 5 answers statistics requests with a MapMessage its STOMP "
+    "connector can only render with XStream, which Debian's package lacks (use JMX or "
+    "the web console)",
+}

@@ -33,6 +33,8 @@ from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 from jmspy.reconnect import ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
+from .capabilities import native_flags
+
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
 
 T = TypeVar("T")
@@ -306,23 +308,8 @@ class VmTransport:
     """The Transport interface over an in-process :class:`BrokerHost`."""
 
     scheme = "vm"
-    capabilities = frozenset(
-        {
-            Capability.CREDIT_WINDOW,
-            Capability.CONNECTION_FLOW_LIMIT,
-            Capability.SELECTORS,
-            Capability.TRANSACTIONS,
-            Capability.QUEUES,
-            Capability.DURABLE_SUBSCRIPTIONS,
-            Capability.SHARED_SUBSCRIPTIONS,
-            Capability.TEMPORARY_QUEUES,
-            Capability.BROWSE,
-            Capability.DELIVERY_DELAY,
-            Capability.PRIORITY,
-            Capability.STATS,
-            Capability.IN_PROCESS,
-        }
-    )
+    #: Everything the capability matrix marks native for vm://, and in-process acks.
+    capabilities = native_flags("vm", "embedded") | {Capability.IN_PROCESS}
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         name = url.netloc or url.path.strip("/") or "embedded"
