@@ -1,50 +1,223 @@
-"""(d) jmspy over MQTT (mqtt:// transport) vs raw paho-mqtt, both on Mosquitto, QoS 1.
+"""(d) jmspy over MQTT (mqtt:// transport) vs raw paho-mqtt, both on Mosquitto, like for like.
 
-Producer and consumer are separate processes; the consumer subscribes before the producer
-starts (MQTT topics keep nothing for absent subscribers). paho: MQTT 3.1.1, in-flight
-window 20 (its default), clean session, the send time in the payload's first bytes. jmspy:
-a Topic with AUTO_ACKNOWLEDGE and the send time in a property (if the transport carries
-properties; otherwise no latency figure). Ratio: jmspy over paho (target 0.9x).
+Every pair uses the same protocol version, payload (100 B, the send time in its first
+bytes) and consumer: a separate process subscribed at QoS 1 that acknowledges each message
+itself (jmspy: AUTO_ACKNOWLEDGE, the PUBACK leaves once the listener returned; paho:
+``manual_ack=True`` and ``client.ack`` after ``on_message``), with the same Receive Maximum
+on MQTT 5. The consumer subscribes before the producer starts (MQTT topics keep nothing
+for absent subscribers). What differs between the pairs is the producer:
+
+* ``sync``: one QoS 1 PUBLISH at a time. jmspy: a PERSISTENT ``send()``, which returns once
+  the broker's PUBACK is in (JMS: a persistent send is complete when the provider has it);
+  paho: ``publish(qos=1)`` then ``wait_for_publish()`` for each message. Measured on MQTT 5
+  and on 3.1.1.
+* ``window``: ``WINDOW`` QoS 1 PUBLISHes in flight. jmspy: PERSISTENT ``send()`` with a
+  CompletionListener (JMS 2 asynchronous send), the producer waits for the last completion;
+  paho: ``max_inflight_messages_set(WINDOW)``, ``publish(qos=1)`` for each, then waits for
+  the last PUBACK.
+
+Ratio: jmspy over paho in the same round (target 0.9x).
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
-from .common import Config, Progress, Row, run_interleaved, run_pair
+from .common import (
+    Config,
+    Progress,
+    Row,
+    Spec,
+    now,
+    run_interleaved,
+    run_pair,
+    signal_ready,
+    worker_main,
+)
 from .peers import Peers
+from .workers import _Sink as Sink
+
+WINDOW = 100  # PUBLISHes in flight in the ``window`` rows (paho's, jmspy's transport's)
+RECEIVE_MAXIMUM = 1000  # the consumers' MQTT 5 Receive Maximum (jmspy's default flow limit)
+SIZE = 100  # bytes of payload (jmspy: a TextMessage of that many ASCII characters)
 
 
-def _runner(peers: Peers, client: str, count: int) -> Any:
+def _payload() -> bytes:
+    return f"{now():.9f}".encode().ljust(SIZE, b"x")
+
+
+def _stamp(payload: bytes) -> float:
+    return float(payload[:20].rstrip(b"x"))
+
+
+# -- raw paho-mqtt -----------------------------------------------------------------------
+def _paho(spec: Spec, name: str) -> Any:
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    v5 = spec["version"] == "5"
+    kwargs: dict[str, Any] = {} if v5 else {"clean_session": True}
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=name,
+                         protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311, manual_ack=True,
+                         **kwargs)
+    client.max_inflight_messages_set(int(spec.get("inflight", WINDOW)))
+    client.max_queued_messages_set(0)
+    return client
+
+
+def _paho_connect(client: Any, spec: Spec) -> None:
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    if spec["version"] == "5":
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.ReceiveMaximum = RECEIVE_MAXIMUM
+        client.connect(spec["host"], spec["port"], clean_start=True, properties=props)
+    else:
+        client.connect(spec["host"], spec["port"])
+
+
+def paho_producer(spec: Spec) -> dict[str, Any]:
+    client = _paho(spec, f"bench-pub-{spec['dest']}")
+    _paho_connect(client, spec)
+    client.loop_start()
+    timeout = spec.get("timeout", 120)
+    sync = spec["mode"] == "sync"
+    t_start = now()
+    info = None
+    for _ in range(spec["count"]):
+        info = client.publish(spec["dest"], _payload(), qos=1)
+        if sync:
+            info.wait_for_publish(timeout)
+    if info is not None:
+        info.wait_for_publish(timeout)
+    client.disconnect()
+    client.loop_stop()
+    return {"t_start": t_start}
+
+
+def paho_consumer(spec: Spec) -> dict[str, Any]:
+    sink = Sink(spec["count"])
+    subscribed = threading.Event()
+    client = _paho(spec, f"bench-sub-{spec['dest']}")
+
+    def on_message(c: Any, userdata: Any, msg: Any) -> None:
+        stamp = _stamp(msg.payload)
+        c.ack(msg.mid, msg.qos)
+        sink.hit(stamp)
+
+    client.on_subscribe = lambda *a: subscribed.set()
+    client.on_message = on_message
+    _paho_connect(client, spec)
+    client.subscribe(spec["dest"], qos=1)
+    client.loop_start()
+    if not subscribed.wait(10):
+        return {"error": "no SUBACK within 10s"}
+    signal_ready()
+    result = sink.result(spec.get("timeout", 120))
+    client.disconnect()
+    client.loop_stop()
+    return result
+
+
+# -- jmspy -------------------------------------------------------------------------------
+def _jmspy(spec: Spec) -> tuple[Any, Any, Any]:
+    from jmspy import ConnectionFactory, Session
+
+    conn = ConnectionFactory(spec["url"], imqConsumerFlowLimit=RECEIVE_MAXIMUM
+                             ).create_connection()
+    session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
+    return conn, session, session.create_topic(spec["dest"])
+
+
+def jmspy_producer(spec: Spec) -> dict[str, Any]:
+    conn, session, dest = _jmspy(spec)
+    producer = session.create_producer(dest)  # PERSISTENT by default: QoS 1
+    count = spec["count"]
+    done = threading.Event()
+    completions = [0]
+    errors: list[str] = []
+
+    def completed(message: Any, error: Exception | None) -> None:
+        if error is not None:
+            errors.append(f"{type(error).__name__}: {error}")
+        completions[0] += 1
+        if completions[0] >= count:
+            done.set()
+
+    window = spec["mode"] == "window"
+    t_start = now()
+    for _ in range(count):
+        message = session.create_text_message(_payload().decode())
+        if window:
+            producer.send(message, completion_listener=completed)
+        else:
+            producer.send(message)
+    if window and not done.wait(spec.get("timeout", 120)):
+        return {"error": f"{count - completions[0]} completions missing"}
+    conn.close()
+    return {"error": errors[0]} if errors else {"t_start": t_start}
+
+
+def jmspy_consumer(spec: Spec) -> dict[str, Any]:
+    conn, session, dest = _jmspy(spec)
+    sink = Sink(spec["count"])
+    consumer = session.create_consumer(dest)
+    consumer.set_message_listener(lambda m: sink.hit(_stamp(m.text.encode())))
+    conn.start()
+    signal_ready()
+    result = sink.result(spec.get("timeout", 120))
+    conn.close()
+    return result
+
+
+ROLES = {
+    "paho-producer": paho_producer,
+    "paho-consumer": paho_consumer,
+    "jmspy-producer": jmspy_producer,
+    "jmspy-consumer": jmspy_consumer,
+}
+
+
+# -- the part ------------------------------------------------------------------------------
+def _runner(peers: Peers, client: str, mode: str, version: str, count: int) -> Any:
     def run(_rnd: int) -> dict[str, Any]:
         ep = peers.get("mosquitto")
         if isinstance(ep, str):
             return {"error": ep}
-        base = {"host": ep.host, "port": ep.mqtt_port, "count": count, "timeout": 180,
-                "qos": 1, "inflight": 20}
-        if client == "paho":
-            base["dest"] = f"bench/{uuid.uuid4().hex[:12]}"
-            return run_pair("workers", {**base, "role": "paho-consumer"},
-                            {**base, "role": "paho-producer"})
-        base.update(url=f"mqtt://{ep.host}:{ep.mqtt_port}", dest=f"bench{uuid.uuid4().hex[:12]}",
-                    topic=True)
-        return run_pair("workers", {**base, "role": "jmspy-consumer"},
-                        {**base, "role": "jmspy-producer"})
+        base: Spec = {"host": ep.host, "port": ep.mqtt_port, "count": count, "timeout": 180,
+                      "version": version, "mode": mode, "inflight": WINDOW,
+                      "dest": f"bench/{uuid.uuid4().hex[:12]}"}
+        if client == "jmspy":
+            base["url"] = (f"mqtt://{ep.host}:{ep.mqtt_port}?version={version}")
+            base["dest"] = base["dest"].replace("/", ".")
+        return run_pair("part_d_mqtt", {**base, "role": f"{client}-consumer"},
+                        {**base, "role": f"{client}-producer"})
 
     return run
 
 
 def configs(quick: bool, peers: Peers) -> list[Config]:
-    count = 2_000 if quick else 20_000
-    cfg = f"QoS 1, {count:,} msgs"
-    return [
-        Config(Row("d", "d/jmspy", "jmspy (mqtt://) -> Mosquitto", cfg, baseline="d/paho",
-                   target=0.9, short="QoS 1, MQTT 5"), _runner(peers, "jmspy", count)),
-        Config(Row("d", "d/paho", "paho -> Mosquitto", cfg + ", in-flight 20",
-                   short="QoS 1, MQTT 3.1.1, in-flight 20"),
-               _runner(peers, "paho", count)),
-    ]
+    out: list[Config] = []
+    pairs = [("sync", "5"), ("sync", "3.1.1"), ("window", "5")]
+    for mode, version in pairs:
+        count = (1_000 if quick else 10_000) if mode == "sync" else (2_000 if quick else 20_000)
+        what = ("1 in flight (send returns on PUBACK)" if mode == "sync"
+                else f"{WINDOW} in flight")
+        cfg = f"MQTT {version}, QoS 1, {what}, {count:,} msgs"
+        short = f"MQTT {version}, {'sync' if mode == 'sync' else f'{WINDOW} in flight'}"
+        key = f"d/{mode}/{version}"
+        jname = ("jmspy send()" if mode == "sync" else "jmspy send(completion_listener)")
+        pname = ("paho publish + wait_for_publish" if mode == "sync"
+                 else f"paho publish, max_inflight {WINDOW}")
+        out.append(Config(Row("d", f"{key}/jmspy", f"{jname} -> Mosquitto", cfg,
+                              baseline=f"{key}/paho", target=0.9, short=short),
+                          _runner(peers, "jmspy", mode, version, count)))
+        out.append(Config(Row("d", f"{key}/paho", f"{pname} -> Mosquitto", cfg, short=short),
+                          _runner(peers, "paho", mode, version, count)))
+    return out
 
 
 def run(quick: bool, runs: int, progress: Progress, peers: Peers) -> list[Row]:
@@ -53,3 +226,7 @@ def run(quick: bool, runs: int, progress: Progress, peers: Peers) -> list[Row]:
 
 def planned(quick: bool, runs: int) -> int:
     return len(configs(quick, Peers())) * runs
+
+
+if __name__ == "__main__":
+    worker_main(ROLES)

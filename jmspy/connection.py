@@ -337,12 +337,7 @@ class Connection:
         tx: str | None,
         listener: CompletionCallback,
     ) -> None:
-        def run() -> None:
-            error: Exception | None = None
-            try:
-                self._transport.send(message, tx)
-            except Exception as exc:
-                error = exc
+        def complete(error: Exception | None) -> None:
             on_completion = getattr(listener, "on_completion", None)
             if on_completion is not None:
                 if error is None:
@@ -351,6 +346,31 @@ class Connection:
                     listener.on_exception(message, error)  # type: ignore[union-attr]
             else:
                 listener(message, error)  # type: ignore[operator]
+
+        send_async = getattr(self._transport, "send_async", None)
+        if send_async is not None:
+            # The transport keeps several sends in flight and calls ``done`` in send order
+            # (on its own thread): the listener still runs on the notifier, counted from
+            # now so that closing the session waits for it.
+            notifier = self._get_notifier()
+            notifier.expect(session)
+
+            def done(error: Exception | None) -> None:
+                notifier.deliver(lambda: complete(error), session)
+
+            try:
+                send_async(message, tx, done)
+            except Exception as exc:
+                done(exc)
+            return
+
+        def run() -> None:
+            error: Exception | None = None
+            try:
+                self._transport.send(message, tx)
+            except Exception as exc:
+                error = exc
+            complete(error)
 
         self._get_notifier().submit(run, session)
 
@@ -375,9 +395,17 @@ class _Notifier:
         self._thread.start()
 
     def submit(self, fn: Callable[[], None], owner: object = None) -> None:
+        self.expect(owner)
+        self._queue.put((fn, owner))
+
+    def expect(self, owner: object) -> None:
+        """Count a callback for ``owner`` that :meth:`deliver` will queue later."""
         with self._cond:
             key = id(owner)
             self._pending[key] = self._pending.get(key, 0) + 1
+
+    def deliver(self, fn: Callable[[], None], owner: object) -> None:
+        """Queue a callback counted by :meth:`expect` (from any thread)."""
         self._queue.put((fn, owner))
 
     def wait_for(self, owner: object, timeout: float = 30.0) -> None:

@@ -1,4 +1,5 @@
-"""``mqtt://host:port[?version=5|3.1.1&keepalive=30&sync_send=true]``: MQTT through paho-mqtt 2.
+"""``mqtt://host:port[?version=5|3.1.1&keepalive=30&sync_send=true&send_window=100]``: MQTT
+through paho-mqtt 2.
 
 One paho client (CallbackAPIVersion.VERSION2, ``manual_ack=True``) per jmspy connection.
 The default tries MQTT 5 and falls back to 3.1.1 when the broker refuses it (ActiveMQ 5.17
@@ -33,6 +34,11 @@ with the policy's backoff, re-subscribes every subscription (the broker may have
 session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``.
 Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
 
+Sending (mqtt_outbound.py). A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
+broker's PUBACK is in (``sync_send=false``: at once); NON_PERSISTENT is QoS 0. A send with a
+CompletionListener keeps up to ``send_window`` PUBLISHes in flight and completes in send
+order after each PUBACK.
+
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
 so a slow listener does not stop PINGREQs (keepalive) or acks.
@@ -60,11 +66,9 @@ from .mqtt_mapping import (
     check_v311,
     filters_overlap,
     mqtt_filter,
-    mqtt_topic,
-    payload_of,
-    to_publish_v5,
     unsupported_in_message,
 )
+from .mqtt_outbound import Done, Outbound
 
 _paho: Any
 try:
@@ -95,7 +99,7 @@ _SECURITY_REASONS = (
 )
 
 
-class MqttTransport(Inbound):
+class MqttTransport(Inbound, Outbound):
     """The Transport interface over one paho-mqtt client."""
 
     scheme = "mqtt"
@@ -119,6 +123,13 @@ class MqttTransport(Inbound):
         self.keepalive = int(query.get("keepalive", "30"))
         self.connect_timeout = float(query.get("connect_timeout", "10"))
         self.sync_send = query.get("sync_send", "true").lower() != "false"
+        window = query.get("send_window", "100")
+        if not window.isdigit() or not 1 <= int(window) <= 65535:
+            raise errors.InvalidConfigurationException(
+                f"mqtt:// send_window={window!r}: the number of asynchronous sends in "
+                "flight, 1 to 65535 (default 100)"
+            )
+        self._init_outbound(int(window))
         self.queue_selectors_discard = query.get("queue_selectors") == "discard"
         self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
         if properties.get("imqConnectionFlowLimitEnabled"):
@@ -204,9 +215,10 @@ class MqttTransport(Inbound):
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        client.on_publish = self._on_publish
         client.on_subscribe = self._on_subscribe
         client.on_unsubscribe = self._on_subscribe
-        client.max_inflight_messages_set(100)
+        client.max_inflight_messages_set(self.send_window)
         if user is not None:
             client.username_pw_set(user, password)
         self._connected.clear()
@@ -283,6 +295,7 @@ class MqttTransport(Inbound):
             self._settled.clear()
             self._opened = False
             self._drop_deliveries()
+        self._fail_sends(f"the connection to {self.where} dropped ({reason})")
         kept = (
             "the broker redelivers unacknowledged messages when this client id reconnects"
             if self.persistent_session
@@ -388,6 +401,7 @@ class MqttTransport(Inbound):
         finally:
             client.loop_stop()
             self._client = None
+            self._fail_sends("the connection was closed first")
 
     def _c(self, wait: bool = True) -> Any:
         """The live paho client; during a reconnect, wait for its outcome first."""
@@ -522,7 +536,13 @@ class MqttTransport(Inbound):
             self._client.unsubscribe(unsubscribe)
 
     # -- sending --------------------------------------------------------------------------
-    def send(self, message: Message, tx: str | None = None) -> None:
+    def send_async(self, message: Message, tx: str | None, done: Done) -> None:
+        """JMS 2 asynchronous send with up to ``send_window`` PUBLISHes in flight;
+        ``done`` hears the outcome in send order (mqtt_outbound.py). Errors found before
+        the PUBLISH (refused features, a lost connection) are raised here."""
+        self.send(message, tx, done)
+
+    def send(self, message: Message, tx: str | None = None, done: Done | None = None) -> None:
         if tx is not None:
             raise self._refusal(Feature.TRANSACTIONS)
         assert message.destination is not None
@@ -531,19 +551,10 @@ class MqttTransport(Inbound):
             problem = check_v311(message)
         if problem is not None:
             self._require(*problem)
-        topic = mqtt_topic(message.destination)
-        qos = 1 if message.delivery_mode == 2 else 0
-        properties: Any = None
-        if self.version == "5":
-            payload, properties = to_publish_v5(message)
-        else:
-            payload = payload_of(message)[0]
-        info = self._c().publish(topic, payload, qos=qos, retain=False, properties=properties)
-        if info.rc != 0:
-            raise errors.JMSException(
-                f"publishing to {topic!r} on the {self._describe()} failed: "
-                f"{_paho.error_string(info.rc)}"
-            )
+        if done is not None:
+            self._publish_async(message, done)
+            return
+        info, qos = self._publish(message)
         if qos and not self.sync_send:
             self._last_publish = info
         elif qos:

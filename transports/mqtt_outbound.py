@@ -1,0 +1,177 @@
+"""The sending half of the mqtt:// transport: PUBLISH, and asynchronous sends that keep
+several QoS 1 PUBLISHes in flight.
+
+Split from mqtt.py for size; :class:`Outbound` is a mixin whose state MqttTransport's
+``__init__`` creates (``_init_outbound``).
+
+Asynchronous send (JMS 2 ``send(..., completion_listener)``). The core calls
+``send_async(message, tx, done)``; the PUBLISH leaves at once and ``done(None)`` is called
+when the broker has the message: its PUBACK for QoS 1 (PERSISTENT), the hand-over to
+paho for QoS 0 (NON_PERSISTENT, which MQTT never confirms). ``done`` runs on paho's network
+thread (or the sender's), so the core must only hand it on to a thread of its own.
+
+* Order: ``done`` calls come in the order of the ``send_async`` calls (JMS requires
+  completions in send order). Brokers PUBACK in PUBLISH order anyway; a FIFO enforces it
+  for QoS 0 sends mixed with QoS 1 ones.
+* Window: at most ``send_window`` sends are outstanding (URL ``send_window``, default
+  100, also paho's in-flight limit); a sender that finds it full blocks until a PUBACK
+  frees a place, which bounds memory the way a producer flow limit does.
+* Failure: a refused PUBACK (MQTT 5 reason code >= 0x80), a PUBLISH paho could not queue,
+  or a connection that drops or closes before the PUBACK: ``done(JMSException)``, in
+  order. Nothing is resent by the transport (after a drop the broker may or may not have
+  the message; the application decides, as with a synchronous send that failed).
+
+The race to guard: paho may deliver a PUBACK (``on_publish``) before ``publish()`` has
+returned the packet id to the sender. Entries are registered before ``publish()``; a
+PUBACK for an id not registered yet, while some publish is in progress, is kept in
+``_early_acks`` for the sender to find. paho calls ``on_publish`` holding its own mutex,
+which ``publish()`` also takes, so ``_send_lock`` is never held across a paho call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from jmspy import errors
+from jmspy.message import Message
+
+from .mqtt_mapping import mqtt_topic, payload_of, to_publish_v5
+
+__all__ = ["Outbound"]
+
+Done = Callable[[Exception | None], None]
+
+
+class _Pending:
+    """One asynchronous send awaiting its outcome."""
+
+    __slots__ = ("done", "error", "finished", "message_id", "mid")
+
+    def __init__(self, done: Done, message_id: str | None) -> None:
+        self.done = done
+        self.message_id = message_id
+        self.mid: int | None = None
+        self.finished = False
+        self.error: Exception | None = None
+
+
+class Outbound:
+    """PUBLISH and the asynchronous-send window (mixed into MqttTransport)."""
+
+    version: str
+    _describe: Callable[[], str]
+    _c: Callable[..., Any]
+
+    def _init_outbound(self, window: int) -> None:
+        self.send_window = window
+        self._send_lock = threading.Lock()
+        self._window = threading.Semaphore(window)
+        self._sends: deque[_Pending] = deque()
+        self._sends_by_mid: dict[int, _Pending] = {}
+        self._early_acks: dict[int, Exception | None] = {}
+        self._publishing = 0
+
+    def _publish(self, message: Message) -> tuple[Any, int]:
+        """PUBLISH ``message`` (already checked); (paho's MQTTMessageInfo, QoS)."""
+        assert message.destination is not None
+        topic = mqtt_topic(message.destination)
+        qos = 1 if message.delivery_mode == 2 else 0
+        properties: Any = None
+        if self.version == "5":
+            payload, properties = to_publish_v5(message)
+        else:
+            payload = payload_of(message)[0]
+        info = self._c().publish(topic, payload, qos=qos, retain=False, properties=properties)
+        if info.rc != 0:
+            from paho.mqtt.client import error_string
+
+            raise errors.JMSException(
+                f"publishing to {topic!r} on the {self._describe()} failed: "
+                f"{error_string(info.rc)}"
+            )
+        return info, qos
+
+    def _publish_async(self, message: Message, done: Done) -> None:
+        """The second half of ``send(message, done=...)``: the message is checked."""
+        if not self._window.acquire(timeout=30.0):
+            raise errors.JMSException(
+                f"the {self._describe()} confirmed none of the {self.send_window} messages "
+                "in flight for 30s (send_window); is it overloaded?"
+            )
+        entry = _Pending(done, message.message_id)
+        with self._send_lock:
+            self._sends.append(entry)
+            self._publishing += 1
+        info: Any = None
+        error: Exception | None = None
+        try:
+            info, qos = self._publish(message)
+        except Exception as exc:
+            error = exc
+        with self._send_lock:
+            self._publishing -= 1
+            if entry.finished:
+                pass  # the connection dropped meanwhile: _fail_sends failed it
+            elif error is not None:
+                self._finish(entry, error)
+            elif qos == 0:
+                self._finish(entry, None)
+            else:
+                entry.mid = mid = info.mid
+                if mid in self._early_acks:
+                    self._finish(entry, self._early_acks.pop(mid))
+                else:
+                    self._sends_by_mid[mid] = entry
+            if not self._publishing:
+                self._early_acks.clear()  # PUBACKs of synchronous sends meanwhile
+            self._complete_in_order()
+
+    def _on_publish(self, client: Any, userdata: Any, mid: int, reason: Any, props: Any) -> None:
+        """paho's network thread: a PUBACK (QoS 1) or a QoS 0 PUBLISH written out."""
+        error: Exception | None = None
+        if getattr(reason, "is_failure", False):
+            error = errors.JMSException(
+                f"the {self._describe()} refused the message (PUBACK reason: {reason})"
+            )
+        with self._send_lock:
+            entry = self._sends_by_mid.pop(mid, None)
+            if entry is None:
+                if self._publishing:  # maybe an async send whose publish() has not returned
+                    self._early_acks[mid] = error
+                return
+            if error is not None and entry.message_id:
+                error = errors.JMSException(f"{error} for {entry.message_id}")
+            self._finish(entry, error)
+            self._complete_in_order()
+
+    def _fail_sends(self, why: str) -> None:
+        """The connection dropped or closed: every outstanding send failed."""
+        with self._send_lock:
+            for entry in self._sends:
+                if not entry.finished:
+                    self._finish(entry, errors.JMSException(
+                        f"no PUBACK for {entry.message_id}: {why}; the broker may or may "
+                        "not have the message"
+                    ))
+            self._sends_by_mid.clear()
+            self._early_acks.clear()
+            self._complete_in_order()
+
+    def _finish(self, entry: _Pending, error: Exception | None) -> None:
+        # _send_lock held
+        entry.finished = True
+        entry.error = error
+
+    def _complete_in_order(self) -> None:
+        # _send_lock held: call ``done`` for every finished send at the head of the FIFO.
+        sends = self._sends
+        while sends and sends[0].finished:
+            entry = sends.popleft()
+            self._window.release()
+            try:
+                entry.done(entry.error)
+            except Exception:  # the core's hand-off only queues; never stop the others
+                pass
