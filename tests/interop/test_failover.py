@@ -1,9 +1,11 @@
 """Failover: the broker goes away (and comes back) under a live connection.
 
-Each test restarts a real broker process on the same port: the bundled broker
-(``python -m jmspy broker``, in-memory, so only messages sent after the restart exist),
-Mosquitto (mqtt://, no persistence: the subscription is re-created) and ActiveMQ 5
-(KahaDB keeps persistent messages, so unacknowledged ones come back marked redelivered).
+test_restart_resumes_listener_and_returns_unacked restarts every broker once, covering
+each of the 7 targets (vm://, STOMP to the bundled broker, ActiveMQ 5 and RabbitMQ, MQTT
+to Mosquitto, ActiveMQ 5 and RabbitMQ) on the same port or name, and checks what
+docs/transports.md (Failover) says each does with unacknowledged messages. The other
+tests pin single behaviours (reconnect off, giving up, sends during an outage, lost
+transactions, prefetch-bounded redelivery) on the cheapest broker that shows them.
 Never skipped: a broker that cannot start fails the test. The restartable brokers'
 fixtures live in restartable.py (registered by conftest.py).
 """
@@ -27,10 +29,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import ConnectionFactory, JMSException, Session, reconnect
 from jmspy.errors import TransactionRolledBackException
 
-FAST = {"imqReconnectEnabled": True, "imqReconnectInterval": 200, "imqReconnectAttempts": 40}
+FAST = {"imqReconnectEnabled": True, "imqReconnectInterval": 200, "imqReconnectAttempts": 90}
+
+
+@pytest.fixture(autouse=True)
+def _prompt_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cap the doubling backoff at 1 s here. Its shape is test_reconnect_policy.py's
+    business; in a restart test the doubling (up to 30 s) would only add idle waiting
+    after a broker that took 10 s to start is back, about as long again."""
+    monkeypatch.setattr(reconnect, "MAX_INTERVAL", 1.0)
 
 
 class JmspyBroker:
@@ -142,29 +152,30 @@ class Restart:
     start: Callable[[], None]
 
 
-def _vm_restart() -> Iterator[Restart]:
-    """The in-process broker with a MemoryStore: what a crash-safe store would keep, a
-    broker started again on it recovers (persistent messages, delivery counts)."""
+def _vm_restart(stored: bool) -> Iterator[Restart]:
+    """The in-process broker, stopped and started again under the same name. With a
+    MemoryStore kept across the restart (what a crash-safe store would keep), the new
+    broker recovers persistent messages and delivery counts; without one it is empty."""
     from jmspy.broker_ref.core.store import MemoryStore
     from jmspy.transports import vm
 
-    name, store = f"failover-{uuid.uuid4().hex[:8]}", MemoryStore()
+    name, store = f"failover-{uuid.uuid4().hex[:8]}", MemoryStore() if stored else None
     vm.start_broker(name, store=store)
     try:
-        yield Restart([Target(f"vm://{name}", persists=True)], lambda: vm.stop_broker(name),
+        yield Restart([Target(f"vm://{name}", persists=stored)], lambda: vm.stop_broker(name),
                       lambda: vm.start_broker(name, store=store) and None)
     finally:
         vm.stop_broker(name)
 
 
-BROKERS = ["vm", "jmspy", "activemq", "rabbitmq", "mosquitto", "mosquitto-volatile"]
+BROKERS = ["vm", "vm-volatile", "jmspy", "activemq", "rabbitmq", "mosquitto", "mosquitto-volatile"]
 
 
 @pytest.fixture(params=BROKERS)
 def restart(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Restart]:
     name: str = request.param
-    if name == "vm":
-        yield from _vm_restart()
+    if name.startswith("vm"):
+        yield from _vm_restart(stored=name == "vm")
     elif name == "jmspy":  # the bundled broker keeps messages in memory only
         b = JmspyBroker(tmp_path / "broker.log")
         b.start()
@@ -254,14 +265,15 @@ def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
     tags died) either all come back, none lost, or -- where the broker keeps nothing --
     are gone.
 
-    Who keeps them, marked JMSRedelivered: the vm broker on a store, ActiveMQ over STOMP
-    (KahaDB, persistJMSRedelivered), RabbitMQ over STOMP and MQTT (durable queues; the
-    MQTT session of a client id is one), Mosquitto with ``persistence true`` (saved when
-    it stops, DUP set on the resend). ActiveMQ over MQTT returns them *unmarked*: it sets
-    DUP only from an in-memory table of the packet ids it handed out, which a restart
-    empties, and MQTT 3.1.1 carries no message id by which jmspy could tell. Who keeps
-    nothing: the bundled broker (``jmspy broker`` is in-memory) and Mosquitto without
-    persistence (a restart forgets every session, as after a crash).
+    Who keeps them, marked JMSRedelivered: the vm broker started again on its store,
+    ActiveMQ over STOMP (KahaDB, persistJMSRedelivered), RabbitMQ over STOMP and MQTT
+    (durable queues; the MQTT session of a client id is one), Mosquitto with
+    ``persistence true`` (saved when it stops, DUP set on the resend). ActiveMQ over MQTT
+    returns them *unmarked*: it sets DUP only from an in-memory table of the packet ids
+    it handed out, which a restart empties, and MQTT 3.1.1 carries no message id by which
+    jmspy could tell. Who keeps nothing: the vm broker without a store, the bundled
+    broker (``jmspy broker`` is in-memory) and Mosquitto without persistence (a restart
+    forgets every session).
     """
     clients = [_Client(target) for target in restart.targets]
     try:
@@ -450,3 +462,66 @@ def test_mosquitto_reconnect_disabled(restartable_mosquitto: Mosquitto) -> None:
             producer.send(session.create_text_message("nowhere"))
     finally:
         conn.close()
+
+
+# -- vm:// (the in-process broker stopped with stop_broker) -----------------------------------
+def test_vm_reconnect_disabled_reports_connection_lost() -> None:
+    from jmspy.transports import vm
+
+    name = f"failover-{uuid.uuid4().hex[:8]}"
+    vm.start_broker(name)
+    events = Events()
+    conn = ConnectionFactory(f"vm://{name}").create_connection()
+    try:
+        conn.set_exception_listener(events)
+        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+        queue = session.create_queue("failover.off")
+        consumer = session.create_consumer(queue)
+        producer = session.create_producer(queue)
+        conn.start()
+        vm.stop_broker(name)
+        lost = events.wait_for("CONNECTION_LOST")
+        assert f"vm://{name}" in str(lost) and "imqReconnectEnabled" in str(lost)
+        vm.start_broker(name)  # a new broker of that name: this connection stays lost
+        assert consumer.receive(0.2) is None
+        with pytest.raises(JMSException, match=f"vm://{name} was stopped"):
+            producer.send(session.create_text_message("nowhere"))
+        assert events.codes == ["CONNECTION_LOST"]
+    finally:
+        conn.close()
+        vm.stop_broker(name)
+
+
+def test_vm_outage_send_waits_and_transaction_is_lost() -> None:
+    """A send during the outage waits for the broker to come back, then goes to it; the
+    transaction open when the broker stopped fails its commit; the next one is fresh."""
+    from jmspy.transports import vm
+
+    name = f"failover-{uuid.uuid4().hex[:8]}"
+    vm.start_broker(name)
+    events = Events()
+    conn = ConnectionFactory(f"vm://{name}", **FAST).create_connection()
+    try:
+        conn.set_exception_listener(events)
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        tx = conn.create_session(True)
+        queue = session.create_queue("failover.vm")
+        consumer = session.create_consumer(queue)
+        producer = session.create_producer(queue)
+        tx.create_producer(queue).send(tx.create_text_message("in the lost transaction"))
+        conn.start()
+        vm.stop_broker(name)
+        events.wait_for("CONNECTION_INTERRUPTED")
+        threading.Timer(0.5, vm.start_broker, args=(name,)).start()
+        producer.send(session.create_text_message("sent while down"))  # blocks, then sends
+        message = consumer.receive(10)
+        assert message is not None and message.text == "sent while down"
+        message.acknowledge()
+        with pytest.raises(TransactionRolledBackException, match="interrupted"):
+            tx.commit()
+        tx.commit()  # the next transaction is a fresh one
+        assert consumer.receive(0.3) is None  # the lost transaction's send was discarded
+        assert events.codes == ["CONNECTION_INTERRUPTED", "CONNECTION_RESUMED"]
+    finally:
+        conn.close()
+        vm.stop_broker(name)
