@@ -160,15 +160,15 @@ def _selective_send(rig: Rig, s: Any, dest: Any) -> tuple[str, list[str], list[s
             p.send(s.create_text_message(str(i)), delivery_mode=mode)
         return "JMSDeliveryMode = 'PERSISTENT'", ["1", "3"], ["0", "2"]
     for i in range(4):
-        p.send(s.create_text_message(str(i), properties={"pick": i % 2}))
-    return "pick = 1", ["1", "3"], ["0", "2"]
+        p.send(s.create_text_message(str(i), properties={"pick": "yn"[i % 2]}))
+    return "pick = 'n'", ["1", "3"], ["0", "2"]
 
 
 def topic_selectors(rig: Rig) -> None:
     with rig.factory().create_connection() as conn:
         s = conn.create_session()
         t = s.create_topic(rig.name("tsel"))
-        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 1"
+        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 'n'"
         c = s.create_consumer(t, selector)
         conn.start()
         _, matching, _ = _selective_send(rig, s, t)
@@ -181,7 +181,7 @@ def queue_selectors(rig: Rig) -> None:
     with rig.factory().create_connection() as conn:
         s = conn.create_session()
         q = s.create_queue(rig.name("qsel"))
-        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 1"
+        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 'n'"
         c = s.create_consumer(q, selector)
         conn.start()
         _, matching, others = _selective_send(rig, s, q)
@@ -236,7 +236,8 @@ def redelivery(rig: Rig) -> None:
 
 def delivery_count(rig: Rig) -> None:
     def check(m: Any, attempt: int) -> None:
-        assert m.get_property("JMSXDeliveryCount") == attempt
+        count = m.get_property("JMSXDeliveryCount")
+        assert count == attempt, f"attempt {attempt}: JMSXDeliveryCount {count}"
 
     _recovered(rig, check)
 

@@ -452,7 +452,7 @@ class MqttTransport(Inbound, Outbound):
                         "connection",
                     )
             if sub is None:
-                sub = _Subscription(topic_filter, next(self._sub_ids), isinstance(dest, Queue))
+                sub = _Subscription(topic_filter, next(self._sub_ids), competing)
             if spec.durable:
                 sub.durable_name = spec.subscription_name
         if new:

@@ -15,9 +15,11 @@ from typing import Any
 import mqtt_support
 import pytest
 from brokers import free_port
+from capability_probes import Rig, check_cell
 from mqtt_support import MqttTarget
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
+from jmspy.capabilities import Feature
 from jmspy.errors import JMSSecurityException, UnsupportedFeatureException
 from jmspy.message import BytesMessage, MapMessage, TextMessage
 
@@ -315,20 +317,37 @@ def test_client_side_selectors(mqtt_target: MqttTarget) -> None:
         assert conn._transport.flow_state()["in_flight"] == 0
 
 
-def test_refusals_name_the_transport(mqtt_target: MqttTarget) -> None:
-    with mqtt_target.factory().create_connection() as conn:
-        with pytest.raises(UnsupportedFeatureException, match=r"transactions.*mqtt://"):
-            conn.create_session(transacted=True)
+@pytest.mark.parametrize("feature", list(Feature), ids=lambda f: f.name.lower())
+def test_mqtt_cell_behaves_as_the_matrix_says(mqtt_target: MqttTarget, feature: Feature) -> None:
+    """docs/capabilities.md, one cell at a time, on each broker: the column is the protocol
+    version the broker negotiates. Refused cells raise the matrix's
+    RefusedFeatureException (naming mqtt://, host:port and what to do instead); native and
+    emulated cells pass their behavioural probe (tests/capability_probes.py)."""
+    rig = Rig("mqtt", mqtt_target.version, mqtt_target.url(), payload_only=not mqtt_target.v5)
+    check_cell(rig, feature)
+
+
+def test_queue_selectors_discard_opt_in(mosquitto: Any) -> None:
+    """What the refused queue-selector cell offers instead (MQTT 5: 3.1.1 has no queues):
+    with ?queue_selectors=discard a selector on a Queue takes what matches and
+    acknowledges (drops) the rest."""
+    url = f"mqtt://{mosquitto.host}:{mosquitto.mqtt_port}?queue_selectors=discard"
+    with ConnectionFactory(url).create_connection() as conn:
         s = conn.create_session()
-        with pytest.raises(UnsupportedFeatureException, match=r"browsing.*mqtt://"):
-            list(s.create_browser(s.create_queue("interop.b")))
-        with pytest.raises(UnsupportedFeatureException, match=r"temporary queues.*mqtt://"):
-            s.create_temporary_queue()
-        p = s.create_producer(_topic(s))
-        with pytest.raises(UnsupportedFeatureException, match=r"priority.*mqtt://"):
-            p.send(s.create_text_message("x"), priority=9)
-        with pytest.raises(UnsupportedFeatureException, match=r"delivery delay.*mqtt://"):
-            p.send(s.create_text_message("x"), delivery_delay=1)
+        q = s.create_queue(f"interop.qsel.{uuid.uuid4().hex[:10]}")
+        c = s.create_consumer(q, "pick = 1")
+        conn.start()
+        p = s.create_producer(q)
+        for i in range(4):
+            p.send(s.create_text_message(str(i), properties={"pick": i % 2}))
+        assert _texts(c, 2) == ["1", "3"]
+        assert c.receive(0.3) is None
+        assert conn._transport.consumer_state(c.consumer_id)["selector_dropped"] == 2
+
+
+def test_durable_subscription_needs_a_client_id(mqtt_target: MqttTarget) -> None:
+    with mqtt_target.factory().create_connection() as conn:
+        s = conn.create_session()
         with pytest.raises(JMSException, match="client id"):
             s.create_durable_consumer(_topic(s), "no-client-id")
 
