@@ -68,14 +68,16 @@ values = st.one_of(
     st.booleans(),
     st.integers(-20, 20),
     st.integers(-20, 20),
-    st.sampled_from([2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, 2**63, -(2**63), 10**30,
-                     -(10**400)]),
+    st.sampled_from(
+        [2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, 2**63, -(2**63), 10**30, -(10**400)]
+    ),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0.0, -0.0, 0.5, 2.5, 1e308, float(2**53)]),
     st.text(LIKE_ALPHABET, max_size=6),
     st.sampled_from(["red", "UK", "PERSISTENT", "NON_PERSISTENT", ""]),
-    st.sampled_from([Color.RED, Color.BLUE, Str("a_b"), Str("ab"), Num(2.5), Decimal(1),
-                     b"a", (1,)]),
+    st.sampled_from(
+        [Color.RED, Color.BLUE, Str("a_b"), Str("ab"), Num(2.5), Decimal(1), b"a", (1,)]
+    ),
 )
 
 messages = st.dictionaries(st.sampled_from(NAMES), values, max_size=len(NAMES))
@@ -86,12 +88,23 @@ def _quote(text: str) -> str:
 
 
 ident = st.sampled_from(NAMES)
-int_literal = st.sampled_from(["0", "1", "2", "7", "10", "9007199254740993",
-                               "9223372036854775807", "9223372036854775808",
-                               "100000000000000000000"])
+int_literal = st.sampled_from(
+    [
+        "0",
+        "1",
+        "2",
+        "7",
+        "10",
+        "9007199254740993",
+        "9223372036854775807",
+        "9223372036854775808",
+        "100000000000000000000",
+    ]
+)
 float_literal = st.sampled_from(["0.0", "2.5", ".5", "7.", "1e308", "1.5E-3", "9007199254740992.0"])
-str_literal = st.one_of(st.text(LIKE_ALPHABET + "'", max_size=4),
-                        st.sampled_from(["red", "UK", "PERSISTENT"])).map(_quote)
+str_literal = st.one_of(
+    st.text(LIKE_ALPHABET + "'", max_size=4), st.sampled_from(["red", "UK", "PERSISTENT"])
+).map(_quote)
 
 num_expr: st.SearchStrategy[str] = st.deferred(
     lambda: st.one_of(
@@ -130,9 +143,7 @@ def _not(word: str, negated: bool) -> str:
 predicate = st.one_of(
     ident,
     st.sampled_from(["TRUE", "FALSE"]),
-    st.tuples(num_expr, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), num_expr).map(
-        " ".join
-    ),
+    st.tuples(num_expr, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), num_expr).map(" ".join),
     st.tuples(str_expr, st.sampled_from(["=", "<>"]), str_expr).map(" ".join),
     st.tuples(ident, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), ident).map(" ".join),
     st.tuples(ident, st.booleans(), like_pattern()).map(
@@ -152,8 +163,9 @@ bool_expr: st.SearchStrategy[str] = st.deferred(
         predicate,
         predicate,
         bool_expr.map(lambda e: f"NOT ({e})"),
-        st.tuples(st.sampled_from(["AND", "OR"]), st.lists(bool_expr, min_size=2, max_size=4))
-        .map(lambda t: "(" + f" {t[0]} ".join(t[1]) + ")"),
+        st.tuples(st.sampled_from(["AND", "OR"]), st.lists(bool_expr, min_size=2, max_size=4)).map(
+            lambda t: "(" + f" {t[0]} ".join(t[1]) + ")"
+        ),
         st.tuples(bool_expr, st.sampled_from(["=", "<>"]), bool_expr).map(
             lambda t: f"({t[0]}) {t[1]} ({t[2]})"
         ),
@@ -183,8 +195,9 @@ def run(twin: Any, text: str, message: dict[str, object]) -> tuple[object, list[
 
 @SETTINGS
 @given(text=bool_expr, message=messages)
-def test_twins_agree_on_random_selectors_and_messages(text: str, message: dict[str, object]
-                                                       ) -> None:
+def test_twins_agree_on_random_selectors_and_messages(
+    text: str, message: dict[str, object]
+) -> None:
     try:
         parse(text)
     except InvalidSelectorException:
@@ -222,8 +235,9 @@ def test_twins_agree_on_arithmetic_results(a: object, b: object, c: object, op: 
 
 @SETTINGS
 @given(a=values, b=values, alias=st.booleans(), op=st.sampled_from(["=", "<>", "<", ">="]))
-def test_twins_agree_when_both_sides_are_one_object(a: object, b: object, alias: bool,
-                                                     op: str) -> None:
+def test_twins_agree_when_both_sides_are_one_object(
+    a: object, b: object, alias: bool, op: str
+) -> None:
     # One NaN object on both sides must still be unequal to itself.
     message = {"a": a, "b": a if alias else b}
     for text in (f"a {op} b", f"a {op} a", "a BETWEEN b AND a", f"a + 0 {op} a"):
@@ -271,8 +285,9 @@ EDGE_CASES = [
 
 @pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
 @pytest.mark.parametrize(("text", "message", "expected"), EDGE_CASES)
-def test_fast_path_edge_cases(twin: Any, text: str, message: dict[str, object],
-                              expected: bool | None) -> None:
+def test_fast_path_edge_cases(
+    twin: Any, text: str, message: dict[str, object], expected: bool | None
+) -> None:
     assert twin.compile_predicate(parse(text)).evaluate(message.get) is expected
 
 
