@@ -116,7 +116,7 @@ def paho_consumer(spec: Spec) -> dict[str, Any]:
     if not subscribed.wait(10):
         return {"error": "no SUBACK within 10s"}
     signal_ready()
-    result = sink.result(spec.get("timeout", 120))
+    result = sink.result(spec.get("timeout", 120), spec.get("stall", 20.0))
     client.disconnect()
     client.loop_stop()
     return result
@@ -168,7 +168,7 @@ def jmspy_consumer(spec: Spec) -> dict[str, Any]:
     consumer.set_message_listener(lambda m: sink.hit(_stamp(m.text.encode())))
     conn.start()
     signal_ready()
-    result = sink.result(spec.get("timeout", 120))
+    result = sink.result(spec.get("timeout", 120), spec.get("stall", 20.0))
     conn.close()
     return result
 

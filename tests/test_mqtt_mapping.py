@@ -76,9 +76,8 @@ def paho_reference(message: Message) -> tuple[bytes, bytes]:
 _text = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20
 )
-_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda n: not n.startswith("JMS")
-)
+# "p" first: never a JMS-reserved name nor a selector keyword (both refused by jmspy)
+_names = st.from_regex(r"p[A-Za-z0-9_]{0,8}", fullmatch=True)
 _values = st.one_of(
     st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), _text
 )

@@ -23,7 +23,7 @@ from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, TransportListener
 
 from .capabilities import refusal, require
-from .mqtt_mapping import from_publish, jms_name, strip_share
+from .mqtt_mapping import from_publish, strip_share, topic_of
 
 try:
     from paho.mqtt.client import topic_matches_sub as _topic_matches_sub
@@ -200,7 +200,7 @@ class Inbound:
     def _convert(self, msg: Any, consumer: _Consumer) -> Message:
         dest: Destination = consumer.spec.destination
         if isinstance(dest, Topic):
-            dest = Topic(jms_name(msg.topic))
+            dest = topic_of(msg.topic)
         return from_publish(msg.topic, msg.payload, msg.qos, msg.properties, dest)
 
     def _hand(

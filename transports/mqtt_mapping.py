@@ -22,6 +22,7 @@ it is valid UTF-8 (a BytesMessage otherwise), because 3.1.1 has no content type.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -51,6 +52,7 @@ __all__ = [
     "mqtt_filter",
     "mqtt_topic",
     "to_publish_v5",
+    "topic_of",
     "unsupported_in_message",
 ]
 
@@ -58,6 +60,10 @@ __all__ = [
 SHARE_GROUP: Final = "jmspy"
 _TYPE_CODES: Final = {bool: "b", int: "i", float: "f"}
 _HEADER_PREFIX: Final = "jmspy-"
+#: Ids for messages from non-JMS publishers: unique per process without os.urandom per
+#: message (uuid4 showed in the receive profile).
+_ID_PREFIX: Final = uuid.uuid4().hex
+_ids = itertools.count(1)
 _U16: Final = struct.Struct("!H").pack
 _U32: Final = struct.Struct("!L").pack
 
@@ -118,6 +124,23 @@ def filters_overlap(a: str, b: str) -> bool:
 
 def jms_name(topic: str) -> str:
     return topic.replace("/", ".")
+
+
+_topics: dict[str, Topic] = {}
+
+
+def topic_of(mqtt_topic_name: str) -> Topic:
+    """The JMS Topic a PUBLISH arrived on (wildcard subscribers see each message's own).
+
+    Topics are immutable, so one object serves every message on a topic (building one
+    per message showed in the receive profile); up to 512 are kept, then it starts over.
+    """
+    topic = _topics.get(mqtt_topic_name)
+    if topic is None:
+        if len(_topics) >= 512:
+            _topics.clear()
+        topic = _topics[mqtt_topic_name] = Topic(jms_name(mqtt_topic_name))
+    return topic
 
 
 # -- what MQTT cannot carry ------------------------------------------------------------------
@@ -296,10 +319,8 @@ def from_publish(
 ) -> Message:
     """A read-only Message from a PUBLISH. ``destination`` is the consumer's view: its
     Queue, or the Topic the message was actually published on (wildcard consumers)."""
-    user: dict[str, str] = {}
-    if properties is not None:
-        for key, value in getattr(properties, "UserProperty", None) or []:
-            user[key] = value
+    pairs = getattr(properties, "UserProperty", None) if properties is not None else None
+    user: dict[str, str] = dict(pairs) if pairs else {}
     kind = user.get("jmspy-body")
     if kind is None:
         ctype = getattr(properties, "ContentType", "") if properties is not None else ""
@@ -341,7 +362,7 @@ def from_publish(
         except ValueError:
             props[name] = value
     now = int(time.time() * 1000)
-    msg.message_id = user.get("jmspy-id") or f"ID:mqtt-{uuid.uuid4().hex}"
+    msg.message_id = user.get("jmspy-id") or f"ID:mqtt-{_ID_PREFIX}-{next(_ids)}"
     msg.timestamp = _int(user.get("jmspy-ts"), now)
     corr = getattr(properties, "CorrelationData", None) if properties is not None else None
     msg.correlation_id = corr.decode("utf-8", "replace") if corr is not None else None
