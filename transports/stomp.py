@@ -95,6 +95,8 @@ class _Sub:
     in_flight_max: int = 0  # most deliveries ever unacked at once (what the broker sent)
     selector_dropped: int = 0
     client_selector: Any = None
+    #: receipt id of the last NACK of a hand-back, until its RECEIPT arrives (see _nack)
+    fence: str | None = None
 
 
 class _Receiver:
@@ -175,6 +177,7 @@ class StompTransport(StompFailover):
         self._error: tuple[dict[str, str], str] | None = None
         self._closing = False
         self._receipts: dict[str, threading.Event] = {}
+        self._fences: dict[str, _Sub] = {}  # receipt id -> subscription it fences
         self._replies: dict[str, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
         self._credentials: tuple[str | None, str | None, str | None] = (None, None, None)
@@ -405,6 +408,13 @@ class StompTransport(StompFailover):
         if reply is not None:  # a browse or a stats request collecting its answer
             reply[0](headers, body)
             return
+        # Converting needs no lock: taking it only for the bookkeeping keeps the
+        # dispatcher thread's ACKs (which need it too) from queueing behind the parse.
+        try:
+            message: Message | None = from_frame(headers, body)
+            problem = ""
+        except Exception as exc:  # a frame we cannot read must not kill the receiver
+            message, problem = None, str(exc)
         with self._lock:
             sub = self._by_sid.get(sid)
             if sub is None:
@@ -416,18 +426,25 @@ class StompTransport(StompFailover):
                 if key:
                     self._seen.setdefault(key, 0)  # the app never saw this copy
                 return
-            try:
-                message = from_frame(headers, body)
-            except Exception as exc:  # a frame we cannot read must not kill the receiver
+            if sub.fence is not None and headers.get("redelivered", "").lower() != "true":
+                # Sent before the broker took our NACKs back: it is younger than them in
+                # the queue, so it goes back too (to its own place) or it would overtake.
+                self._send_nack(ack_id, sid)
+                key = headers.get("jmspy-message-id") or headers.get("message-id")
+                if key:
+                    self._seen.setdefault(key, 0)  # the app never saw this copy
+                return
+            if message is None:
                 self._report(errors.MessageFormatException(
                     f"unreadable STOMP MESSAGE {headers.get('message-id')} from {self.where}: "
-                    f"{exc}"))
+                    f"{problem}"))
                 self._send_nack(ack_id, sid)
                 return
             tag = next(self._tags)
             sub.unacked[tag] = ack_id
             self._tag_owner[tag] = sub
-            sub.in_flight_max = max(sub.in_flight_max, len(sub.unacked))
+            if len(sub.unacked) > sub.in_flight_max:
+                sub.in_flight_max = len(sub.unacked)
             if sub.client_selector is not None and not sub.client_selector.matches(
                 selector_getter(message)
             ):
@@ -461,6 +478,12 @@ class StompTransport(StompFailover):
                 f"{headers.get('message', '')} {text}".strip()))
 
     def _on_receipt(self, receipt_id: str) -> None:
+        fenced = self._fences.pop(receipt_id, None)
+        if fenced is not None:
+            with self._lock:
+                if fenced.fence == receipt_id:
+                    fenced.fence = None
+            return
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
@@ -480,22 +503,43 @@ class StompTransport(StompFailover):
         else:
             self._c(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
-    def _send_nack(self, ack_id: str, sid: str) -> None:
+    def _send_nack(self, ack_id: str, sid: str, receipt: str | None = None) -> None:
         if self.version == "1.2":
-            self._c(wait=False).nack(ack_id)
+            self._c(wait=False).nack(ack_id, receipt=receipt)
         else:
-            self._c(wait=False).nack(ack_id, sid)
+            self._c(wait=False).nack(ack_id, sid, receipt=receipt)
 
     def _forget(self, tag: int) -> None:
         self._tag_owner.pop(tag, None)
         self._tag_key.pop(tag, None)
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+        """The bookkeeping under the lock, the ACK frames after it: stomp.py's receiver
+        thread needs the lock for every MESSAGE, and a socket write under it made the
+        receiver wait for this thread's syscalls (measured: the lock was the hottest spot
+        of a client-ack consumer). The frames still go out before this returns, in the
+        order given, so an acknowledged message is never redelivered."""
         with self._lock:
+            conn = self._conn
+            out: list[tuple[str, str]] = []
             for tag in delivery_tags:
-                sub = self._tag_owner.get(tag)
-                if sub is not None:  # else: handed back meanwhile (ActiveMQ re-subscribe)
-                    self._send_ack(sub, tag, tx)
+                sub = self._tag_owner.pop(tag, None)
+                if sub is None:  # handed back meanwhile (ActiveMQ re-subscribe)
+                    continue
+                self._tag_key.pop(tag, None)
+                ack_id = sub.unacked.pop(tag, None)
+                if ack_id is not None:
+                    out.append((ack_id, sub.sub_id))
+        if not out:
+            return
+        if conn is None:
+            conn = self._c(wait=False)  # raises: closed, or down (the broker redelivers)
+        if self.version == "1.2":
+            for ack_id, _ in out:
+                conn.ack(ack_id, transaction=tx)
+        else:
+            for ack_id, sid in out:
+                conn.ack(ack_id, sid, transaction=tx)
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         """Hand deliveries back. Deferred while the consumer is paused (no credit), so
@@ -550,13 +594,35 @@ class StompTransport(StompFailover):
             self._unsubscribe(sub)
             self._subscribe(sub)
         else:
-            self._nack(sub, sorted(tags, reverse=self.profile.nack_order == "desc"))
+            self._nack(sub, sorted(tags, reverse=self.profile.nack_order == "desc"),
+                       fence=True)
 
-    def _nack(self, sub: _Sub, tags: list[int]) -> None:
-        for tag in tags:
-            ack_id = sub.unacked.pop(tag, None)
+    def _nack(self, sub: _Sub, tags: list[int], *, fence: bool = False) -> None:
+        """NACK ``tags`` (lock held). With ``fence``, the last NACK asks for a RECEIPT and
+        until it comes, MESSAGEs for ``sub`` that are not redeliveries are NACKed too.
+
+        Why: the broker may have sent more messages before it read our NACKs (still in
+        the socket, or not yet through stomp.py's receiver thread). Those are younger in
+        the queue than the ones handed back, yet would reach the app before the
+        redeliveries -- and on RabbitMQ, which marks every requeued message
+        ``redelivered``, with nothing recorded about them. Anything the broker sends
+        before the RECEIPT that is not a redelivery is such a message (a requeued one
+        comes back ``redelivered:true``), so it is handed back as well: RabbitMQ and
+        jmspy's broker requeue at the original position, so the queue order holds.
+        """
+        pending = [(tag, sub.unacked.pop(tag, None)) for tag in tags]
+        sent = [ack_id for _, ack_id in pending if ack_id is not None]
+        for tag, _ in pending:
             self._forget(tag)
-            if ack_id is not None:
+        for i, ack_id in enumerate(sent):
+            if fence and i == len(sent) - 1:
+                receipt = f"fence-{uuid.uuid4().hex[:10]}"
+                if sub.fence is not None:
+                    self._fences.pop(sub.fence, None)
+                sub.fence = receipt
+                self._fences[receipt] = sub
+                self._send_nack(ack_id, sub.sub_id, receipt)
+            else:
                 self._send_nack(ack_id, sub.sub_id)
 
     # -- sending and transactions ---------------------------------------------------------
@@ -675,4 +741,3 @@ class StompTransport(StompFailover):
 def _capabilities(p: BrokerProfile) -> frozenset[str]:
     """The flags of what this broker carries natively, from the capability matrix."""
     return native_flags("stomp", profile_key(p))
-

@@ -1,0 +1,69 @@
+"""recover() while the broker still has MESSAGE frames on the way to the client.
+
+The broker may send messages before it reads the client's NACKs; they sit in the socket
+or wait for stomp.py's receiver thread. Here that moment is made certain: the receiver
+thread is held before it hands message "3" onwards to the transport, recover() runs, and
+only then are the held frames let through. What the application sees afterwards must be
+the full queue in order, with only the messages it saw marked redelivered -- on RabbitMQ
+too, which marks every requeued message ``redelivered:true``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from conftest import TARGETS, Target
+
+from jmspy import Session
+
+WAIT = 10.0
+
+
+def _hold_receiver(transport: Any, hold_from: str) -> threading.Event:
+    """Make stomp.py's receiver thread wait, before the transport sees it, on the first
+    MESSAGE whose body is ``hold_from`` (and so on every frame after it) until the
+    returned event is set."""
+    gate = threading.Event()
+    original = transport._on_message
+    holding = [False]
+
+    def on_message(headers: dict[str, str], body: bytes) -> None:
+        if body == hold_from.encode() or holding[0]:
+            holding[0] = True
+            gate.wait(30)
+        original(headers, body)
+
+    transport._on_message = on_message
+    return gate
+
+
+# vm:// has no frames in flight between broker and client: the STOMP targets only.
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.startswith("stomp-")],
+                         indirect=True)
+def test_recover_with_messages_in_flight_keeps_order_and_flags(target: Target) -> None:
+    f = target.make_factory()
+    name = f"interop.inflight.{uuid.uuid4().hex[:10]}"
+    with f.create_connection() as producer_conn:
+        s = producer_conn.create_session()
+        p = s.create_producer(s.create_queue(name))
+        for i in range(6):
+            p.send(s.create_bytes_message(str(i).encode()))
+    with f.create_connection() as conn:
+        gate = _hold_receiver(conn._transport, "3")
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        c = s.create_consumer(s.create_queue(name))
+        conn.start()
+        first = [c.receive(WAIT) for _ in range(3)]
+        assert [m.body for m in first] == [b"0", b"1", b"2"]
+        s.recover()  # "3", "4", "5" are still on their way to the transport
+        gate.set()
+        again = [c.receive(WAIT) for _ in range(6)]
+        assert [m.body if m else None for m in again] == [str(i).encode() for i in range(6)]
+        assert [m.redelivered for m in again] == [True] * 3 + [False] * 3
+        again[-1].acknowledge()
+        c.close()
+        leftover = s.create_consumer(s.create_queue(name))
+        assert leftover.receive(0.5) is None
