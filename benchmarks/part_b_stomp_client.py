@@ -8,7 +8,9 @@ stomp.py subscribes ``ack:client-individual`` with ``activemq.prefetchSize`` /
 ``ack:client`` and a RECEIPT per SEND (PEERS.md), so it gets exactly that, once.
 
 Ratios: jmspy -> jmspy broker over raw -> ActiveMQ (target 2x); jmspy client over the raw
-client on the same broker (target 0.9x), per window.
+client on the same broker (target 0.9x), per window. Both sides send the same 100 B
+non-persistent messages (a raw SEND has no ``persistent`` header; jmspy's producer is set
+to NON_PERSISTENT to match).
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ def stomp_specs(ep: Endpoint, client: str, ack: str, window: int, count: int
         base.update(url=f"stomp://{ep.host}:{ep.stomp_port}?heartbeat=0", dest=qname)
         mode = {"auto": "AUTO_ACKNOWLEDGE", "client": "CLIENT_ACKNOWLEDGE"}.get(
             ack, "INDIVIDUAL_ACKNOWLEDGE")
+        # Like for like: a raw stomp.py SEND without a ``persistent`` header is
+        # non-persistent on every broker, JMS's default is PERSISTENT (a KahaDB write per
+        # message on ActiveMQ, a disk write on RabbitMQ), so jmspy sends NON_PERSISTENT.
         return ({**base, "role": "jmspy-consumer", "ack_mode": mode},
-                {**base, "role": "jmspy-producer"})
+                {**base, "role": "jmspy-producer", "persistent": False})
     base["dest"] = f"/queue/{qname}"
     if ep.name == "rabbitmq":
         base["vhost"] = "/"
@@ -60,7 +65,7 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
     out: list[Config] = []
     for window in (1000, 1):
         count = (2_000 if quick else 20_000) if window > 1 else (500 if quick else 3_000)
-        cfg = f"client-individual, window {window}, {count:,} msgs"
+        cfg = f"client-individual, window {window}, non-persistent, {count:,} msgs"
 
         def add(client: str, broker: str, *, baseline: str | None = None,
                 target: float | None = None, also: list[tuple[str, str]] | None = None,

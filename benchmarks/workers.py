@@ -19,7 +19,8 @@ from typing import Any
 from .common import BODY, Spec, latency_metrics, now, signal_ready, worker_main
 
 # spec keys: host, port, dest, count, timeout, and per role: version (1.1/1.2), vhost, ack
-# (auto/client/client-individual), window, receipts (bool), url, ack_mode, qos, inflight.
+# (auto/client/client-individual), window, receipts (bool), url, ack_mode, qos, inflight,
+# persistent (jmspy producers: False sends NON_PERSISTENT, like a raw STOMP SEND).
 
 
 class _Sink:
@@ -133,10 +134,12 @@ def _jmspy_session(spec: Spec, ack_mode: int | None = None) -> tuple[Any, Any, A
 
 
 def jmspy_producer(spec: Spec) -> dict[str, Any]:
-    from jmspy import Session
+    from jmspy import DeliveryMode, Session
 
     conn, session, dest = _jmspy_session(spec, Session.AUTO_ACKNOWLEDGE)
     producer = session.create_producer(dest)
+    if spec.get("persistent") is False:  # JMS defaults to PERSISTENT; raw STOMP does not
+        producer.delivery_mode = DeliveryMode.NON_PERSISTENT
     t_start = now()
     for _ in range(spec["count"]):
         producer.send(session.create_text_message(BODY, {"ts": now()}))
