@@ -252,6 +252,7 @@ _TEXT, _BYTES, _MAP = BodyType.TEXT, BodyType.BYTES, BodyType.MAP
 # -- errors -------------------------------------------------------------------------------
 _ERROR_MAP: Mapping[str, type[errors.JMSException]] = {
     "DestinationNotFound": errors.InvalidDestinationException,
+    "InvalidDestination": errors.InvalidDestinationException,
     "AccessDenied": errors.JMSSecurityException,
     "AuthenticationFailed": errors.JMSSecurityException,
     "ResourceLimitExceeded": errors.ResourceAllocationException,

@@ -28,11 +28,11 @@ from .api import (
     SessionCallback,
 )
 from .connection import TEMP_PREFIX, ServerConnection
-from .errors import DestinationNotFound, IllegalBrokerState, InvalidClientId
+from .errors import DestinationNotFound, IllegalBrokerState, InvalidClientId, InvalidDestination
 from .queue import EXPIRED_REASON, MessageRef, Queue, compile_filter
-from .settings import SettingsRegistry
+from .settings import SettingsRegistry, is_wildcard
 from .store import Store, SubscriptionRecord
-from .topic import Subscription, SubscriptionKey, Topic
+from .topic import Subscription, SubscriptionKey, Topic, WildcardRoutes
 
 if TYPE_CHECKING:  # a type only: keeps `python -m ...core.security` free of runpy warnings
     from .security import SecurityPolicy
@@ -65,6 +65,8 @@ class Broker:
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
         self._queues: dict[str, Queue] = {}
         self._topics: dict[str, Topic] = {}
+        #: topics named by a wildcard pattern, which concrete topics' messages also reach
+        self._wildcards = WildcardRoutes()
         #: durable and shared subscriptions by key; subscription queue name -> subscription
         self._subscriptions: dict[SubscriptionKey, Subscription] = {}
         self._sub_queues: dict[str, Subscription] = {}
@@ -277,6 +279,7 @@ class Broker:
             )
         t = Topic(name, settings)
         self._topics[name] = t
+        self._wildcards.add(t)
         return t
 
     def _check_routable(self, message: ServerMessage) -> None:
@@ -287,14 +290,30 @@ class Broker:
                 return
             if name.startswith(TEMP_PREFIX) or not self._settings.match(name).auto_create:
                 self._queue(name, create=True)  # raises the right error
-        elif name not in self._topics and not self._settings.match(name).auto_create:
-            self._topic(name)
+        else:
+            if ("*" in name or "#" in name or ">" in name) and is_wildcard(name):
+                raise InvalidDestination(
+                    f"cannot send to {name!r}: '*', '#' and '>' words make it a wildcard "
+                    "pattern, which names no single topic; subscribe with the pattern and "
+                    "send to a concrete topic it matches (e.g. 'orders.eu')"
+                )
+            if name not in self._topics and not self._settings.match(name).auto_create:
+                self._topic(name)
 
     def _route(self, message: ServerMessage, producer: ServerConnection) -> None:
         if message.kind is DestinationKind.QUEUE:
             self._queue(message.destination, create=True).enqueue(message)
-        else:
-            self._topic(message.destination).route(message, producer.client_id)
+            return
+        topic = self._topics.get(message.destination)
+        if topic is None or self._wildcards.is_pattern(message.destination):
+            self._check_routable(message)  # raises: unknown and not creatable, or a pattern
+            topic = self._topic(message.destination)
+        client_id = producer.client_id
+        taken = topic.route(message, client_id)
+        for wild in self._wildcards.matching(topic.name):
+            taken += wild.route(message, client_id)
+        if not taken:
+            topic.unrouted += 1
 
     def _client_id_of(self, connection_id: int) -> str | None:
         conn = self._connections.get(connection_id)
@@ -383,6 +402,7 @@ class Broker:
             topic = self._topics.get(rec.topic)
             if topic is None:  # recreate even when auto-create is off: it existed
                 topic = self._topics[rec.topic] = Topic(rec.topic, self._settings.match(rec.topic))
+                self._wildcards.add(topic)
             key: SubscriptionKey = ("durable", rec.client_id, rec.name)
             q = Queue(
                 rec.queue, self, topic.settings, kind=DestinationKind.TOPIC, address=topic.name

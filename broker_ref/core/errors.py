@@ -14,6 +14,7 @@ __all__ = [
     "DestinationNotFound",
     "IllegalBrokerState",
     "InvalidClientId",
+    "InvalidDestination",
     "InvalidSubscription",
     "ResourceLimitExceeded",
     "SelectorError",
@@ -38,6 +39,12 @@ class DestinationNotFound(BrokerError):
     """The destination does not exist and may not be auto-created (or was deleted)."""
 
     code = "DESTINATION_NOT_FOUND"
+
+
+class InvalidDestination(BrokerError):
+    """The destination name cannot be used this way (e.g. sending to a wildcard topic)."""
+
+    code = "INVALID_DESTINATION"
 
 
 class AccessDenied(BrokerError):

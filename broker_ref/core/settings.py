@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from .api import AddressSettings
 
-__all__ = ["SettingsRegistry", "pattern_matches"]
+__all__ = ["SettingsRegistry", "is_wildcard", "pattern_matches"]
 
 _MULTI = frozenset({"#", ">"})
 _SINGLE = "*"
@@ -75,8 +75,10 @@ def _specificity(pattern: str) -> tuple[int, int, int, int, str]:
     return (1 if has_multi else 0, -prefix, -literal, wild, pattern)
 
 
-def _is_wild(pattern: str) -> bool:
+def is_wildcard(pattern: str) -> bool:
+    """True when ``pattern`` has a ``*``, ``#`` or ``>`` word (matches more than itself)."""
     return any(w in _MULTI or w == _SINGLE for w in pattern.split("."))
+
 
 
 class SettingsRegistry:
@@ -102,7 +104,7 @@ class SettingsRegistry:
                 f"invalid address-settings pattern {pattern!r}: words separated by '.' "
                 "must not be empty (use '*' for one word, '#' for any number)"
             )
-        if _is_wild(pattern):
+        if is_wildcard(pattern):
             self._wild = [e for e in self._wild if e[1] != pattern]
             self._wild.append((_specificity(pattern), pattern, settings))
             self._wild.sort(key=lambda e: e[0])

@@ -12,6 +12,12 @@ durable subscription, on any connection with the same client id (JMS 2.0).
 A message sent to a topic with no subscriptions is dropped: it is counted in
 ``Topic.unrouted``, not in any ``enqueued`` (a topic's stats are the sums over its
 subscriptions, so ``enqueued`` counts one per subscription reached).
+
+Wildcard subscriptions (ActiveMQ / Artemis style, the same syntax as address settings:
+``.`` separates words, ``*`` is one word, ``#`` or ``>`` any number): a subscription on
+``orders.*`` lives on a :class:`Topic` named by the pattern, and the broker routes every
+message sent to a concrete topic that the pattern matches to it too, once (see
+:class:`WildcardRoutes`). Sending *to* a pattern is refused: it names no one topic.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from dataclasses import dataclass
 
 from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
 from .queue import Filter, Queue, filter_accepts
+from .settings import is_wildcard, pattern_matches
 
-__all__ = ["Subscription", "SubscriptionKey", "Topic"]
+__all__ = ["Subscription", "SubscriptionKey", "Topic", "WildcardRoutes"]
 
 #: (flavour, client id or None, name); flavour is "durable" or "shared".
 SubscriptionKey = tuple[str, str | None, str]
@@ -65,14 +72,16 @@ class Topic:
         self.unrouted = 0
 
     def route(self, message: ServerMessage, producer_client_id: str | None) -> int:
-        """Give the message to every interested subscription; returns how many took it."""
+        """Give the message to every interested subscription; returns how many took it.
+
+        Does not count ``unrouted``: with wildcard subscriptions only the broker knows
+        whether *any* topic took the message.
+        """
         taken = 0
         for sub in self.subscriptions.values():
             if sub.wants(message, producer_client_id):
                 sub.queue.enqueue(message)
                 taken += 1
-        if not taken:
-            self.unrouted += 1
         return taken
 
     def apply_settings(self, settings: AddressSettings) -> None:
@@ -95,3 +104,37 @@ class Topic:
             out.messages_replaced += q.messages_replaced
         out.subscription_count = len(self.subscriptions)
         return out
+
+
+class WildcardRoutes:
+    """Which wildcard topics a concrete topic name's messages also go to.
+
+    The answer per name is cached (routing is per message, new patterns are rare); adding
+    a pattern clears the cache (topics are never deleted). With no patterns at all,
+    routing pays one truth test.
+    """
+
+    __slots__ = ("_cache", "_patterns")
+
+    def __init__(self) -> None:
+        self._patterns: dict[str, Topic] = {}
+        self._cache: dict[str, tuple[Topic, ...]] = {}
+
+    def add(self, topic: Topic) -> None:
+        if is_wildcard(topic.name):
+            self._patterns[topic.name] = topic
+            self._cache.clear()
+
+    def is_pattern(self, name: str) -> bool:
+        return name in self._patterns
+
+    def matching(self, name: str) -> tuple[Topic, ...]:
+        if not self._patterns:
+            return ()
+        hit = self._cache.get(name)
+        if hit is None:
+            hit = tuple(t for p, t in self._patterns.items() if pattern_matches(p, name))
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            self._cache[name] = hit
+        return hit
