@@ -5,7 +5,9 @@ Mirror of jmspy/_pure/stomp_codec.py, statement for statement: same states, same
 checks, same error reasons and messages (tests/test_stomp_codec_twins.py compares them with
 hypothesis). Change one, change the other. What is compiled is the byte scanning: EOL and
 NUL are found with memchr on the bytearray's storage, header names and values are decoded
-straight from it, and nothing is sliced per byte. Frame, FrameError, HEARTBEAT and the rare
+straight from it, and nothing is sliced per byte. The encoder looks for the four characters
+escaping and the EOL checks care about in one pass per header name and value, and touches
+only the (rare) ones that hold any. Frame, FrameError, HEARTBEAT and the rare
 paths (unescaping, content-length validation) are the Python objects of jmspy.stomp_frames.
 """
 
@@ -317,14 +319,38 @@ def encode_heartbeat():
     return b"\n"
 
 
-cdef object _escape_text(object text, bint v12):
-    if "\\" in text:
+cdef enum:
+    _HAS_BACKSLASH = 1
+    _HAS_LF = 2
+    _HAS_COLON = 4
+    _HAS_CR = 8
+
+
+cdef inline int _specials(str text):
+    """Which of backslash, LF, colon, CR occur in ``text`` (one pass; the common header
+    has none, and then nothing is replaced or copied)."""
+    cdef Py_UCS4 c
+    cdef int found = 0
+    for c in text:
+        if c == u"\\":
+            found |= _HAS_BACKSLASH
+        elif c == u"\n":
+            found |= _HAS_LF
+        elif c == u":":
+            found |= _HAS_COLON
+        elif c == u"\r":
+            found |= _HAS_CR
+    return found
+
+
+cdef str _escape_text(str text, int found, bint v12):
+    if found & _HAS_BACKSLASH:
         text = text.replace("\\", "\\\\")
-    if "\n" in text:
+    if found & _HAS_LF:
         text = text.replace("\n", "\\n")
-    if ":" in text:
+    if found & _HAS_COLON:
         text = text.replace(":", "\\c")
-    if v12 and "\r" in text:
+    if v12 and found & _HAS_CR:
         text = text.replace("\r", "\\r")
     return text
 
@@ -339,31 +365,44 @@ def encode_frame(frame, version="1.2", content_length=True):
     cdef bint escape = version != "1.0" and command not in UNESCAPED_COMMANDS
     cdef bint v12 = version == "1.2"
     cdef list parts = [command, "\n"]
+    cdef str name, value
+    cdef int in_name, in_value
+    cdef Py_ssize_t n
     declared = None
     for name, value in frame.headers:
         if not name:
             raise FrameError(FrameErrorReason.EMPTY_HEADER_NAME, f"value {value!r}")
+        if value is None:
+            raise TypeError(f"header {name!r} has the value None; header values are str")
         if declared is None and name == "content-length":
             declared = value
+        in_name = _specials(name)
+        in_value = _specials(value)
         if escape:
-            name = _escape_text(name, v12)
-            value = _escape_text(value, v12)
-        elif "\n" in name or ":" in name:
+            if in_name & (_HAS_BACKSLASH | _HAS_LF | _HAS_COLON | (_HAS_CR if v12 else 0)):
+                name = _escape_text(name, in_name, v12)
+            if in_value & (_HAS_BACKSLASH | _HAS_LF | _HAS_COLON | (_HAS_CR if v12 else 0)):
+                value = _escape_text(value, in_value, v12)
+        elif in_name & (_HAS_LF | _HAS_COLON):
             raise FrameError(
                 FrameErrorReason.UNENCODABLE_HEADER,
                 f"name {name!r} has LF or colon and cannot be escaped here",
             )
-        elif "\n" in value:
+        elif in_value & _HAS_LF:
             raise FrameError(
                 FrameErrorReason.UNENCODABLE_HEADER,
                 f"value of {name!r} has LF and cannot be escaped here",
             )
-        if value.endswith("\r"):
+        n = len(value)
+        if n and value[n - 1] == u"\r":
             raise FrameError(
                 FrameErrorReason.UNENCODABLE_HEADER,
                 f"value of {name!r} ends in CR, which would read as part of the EOL",
             )
-        parts += (name, ":", value, "\n")
+        parts.append(name)
+        parts.append(":")
+        parts.append(value)
+        parts.append("\n")
     if declared is not None:
         if (
             not declared
@@ -376,10 +415,12 @@ def encode_frame(frame, version="1.2", content_length=True):
                 f"header says {declared!r}, body has {len(body)} bytes",
             )
     elif body and (content_length or b"\0" in body):
-        parts += ("content-length:", str(len(body)), "\n")
+        parts.append("content-length:")
+        parts.append(str(len(body)))
+        parts.append("\n")
     parts.append("\n")
     try:
         head = "".join(parts).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise FrameError(FrameErrorReason.INVALID_UTF8, str(exc)) from None
-    return head + body + b"\0"
+    return b"".join((head, body, b"\0"))

@@ -226,13 +226,18 @@ def _encode(module: ModuleType, frame: Frame, version: str, flag: bool) -> objec
         return ("error", exc.reason, str(exc))
 
 
+#: Text dense in the characters escaping and the CR/LF checks are about, so every
+#: combination of them (and none) is tried, not just what random text happens to hold.
+_escapable = st.text(alphabet=st.sampled_from("a\\:\n\rc\u00e9\U0001f600"), max_size=6)
+
+
 @settings(max_examples=1000, deadline=None)
 @given(
     command=st.sampled_from(sorted(ALL_COMMANDS)) | st.text(max_size=5),
     headers=st.lists(
         st.tuples(
-            st.text(max_size=6) | st.just("content-length"),
-            st.text(max_size=8) | st.sampled_from(["0", "2", "", "02", "x"]),
+            st.text(max_size=6) | st.just("content-length") | _escapable,
+            st.text(max_size=8) | st.sampled_from(["0", "2", "", "02", "x"]) | _escapable,
         ),
         max_size=4,
     ),
@@ -245,6 +250,12 @@ def test_twins_encode_identically(
 ) -> None:
     frame = Frame(command, headers, body)
     assert _encode(pure, frame, version, flag) == _encode(cext, frame, version, flag)
+
+
+@pytest.mark.parametrize("module", TWINS, ids=["pure", "cext"])
+def test_a_none_header_value_is_a_type_error_naming_the_header(module: ModuleType) -> None:
+    with pytest.raises(TypeError, match="header 'ttl' has the value None"):
+        module.encode_frame(Frame("SEND", [("ttl", None)], b""), "1.2")  # type: ignore[list-item]
 
 
 def test_twins_export_the_same_api() -> None:

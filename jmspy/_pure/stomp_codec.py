@@ -293,6 +293,8 @@ def encode_frame(frame: Frame, version: str = "1.2", content_length: bool = True
     for name, value in frame.headers:
         if not name:
             raise FrameError(FrameErrorReason.EMPTY_HEADER_NAME, f"value {value!r}")
+        if value is None:
+            raise TypeError(f"header {name!r} has the value None; header values are str")
         if declared is None and name == "content-length":
             declared = value
         if escape:
