@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from jmspy.stomp_frames import CodecLimits
 
@@ -60,7 +61,9 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # a cast, not an isinstance check: uvloop's transports implement the interface
+        # without subclassing asyncio.Transport
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=HIGH_WATER, low=HIGH_WATER // 4)
         self.server.connections.add(self)
