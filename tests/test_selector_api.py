@@ -43,6 +43,14 @@ def test_matches_returns_plain_bool() -> None:
     assert matches("x = 1") is False
 
 
+def test_evaluate_tells_true_false_and_unknown_apart() -> None:
+    selector = compile_selector("qty > 10 OR region = 'EU'")
+    assert selector.evaluate({"qty": 12}.get) is True
+    assert selector.evaluate({"qty": 1, "region": "US"}.get) is False
+    assert selector.evaluate({"qty": 1}.get) is None  # FALSE OR UNKNOWN
+    assert compile_selector(None).evaluate({}.get) is True
+
+
 def test_getter_is_called_with_identifier_names() -> None:
     seen: list[str] = []
 

@@ -6,6 +6,7 @@ Usage::
 
     sel = compile_selector("region = 'EU' AND qty > 10")
     sel.matches({"region": "EU", "qty": 12}.get)   # True
+    sel.evaluate({"qty": 12}.get)                  # None: UNKNOWN (region is NULL)
 
 ``compile_selector`` parses and compiles once (results are cached by text, so every
 consumer with the same selector shares one :class:`Selector`); ``matches`` then runs

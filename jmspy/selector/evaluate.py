@@ -22,7 +22,8 @@ from JMS 2.0 section 3.8.1.1:
   type: comparisons with them are FALSE and arithmetic on them is UNKNOWN.
 * Arithmetic on a non-number is UNKNOWN. Division by zero is UNKNOWN. Dividing two
   exact numerics truncates toward zero, as Java's ``long`` division does, so selectors
-  behave as they do on Java brokers; Python ints do not overflow, unlike Java's.
+  behave as they do on Java brokers; Python ints do not overflow, unlike Java's. A result
+  Python cannot represent (an int too large for a float, mixed with a float) is UNKNOWN.
 * A boolean context (AND/OR/NOT, the top level) treats any value other than ``True`` /
   ``False`` as UNKNOWN, so a property holding ``5`` matches neither ``p`` nor ``NOT p``.
 * ``BETWEEN``, ``NOT BETWEEN`` and ``IN`` expand exactly as the spec defines them
