@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from . import selector_rate
 from .common import BODY, Config, Progress, Row, Spec, latency_metrics, now, run_worker
 
 TARGET_RATIO = 3.0  # issue 5: compiled >= 3x pure
@@ -115,11 +116,11 @@ def run(quick: bool, runs: int, progress: Progress, peers: Any) -> list[Row]:
     rows = run_interleaved(configs(quick), runs, progress)
     extra = finish(rows)
     progress.rows.extend(extra)
-    return rows + extra
+    return rows + extra + selector_rate.run(quick, runs, progress)
 
 
 def planned(quick: bool, runs: int) -> int:
-    return len(configs(quick)) * runs
+    return len(configs(quick)) * runs + selector_rate.planned(quick, runs)
 
 
 if __name__ == "__main__":
