@@ -34,41 +34,39 @@ _TYPE_CODES = {bool: "b", int: "i", float: "f"}
 
 
 def paho_reference(message: Message) -> tuple[bytes, bytes]:
-    """What the transport sent before it had its own encoder: paho's Properties, filled
-    attribute by attribute (kept here as the specification of the wire format)."""
+    """The wire format built with paho's own Properties, attribute by attribute (the
+    specification the transport's encoder must match byte for byte)."""
     props: Any = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
     payload, kind, ctype = payload_of(message)
     assert message.message_id is not None
-    user: list[tuple[str, str]] = [
-        ("jmspy-id", message.message_id),
-        ("jmspy-ts", str(message.timestamp)),
-        ("jmspy-body", kind),
-    ]
     if ctype:
         props.ContentType = ctype
     if kind == "text":
         props.PayloadFormatIndicator = 1
     if message.correlation_id is not None:
         props.CorrelationData = message.correlation_id.encode("utf-8")
+    reply_kind = ""
     if message.reply_to is not None:
         props.ResponseTopic = mqtt_topic(message.reply_to)
-        user.append(("jmspy-reply-kind", message.reply_to.kind))
-    if message.jms_type is not None:
-        user.append(("jmspy-type", message.jms_type))
+        reply_kind = message.reply_to.kind
     if message.expiration:
         remaining = (message.expiration - int(time.time() * 1000)) / 1000.0
         props.MessageExpiryInterval = max(1, math.ceil(remaining))
-        user.append(("jmspy-exp", str(message.expiration)))
     types: list[str] = []
+    rest: list[tuple[str, str]] = []
+    if message.jms_type is not None:
+        rest.append(("jmspy-type", message.jms_type))
     for name, value in message._properties.items():
         if value is None:
             continue
         code = _TYPE_CODES.get(type(value))
         if code is not None:
             types.append(f"{name}={code}")
-        user.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
-    if types:
-        user.append(("jmspy-ptypes", ",".join(types)))
+        rest.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
+    exp = str(message.expiration) if message.expiration else ""
+    header = (f"1;{message.timestamp};{kind};{exp};{reply_kind};{','.join(types)};"
+              f"{message.message_id}")
+    user = [("jmspy-h", header), *rest]
     props.UserProperty = user
     return payload, bytes(props.pack())
 
@@ -101,7 +99,8 @@ def messages(draw: Any) -> Message:
         message = Message()
     for key, value in draw(st.dictionaries(_names, _values, max_size=4)).items():
         message.set_property(key, value)
-    message.message_id = "ID:" + draw(st.from_regex(r"[a-z0-9-]{1,20}", fullmatch=True))
+    # ';' too: the id is the last field of the jmspy-h header, the only one that may hold it
+    message.message_id = "ID:" + draw(st.from_regex(r"[a-z0-9;-]{1,20}", fullmatch=True))
     message.timestamp = draw(st.integers(0, 2**42))
     message.destination = Topic("a.b")
     message.correlation_id = draw(st.none() | _text)
@@ -155,3 +154,27 @@ def test_a_string_longer_than_an_mqtt_string_is_refused_with_a_jms_error() -> No
     message.correlation_id = "c" * 70_000
     with pytest.raises(MessageFormatException, match="JMSCorrelationID"):
         to_publish_v5(message)
+
+
+def _received(user: list[tuple[str, str]], payload: bytes = b"hi") -> Message:
+    props: Any = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+    props.UserProperty = user
+    parsed: Any = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+    parsed.unpack(props.pack())
+    return from_publish("a/b", payload, 1, parsed, Topic("a.b"))
+
+
+def test_headers_sent_one_property_each_are_still_read() -> None:
+    got = _received([
+        ("jmspy-id", "ID:old-1"), ("jmspy-ts", "1234"), ("jmspy-body", "bytes"),
+        ("jmspy-exp", "99999"), ("jmspy-ptypes", "n=i"), ("n", "7"),
+    ])
+    assert (got.message_id, got.timestamp, got.expiration) == ("ID:old-1", 1234, 99999)
+    assert isinstance(got, BytesMessage) and got.get_property("n") == 7
+
+
+def test_a_foreign_jmspy_h_property_that_is_not_a_header_leaves_the_defaults() -> None:
+    got = _received([("jmspy-h", "not;a;header"), ("k", "v")])
+    assert got.message_id is not None and got.message_id.startswith("ID:mqtt-")
+    assert isinstance(got, TextMessage) and got.text == "hi"
+    assert dict(got._properties) == {"k": "v"}

@@ -13,8 +13,9 @@ MQTT 5 shared subscription ``$share/jmspy/<topic>`` (competing consumers), which
 Queue and a Topic of the same name share one MQTT topic.
 
 Messages. MQTT 5 carries what JMS needs: the JMS headers and typed properties travel as
-user properties (``jmspy-*`` for headers, the property's own name for properties), plus
-the native correlation data, response topic, content type and message expiry interval.
+user properties (the headers together in ``jmspy-h``, JMSType in ``jmspy-type``, each
+property under its own name), plus the native correlation data, response topic, content
+type and message expiry interval.
 MQTT 3.1.1 carries only the payload: :func:`check_v311` refuses, rather than drops, a
 message that has anything else, and receivers get the payload back as a TextMessage when
 it is valid UTF-8 (a BytesMessage otherwise), because 3.1.1 has no content type.
@@ -60,12 +61,20 @@ __all__ = [
 SHARE_GROUP: Final = "jmspy"
 _TYPE_CODES: Final = {bool: "b", int: "i", float: "f"}
 _HEADER_PREFIX: Final = "jmspy-"
+#: The JMS headers travel in one user property, ``jmspy-h`` =
+#: ``1;<timestamp>;<body kind>;<expiration>;<reply-to kind>;<property types>;<message id>``
+#: (the id last: it is the only field that may hold ';'). One property instead of one per
+#: header, because paho parses each received property at a cost that dominated the
+#: receive profile. The name has a '-', so no JMS property can collide with it.
+_HEADER_NAME: Final = "jmspy-h"
+_HEADER_VERSION: Final = "1"
 #: Ids for messages from non-JMS publishers: unique per process without os.urandom per
 #: message (uuid4 showed in the receive profile).
 _ID_PREFIX: Final = uuid.uuid4().hex
 _ids = itertools.count(1)
 _U16: Final = struct.Struct("!H").pack
 _U32: Final = struct.Struct("!L").pack
+_HEADER_KEY: Final = _U16(len(_HEADER_NAME)) + _HEADER_NAME.encode()
 
 
 # -- topics --------------------------------------------------------------------------------
@@ -91,9 +100,21 @@ def _words(name: str, *, wildcards: bool) -> str:
     return "/".join(out)
 
 
+_published_on: dict[str, str] = {}
+
+
 def mqtt_topic(destination: Destination) -> str:
-    """The MQTT topic a message sent to ``destination`` is published on."""
-    return _words(destination.name, wildcards=False)
+    """The MQTT topic a message sent to ``destination`` is published on (remembered per
+    name, up to 512: a producer sends to few names, and splitting each one per message
+    showed in the send profile)."""
+    name = destination.name
+    topic = _published_on.get(name)
+    if topic is None:
+        topic = _words(name, wildcards=False)
+        if len(_published_on) >= 512:
+            _published_on.clear()
+        _published_on[name] = topic
+    return topic
 
 
 def mqtt_filter(destination: Destination, share: str | None = None) -> str:
@@ -250,22 +271,15 @@ def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
     parts: list[bytes] = []
     if kind == "text":
         parts.append(b"\x01\x01")  # Payload Format Indicator: UTF-8
-    user: list[tuple[str, str]] = [
-        ("jmspy-id", message.message_id),
-        ("jmspy-ts", str(message.timestamp)),
-        ("jmspy-body", kind),
-    ]
     if message.expiration:
         remaining = (message.expiration - int(time.time() * 1000)) / 1000.0
         parts.append(b"\x02" + _U32(min(0xFFFFFFFF, max(1, math.ceil(remaining)))))
-        user_exp: tuple[str, str] | None = ("jmspy-exp", str(message.expiration))
-    else:
-        user_exp = None
     if ctype:
         parts.append(b"\x03" + _utf8(ctype, "the content type"))
+    reply_kind = ""
     if message.reply_to is not None:
         parts.append(b"\x08" + _utf8(mqtt_topic(message.reply_to), "JMSReplyTo"))
-        user.append(("jmspy-reply-kind", message.reply_to.kind))
+        reply_kind = message.reply_to.kind
     if message.correlation_id is not None:
         corr = message.correlation_id.encode("utf-8")
         if len(corr) > 0xFFFF:
@@ -274,13 +288,12 @@ def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
                 "most 65535"
             )
         parts.append(b"\x09" + _U16(len(corr)) + corr)
+    user: list[tuple[str, str]] = []
     if message.jms_type is not None:
         user.append(("jmspy-type", message.jms_type))
-    if user_exp is not None:
-        user.append(user_exp)
+    types: list[str] = []
     props = message._properties
     if props:
-        types: list[str] = []
         for name, value in props.items():
             if value is None:
                 continue
@@ -288,8 +301,12 @@ def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
             if code is not None:
                 types.append(f"{name}={code}")
             user.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
-        if types:
-            user.append(("jmspy-ptypes", ",".join(types)))
+    exp = str(message.expiration) if message.expiration else ""
+    header = (
+        f"{_HEADER_VERSION};{message.timestamp};{kind};{exp};{reply_kind};{','.join(types)};"
+        f"{message.message_id}"
+    )
+    parts.append(b"\x26" + _HEADER_KEY + _utf8(header, "JMSMessageID"))
     for key, value in user:
         parts.append(b"\x26" + _utf8(key, f"property name {key!r}")
                      + _utf8(value, f"the value of {key!r}"))
@@ -321,7 +338,15 @@ def from_publish(
     Queue, or the Topic the message was actually published on (wildcard consumers)."""
     pairs = getattr(properties, "UserProperty", None) if properties is not None else None
     user: dict[str, str] = dict(pairs) if pairs else {}
-    kind = user.get("jmspy-body")
+    header = user.get(_HEADER_NAME)
+    fields = header.split(";", 6) if header is not None else ()
+    if len(fields) == 7 and fields[0] == _HEADER_VERSION:
+        _, ts, kind_or_empty, exp, reply_kind, ptypes, message_id = fields
+        kind: str | None = kind_or_empty or None
+    else:  # not from jmspy, or from one that sent each header as its own property
+        ts, exp = user.get("jmspy-ts", ""), user.get("jmspy-exp", "")
+        reply_kind, ptypes = user.get("jmspy-reply-kind", ""), user.get("jmspy-ptypes", "")
+        message_id, kind = user.get("jmspy-id", ""), user.get("jmspy-body")
     if kind is None:
         ctype = getattr(properties, "ContentType", "") if properties is not None else ""
         if ctype.startswith("text/"):
@@ -350,9 +375,7 @@ def from_publish(
         msg = BytesMessage.__new__(BytesMessage)
         msg._data = bytes(payload)
         msg._pos = 0
-    codes = dict(
-        item.split("=", 1) for item in user.get("jmspy-ptypes", "").split(",") if "=" in item
-    )
+    codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
     props: dict[str, PropertyValue] = {}
     for name, value in user.items():
         if name.startswith(_HEADER_PREFIX):
@@ -362,19 +385,19 @@ def from_publish(
         except ValueError:
             props[name] = value
     now = int(time.time() * 1000)
-    msg.message_id = user.get("jmspy-id") or f"ID:mqtt-{_ID_PREFIX}-{next(_ids)}"
-    msg.timestamp = _int(user.get("jmspy-ts"), now)
+    msg.message_id = message_id or f"ID:mqtt-{_ID_PREFIX}-{next(_ids)}"
+    msg.timestamp = _int(ts, now)
     corr = getattr(properties, "CorrelationData", None) if properties is not None else None
     msg.correlation_id = corr.decode("utf-8", "replace") if corr is not None else None
     reply = getattr(properties, "ResponseTopic", None) if properties is not None else None
     if reply:
-        klass = Queue if user.get("jmspy-reply-kind") == "queue" else Topic
+        klass = Queue if reply_kind == "queue" else Topic
         msg.reply_to = klass(jms_name(reply))
     else:
         msg.reply_to = None
     msg.destination = destination
     msg.delivery_mode = 2 if qos > 0 else 1
-    msg.expiration = _int(user.get("jmspy-exp"))
+    msg.expiration = _int(exp)
     msg.priority = 4
     msg.jms_type = user.get("jmspy-type")
     msg.delivery_time = msg.timestamp
