@@ -17,12 +17,6 @@ from .errors import SelectorError
 __all__ = ["Filter", "compile_filter", "filter_accepts"]
 
 
-class Filter(Protocol):
-    """A compiled selector (``jmspy.selector.compile_selector``)."""
-
-    def matches(self, get: Callable[[str], Any]) -> bool: ...
-
-
 _HEADERS: dict[str, Callable[[ServerMessage], Any]] = {
     "JMSDeliveryMode": lambda m: "PERSISTENT" if m.persistent else "NON_PERSISTENT",
     "JMSPriority": lambda m: m.priority,
@@ -31,6 +25,34 @@ _HEADERS: dict[str, Callable[[ServerMessage], Any]] = {
     "JMSCorrelationID": lambda m: m.correlation_id,
     "JMSType": lambda m: m.jms_type,
 }
+
+
+class _Selector(Protocol):
+    """What ``jmspy.selector.compile_selector`` returns, as far as the core uses it."""
+
+    @property
+    def identifiers(self) -> frozenset[str]: ...
+
+    def matches(self, get: Callable[[str], Any]) -> bool: ...
+
+
+class Filter:
+    """A compiled selector plus what the core needs to feed it cheaply.
+
+    Most selectors name only properties: those get the message's property dict's own
+    ``get`` (a C call) instead of a per-message closure that first looks for a header.
+    """
+
+    __slots__ = ("matches", "props_only", "text")
+
+    def __init__(self, text: str, selector: _Selector) -> None:
+        self.text = text
+        self.matches: Callable[[Callable[[str], Any]], bool] = selector.matches
+        self.props_only = not (selector.identifiers & _HEADERS.keys())
+
+    def __repr__(self) -> str:
+        return f"Filter({self.text!r})"
+
 
 _filter_cache: dict[str, Filter] = {}
 
@@ -51,7 +73,7 @@ def compile_filter(selector: str | None) -> Filter | None:
     from jmspy.selector import compile_selector
 
     try:
-        compiled: Filter = compile_selector(selector)
+        compiled = Filter(selector, compile_selector(selector))
     except InvalidSelectorException as exc:
         raise SelectorError(
             f"invalid message selector: {exc}. Fix the selector text (JMS SQL-92 subset, "
@@ -67,6 +89,8 @@ def compile_filter(selector: str | None) -> Filter | None:
 
 def filter_accepts(flt: Filter, message: ServerMessage) -> bool:
     props = message.properties
+    if flt.props_only:
+        return bool(flt.matches(props.get))
 
     def get(name: str) -> Any:
         header = _HEADERS.get(name)
