@@ -18,6 +18,7 @@ CONVERT_STRING_EXPRESSIONS=true`` (see docs/transports.md).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from jmspy.message import (
 
 __all__ = [
     "STOMP_TARGETS",
+    "TEMP_QUEUE_PREFIX",
     "BrokerProfile",
     "detect_broker",
     "from_frame",
@@ -136,9 +138,18 @@ def stomp_destination(dest: Destination) -> str:
     return f"/queue/{dest.name}"
 
 
+#: Queue names of the TemporaryQueues jmspy emulates on RabbitMQ (``/amq/queue/NAME``)
+TEMP_QUEUE_PREFIX: Final = "jmspy-temp-"
+
+
 def parse_destination(text: str | None) -> Destination | None:
     if not text:
         return None
+    if text.startswith(("/amq/queue/" + TEMP_QUEUE_PREFIX, "/queue/" + TEMP_QUEUE_PREFIX)):
+        # An emulated RabbitMQ TemporaryQueue, in reply-to (/amq/queue/) or as the
+        # destination RabbitMQ names on MESSAGE (/queue/): replies go to /amq/queue/,
+        # which sends to the existing queue instead of re-declaring it.
+        return TemporaryQueue("/amq/queue/" + text.split("/")[-1])
     for prefix, kind in (("/queue/", Queue), ("/topic/", Topic), ("/amq/queue/", Queue)):
         if text.startswith(prefix):
             return kind(text[len(prefix):])
@@ -280,10 +291,23 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     msg.destination = parse_destination(headers.get("destination"))
     msg.delivery_mode = 2 if headers.get("persistent", "").lower() == "true" else 1
     msg.expiration = _int(headers.get("expires"))
+    if not msg.expiration and "expiration" in headers:
+        msg.expiration = _absolute_expiration(headers["expiration"], msg.timestamp)
     msg.priority = _int(headers.get("priority"), 4)
     msg.jms_type = headers.get("type")
     msg.delivery_time = msg.timestamp
     return finish_received(msg, props)
+
+
+def _absolute_expiration(relative: str, timestamp: int) -> int:
+    """JMSExpiration (absolute epoch ms) from RabbitMQ's ``expiration`` header, which is
+    the AMQP per-message TTL in ms *relative to when it was published* (to_frame sends
+    ``JMSExpiration - JMSTimestamp``). The send time is JMSTimestamp; a message from a
+    client that sets none is taken as published now. Not a number: never expires."""
+    ttl = _int(relative, -1)
+    if ttl < 0:
+        return 0
+    return (timestamp or int(time.time() * 1000)) + ttl
 
 
 def _int(text: str | None, default: int = 0) -> int:
@@ -345,7 +369,8 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
         Feature.TRANSACTIONS: native("BEGIN / COMMIT / ABORT"),
         Feature.REDELIVERY: (
             native("NACK") if p.cancel == "nack"
-            else emulated("re-SUBSCRIBE (a NACK would dead-letter the message)")
+            else emulated("re-SUBSCRIBE (a NACK would dead-letter the message); "
+                          "non-durable topic subscriptions: from the client's copy")
         ),
         Feature.DELIVERY_COUNT: (
             native("`jmspy-delivery-count`") if p.family == "jmspy"
@@ -358,10 +383,12 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
             f"delay in the application, or use {other}"),
         Feature.PRIORITY: native("`priority` (the broker decides the order)"),
         Feature.TIME_TO_LIVE: native(
-            "`expires` (absolute)" if p.ttl_header == "expires" else "`expiration` (relative)"),
+            "`expires` (absolute)" if p.ttl_header == "expires"
+            else "`expiration` (relative; read back as JMSTimestamp + TTL)"),
         Feature.HEADERS: native("STOMP headers + `jmspy-*` (property values as strings)"),
         Feature.DURABLE_SUBSCRIPTIONS: native(
-            "`durable:true` + `auto-delete:false`" if p.durable_header == "durable"
+            "`durable:true` + `auto-delete:false`, queue `x-queue-name` from client id + "
+            "name" if p.durable_header == "durable"
             else f"`{p.durable_header}`") if p.durable else refused(
             "no known durable-subscription header", f"use {other}"),
         Feature.UNSUBSCRIBE: native("UNSUBSCRIBE naming the subscription") if p.durable
@@ -374,7 +401,11 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
             "no STOMP no-local header",
             "filter your own messages out with a property and a selector"),
         Feature.OVERLAPPING_SUBSCRIPTIONS: native("one subscription id each"),
-        Feature.TEMPORARY_QUEUES: native("`/temp-queue/`") if p.temporary_queues else refused(
+        Feature.TEMPORARY_QUEUES: (
+            emulated(f"an exclusive, non-durable `/amq/queue/{TEMP_QUEUE_PREFIX}*` queue "
+                     "declared and deleted by the creator (`/temp-queue/` works only in "
+                     "reply-to)") if p.family == "RabbitMQ"
+            else native("`/temp-queue/`")) if p.temporary_queues else refused(
             "no known temporary-destination prefix", "use a uniquely named queue"),
         Feature.DESTINATION_STATS: native("`/jmspy/stats`") if p.stats else refused(
             _NO_STATS.get(key, "STOMP has no statistics request"),

@@ -311,7 +311,7 @@ _ACTIVEMQ_XML = """<beans xmlns="http://www.springframework.org/schema/beans"
     http://activemq.apache.org/schema/core
     http://activemq.apache.org/schema/core/activemq-core.xsd">
   <broker xmlns="http://activemq.apache.org/schema/core" useJmx="false"
-          brokerName="jmspy-interop" persistent="false" schedulerSupport="false"
+          brokerName="jmspy-interop" persistent="false" schedulerSupport="true"
           dataDirectory="{data}">
     <plugins><statisticsBrokerPlugin/></plugins>
     <transportConnectors>
@@ -365,6 +365,8 @@ class ActiveMQ(Restartable):
     """ActiveMQ 5 with STOMP and MQTT connectors, no JMX, logging to stdout.
 
     Non-persistent by default (tests measure protocol behaviour, not KahaDB).
+    ``schedulerSupport="true"``: without it ActiveMQ ignores ``AMQ_SCHEDULED_DELAY`` and
+    delivery delay does nothing (non-persistent, the scheduler keeps its jobs in memory).
     ``persistent``: KahaDB in the data directory, and ``persistJMSRedelivered`` so that a
     message dispatched before a restart comes back marked redelivered, as from Open MQ.
     """

@@ -17,6 +17,7 @@ from conftest import Target
 
 from jmspy import JMSException, Session
 from jmspy.capabilities import Feature
+from jmspy.destinations import TemporaryQueue
 from jmspy.errors import JMSSecurityException
 from jmspy.message import BytesMessage, MapMessage, TextMessage
 
@@ -265,6 +266,96 @@ def test_topic_selector_and_fanout(target: Target) -> None:
         assert _drain(everyone, 1.0) == [str(i) for i in range(6)]
 
 
+def test_numeric_selector_compares_numbers(target: Target) -> None:
+    """``pick = 1 AND qty > 10`` against int and float properties. On jmspy's broker the
+    STOMP server types the properties from ``jmspy-ptypes``; on RabbitMQ the client
+    evaluates; ActiveMQ 5 compares the header strings, so nothing matches there (the
+    limitation docs/transports.md states)."""
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session()
+        q = _q(s, "numsel")
+        p = s.create_producer(q)
+        for i, (pick, qty) in enumerate([(1, 12.5), (2, 20.0), (1, 3.0), (1, 10.25)]):
+            p.send(s.create_text_message(str(i), properties={"pick": pick, "qty": qty}))
+        c = s.create_consumer(q, selector="pick = 1 AND qty > 10")
+        conn.start()
+        if target.name == "stomp-activemq":
+            assert c.receive(1.0) is None
+            return
+        got = [c.receive(WAIT) for _ in range(2)]
+        assert [m.text for m in got] == ["0", "3"]
+        assert [(m.get_property("pick"), m.get_property("qty")) for m in got] == [
+            (1, 12.5), (1, 10.25)]
+        assert c.receive(0.5) is None
+
+
+def test_topic_recover_redelivers_in_order_with_counts(target: Target) -> None:
+    """recover() on a non-durable topic subscription: the unacknowledged messages come
+    back, in order, before the ones never seen, with growing JMSXDeliveryCount; what was
+    acknowledged does not. (ActiveMQ 5 redelivers from the client's copy here: a
+    re-SUBSCRIBE would make a new subscription.) The two never-received messages are
+    prefetched when the first three are handed back, and must not overtake them."""
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        t = s.create_topic(f"interop.rt.{uuid.uuid4().hex[:8]}")
+        c = s.create_consumer(t)
+        conn.start()
+        time.sleep(0.3)  # subscriptions are asynchronous on the wire
+        p = s.create_producer(t)
+        for i in range(5):
+            p.send(s.create_text_message(str(i)))
+        first = [c.receive(WAIT) for _ in range(3)]
+        assert [m.text for m in first] == ["0", "1", "2"]
+        s.recover()
+        again = [c.receive(WAIT) for _ in range(5)]
+        assert [m.text for m in again] == [str(i) for i in range(5)]
+        assert [m.delivery_count for m in again] == [2, 2, 2, 1, 1]
+        assert [m.redelivered for m in again] == [True, True, True, False, False]
+        s.recover()
+        third = [c.receive(WAIT) for _ in range(5)]
+        assert [(m.text, m.delivery_count) for m in third] == [
+            ("0", 3), ("1", 3), ("2", 3), ("3", 2), ("4", 2)]
+        third[1].acknowledge()  # CLIENT_ACKNOWLEDGE: everything received so far
+        s.recover()
+        assert c.receive(0.5) is None
+        p.send(s.create_text_message("later"))
+        m = c.receive(WAIT)
+        assert (m.text, m.delivery_count) == ("later", 1)
+
+
+def test_request_reply_over_a_temporary_queue(target: Target) -> None:
+    """A requester's TemporaryQueue in JMSReplyTo: another connection replies to it, the
+    requester receives the reply, and delete() works once its consumer is closed."""
+    f = target.make_factory()
+    with f.create_connection() as requester, f.create_connection() as responder:
+        rs = responder.create_session()
+        requests = _q(rs, "req")
+        served = rs.create_consumer(requests)
+        responder.start()
+        qs = requester.create_session()
+        tq = qs.create_temporary_queue()
+        replies = qs.create_consumer(tq)
+        requester.start()
+        for n in range(2):
+            ask = qs.create_text_message(f"ping {n}")
+            ask.reply_to = tq
+            qs.create_producer(requests).send(ask)
+            got = served.receive(WAIT)
+            assert got is not None and got.text == f"ping {n}"
+            # brokers may rename it for others (ActiveMQ: /remote-temp-queue/...)
+            assert isinstance(got.reply_to, TemporaryQueue), got.reply_to
+            answer = rs.create_text_message(f"pong {n}")
+            answer.correlation_id = got.message_id
+            rs.create_producer(got.reply_to).send(answer)
+            reply = replies.receive(WAIT)
+            assert reply is not None and reply.text == f"pong {n}"
+            assert reply.correlation_id == ask.message_id
+        replies.close()
+        tq.delete()
+
+
 # -- STOMP only ---------------------------------------------------------------------------
 @pytest.fixture(params=[t for t in ("stomp-activemq", "stomp-rabbitmq") if t])
 def stomp_broker(request: pytest.FixtureRequest) -> Any:
@@ -322,30 +413,9 @@ def test_rabbitmq_bad_password_is_a_security_error(rabbitmq: Any) -> None:
 
 #: The STOMP columns of the capability matrix that have a broker in this suite.
 STOMP_COLUMNS = ["jmspy", "activemq", "rabbitmq"]
-_COUNT_BUG = ("JMSXDeliveryCount stays 2 after a second recover() (docs/transports.md "
-              "promises 3): the transport's count of handed-back messages")
 #: Cells whose probe finds the code short of what the matrix promises: open bugs, kept
 #: visible here (strict: the test fails once one is fixed, so the entry must go).
-KNOWN_BUGS = {
-    ("jmspy", Feature.DELIVERY_COUNT): _COUNT_BUG,
-    ("activemq", Feature.DELIVERY_COUNT): _COUNT_BUG + "; on a topic see REDELIVERY",
-    ("rabbitmq", Feature.DELIVERY_COUNT): _COUNT_BUG,
-    ("activemq", Feature.REDELIVERY): (
-        "recover() on a non-durable topic subscription re-SUBSCRIBEs, which makes a new "
-        "subscription: the unacknowledged message is lost (queues work)"),
-    ("activemq", Feature.DELIVERY_DELAY): (
-        "the interop ActiveMQ runs with schedulerSupport=\"false\", so AMQ_SCHEDULED_DELAY "
-        "is ignored (brokers.py)"),
-    ("rabbitmq", Feature.TIME_TO_LIVE): (
-        "RabbitMQ returns the TTL as a relative `expiration` header, which from_frame does "
-        "not read back: JMSExpiration arrives as 0"),
-    ("rabbitmq", Feature.DURABLE_SUBSCRIPTIONS): (
-        "closing a durable consumer sends UNSUBSCRIBE with durable:true, which deletes "
-        "RabbitMQ's durable subscription queue"),
-    ("rabbitmq", Feature.TEMPORARY_QUEUES): (
-        "RabbitMQ's /temp-queue/ names work only in reply-to headers: SUBSCRIBE/SEND to "
-        "one do not reach the creator"),
-}
+KNOWN_BUGS: dict[tuple[str, Feature], str] = {}
 
 
 @pytest.mark.parametrize("feature", list(Feature), ids=lambda f: f.name.lower())
@@ -371,6 +441,63 @@ def test_stomp_cell_behaves_as_the_matrix_says(
     with ConnectionFactory(rig.url).create_connection() as conn:
         assert profile_key(conn._transport.profile) == key  # the column really applies
     check_cell(rig, feature)
+
+
+def _rabbit_errors_subscribing(rabbitmq: Any, queue_name: str) -> list[JMSException]:
+    """What a fresh connection hears when it consumes from the plain queue ``queue_name``
+    (SUBSCRIBE /queue/NAME declares it: refused while another connection holds it
+    exclusively)."""
+    from jmspy import ConnectionFactory
+
+    errors: list[JMSException] = []
+    conn = ConnectionFactory(f"stomp://{rabbitmq.host}:{rabbitmq.stomp_port}").create_connection()
+    try:
+        conn.set_exception_listener(errors.append)
+        s = conn.create_session()
+        s.create_consumer(s.create_queue(queue_name))
+        conn.start()
+        deadline = time.monotonic() + 2.0
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        try:
+            conn.close()
+        except JMSException:
+            pass  # RabbitMQ closes the connection after its ERROR frame
+    return errors
+
+
+def test_rabbitmq_temporary_queue_is_exclusive_and_delete_removes_it(rabbitmq: Any) -> None:
+    """The emulated TemporaryQueue is an exclusive queue: another connection may send to
+    it (request/reply above) but not consume from it; delete() removes it (after which
+    the name is free again)."""
+    from jmspy import ConnectionFactory
+
+    f = ConnectionFactory(f"stomp://{rabbitmq.host}:{rabbitmq.stomp_port}")
+    with f.create_connection() as conn:
+        tq = conn.create_session().create_temporary_queue()
+        plain = tq.name.rsplit("/", 1)[-1]
+        assert tq.name == f"/amq/queue/{plain}" and plain.startswith("jmspy-temp-")
+        refused = _rabbit_errors_subscribing(rabbitmq, plain)
+        assert refused, "another connection consumed from the exclusive queue"
+        assert any(w in str(refused[0]).lower() for w in ("exclusive", "locked")), refused
+        tq.delete()
+        assert _rabbit_errors_subscribing(rabbitmq, plain) == []
+
+
+def test_rabbitmq_unsubscribe_with_an_open_consumer_is_refused(rabbitmq: Any) -> None:
+    from jmspy import ConnectionFactory
+    from jmspy.errors import IllegalStateException
+
+    f = ConnectionFactory(f"stomp://{rabbitmq.host}:{rabbitmq.stomp_port}")
+    name = f"interop.busy.{uuid.uuid4().hex[:8]}"
+    with f.create_connection(client_id=f"cid-{uuid.uuid4().hex[:8]}") as conn:
+        s = conn.create_session()
+        c = s.create_durable_consumer(s.create_topic(name), name)
+        with pytest.raises(IllegalStateException, match="close it before unsubscribe"):
+            s.unsubscribe(name)
+        c.close()
+        s.unsubscribe(name)
 
 
 def test_activemq_browse(activemq: Any) -> None:

@@ -74,3 +74,50 @@ def test_stats_over_the_wire(server: ServerHandle, connect) -> None:
     by_name = {r["name"]: r for r in rows}
     assert by_name["counted"]["messageCount"] == 2
     assert by_name["counted"]["kind"] == "queue"
+
+
+def test_jmspy_ptypes_make_numeric_selectors_match(server: ServerHandle, connect) -> None:
+    """Properties named in ``jmspy-ptypes`` are stored typed: ``pick = 1`` and
+    ``qty > 10`` compare numbers, ``ok = TRUE`` a boolean; the header goes out again so
+    receivers can restore the types."""
+    conn, lst = connect("1.2")
+    conn.subscribe("/queue/typed", id="s",
+                   headers={"selector": "pick = 1 AND qty > 10.5 AND ok = TRUE"})
+    typed = {"jmspy-ptypes": "pick=i,qty=f,ok=b"}
+    conn.send("/queue/typed", "no", headers={**typed, "pick": "2", "qty": "11.0", "ok": "true"})
+    conn.send("/queue/typed", "yes", headers={**typed, "pick": "1", "qty": "12.25",
+                                              "ok": "true"})
+    conn.send("/queue/typed", "small", headers={**typed, "pick": "1", "qty": "9.5",
+                                                "ok": "true"})
+    msgs = lst.wait_messages(1)
+    time.sleep(0.1)
+    assert [m.body for m in lst.messages] == ["yes"] == [m.body for m in msgs]
+    got = msgs[0].headers
+    assert (got["pick"], got["qty"], got["ok"]) == ("1", "12.25", "true")
+    assert got["jmspy-ptypes"] == "pick=i,qty=f,ok=b"
+
+
+def test_untyped_properties_stay_strings(server: ServerHandle, connect) -> None:
+    """A raw STOMP client sends no ``jmspy-ptypes``: its properties are strings, so a
+    numeric comparison does not match them and a string one does."""
+    conn, lst = connect("1.2")
+    conn.subscribe("/queue/untyped-n", id="n", headers={"selector": "pick = 1"})
+    conn.subscribe("/queue/untyped-s", id="s", headers={"selector": "pick = '1'"})
+    conn.send("/queue/untyped-n", "number?", headers={"pick": "1"})
+    conn.send("/queue/untyped-s", "string", headers={"pick": "1"})
+    msgs = lst.wait_messages(1)
+    time.sleep(0.1)
+    assert [m.body for m in lst.messages] == ["string"] == [m.body for m in msgs]
+    assert server.stats("untyped-n")["messageCount"] == 1  # kept for other consumers
+
+
+def test_ptypes_contradicting_a_value_is_an_error(server: ServerHandle, connect) -> None:
+    conn, lst = connect("1.2")
+    conn.send("/queue/badtype", "x", headers={"jmspy-ptypes": "n=i", "n": "twelve"},
+              receipt="r")
+    deadline = time.monotonic() + 5
+    while not lst.errors and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lst.errors, "no ERROR frame for a property that is not what jmspy-ptypes says"
+    text = lst.errors[0].headers.get("message", "") + lst.errors[0].body
+    assert "jmspy-ptypes" in text and "n" in text and "integer" in text and "twelve" in text

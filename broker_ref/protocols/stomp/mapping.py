@@ -15,7 +15,12 @@ BYTES. ActiveMQ draws the same line, so a JMS consumer sees what an ActiveMQ one
 Header -> message: ``persistent`` ("true"; default false, as ActiveMQ), ``priority``
 (0-9, default 4), ``expires`` (absolute ms since the epoch, 0 = never), ``AMQ_SCHEDULED_DELAY``
 or ``jmspy-delivery-delay`` (ms from now), ``correlation-id``, ``reply-to``, ``type``; every
-other header that is not part of the protocol becomes a string property.
+other header that is not part of the protocol becomes a string property -- except where
+``jmspy-ptypes`` (sent by jmspy clients: ``name=i|f|b,...``) says a property is an int, a
+float or a boolean: those are stored typed, so that server-side selectors compare
+``pick = 1`` or ``qty > 10`` as numbers. A raw STOMP client that sends no
+``jmspy-ptypes`` keeps string properties (``pick = '1'`` matches, ``pick = 1`` does not).
+The header itself stays a property, so jmspy receivers restore the same types.
 """
 
 from __future__ import annotations
@@ -151,7 +156,10 @@ def to_server_message(
         headers, "jmspy-delivery-delay", 0, _MAX_MS, 0
     )
     reply = headers.get("reply-to")
-    props = {k: v for k, v in headers.items() if k not in _RESERVED}
+    props: dict[str, object] = {k: v for k, v in headers.items() if k not in _RESERVED}
+    ptypes = headers.get("jmspy-ptypes")
+    if ptypes:
+        _restore_types(props, ptypes)
     if ctype is not None and text is None:
         props["content-type"] = ctype  # keep a binary body's declared type
     return ServerMessage(
@@ -171,6 +179,30 @@ def to_server_message(
         jms_type=headers.get("type"),
         size=len(body) + 64,
     )
+
+
+def _restore_types(props: dict[str, object], ptypes: str) -> None:
+    """Type the properties ``jmspy-ptypes`` names (``name=i``, ``=f``, ``=b``)."""
+    for item in ptypes.split(","):
+        name, sep, code = item.partition("=")
+        raw = props.get(name)
+        if not sep or not isinstance(raw, str):
+            continue  # a type for a property that is not there: nothing to restore
+        try:
+            if code == "i":
+                props[name] = int(raw)
+            elif code == "f":
+                props[name] = float(raw)
+            elif code == "b":
+                if raw not in ("true", "false"):
+                    raise ValueError(raw)
+                props[name] = raw == "true"
+        except ValueError:
+            kind = {"i": "an integer", "f": "a float", "b": "true or false"}[code]
+            raise HeaderError(
+                f"header jmspy-ptypes says property {name} is {kind}, but it is {raw!r}: "
+                f"send {name} as {kind}, or drop {name}={code} from jmspy-ptypes"
+            ) from None
 
 
 def _prop_text(value: object) -> str:
