@@ -53,13 +53,14 @@ from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
 from jmspy.capabilities import Feature
-from jmspy.destinations import Destination, Queue
+from jmspy.destinations import Destination, Queue, Topic
 from jmspy.message import Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .capabilities import native_flags, require
 from .stomp_mapping import (
+    TEMP_QUEUE_PREFIX,
     BrokerProfile,
     detect_broker,
     from_frame,
@@ -78,6 +79,11 @@ except ImportError:  # pragma: no cover - exercised by the packaging test
 __all__ = ["StompTransport"]
 
 _ARTEMIS_BYTES_PER_MESSAGE = 1024
+#: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
+#: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
+_RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
+#: RabbitMQ queue properties of an emulated TemporaryQueue (see create_temporary_queue)
+_RABBIT_TEMPORARY = {"durable": "false", "auto-delete": "false", "exclusive": "true"}
 _REDELIVERY_MEMORY = 10_000
 _tx_ids = itertools.count(1)
 
@@ -98,6 +104,9 @@ class _Sub:
     client_selector: Any = None
     #: receipt id of the last NACK of a hand-back, until its RECEIPT arrives (see _nack)
     fence: str | None = None
+    #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
+    #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
+    copies: dict[int, tuple[dict[str, str], bytes]] | None = None
 
 
 class _Receiver:
@@ -307,8 +316,8 @@ class StompTransport(StompFailover):
             self._require(Feature.DURABLE_SUBSCRIPTIONS)
             assert spec.subscription_name is not None
             if p.durable_header == "durable":  # RabbitMQ
-                headers.update({"durable": "true", "auto-delete": "false",
-                                "persistent": "true"})
+                headers.update(_RABBIT_DURABLE)
+                headers["x-queue-name"] = self._durable_queue(spec.subscription_name)
             else:
                 headers[p.durable_header] = spec.subscription_name
         if spec.no_local:
@@ -332,6 +341,10 @@ class StompTransport(StompFailover):
         elif p.window:
             headers[p.window] = str(limit)
         sub = _Sub(spec, "", headers, client_selector=client_selector)
+        if p.cancel == "resubscribe" and isinstance(spec.destination, Topic) and not spec.durable:
+            # A re-SUBSCRIBE would make a new topic subscription, and the old one's
+            # unacked messages die with it: recover() redelivers from the client's copy.
+            sub.copies = {}
         with self._lock:
             self._subs[spec.consumer_id] = sub
             self._subscribe(sub)
@@ -340,6 +353,8 @@ class StompTransport(StompFailover):
     def _subscribe(self, sub: _Sub, *, same_id: bool = False) -> None:
         if not same_id:
             sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
+        if sub.copies:  # a new subscription (after a reconnect): the old copies are dead
+            sub.copies.clear()
         if sub.spec.durable and self.profile.family == "RabbitMQ":
             assert sub.spec.subscription_name is not None
             sub.sub_id = sub.spec.subscription_name
@@ -350,11 +365,10 @@ class StompTransport(StompFailover):
         )
 
     def _unsubscribe(self, sub: _Sub) -> None:
+        # No ``durable`` header: on RabbitMQ an UNSUBSCRIBE with ``durable:true`` deletes
+        # the subscription's queue, and closing a durable consumer must keep it.
         self._by_sid.pop(sub.sub_id, None)
-        headers = {}
-        if sub.spec.durable and self.profile.family == "RabbitMQ":
-            headers = {"durable": "true", "persistent": "true"}
-        self._c(wait=False).unsubscribe(id=sub.sub_id, headers=headers)
+        self._c(wait=False).unsubscribe(id=sub.sub_id)
 
     def close_consumer(self, consumer_id: int) -> None:
         with self._lock:
@@ -455,6 +469,8 @@ class StompTransport(StompFailover):
                 return
             key = message.message_id or ack_id
             self._tag_key[tag] = key
+            if sub.copies is not None:
+                sub.copies[tag] = (headers, body)
             count = self._delivery_count(key, headers)
             message.delivery_time = message.timestamp
             sub.stash.append((tag, message, count))
@@ -462,8 +478,13 @@ class StompTransport(StompFailover):
 
     def _delivery_count(self, key: str, headers: dict[str, str]) -> int:
         """JMSXDeliveryCount: what we know beats what the broker says. ActiveMQ and
-        RabbitMQ only say ``redelivered:true`` (count 2 when nothing else is known)."""
-        seen = self._seen.pop(key, None)
+        RabbitMQ only say ``redelivered:true`` (count 2 when nothing else is known);
+        jmspy's broker counts every NACK, also of copies the application never saw.
+
+        ``_seen[key]`` is how often the application saw the message before it was
+        handed back. It stays until the message is acknowledged (``_acked``): popping
+        it here made a second ``recover()`` count from 1 again (2, 2, ... not 2, 3)."""
+        seen = self._seen.get(key)
         if seen is not None:
             return 1 + seen
         explicit = headers.get("jmspy-delivery-count")
@@ -497,6 +518,7 @@ class StompTransport(StompFailover):
     # -- acknowledgement ------------------------------------------------------------------
     def _send_ack(self, sub: _Sub, tag: int, tx: str | None) -> None:
         ack_id = sub.unacked.pop(tag, None)
+        self._acked(sub, tag)
         self._forget(tag)
         if ack_id is None:
             return
@@ -515,6 +537,16 @@ class StompTransport(StompFailover):
         self._tag_owner.pop(tag, None)
         self._tag_key.pop(tag, None)
 
+    def _acked(self, sub: _Sub, tag: int) -> None:
+        """Lock held, before ``_forget``: an acknowledged message is never redelivered,
+        so what was remembered for its redeliveries goes."""
+        if self._seen:
+            key = self._tag_key.get(tag)
+            if key is not None:
+                self._seen.pop(key, None)
+        if sub.copies is not None:
+            sub.copies.pop(tag, None)
+
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         """The bookkeeping under the lock, the ACK frames after it: stomp.py's receiver
         thread needs the lock for every MESSAGE, and a socket write under it made the
@@ -528,6 +560,8 @@ class StompTransport(StompFailover):
                 sub = self._tag_owner.pop(tag, None)
                 if sub is None:  # handed back meanwhile (ActiveMQ re-subscribe)
                     continue
+                if self._seen or sub.copies is not None:
+                    self._acked(sub, tag)
                 self._tag_key.pop(tag, None)
                 ack_id = sub.unacked.pop(tag, None)
                 if ack_id is not None:
@@ -587,7 +621,9 @@ class StompTransport(StompFailover):
             if key is not None:
                 self._seen.setdefault(key, 0)  # the app never saw it: count stays 1
         sub.stash.clear()
-        if self.profile.cancel == "resubscribe":
+        if sub.copies is not None:
+            self._redeliver_copies(sub, sorted(tags))
+        elif self.profile.cancel == "resubscribe":
             # Every unacked message of the subscription goes back, in order.
             for tag in list(sub.unacked):
                 if tag not in tags:
@@ -601,6 +637,33 @@ class StompTransport(StompFailover):
         else:
             self._nack(sub, sorted(tags, reverse=self.profile.nack_order == "desc"),
                        fence=True)
+
+    def _redeliver_copies(self, sub: _Sub, tags: list[int]) -> None:
+        """Hand ``tags`` (delivery order) back from the client's own copies (lock held).
+
+        For an ActiveMQ non-durable topic subscription, where a NACK dead-letters and a
+        re-SUBSCRIBE makes a new subscription: its unacknowledged messages belong to
+        this consumer alone, so redelivering them here is what the broker would do. The
+        broker's copies stay unacknowledged under new tags (each still holds its slot
+        in the prefetch window) until the application acknowledges the redelivery."""
+        assert sub.copies is not None
+        for old in tags:
+            ack_id = sub.unacked.pop(old, None)
+            frame = sub.copies.pop(old, None)
+            key = self._tag_key.get(old)
+            self._forget(old)
+            if ack_id is None or frame is None or key is None:
+                continue
+            headers, body = frame
+            message = from_frame(headers, body)  # a fresh copy: unread body, own flags
+            message.delivery_time = message.timestamp
+            tag = next(self._tags)
+            sub.unacked[tag] = ack_id
+            sub.copies[tag] = frame
+            self._tag_owner[tag] = sub
+            self._tag_key[tag] = key
+            sub.stash.append((tag, message, self._delivery_count(key, headers)))
+        self._release(sub)
 
     def _nack(self, sub: _Sub, tags: list[int], *, fence: bool = False) -> None:
         """NACK ``tags`` (lock held). With ``fence``, the last NACK asks for a RECEIPT and
@@ -711,16 +774,74 @@ class StompTransport(StompFailover):
     def unsubscribe(self, name: str) -> None:
         self._require(Feature.UNSUBSCRIBE, "unsubscribing durable subscriptions")
         if self.profile.durable_header == "durable":  # RabbitMQ
-            self._c().unsubscribe(id=name, headers={"durable": "true", "persistent": "true"})
+            self._rabbit_unsubscribe(name)
         else:
             self._c().unsubscribe(id=name, headers={self.profile.durable_header: name})
 
+    def _durable_queue(self, name: str) -> str:
+        """RabbitMQ: the queue behind durable subscription ``name`` (``x-queue-name``).
+        Named from the client id and the name, as JMS identifies a durable subscription,
+        so that ``unsubscribe(name)`` finds it without knowing its topic."""
+        return f"jmspy-durable.{self._credentials[0] or ''}.{name}"
+
+    def _rabbit_unsubscribe(self, name: str) -> None:
+        """RabbitMQ deletes a durable subscription's queue only on an UNSUBSCRIBE with
+        ``durable:true`` for a subscription open on this connection (its STOMP docs:
+        the same ``durable`` and ``auto-delete`` values as the SUBSCRIBE). So: attach to
+        the queue through a throw-away subscription naming it, then UNSUBSCRIBE that
+        with ``durable:true`` (:meth:`_rabbit_queue_op`). An unknown name declares and
+        deletes an empty queue: RabbitMQ cannot tell jmspy that none existed."""
+        with self._lock:
+            for sub in self._subs.values():
+                if sub.spec.durable and sub.spec.subscription_name == name:
+                    raise errors.IllegalStateException(
+                        f"durable subscription {name!r} has an open consumer on this "
+                        "connection; close it before unsubscribe()")
+        self._rabbit_queue_op(self._durable_queue(name), _RABBIT_DURABLE, delete=True)
+
+    def _rabbit_queue_op(self, queue: str, declare: dict[str, str], *, delete: bool) -> None:
+        """SUBSCRIBE to ``/topic/<queue>`` with ``x-queue-name: <queue>`` (declaring the
+        queue with ``declare``, or attaching to it when it exists with those properties),
+        then UNSUBSCRIBE: with ``durable:true`` RabbitMQ deletes the queue, without it
+        the queue stays. Over STOMP that is the only way to create a queue with chosen
+        properties without a message, or to delete one. The routing key is the queue's
+        own unique name, so the binding this adds routes nothing else to it. Messages
+        still queued when deleting arrive auto-acknowledged and are ignored. Older
+        RabbitMQs name the queue to delete from the UNSUBSCRIBE frame, newer ones from
+        the subscription: ``x-queue-name`` goes on both."""
+        sid = f"q-{uuid.uuid4().hex[:10]}"
+        self._replies[sid] = [lambda headers, body: None]  # nothing useful can arrive
+        conn = self._c()
+        try:
+            self._request(lambda headers: conn.subscribe(
+                f"/topic/{queue}", id=sid, ack="auto",
+                headers={**declare, "x-queue-name": queue, **headers}))
+            extra = {**declare, "durable": "true", "x-queue-name": queue} if delete else {}
+            self._request(lambda headers: conn.unsubscribe(
+                id=sid, headers={**extra, **headers}))
+        finally:
+            self._replies.pop(sid, None)
+
     def create_temporary_queue(self) -> str:
         self._require(Feature.TEMPORARY_QUEUES)
+        if self.profile.family == "RabbitMQ":
+            # RabbitMQ's /temp-queue/ names work only in reply-to headers (SUBSCRIBE and
+            # SEND refuse them), so a JMS TemporaryQueue is an exclusive (dies with this
+            # connection, only it may consume), non-durable queue with a unique name,
+            # declared now so that anyone may send to it before a consumer exists.
+            # Addressed as /amq/queue/ (use an existing queue, declare nothing): a
+            # re-declaration from another connection would be refused.
+            queue = f"{TEMP_QUEUE_PREFIX}{uuid.uuid4().hex[:16]}"
+            self._rabbit_queue_op(queue, _RABBIT_TEMPORARY, delete=False)
+            return f"/amq/queue/{queue}"
         return f"/temp-queue/jmspy-{uuid.uuid4().hex[:12]}"
 
     def delete_temporary_queue(self, name: str) -> None:
-        """Temporary queues live as long as the STOMP connection; nothing to send."""
+        """Elsewhere temporary queues live as long as the STOMP connection (nothing to
+        send); RabbitMQ's emulated ones are deleted now."""
+        prefix = f"/amq/queue/{TEMP_QUEUE_PREFIX}"
+        if self.profile.family == "RabbitMQ" and name.startswith(prefix):
+            self._rabbit_queue_op(name[len("/amq/queue/"):], _RABBIT_TEMPORARY, delete=True)
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         from .stomp_stats import query_stats
