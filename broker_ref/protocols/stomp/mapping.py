@@ -152,9 +152,15 @@ def to_server_message(
                 "content-length) must be UTF-8; send binary bodies with content-length "
                 "and a non-text content-type"
             ) from None
-    delay = _int(headers, "AMQ_SCHEDULED_DELAY", 0, _MAX_MS, 0) or _int(
-        headers, "jmspy-delivery-delay", 0, _MAX_MS, 0
-    )
+    # The optional numeric headers are parsed only when present: most SENDs carry none.
+    delay = 0
+    if "AMQ_SCHEDULED_DELAY" in headers or "jmspy-delivery-delay" in headers:
+        delay = _int(headers, "AMQ_SCHEDULED_DELAY", 0, _MAX_MS, 0) or _int(
+            headers, "jmspy-delivery-delay", 0, _MAX_MS, 0
+        )
+    priority = _int(headers, "priority", 0, 9, 4) if "priority" in headers else 4
+    expiration = _int(headers, "expires", 0, _MAX_MS, 0) if "expires" in headers else 0
+    persistent = headers.get("persistent")
     reply = headers.get("reply-to")
     props: dict[str, object] = {k: v for k, v in headers.items() if k not in _RESERVED}
     ptypes = headers.get("jmspy-ptypes")
@@ -169,10 +175,10 @@ def to_server_message(
         body_type=BodyType.BYTES if text is None else BodyType.TEXT,
         body=body if text is None else text,
         properties=props,
-        persistent=headers.get("persistent", "false").lower() == "true",
-        priority=_int(headers, "priority", 0, 9, 4),
+        persistent=persistent is not None and persistent.lower() == "true",
+        priority=priority,
         timestamp=now,
-        expiration=_int(headers, "expires", 0, _MAX_MS, 0),
+        expiration=expiration,
         deliver_at=now + delay if delay else 0,
         correlation_id=headers.get("correlation-id"),
         reply_to=resolve_reply(reply) if reply else None,

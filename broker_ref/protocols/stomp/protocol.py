@@ -56,6 +56,8 @@ __all__ = ["SUPPORTED_VERSIONS", "ProtocolError", "StompSession"]
 _codec: Any = _speedups.load("stomp_codec")
 SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
 _SERVER = "jmspy-broker_ref/0.1"
+#: Most destination headers a session remembers parsed (then it starts over).
+_TARGET_CACHE = 256
 
 
 class ProtocolError(Exception):
@@ -102,6 +104,8 @@ class StompSession:
         self._by_consumer: dict[int, Subscription] = {}
         self._consumer_ids = itertools.count(1)
         self._msg_seq = itertools.count(1)
+        self._id_prefix = ""  # "ID:<broker>-<connection>-", set on CONNECT
+        self._targets: dict[str, Target] = {}  # destination header -> parsed (not temp)
         self._temps: dict[str, str] = {}  # client name -> core temp queue name
         self._temp_names: dict[str, str] = {}  # core name -> client name
         self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
@@ -128,9 +132,10 @@ class StompSession:
                 self.connection_lost()
 
     def _process(self, parser: Any) -> None:
+        next_frame = parser.next_frame
         while not self.closing:
             try:
-                frame = parser.next_frame()
+                frame = next_frame()
             except FrameError as exc:
                 self._error("malformed frame", f"{exc}. Fix the frame encoding; the "
                             "connection is closed because the stream lost its framing.")
@@ -255,8 +260,11 @@ class StompSession:
         if command == "NACK" and self.version == "1.0":
             raise ProtocolError("NACK needs STOMP 1.1", "NACK does not exist in STOMP 1.0; "
                                 "connect with accept-version:1.1 or 1.2")
-        handler(self, frame)
-        receipt = frame.header("receipt")
+        # Every handler reads the same header dict: first occurrence wins (STOMP 1.2),
+        # built once per frame instead of one scan of the header list per lookup.
+        headers = dict(reversed(frame.headers))
+        handler(self, frame, headers)
+        receipt = headers.get("receipt")
         if receipt is not None and not self.closing:
             self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
         if command == "DISCONNECT":
@@ -304,6 +312,7 @@ class StompSession:
             password=frame.header("passcode"),
         )
         self.version = version
+        self._id_prefix = f"ID:{self.broker.name}-{self._conn.connection_id}-"
         self._parser.set_version(version)
         self.connected = True
         headers = [("version", version), ("server", _SERVER),
@@ -322,41 +331,52 @@ class StompSession:
             raise ProtocolError("not connected", "the session is closed; reconnect")
         return conn
 
-    def _tx(self, frame: Frame) -> str | None:
-        tx = frame.header("transaction")
+    def _tx(self, headers: dict[str, str]) -> str | None:
+        tx = headers.get("transaction")
         if tx is not None and tx not in self._tx_consumed:
             raise ProtocolError("unknown transaction", f"transaction {tx!r} was not begun "
                                 "(or is already committed/aborted); send BEGIN first")
         return tx
 
     def _target(self, text: str | None) -> Target:
+        """The core destination of a STOMP destination header. Parsed once per text and
+        remembered (a client sends to few destinations; the cache is bounded)."""
+        if text is not None:
+            cached = self._targets.get(text)
+            if cached is not None:
+                return cached
         target = mapping.parse_destination(text)
-        if target.temp:
+        if target.temp:  # per connection, and created on first use: never cached
             core = self._temps.get(target.name)
             if core is None:
                 core = self._core.create_temporary_queue()
                 self._temps[target.name] = core
                 self._temp_names[core] = target.name
             return Target(DestinationKind.QUEUE, core)
+        if text is not None:
+            if len(self._targets) >= _TARGET_CACHE:
+                self._targets.clear()
+            self._targets[text] = target
         return target
 
     def _reply(self, text: str) -> tuple[DestinationKind, str]:
         t = self._target(text)
         return t.kind, t.name
 
-    def _on_send(self, frame: Frame) -> None:
-        headers = dict(reversed(frame.headers))  # first occurrence wins (STOMP 1.2)
+    def _on_send(self, frame: Frame, headers: dict[str, str]) -> None:
         dest = headers.get("destination")
         if dest == mapping.STATS_DESTINATION:
             self._send_stats(headers)
             return
         conn = self._core
         message = mapping.to_server_message(
-            headers, frame.body, self._target(dest),
-            f"ID:{self.broker.name}-{conn.connection_id}-{next(self._msg_seq)}",
+            headers, frame.body, self._target(dest), self._next_message_id(),
             self.broker.now(), self._reply,
         )
-        conn.send(message, self._tx(frame))
+        conn.send(message, self._tx(headers))
+
+    def _next_message_id(self) -> str:
+        return self._id_prefix + str(next(self._msg_seq))
 
     def _send_stats(self, headers: dict[str, str]) -> None:
         reply = headers.get("reply-to")
@@ -368,29 +388,29 @@ class StompSession:
         body = json.dumps([s.as_dict() for s in self.broker.all_stats()])
         conn = self._core
         conn.send(ServerMessage(
-            message_id=f"ID:{self.broker.name}-{conn.connection_id}-{next(self._msg_seq)}",
+            message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
             persistent=False, timestamp=self.broker.now(),
             correlation_id=headers.get("correlation-id"),
             properties={"content-type": "application/json"}, size=len(body) + 64))
 
-    def _on_subscribe(self, frame: Frame) -> None:
-        target = self._target(frame.header("destination"))
-        sid = frame.header("id")
+    def _on_subscribe(self, frame: Frame, headers: dict[str, str]) -> None:
+        target = self._target(headers.get("destination"))
+        sid = headers.get("id")
         if sid is None:
             if self.version != "1.0":
                 raise ProtocolError("missing id header", "SUBSCRIBE needs an id header in "
                                     "STOMP 1.1/1.2; choose one unique per connection")
-            sid = frame.header("destination") or ""
+            sid = headers.get("destination") or ""
         if sid in self._subs:
             raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
                                 "already in use on this connection; choose another")
-        ack = frame.header("ack") or "auto"
+        ack = headers.get("ack") or "auto"
         if ack not in (AUTO, CLIENT, "client-individual"):
             raise ProtocolError("invalid ack mode", f"ack:{ack!r} must be auto, client or "
                                 "client-individual")
-        name = (frame.header("activemq.subscriptionName")
-                or frame.header("durable-subscription-name"))
+        name = (headers.get("activemq.subscriptionName")
+                or headers.get("durable-subscription-name"))
         if name is not None and target.kind is not DestinationKind.TOPIC:
             raise ProtocolError("durable subscription on a queue", "activemq.subscriptionName "
                                 "is only meaningful on /topic/ destinations")
@@ -399,7 +419,7 @@ class StompSession:
             target.kind is DestinationKind.QUEUE
             and self.broker.settings_for(target.name).semantics == "at-most-once"
         )
-        backlog = frame.header("jmspy-backlog")
+        backlog = headers.get("jmspy-backlog")
         if backlog is not None and (not backlog.isdigit() or int(backlog) < 1):
             raise ProtocolError("invalid jmspy-backlog", f"jmspy-backlog:{backlog!r} must be "
                                 "a whole number >= 1 (the unacked messages this subscriber "
@@ -407,8 +427,8 @@ class StompSession:
         cid = next(self._consumer_ids)
         info = self._core.create_consumer(
             cid, target.kind, target.name,
-            selector=frame.header("selector"),
-            no_local=(frame.header("activemq.noLocal") or "").lower() == "true",
+            selector=headers.get("selector"),
+            no_local=(headers.get("activemq.noLocal") or "").lower() == "true",
             subscription_name=name, durable=name is not None,
             auto_ack=ack == AUTO, credit=0,
             backlog=int(backlog) if backlog is not None else None,
@@ -428,10 +448,10 @@ class StompSession:
         sub.granted(n)
         self._conn.grant_credit(sub.consumer_id, n)
 
-    def _on_unsubscribe(self, frame: Frame) -> None:
-        sid = frame.header("id") or frame.header("destination")
+    def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
+        sid = headers.get("id") or headers.get("destination")
         sub = self._subs.pop(sid or "", None)
-        name = frame.header("activemq.subscriptionName")
+        name = headers.get("activemq.subscriptionName")
         if sub is None and name is None:
             raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
                                 "on this connection")
@@ -445,9 +465,9 @@ class StompSession:
         if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
             self._core.unsubscribe(name)
 
-    def _find(self, frame: Frame) -> tuple[Subscription, int]:
+    def _find(self, frame: Frame, headers: dict[str, str]) -> tuple[Subscription, int]:
         if self.version == "1.2":
-            ack_id = frame.header("id")
+            ack_id = headers.get("id")
             if ack_id is None or not ack_id.isdigit():
                 raise ProtocolError("missing or invalid id header", f"{frame.command} in STOMP "
                                     "1.2 needs id: the value of the MESSAGE's ack header")
@@ -457,8 +477,8 @@ class StompSession:
                 return owner, tag
             raise ProtocolError("unknown ack id", f"ack id {ack_id} names no unacknowledged "
                                 "message on this connection (already acked, or auto mode?)")
-        mid = frame.header("message-id")
-        sid = frame.header("subscription")
+        mid = headers.get("message-id")
+        sid = headers.get("subscription")
         subs = [self._subs[sid]] if sid in self._subs else list(self._subs.values())
         for sub in subs:
             tag2 = sub.by_message_id.get(mid or "")
@@ -474,10 +494,10 @@ class StompSession:
             del owners[t]
         return tags
 
-    def _on_ack(self, frame: Frame) -> None:
-        sub, tag = self._find(frame)
+    def _on_ack(self, frame: Frame, headers: dict[str, str]) -> None:
+        sub, tag = self._find(frame, headers)
         tags = self._take(sub, tag)
-        tx = self._tx(frame)
+        tx = self._tx(headers)
         if sub.broker_settles:  # at-most-once: already settled when it was sent
             self._grant(sub, sub.consumed(len(tags)))
             return
@@ -487,22 +507,22 @@ class StompSession:
         else:
             self._grant(sub, sub.consumed(len(tags)))
 
-    def _on_nack(self, frame: Frame) -> None:
-        sub, tag = self._find(frame)
+    def _on_nack(self, frame: Frame, headers: dict[str, str]) -> None:
+        sub, tag = self._find(frame, headers)
         tags = self._take(sub, tag)
         if not sub.broker_settles:  # at-most-once messages are gone: nothing to requeue
             self._core.cancel(tags, redelivered=True)
         self._grant(sub, sub.consumed(len(tags)))
 
-    def _on_begin(self, frame: Frame) -> None:
-        tx = frame.header("transaction")
+    def _on_begin(self, frame: Frame, headers: dict[str, str]) -> None:
+        tx = headers.get("transaction")
         if not tx:
             raise ProtocolError("missing transaction header", "BEGIN needs a transaction id")
         self._core.begin(tx)
         self._tx_consumed[tx] = []
 
-    def _end_tx(self, frame: Frame, commit: bool) -> None:
-        tx = self._tx(frame)
+    def _end_tx(self, frame: Frame, headers: dict[str, str], commit: bool) -> None:
+        tx = self._tx(headers)
         if tx is None:
             raise ProtocolError("missing transaction header", f"{frame.command} needs the "
                                 "transaction id given to BEGIN")
@@ -514,13 +534,13 @@ class StompSession:
         for sub, n in consumed:
             self._grant(sub, sub.consumed(n))
 
-    def _on_commit(self, frame: Frame) -> None:
-        self._end_tx(frame, True)
+    def _on_commit(self, frame: Frame, headers: dict[str, str]) -> None:
+        self._end_tx(frame, headers, True)
 
-    def _on_abort(self, frame: Frame) -> None:
-        self._end_tx(frame, False)
+    def _on_abort(self, frame: Frame, headers: dict[str, str]) -> None:
+        self._end_tx(frame, headers, False)
 
-    def _on_disconnect(self, frame: Frame) -> None:
+    def _on_disconnect(self, frame: Frame, headers: dict[str, str]) -> None:
         pass  # the receipt is sent by _dispatch, then the session ends
 
     _handlers = {
