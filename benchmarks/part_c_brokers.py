@@ -15,6 +15,10 @@ and nothing else. Two workloads:
   whatever the prefetch header says; the others honour it, so the client-ack rows are run
   with prefetch 1000 and 1 for everyone. Ratio: jmspy broker over CoilMQ (target 5x), with
   ActiveMQ and RabbitMQ in the note.
+
+The jmspy broker is measured twice: on asyncio's event loop (the default) and on uvloop
+(``jmspy broker --loop uvloop``, an optional dependency); a missing uvloop makes its rows
+"not available" and says how to install it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from .peers import Peers
 
 STREAMING = [("client-individual", 1000), ("client-individual", 1), ("auto", 1000)]
 RECEIPTED = [("client", 1000), ("client", 1), ("auto", 1000)]
-BROKERS = ("jmspy", "activemq", "rabbitmq", "coilmq")
+JMSPY = ("jmspy", "jmspy-uvloop")
+PEERS = ("activemq", "rabbitmq", "coilmq")
+LABEL = {**BROKER_LABEL, "jmspy-uvloop": "jmspy broker (uvloop)"}
 
 
 def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
@@ -56,10 +62,10 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
         tag = f"{ack}/{window}"
         config = f"STOMP 1.2, {_mode(ack, window)}, {count:,} msgs"
         short = _mode(ack, window).replace("client-individual", "client-ind.")
-        for broker in BROKERS[:3]:
-            row = Row("c", f"c/{broker}/{tag}", f"stomp.py -> {BROKER_LABEL[broker]}", config,
+        for broker in (*JMSPY, *PEERS[:2]):
+            row = Row("c", f"c/{broker}/{tag}", f"stomp.py -> {LABEL[broker]}", config,
                       short=short)
-            if broker == "jmspy":
+            if broker in JMSPY:
                 row.baseline, row.target = f"c/activemq/{tag}", 1.0
                 row.also = [(f"c/rabbitmq/{tag}", "RabbitMQ")]
             out.append(Config(row, _runner(peers, broker, ack, window, count, False)))
@@ -68,10 +74,10 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
         tag = f"receipt/{ack}/{window}"
         config = f"STOMP 1.1, receipt per SEND, {_mode(ack, window)}, {count:,} msgs"
         short = f"receipt/SEND, {_mode(ack, window)}"
-        for broker in BROKERS:
-            row = Row("c", f"c/{broker}/{tag}", f"stomp.py -> {BROKER_LABEL[broker]}", config,
+        for broker in (*JMSPY, *PEERS):
+            row = Row("c", f"c/{broker}/{tag}", f"stomp.py -> {LABEL[broker]}", config,
                       short=short)
-            if broker == "jmspy":
+            if broker in JMSPY:
                 row.baseline, row.target = f"c/coilmq/{tag}", 5.0
                 row.also = [(f"c/activemq/{tag}", "ActiveMQ (target 1.0x)"),
                             (f"c/rabbitmq/{tag}", "RabbitMQ")]

@@ -64,10 +64,14 @@ def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -
     return broker
 
 
-def start_jmspy() -> Any:
-    """``python -m jmspy broker`` (compiled twins) on a free port."""
-    return _spawn_local("jmspy", [sys.executable, "-m", "jmspy", "broker", "--host",
-                                  "127.0.0.1", "--port", "{port}"], env=worker_env())
+def start_jmspy(loop: str = "asyncio") -> Any:
+    """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
+    (``uvloop`` must be installed; ``pip install uvloop``)."""
+    if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+        raise RuntimeError("uvloop is not installed (pip install uvloop)")
+    name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
+    return _spawn_local(name, [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1",
+                               "--port", "{port}", "--loop", loop], env=worker_env())
 
 
 def ensure_coilmq(log: Callable[[str], None]) -> str:
@@ -95,6 +99,8 @@ class Peers:
     def _starter(self, name: str) -> Callable[[], Any]:
         if name == "jmspy":
             return start_jmspy
+        if name == "jmspy-uvloop":
+            return lambda: start_jmspy("uvloop")
         if name == "coilmq":
             return lambda: start_coilmq(self.log)
         return getattr(_interop(), f"start_{name}")  # type: ignore[no-any-return]

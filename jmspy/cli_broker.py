@@ -23,6 +23,8 @@ def _broker(args: argparse.Namespace) -> int:
         config.host = args.host
     if args.port is not None:
         config.port = args.port
+    if args.loop is not None:
+        config.loop = args.loop
     try:
         result: int = runner.run_broker(config)
     except OSError as exc:
@@ -51,6 +53,9 @@ def add_commands(sub: Any) -> None:
     broker.add_argument("--config", help="TOML config file (default: embedded config)")
     broker.add_argument("--host", help="listen address (overrides [broker] host)")
     broker.add_argument("--port", type=int, help="listen port (overrides [broker] port)")
+    broker.add_argument("--loop", choices=("asyncio", "uvloop"),
+                        help="event loop (overrides [broker] loop; default asyncio); "
+                        "uvloop is faster and must be installed (pip install uvloop)")
     broker.set_defaults(func=_broker)
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")

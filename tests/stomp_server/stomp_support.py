@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import stomp
 
 from jmspy.broker_ref.core import Broker
-from jmspy.broker_ref.protocols.stomp import StompServer
+from jmspy.broker_ref.protocols.stomp import StompServer, runner
 
 T = TypeVar("T")
 
@@ -38,8 +38,9 @@ class ServerHandle:
     """The broker behind a running server; every call runs on the server's loop thread
     (the core is single-threaded)."""
 
-    def __init__(self, **options: Any) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, event_loop: str = "asyncio", **options: Any) -> None:
+        factory = runner.loop_factory(event_loop) or asyncio.new_event_loop
+        self.loop = factory()
         self._ready: Future[tuple[str, int]] = Future()
         self._options = options
         self._stop: asyncio.Event | None = None

@@ -21,11 +21,15 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def broker_process() -> Iterator[tuple[subprocess.Popen[str], int]]:
+@pytest.fixture(params=["default", "asyncio", "uvloop"])
+def broker_process(request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """``jmspy broker`` on its default loop, and on each ``--loop``: same behaviour."""
+    if request.param == "uvloop":
+        pytest.importorskip("uvloop", reason="optional dependency: pip install uvloop")
     port = _free_port()
+    loop = [] if request.param == "default" else ["--loop", request.param]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(port)],
+        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), *loop],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -99,6 +103,28 @@ def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, needles: list[st
     assert str(cfg) in out.stderr
     for needle in needles:
         assert needle in out.stderr
+
+
+def test_uvloop_asked_for_but_missing_is_a_clear_error() -> None:
+    # sys.modules["uvloop"] = None makes "import uvloop" fail as if it were not installed
+    code = ("import sys; sys.modules['uvloop'] = None; from jmspy.cli import main; "
+            "sys.exit(main(['broker', '--port', '0', '--loop', 'uvloop']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 2
+    assert "uvloop is not installed: pip install uvloop" in out.stderr
+
+
+def test_unknown_event_loop_in_config_is_a_clear_error(tmp_path: Path) -> None:
+    from jmspy.broker_ref.config import ConfigError, load_config
+
+    cfg = tmp_path / "b.toml"
+    cfg.write_text('[broker]\nloop = "trio"\n')
+    with pytest.raises(ConfigError, match=r"loop = 'trio' must be one of: asyncio, uvloop"):
+        load_config(cfg)
+    cfg.write_text('[broker]\nloop = "uvloop"\n')
+    assert load_config(cfg).loop == "uvloop"
+    assert load_config(None).loop == "asyncio"
 
 
 def test_config_maps_address_settings(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 from stomp_support import RawClient, ServerHandle
@@ -145,8 +146,14 @@ def test_oversized_frame_errors_and_closes(server_factory) -> None:
     assert h.call(lambda: h.broker.queue_names()) == []
 
 
-def test_client_that_stops_reading_does_not_stall_others(server: ServerHandle, connect) -> None:
-    producer, lst = connect("1.2")
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_client_that_stops_reading_does_not_stall_others(
+    server_factory: Callable[..., ServerHandle], connect, event_loop: str
+) -> None:
+    if event_loop == "uvloop":
+        pytest.importorskip("uvloop", reason="optional dependency: pip install uvloop")
+    server = server_factory(event_loop=event_loop)
+    producer, lst = connect("1.2", handle=server)
     body = "x" * 10_000
     n = 2000
     for _ in range(n):

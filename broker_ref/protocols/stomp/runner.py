@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any
 
-from ...config import BrokerConfig
+from ...config import BrokerConfig, ConfigError
 from ...core import Broker
 from .server import StompServer
 
-__all__ = ["run_broker", "serve"]
+__all__ = ["loop_factory", "run_broker", "serve"]
 
 
 async def serve(
@@ -45,6 +47,26 @@ async def serve(
         await server.stop()
 
 
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop constructor for ``[broker] loop`` / ``--loop`` (None: asyncio's).
+
+    uvloop is optional: asking for it without it installed is a configuration error
+    that says how to install it, not a silent fallback to the slower loop.
+    """
+    if name == "asyncio":
+        return None
+    if name != "uvloop":
+        raise ConfigError(f"unknown event loop {name!r}; choose asyncio or uvloop")
+    try:
+        uvloop: Any = importlib.import_module("uvloop")
+    except ImportError:
+        raise ConfigError("the uvloop event loop was asked for (loop = \"uvloop\" or "
+                          "--loop uvloop) but uvloop is not installed: pip install uvloop, "
+                          "or use the default asyncio loop") from None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def run_broker(config: BrokerConfig) -> int:
     """Blocking: print the listening address, serve until SIGINT/SIGTERM, return 0."""
 
@@ -58,6 +80,7 @@ def run_broker(config: BrokerConfig) -> int:
             loop.add_signal_handler(sig, stop.set)
         await serve(config, stop, ready)
 
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
+        runner.run(main())
     print("jmspy broker stopped", file=sys.stderr, flush=True)
     return 0
