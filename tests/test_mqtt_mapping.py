@@ -41,8 +41,6 @@ def paho_reference(message: Message) -> tuple[bytes, bytes]:
     assert message.message_id is not None
     if ctype:
         props.ContentType = ctype
-    if kind == "text":
-        props.PayloadFormatIndicator = 1
     if message.correlation_id is not None:
         props.CorrelationData = message.correlation_id.encode("utf-8")
     reply_kind = ""

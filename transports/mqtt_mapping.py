@@ -263,14 +263,16 @@ def _vbi(n: int) -> bytes:
 def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
     """(payload, PUBLISH properties) carrying the JMS headers and properties.
 
-    Encoded in paho's order (by property identifier): payload format indicator, message
-    expiry, content type, response topic, correlation data, then the user properties.
+    Encoded in paho's order (by property identifier): message expiry, content type,
+    response topic, correlation data, then the user properties. No Payload Format
+    Indicator: the content type (``text/plain;charset=utf-8``) already tells MQTT clients
+    a payload is UTF-8 text, and paho's parser spends on each received property a quarter
+    to a half of what it spends on a whole PUBLISH without properties (callgrind, paho
+    2.2: the indicator alone cost a consumer 68k of 830k instructions per message).
     """
     assert message.message_id is not None
     payload, kind, ctype = payload_of(message)
     parts: list[bytes] = []
-    if kind == "text":
-        parts.append(b"\x01\x01")  # Payload Format Indicator: UTF-8
     if message.expiration:
         remaining = (message.expiration - int(time.time() * 1000)) / 1000.0
         parts.append(b"\x02" + _U32(min(0xFFFFFFFF, max(1, math.ceil(remaining)))))
