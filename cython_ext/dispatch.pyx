@@ -37,6 +37,8 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer,
     cdef Py_ssize_t trigger = limit * <Py_ssize_t>buf.threshold
     cdef object acknowledger = session._acknowledger
     cdef object ack_lock = session._ack_lock
+    cdef object ack_acquire = ack_lock.acquire
+    cdef object ack_release = ack_lock.release
     cdef Py_ssize_t pending = 0
     cdef Py_ssize_t handled = 0
     cdef Py_ssize_t unconsumed, outstanding
@@ -86,8 +88,11 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer,
         if session._closed:
             return handled
         if coalesce and ok:
-            with ack_lock:
+            ack_acquire()
+            try:
                 session._dups_pending.append((consumer, message._delivery_tag))
+            finally:
+                ack_release()
             pending += 1
             if cbuf is not None:
                 unconsumed = cbuf.unconsumed

@@ -1,9 +1,7 @@
 """Sessions: the unit of acknowledgement, transactions and listener threading.
 
 JMS makes a session single-threaded: its listeners run one at a time, in order, on one
-thread. jmspy gives each session that has listeners its own dispatcher thread, so a slow
-``on_message`` holds up only its own session, never the transport's I/O thread, other
-sessions, heartbeats or acknowledgements.
+thread of the session's own (jmspy/session_dispatch.py), never the transport's.
 
 Acknowledgement modes and what "consumed" (which opens the flow-control window) means:
 
@@ -24,11 +22,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import deque
 from typing import TYPE_CHECKING, cast
 
-from . import _speedups
-from .consumer import ListenerType, MessageConsumer, QueueBrowser, check_selector
+from .consumer import MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
 from .errors import (
     IllegalStateException,
@@ -38,16 +34,15 @@ from .errors import (
 )
 from .message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
 from .producer import MessageProducer
+from .session_dispatch import SessionDispatcher
 from .transport import Capability, ConsumerSpec
 
 if TYPE_CHECKING:
     from .connection import Connection
-    from .dispatch_protocol import DrainFunction
 
 __all__ = ["AUTO_ACK_BATCH", "Session"]
 
 _tx_ids = itertools.count(1)
-_drain: DrainFunction = _speedups.load("dispatch").drain
 
 #: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
 #: them (see jmspy/_pure/dispatch.py for when they are sent earlier). Only over in-process
@@ -61,8 +56,11 @@ def _no_op_ack(message: Message) -> None:
     """acknowledge() in modes where it has nothing to do (AUTO, DUPS_OK, transacted)."""
 
 
-class Session:
-    """Creates producers, consumers and messages; owns acknowledgement and transactions."""
+class Session(SessionDispatcher):
+    """Creates producers, consumers and messages; owns acknowledgement and transactions.
+
+    The listener dispatcher thread is the :class:`SessionDispatcher` half
+    (jmspy/session_dispatch.py)."""
 
     SESSION_TRANSACTED = 0
     AUTO_ACKNOWLEDGE = 1
@@ -112,14 +110,7 @@ class Session:
             Session.CLIENT_ACKNOWLEDGE: self._acknowledge_all,
             Session.INDIVIDUAL_ACKNOWLEDGE: self._acknowledge_one,
         }.get(ack_mode, _no_op_ack)
-        # the dispatcher thread (started by the first listener)
-        self._dispatch_cond = threading.Condition(threading.Lock())
-        self._ready: deque[MessageConsumer] = deque()
-        self._idle = False  # the dispatcher waits on _dispatch_cond (guarded by it)
-        self._draining: MessageConsumer | None = None  # consumer the dispatcher works on
-        self._thread: threading.Thread | None = None
-        self._current: MessageConsumer | None = None
-        self._deferred: list[MessageConsumer | None] = []  # None = close the session
+        self._init_dispatcher()  # the listener thread, started by the first listener
         self._tx: str | None = None
         self._tx_lost = False  # the connection dropped during the open transaction
         if transacted:
@@ -401,9 +392,9 @@ class Session:
 
     def _count_consumed(self, items: list[tuple[MessageConsumer, int]]) -> None:
         counts: dict[MessageConsumer, int] = {}
-        dead = self._connection._dead
+        floor = self._connection._dead_tag_floor  # see Connection._dead
         for consumer, tag in items:
-            if dead(tag):
+            if floor > 0 and tag <= floor:
                 continue  # forgotten when the connection dropped
             counts[consumer] = counts.get(consumer, 0) + 1
         for consumer, n in counts.items():
@@ -499,35 +490,6 @@ class Session:
             self._transport.ack([tag for _, tag in items])
             self._count_consumed(items)
 
-    def _flush_acks(self) -> None:
-        """The dispatcher's flush: a failure goes to the exception listener."""
-        try:
-            self._flush_dups()
-        except JMSException as exc:
-            self._connection._report(exc)
-
-    def _listener_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
-        """The dispatcher's ``_processing_done``: a failure goes to the exception listener."""
-        try:
-            self._processing_done(consumer, message, ok)
-        except JMSException as exc:
-            self._connection._report(exc)
-
-    def _listener_failed(self, listener: ListenerType, message: Message, exc: Exception) -> None:
-        self._connection._report(
-            JMSException(
-                f"message listener {listener!r} raised {type(exc).__name__}: {exc} "
-                f"while handling {message.message_id}"
-                + (
-                    "; the message will be redelivered"
-                    if self.ack_mode in (Session.AUTO_ACKNOWLEDGE, Session.DUPS_OK_ACKNOWLEDGE)
-                    else ""
-                ),
-                error_code="LISTENER_FAILED",
-            ),
-            cause=exc,
-        )
-
     def _redeliver(self, consumer: MessageConsumer, message: Message) -> None:
         """AUTO/DUPS_OK: a listener failed (or called recover()): deliver it again."""
         self._pause(consumer)
@@ -536,77 +498,6 @@ class Session:
             self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         self._transport.cancel([message._delivery_tag], redelivered=True)
         self._resume(consumer)
-
-    # -- the dispatcher thread ----------------------------------------------------------
-    def _ensure_dispatcher(self) -> None:
-        with self._dispatch_cond:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._dispatch_loop,
-                    name=f"jmspy-session-{id(self):x}",
-                    daemon=True,
-                )
-                self._thread.start()
-
-    def _schedule(self, consumer: MessageConsumer) -> None:
-        # Lock-free skip: the dispatcher is taking this consumer's messages right now, and
-        # it re-checks the buffer after clearing _draining (see _dispatch_loop), so a
-        # message pushed before this read is never stranded.
-        if self._draining is consumer:
-            return
-        with self._dispatch_cond:
-            if not consumer._scheduled:
-                consumer._scheduled = True
-                self._ready.append(consumer)
-                if self._idle:
-                    self._dispatch_cond.notify()
-
-    def _wake(self) -> None:
-        with self._dispatch_cond:
-            self._dispatch_cond.notify_all()
-
-    def _on_dispatcher_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def _dispatch_loop(self) -> None:
-        """Wait for a ready consumer, drain it (jmspy/_pure/dispatch.py), repeat."""
-        conn = self._connection
-        cond = self._dispatch_cond
-        ready = self._ready
-        drain = _drain
-        while True:
-            with cond:
-                self._idle = True
-                while not self._closing and (not ready or not conn._started):
-                    cond.wait()
-                self._idle = False
-                if self._closing:
-                    return
-                consumer = ready.popleft()
-                consumer._scheduled = False
-                self._draining = consumer
-            try:
-                drain(self, conn, consumer, self._auto_ack_batch)
-            finally:
-                self._draining = None
-            if self._deferred:
-                self._run_deferred()
-                if self._closing:
-                    return
-            # after clearing _draining: deliveries that skipped _schedule are seen here
-            if consumer._dispatchable():
-                self._schedule(consumer)
-
-    def _run_deferred(self) -> None:
-        """Closes requested from inside a listener, done once that listener returned."""
-        deferred, self._deferred = self._deferred, []
-        for item in deferred:
-            if item is None:
-                self._do_close()
-            else:
-                self._close_consumer(item)
-        if self._connection._close_deferred_to is self:
-            self._connection._finish_close()
 
     # -- closing ------------------------------------------------------------------------
     def _check_open(self) -> None:

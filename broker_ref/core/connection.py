@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from jmspy import _speedups
+
 from .api import ConsumerInfo, DestinationKind, DestinationStats, ServerMessage, SessionCallback
 from .errors import (
     AccessDenied,
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from .security import Action, Principal
 
 __all__ = ["TEMP_PREFIX", "ServerConnection"]
+
+#: Acknowledges a list of tags (compiled twin; jmspy/_pure/queue_run.py documents it).
+_acknowledge_tags = _speedups.load("queue_run").acknowledge_tags
 
 TEMP_PREFIX = "temp-queue://"
 
@@ -132,6 +137,13 @@ class ServerConnection:
 
     def _check_tags(self, tags: list[int]) -> None:
         known = self._channel.tags
+        unique = set(tags)
+        if (
+            len(unique) == len(tags)
+            and known.keys() >= unique
+            and (not self._staged or unique.isdisjoint(self._staged))
+        ):
+            return  # all known, none twice, none staged: the per-tag loop finds nothing
         seen: set[int] = set()
         for tag in tags:
             if tag not in known or tag in seen:
@@ -386,12 +398,8 @@ class ServerConnection:
                 t.acks.append(tag)
             return
         self._check_tags(delivery_tags)
-        touched: set[Queue] = set()
         with self._broker._batch():
-            for tag in delivery_tags:
-                c = owners.pop(tag)
-                c.queue.acknowledge(c, tag)
-                touched.add(c.queue)
+            touched = _acknowledge_tags(owners, delivery_tags)
         for q in touched:
             q.dispatch()
 

@@ -27,8 +27,9 @@ the code below pays one ``is None`` test per operation, never per-setting checks
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 from typing import Protocol
+
+from jmspy import _speedups
 
 from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (
@@ -45,6 +46,9 @@ from .filters import Filter, compile_filter, filter_accepts
 from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
 from .ring import effective_ring_size, evict_head, replace
 from .store import Store
+
+#: The per-message step of dispatch (compiled twin, or pure under JMSPY_PUREPYTHON).
+_take_run = _speedups.load("queue_run").take_run
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [
@@ -95,33 +99,12 @@ class Queue:
     """A queue or a topic subscription's queue. Not thread-safe (the broker isn't)."""
 
     __slots__ = (
-        "_backlogs",
-        "_dispatching",
-        "_filtered",
-        "_levels",
-        "_persist",
-        "_policy",
-        "_ring",
-        "_ring_size",
-        "_scheduled",
-        "address",
-        "consumers",
-        "dead_lettered",
-        "deleted",
-        "delivering_count",
-        "dequeued",
-        "durable",
-        "enqueued",
-        "expired",
-        "host",
-        "kind",
-        "messages_replaced",
-        "name",
-        "owner_connection",
-        "ready_count",
-        "ring_override",
+        "_backlogs", "_dispatching", "_filtered", "_levels", "_persist", "_policy", "_ring",
+        "_ring_size", "_scheduled", "address", "consumers", "dead_lettered", "deleted",
+        "delivering_count", "dequeued", "durable", "enqueued", "expired", "host", "kind",
+        "messages_replaced", "name", "owner_connection", "ready_count", "ring_override",
         "settings",
-    )
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -380,56 +363,56 @@ class Queue:
 
     def _dispatch_fast(self) -> None:
         """Round-robin one message per consumer turn; a consumer alone in the ring gets a
-        run of messages without the ring pop/append per message (same order: nobody
-        else was waiting for a turn)."""
+        run of messages, as many as its credit and flow limit allow, handed to its host in
+        one call (same order and tags: nobody else was waiting for a turn). The
+        per-message step is the compiled ``take_run`` (jmspy/_pure/queue_run.py)."""
         ring = self._ring
-        levels = self._levels
-        now = -1
         while self.ready_count and ring:
             c = ring.popleft()
             if not c.can_receive():
                 c.in_ring = False
                 continue
-            limit = c.flow_limit
-            delivering = c.delivering
+            room = 1
+            if not ring:
+                room = c.credit
+                limit = c.flow_limit
+                if limit is not None and limit - len(c.delivering) < room:
+                    room = limit - len(c.delivering)
             while True:
-                ref: MessageRef | None = None
-                for level in levels:
-                    while level:
-                        candidate = level.popleft()
-                        if candidate.state == READY:
-                            ref = candidate
-                            break
-                    if ref is not None:
-                        break
-                if ref is None:  # only tombstones were left; counts say otherwise: resync
-                    self.ready_count = 0
+                messages, counts, first_tag, expired = _take_run(self, c, room)
+                if messages:
+                    self._hand_over(c, first_tag, messages, counts)
+                if expired is None:
+                    if not messages:  # only tombstones were left; the count is resynced
+                        ring.appendleft(c)
+                        return
+                    break
+                self._expire(expired)
+                if not self.ready_count:
                     ring.appendleft(c)
                     return
-                self.ready_count -= 1
-                exp = ref.message.expiration
-                if exp:
-                    if now < 0:
-                        now = self.host.now()
-                    if exp <= now:
-                        self._expire(ref)
-                        if not self.ready_count:
-                            ring.appendleft(c)
-                            return
-                        continue
-                self._deliver(c, ref)
-                # can_receive(), inlined: this is the per-message hot path
-                can = (
-                    c.credit > 0
-                    and not c.closed
-                    and (limit is None or len(delivering) < limit)
-                )
-                if not can:
-                    c.in_ring = False
+                room -= len(messages)
+                if room <= 0:
                     break
-                if ring or not self.ready_count:
-                    ring.append(c)
-                    break
+            if c.can_receive():
+                ring.append(c)
+            else:
+                c.in_ring = False
+
+    @staticmethod
+    def _hand_over(
+        c: ServerConsumer, first_tag: int, messages: list[ServerMessage], counts: list[int]
+    ) -> None:
+        """Give a run of deliveries to the host: in one call where it takes batches."""
+        ch = c.channel
+        many = ch.deliver_many
+        if many is not None:
+            many(c.consumer_id, first_tag, messages, counts)
+            return
+        deliver = ch.callback.deliver
+        consumer_id = c.consumer_id
+        for i, message in enumerate(messages):
+            deliver(Delivery(consumer_id, first_tag + i, message, counts[i]))
 
     def _dispatch_filtered(self) -> None:
         ring = self._ring
@@ -614,10 +597,3 @@ class Queue:
                 if flt is None or filter_accepts(flt, m):
                     out.append(m)
         return out
-
-    def ready_messages(self) -> Iterable[MessageRef]:
-        """Ready refs in delivery order (diagnostics and tests)."""
-        for level in self._levels:
-            for ref in level:
-                if ref.state == READY:
-                    yield ref

@@ -1,0 +1,164 @@
+"""A session's listener dispatcher thread: the ready queue, the wake-ups, deferred closes.
+
+JMS makes a session single-threaded: its listeners run one at a time, in order, on one
+thread. jmspy gives each session that has listeners its own dispatcher thread, so a slow
+``on_message`` holds up only its own session, never the transport's I/O thread, other
+sessions, heartbeats or acknowledgements.
+
+Consumers that receive a message while they have a listener put themselves on the
+session's ready queue (:meth:`SessionDispatcher._schedule`); the thread pops one consumer
+at a time and hands it to the compiled ``drain`` twin (``jmspy/_pure/dispatch.py`` says
+how it runs listeners and coalesces AUTO acknowledgements). :class:`~jmspy.session.Session`
+inherits this; the acknowledgement side stays in the session module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING
+
+from . import _speedups
+from .errors import JMSException
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .consumer import ListenerType, MessageConsumer
+    from .dispatch_protocol import DrainFunction
+    from .message import Message
+
+__all__ = ["SessionDispatcher"]
+
+_drain: DrainFunction = _speedups.load("dispatch").drain
+#: Session.AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE (the session module imports this one).
+_AUTO_ACKNOWLEDGE, _DUPS_OK_ACKNOWLEDGE = 1, 3
+
+
+class SessionDispatcher:
+    """The dispatcher-thread half of a session (state is set up by ``_init_dispatcher``)."""
+
+    _connection: Connection
+    _closing: bool
+    _auto_ack_batch: int
+
+    def _init_dispatcher(self) -> None:
+        self._dispatch_cond = threading.Condition(threading.Lock())
+        self._ready: deque[MessageConsumer] = deque()
+        self._idle = False  # the dispatcher waits on _dispatch_cond (guarded by it)
+        self._draining: MessageConsumer | None = None  # consumer the dispatcher works on
+        self._thread: threading.Thread | None = None
+        self._current: MessageConsumer | None = None
+        self._deferred: list[MessageConsumer | None] = []  # None = close the session
+
+    # -- hooks the session implements -------------------------------------------------
+    ack_mode: int
+
+    def _do_close(self) -> None:
+        raise NotImplementedError
+
+    def _close_consumer(self, consumer: MessageConsumer) -> None:
+        raise NotImplementedError
+
+    def _flush_dups(self) -> None:
+        raise NotImplementedError
+
+    def _processing_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        raise NotImplementedError
+
+    # -- what drain calls back (jmspy.dispatch_protocol.DrainSession) --------------------
+    def _flush_acks(self) -> None:
+        """The dispatcher's flush: a failure goes to the exception listener."""
+        try:
+            self._flush_dups()
+        except JMSException as exc:
+            self._connection._report(exc)
+
+    def _listener_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        """The dispatcher's ``_processing_done``: a failure goes to the exception listener."""
+        try:
+            self._processing_done(consumer, message, ok)
+        except JMSException as exc:
+            self._connection._report(exc)
+
+    def _listener_failed(self, listener: ListenerType, message: Message, exc: Exception) -> None:
+        redelivered = self.ack_mode in (_AUTO_ACKNOWLEDGE, _DUPS_OK_ACKNOWLEDGE)
+        self._connection._report(
+            JMSException(
+                f"message listener {listener!r} raised {type(exc).__name__}: {exc} "
+                f"while handling {message.message_id}"
+                + ("; the message will be redelivered" if redelivered else ""),
+                error_code="LISTENER_FAILED",
+            ),
+            cause=exc,
+        )
+
+    # -- the dispatcher thread ----------------------------------------------------------
+    def _ensure_dispatcher(self) -> None:
+        with self._dispatch_cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._dispatch_loop,
+                    name=f"jmspy-session-{id(self):x}",
+                    daemon=True,
+                )
+                self._thread.start()
+
+    def _schedule(self, consumer: MessageConsumer) -> None:
+        # Lock-free skip: the dispatcher is taking this consumer's messages right now, and
+        # it re-checks the buffer after clearing _draining (see _dispatch_loop), so a
+        # message pushed before this read is never stranded.
+        if self._draining is consumer:
+            return
+        with self._dispatch_cond:
+            if not consumer._scheduled:
+                consumer._scheduled = True
+                self._ready.append(consumer)
+                if self._idle:
+                    self._dispatch_cond.notify()
+
+    def _wake(self) -> None:
+        with self._dispatch_cond:
+            self._dispatch_cond.notify_all()
+
+    def _on_dispatcher_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def _dispatch_loop(self) -> None:
+        """Wait for a ready consumer, drain it (jmspy/_pure/dispatch.py), repeat."""
+        conn = self._connection
+        cond = self._dispatch_cond
+        ready = self._ready
+        drain = _drain
+        while True:
+            with cond:
+                self._idle = True
+                while not self._closing and (not ready or not conn._started):
+                    cond.wait()
+                self._idle = False
+                if self._closing:
+                    return
+                consumer = ready.popleft()
+                consumer._scheduled = False
+                self._draining = consumer
+            try:
+                drain(self, conn, consumer, self._auto_ack_batch)  # type: ignore[arg-type]
+            finally:
+                self._draining = None
+            if self._deferred:
+                self._run_deferred()
+                if self._closing:
+                    return
+            # after clearing _draining: deliveries that skipped _schedule are seen here
+            if consumer._dispatchable():
+                self._schedule(consumer)
+
+    def _run_deferred(self) -> None:
+        """Closes requested from inside a listener, done once that listener returned."""
+        deferred, self._deferred = self._deferred, []
+        for item in deferred:
+            if item is None:
+                self._do_close()
+            else:
+                self._close_consumer(item)
+        if self._connection._close_deferred_to is self:
+            self._connection._finish_close()
