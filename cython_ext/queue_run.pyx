@@ -25,13 +25,32 @@ cdef object _GONE = 3
 # module while it is itself being imported, so the classes cannot be imported here.
 cdef object _MessageRef = None
 cdef object _ServerMessage = None
-cdef Py_ssize_t R_STATE, R_MESSAGE, R_COUNT, M_EXP
+cdef object _ServerConsumer = None
+cdef object _Queue = None
+cdef Py_ssize_t R_STATE, R_MESSAGE, R_COUNT, M_EXP, M_PERSISTENT
+cdef Py_ssize_t C_QUEUE, C_DELIVERING, C_IN_RING, C_CLOSED, C_CREDIT
+cdef Py_ssize_t Q_POLICY, Q_DELIVERING_COUNT, Q_DEQUEUED, Q_PERSIST
 
 
 cdef int _load_offsets() except -1:
-    global _MessageRef, _ServerMessage, R_STATE, R_MESSAGE, R_COUNT, M_EXP
+    global _MessageRef, _ServerMessage, R_STATE, R_MESSAGE, R_COUNT, M_EXP, M_PERSISTENT
+    global _ServerConsumer, _Queue, C_QUEUE, C_DELIVERING, C_IN_RING, C_CLOSED, C_CREDIT
+    global Q_POLICY, Q_DELIVERING_COUNT, Q_DEQUEUED, Q_PERSIST
     from jmspy.broker_ref.core.api import ServerMessage
-    from jmspy.broker_ref.core.consumer import MessageRef
+    from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
+    from jmspy.broker_ref.core.queue import Queue
+    M_PERSISTENT = slot_offset(ServerMessage, "persistent")
+    C_QUEUE = slot_offset(ServerConsumer, "queue")
+    C_DELIVERING = slot_offset(ServerConsumer, "delivering")
+    C_IN_RING = slot_offset(ServerConsumer, "in_ring")
+    C_CLOSED = slot_offset(ServerConsumer, "closed")
+    C_CREDIT = slot_offset(ServerConsumer, "credit")
+    Q_POLICY = slot_offset(Queue, "_policy")
+    Q_DELIVERING_COUNT = slot_offset(Queue, "delivering_count")
+    Q_DEQUEUED = slot_offset(Queue, "dequeued")
+    Q_PERSIST = slot_offset(Queue, "_persist")
+    _ServerConsumer = ServerConsumer
+    _Queue = Queue
     R_STATE = slot_offset(MessageRef, "state")
     R_MESSAGE = slot_offset(MessageRef, "message")
     R_COUNT = slot_offset(MessageRef, "delivery_count")
@@ -127,29 +146,45 @@ cpdef list acknowledge_tags(dict owners, list tags):
     """Acknowledge ``tags`` (validated, outside a transaction) in order; see the pure twin.
 
     Inlines ``Queue.acknowledge`` for queues without an AMPS policy (the same steps in the
-    same order); policy queues and tags whose lease ran out take the queue's own path."""
+    same order, on the records' slots); policy queues, tags whose lease ran out and
+    anything that is not exactly the core's record types take the queue's own path."""
     cdef list touched = []
     cdef set seen = set()
     cdef object tag, c, q, ref, message
-    cdef dict delivering
+    cdef object delivering
+    if tags and _MessageRef is None:
+        _load_offsets()
     for tag in tags:
         c = owners.pop(tag)
-        q = c.queue
+        if type(c) is not _ServerConsumer:
+            q = c.queue
+            if q not in seen:
+                seen.add(q)
+                touched.append(q)
+            q.acknowledge(c, tag)
+            continue
+        q = get_slot(c, C_QUEUE, "queue")
         if q not in seen:
             seen.add(q)
             touched.append(q)
-        delivering = c.delivering
-        if q._policy is not None or tag not in delivering:
+        delivering = get_slot(c, C_DELIVERING, "delivering")
+        if (type(q) is not _Queue or get_slot(q, Q_POLICY, "_policy") is not None
+                or type(delivering) is not dict or tag not in <dict>delivering):
             q.acknowledge(c, tag)  # AMPS policies and lease-expired tags: the full path
             continue
-        ref = delivering.pop(tag)
-        ref.state = _GONE
-        q.delivering_count -= 1
-        q.dequeued += 1
-        if q._persist:
+        ref = (<dict>delivering).pop(tag)
+        if type(ref) is _MessageRef:
+            set_slot(ref, R_STATE, _GONE)
+        else:
+            ref.state = _GONE
+        set_slot(q, Q_DELIVERING_COUNT, get_slot(q, Q_DELIVERING_COUNT, "delivering_count") - 1)
+        set_slot(q, Q_DEQUEUED, get_slot(q, Q_DEQUEUED, "dequeued") + 1)
+        if get_slot(q, Q_PERSIST, "_persist"):
             message = ref.message
             if message.persistent:
                 q._unstore(message)
-        if not c.in_ring and not c.closed and c.credit > 0:
-            q._offer(c)  # (what it checks first, inlined: mostly the credit is spent)
+        # Queue._offer, whose first checks are inlined: mostly the credit is spent
+        if (not get_slot(c, C_IN_RING, "in_ring") and not get_slot(c, C_CLOSED, "closed")
+                and get_slot(c, C_CREDIT, "credit") > 0):
+            q._offer(c)
     return touched
