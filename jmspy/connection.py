@@ -265,6 +265,17 @@ class Connection:
         message.redelivered = delivery_count > 1
         consumer._deliver(message)
 
+    def on_deliveries(self, consumer_id: int, first_tag: int, messages: list[Message]) -> None:
+        """A run of deliveries to one consumer (tags ``first_tag`` on), already carrying
+        their tags and delivery counts (the in-process transport builds them so)."""
+        consumer = self._consumers.get(consumer_id)
+        if consumer is None:
+            return  # closed meanwhile; the broker redelivers what it never got acked
+        last = first_tag + len(messages) - 1
+        if last > self._last_tag:
+            self._last_tag = last
+        consumer._deliver_many(messages)
+
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)
 

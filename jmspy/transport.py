@@ -89,6 +89,11 @@ class TransportListener(Protocol):
     ) -> None:
         """A message arrived for a consumer. ``message`` is read-only and ours to keep."""
 
+    def on_deliveries(self, consumer_id: int, first_tag: int, messages: list[Message]) -> None:
+        """A run of messages arrived for one consumer, with delivery tags ``first_tag``,
+        ``first_tag + 1``...; each already has its ``_delivery_tag``, ``delivery_count``
+        and ``redelivered`` set. Same as ``on_delivery`` for each, in one call."""
+
     def on_transport_error(self, error: JMSException) -> None:
         """The broker reported an asynchronous error (the connection is still up)."""
 

@@ -146,6 +146,20 @@ class TwinMachine(RuleBasedStateMachine):
             self.made += 1
             self.both(pushing(item))
 
+    @rule(
+        k=st.integers(0, 40),
+        none_at=st.sampled_from([-1] * 8 + [0, 1, 5]),
+        fresh=st.sampled_from([False, False, True]),
+    )
+    def push_many(self, k: int, none_at: int, fresh: bool) -> None:
+        """A run of deliveries (vm:// batch delivery): the same as k pushes, including a
+        None part-way (the items before it stay pushed, the rest are not)."""
+        items: list[object | None] = []
+        for i in range(k):
+            items.append(None if i == none_at else Item(self.made))
+            self.made += 1
+        self.both(lambda b: b.push_many(iter(items) if fresh else items))
+
     @rule(k=st.integers(1, 8))
     def pop(self, k: int) -> None:
         for _ in range(k):

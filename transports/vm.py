@@ -19,17 +19,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qs
 
-from jmspy import errors
+from jmspy import _speedups, errors
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.api import (
-    BodyType,
     Delivery,
     DestinationKind,
     DestinationStats,
     ServerMessage,
 )
-from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
-from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.destinations import Destination, Queue
+from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
@@ -135,118 +134,14 @@ def stop_broker(name: str = "embedded") -> None:
 
 
 # -- message mapping ----------------------------------------------------------------------
-_KIND = {"queue": DestinationKind.QUEUE, "topic": DestinationKind.TOPIC}
-
-
-def _dest_key(destination: Destination) -> tuple[DestinationKind, str]:
-    return (DestinationKind.TOPIC if isinstance(destination, Topic) else DestinationKind.QUEUE,
-            destination.name)
-
-
-#: Destinations are frozen values, so every received message may share one instance per
-#: name instead of building (and re-validating the name of) a new one per message.
-_destinations: dict[tuple[DestinationKind, str], Destination] = {}
-_MAX_CACHED_DESTINATIONS = 4096
-
-
-def _to_destination(kind: DestinationKind, name: str) -> Destination:
-    key = (kind, name)
-    dest = _destinations.get(key)
-    if dest is None:
-        if kind is DestinationKind.TOPIC:
-            dest = Topic(name)
-        elif name.startswith("temp-queue://"):
-            dest = TemporaryQueue(name)
-        else:
-            dest = Queue(name)
-        if len(_destinations) >= _MAX_CACHED_DESTINATIONS:
-            _destinations.clear()  # many temporary queues: start over, never grow unbounded
-        _destinations[key] = dest
-    return dest
-
-
-def to_server_message(message: Message, connection_id: int) -> ServerMessage:
-    """Copy what the broker needs; the sender may reuse its Message after send()."""
-    assert message.destination is not None and message.message_id is not None
-    kind, name = _dest_key(message.destination)
-    body: str | bytes | dict[str, Any] | None
-    if isinstance(message, TextMessage):
-        body_type, body = BodyType.TEXT, message.text
-        size = len(body) if body else 0
-    elif isinstance(message, BytesMessage):
-        body_type, body = BodyType.BYTES, message.body
-        size = len(body)
-    elif isinstance(message, MapMessage):
-        body_type, body = BodyType.MAP, dict(message.map)
-        size = message.body_size()
-    else:
-        body_type, body, size = BodyType.MESSAGE, None, 0
-    reply = message.reply_to
-    deliver_at = message.delivery_time if message.delivery_time > message.timestamp else 0
-    return ServerMessage(
-        message_id=message.message_id,
-        kind=kind,
-        destination=name,
-        body_type=body_type,
-        body=body,
-        properties=dict(message._properties),
-        persistent=message.delivery_mode == 2,
-        priority=message.priority,
-        timestamp=message.timestamp,
-        expiration=message.expiration,
-        deliver_at=deliver_at,
-        correlation_id=message.correlation_id,
-        reply_to=_dest_key(reply) if reply is not None else None,
-        jms_type=message.jms_type,
-        producer_connection=connection_id,
-        size=size + 64,
-    )
-
-
-def to_client_message(sm: ServerMessage, delivery_tag: int = -1, count: int = 1) -> Message:
-    """Build the read-only client Message; bodies and properties are shared, not copied
-    (received messages are read-only, and clear_* replaces rather than mutates).
-
-    One call per delivered message, so it avoids per-message work: shared destination
-    objects, no re-validation, locals instead of repeated global lookups."""
-    body_type = sm.body_type
-    msg: Message
-    if body_type is _TEXT:
-        msg = _new(TextMessage)
-        msg._text = sm.body  # type: ignore[assignment]
-    elif body_type is _BYTES:
-        msg = _new(BytesMessage)
-        msg._data = sm.body  # type: ignore[assignment]
-        msg._pos = 0
-    elif body_type is _MAP:
-        msg = _new(MapMessage)
-        msg._map = sm.body  # type: ignore[assignment]
-    else:
-        msg = _new(Message)
-    msg.message_id = sm.message_id
-    timestamp = msg.timestamp = sm.timestamp
-    msg.correlation_id = sm.correlation_id
-    reply = sm.reply_to
-    msg.reply_to = None if reply is None else _to_destination(*reply)
-    dest = _destinations.get((sm.kind, sm.destination))
-    msg.destination = dest if dest is not None else _to_destination(sm.kind, sm.destination)
-    msg.delivery_mode = 2 if sm.persistent else 1
-    msg.expiration = sm.expiration
-    msg.priority = sm.priority
-    msg.redelivered = count > 1
-    msg.jms_type = sm.jms_type
-    msg.delivery_time = sm.deliver_at or timestamp
-    msg.delivery_count = count
-    msg._properties = sm.properties
-    msg._props_read_only = True
-    msg._body_read_only = True
-    msg._acknowledger = None
-    msg._delivery_tag = delivery_tag
-    return msg
-
-
-_new = object.__new__
-_TEXT, _BYTES, _MAP = BodyType.TEXT, BodyType.BYTES, BodyType.MAP
+# The per-message conversions are twins (jmspy/_pure/vm_convert.py documents them).
+_convert = _speedups.load("vm_convert")
+to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_message
+to_client_message: Callable[..., Message] = _convert.to_client_message
+_to_client_messages: Callable[[list[ServerMessage], int, list[int]], list[Message]] = (
+    _convert.to_client_messages
+)
+_dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -275,7 +170,7 @@ def _translate(exc: Exception) -> errors.JMSException:
 
 
 class _Callback:
-    """The core's SessionCallback for one vm connection: convert and hand over."""
+    """The core's (batch) SessionCallback for one vm connection: convert, hand over."""
 
     __slots__ = ("listener",)
 
@@ -287,6 +182,15 @@ class _Callback:
         count = delivery.delivery_count
         self.listener.on_delivery(
             delivery.consumer_id, tag, to_client_message(delivery.message, tag, count), count
+        )
+
+    def deliver_many(
+        self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
+        counts: list[int],
+    ) -> None:
+        """A run of deliveries to one consumer: converted in one call, buffered in one."""
+        self.listener.on_deliveries(
+            consumer_id, first_tag, _to_client_messages(messages, first_tag, counts)
         )
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
@@ -302,7 +206,6 @@ _connection_ids = itertools.count(1)
 _DIED_WITH_THE_BROKER: Mapping[str, Any] = {
     "close_consumer": None, "revoke_credit": 0, "ack": None, "cancel": None,
 }
-
 
 
 class VmTransport:

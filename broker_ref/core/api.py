@@ -23,6 +23,7 @@ Rules every host relies on:
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,9 +31,11 @@ __all__ = [
     "DEAD_LETTER_REASON",
     "ORIGINAL_DESTINATION",
     "AddressSettings",
+    "BatchSessionCallback",
     "BodyType",
     "ConsumerInfo",
     "CoreConnection",
+    "DeliverMany",
     "Delivery",
     "DestinationKind",
     "DestinationStats",
@@ -302,6 +305,27 @@ class SessionCallback(Protocol):
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         """The broker closed the consumer on its own (its destination was deleted...)."""
+
+
+#: ``deliver_many(consumer_id, first_tag, messages, delivery_counts)``
+DeliverMany = Callable[[int, int, list[ServerMessage], list[int]], None]
+
+
+class BatchSessionCallback(SessionCallback, Protocol):
+    """A SessionCallback that also takes a run of deliveries to one consumer at once.
+
+    Optional: the core uses ``deliver_many`` when the callback has it, else one
+    ``deliver`` per message. A run is what a consumer alone in a queue's dispatch ring
+    gets (up to its credit and flow limit): the i-th message has delivery tag
+    ``first_tag + i`` and delivery count ``delivery_counts[i]``, exactly the deliveries
+    ``deliver`` would have seen one by one, in that order. The lists belong to the
+    callback afterwards. Same rules as ``deliver``: buffer only, never re-enter.
+    """
+
+    def deliver_many(
+        self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
+        delivery_counts: list[int],
+    ) -> None: ...
 
 
 class CoreConnection(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .api import AddressSettings, ServerMessage, SessionCallback
+from .api import AddressSettings, DeliverMany, ServerMessage, SessionCallback
 from .filters import Filter
 
 if TYPE_CHECKING:
@@ -47,12 +47,21 @@ class MessageRef:
 
 @dataclass(slots=True, eq=False)
 class DeliveryChannel:
-    """The per-connection part of delivery: tag sequence, tag owner index, callback."""
+    """The per-connection part of delivery: tag sequence, tag owner index, callback.
+
+    ``deliver_many`` is the callback's optional batch entry point (see
+    :class:`~.api.BatchSessionCallback`), looked up once here rather than per delivery.
+    """
 
     connection_id: int
     callback: SessionCallback
     next_tag: int = 1
     tags: dict[int, ServerConsumer] = field(default_factory=dict)
+    deliver_many: DeliverMany | None = None
+
+    def __post_init__(self) -> None:
+        if self.deliver_many is None:
+            self.deliver_many = getattr(self.callback, "deliver_many", None)
 
 
 @dataclass(slots=True, eq=False)

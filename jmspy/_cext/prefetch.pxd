@@ -28,6 +28,7 @@ cdef class PrefetchBuffer:
     cdef bint _started
 
     cpdef object push(self, object item)
+    cpdef object push_many(self, object items)
     cpdef object pop(self)
     cpdef object push_front(self, object items)
     cpdef Py_ssize_t consumed(self, Py_ssize_t n=*) except -1

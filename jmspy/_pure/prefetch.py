@@ -218,6 +218,12 @@ class PrefetchBuffer:
         if self._outstanding == 0 and self._limit > 0 and self._unconsumed >= self._limit:
             self._pauses += 1
 
+    def push_many(self, items: Iterable[object]) -> None:
+        """A run of deliveries arrived: exactly ``push(item)`` for each, in order."""
+        push = self.push
+        for item in items:
+            push(item)
+
     def pop(self) -> object | None:
         """Take the oldest buffered item, or None when the buffer is empty."""
         items = self._items

@@ -1,0 +1,138 @@
+"""Differential tests for the vm:// message-mapping twins (``jmspy._cext/_pure.vm_convert``).
+
+Random client messages of every body type (with properties, reply-to, correlation id,
+type, priority, expiry and delivery delay) go through ``to_server_message`` with both
+twins; the ServerMessages must be equal. Those go back through ``to_client_message`` and
+``to_client_messages`` (a run with random tags and delivery counts) with both twins; the
+client messages must have the same class and the same value in every slot, be read-only,
+and share the broker copy's body and properties (received messages are not copied).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import jmspy._cext.vm_convert as cext
+import jmspy._pure.vm_convert as pure
+from jmspy.broker_ref.core.api import BodyType, DestinationKind, ServerMessage
+from jmspy.destinations import Queue, TemporaryQueue, Topic
+from jmspy.errors import MessageNotWriteableException
+from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+
+SETTINGS = settings(
+    max_examples=300, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+names = st.text("abcxyz._-", min_size=1, max_size=8)
+destinations = st.one_of(
+    names.map(Queue), names.map(Topic), names.map(lambda n: TemporaryQueue(f"temp-queue://{n}"))
+)
+prop_values = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
+                        st.floats(allow_nan=False), st.text(max_size=5))
+props = st.dictionaries(st.sampled_from(["a", "b", "color", "n", "JMS_x"]), prop_values,
+                        max_size=4)
+
+
+@st.composite
+def client_messages(draw: st.DrawFn) -> Message:
+    kind = draw(st.sampled_from(["text", "bytes", "map", "plain"]))
+    properties = draw(props)
+    msg: Message
+    if kind == "text":
+        msg = TextMessage(draw(st.one_of(st.none(), st.text(max_size=20))), properties)
+    elif kind == "bytes":
+        msg = BytesMessage(draw(st.binary(max_size=20)), properties)
+    elif kind == "map":
+        msg = MapMessage(draw(st.dictionaries(st.sampled_from(["k1", "k2", "x"]),
+                                               st.integers(-1000, 1000), max_size=3)), properties)
+    else:
+        msg = Message(properties)
+    msg.message_id = f"ID:{draw(st.integers(0, 10**6))}"
+    msg.destination = draw(destinations)
+    msg.reply_to = draw(st.one_of(st.none(), destinations))
+    msg.correlation_id = draw(st.one_of(st.none(), st.text(max_size=5)))
+    msg.jms_type = draw(st.one_of(st.none(), st.text(max_size=5)))
+    msg.delivery_mode = draw(st.sampled_from([1, 2]))
+    msg.priority = draw(st.integers(0, 9))
+    msg.timestamp = draw(st.integers(0, 2**45))
+    msg.expiration = draw(st.sampled_from([0, msg.timestamp + 1000]))
+    msg.delivery_time = msg.timestamp + draw(st.sampled_from([0, 0, 500]))
+    return msg
+
+
+SLOTS = ("message_id", "timestamp", "correlation_id", "reply_to", "destination",
+         "delivery_mode", "expiration", "priority", "redelivered", "jms_type",
+         "delivery_time", "delivery_count", "_properties", "_props_read_only",
+         "_body_read_only", "_acknowledger", "_delivery_tag")
+
+
+def view(m: Message) -> tuple[Any, ...]:
+    body: Any = None
+    if isinstance(m, TextMessage):
+        body = m.text
+    elif isinstance(m, BytesMessage):
+        body = (m.body, m._pos)
+    elif isinstance(m, MapMessage):
+        body = m.map
+    return (type(m), body, *(getattr(m, s) for s in SLOTS))
+
+
+@SETTINGS
+@given(client_messages(), st.integers(0, 2**31))
+def test_to_server_message_twins_agree(msg: Message, connection_id: int) -> None:
+    assert cext.to_server_message(msg, connection_id) == pure.to_server_message(
+        msg, connection_id
+    )
+
+
+@SETTINGS
+@given(
+    st.lists(client_messages(), max_size=8),
+    st.integers(-1, 2**40),
+    st.lists(st.integers(1, 20), min_size=8, max_size=8),
+)
+def test_to_client_twins_agree(msgs: list[Message], first_tag: int, counts: list[int]) -> None:
+    server = [pure.to_server_message(m, 7) for m in msgs]
+    got_c = cext.to_client_messages(server, first_tag, counts)
+    got_p = pure.to_client_messages(server, first_tag, counts)
+    assert [view(m) for m in got_c] == [view(m) for m in got_p]
+    for i, (sm, m) in enumerate(zip(server, got_c, strict=True)):
+        assert m._delivery_tag == first_tag + i and m.delivery_count == counts[i]
+        assert m.redelivered == (counts[i] > 1)
+        assert m._properties is sm.properties  # shared, not copied
+        one_c = cext.to_client_message(sm, first_tag + i, counts[i])
+        one_p = pure.to_client_message(sm, first_tag + i, counts[i])
+        assert view(one_c) == view(one_p) == view(m)
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_received_messages_are_read_only_and_browse_defaults(twin: Any) -> None:
+    sm = ServerMessage("ID:1", DestinationKind.QUEUE, "q", BodyType.TEXT, "hi", {"a": 1})
+    m = twin.to_client_message(sm)
+    assert isinstance(m, TextMessage) and m.text == "hi" and m.get_property("a") == 1
+    assert m._delivery_tag == -1 and m.delivery_count == 1 and not m.redelivered
+    assert m.destination == Queue("q")
+    with pytest.raises(MessageNotWriteableException):
+        m.set_property("b", 2)
+    with pytest.raises(MessageNotWriteableException):
+        m.text = "changed"
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_too_few_delivery_counts_is_refused(twin: Any) -> None:
+    sm = ServerMessage("ID:1", DestinationKind.QUEUE, "q")
+    with pytest.raises(ValueError, match="2 messages but only 1 delivery counts"):
+        twin.to_client_messages([sm, sm], 1, [1])
+
+
+def test_destinations_are_shared_per_name() -> None:
+    for twin in (cext, pure):
+        a = twin.to_destination(DestinationKind.TOPIC, "t")
+        assert a is twin.to_destination(DestinationKind.TOPIC, "t") and a == Topic("t")
+        assert isinstance(twin.to_destination(DestinationKind.QUEUE, "temp-queue://x"),
+                          TemporaryQueue)
