@@ -203,37 +203,46 @@ class StompSession:
     # ------------------------------------------------------------------ SessionCallback
 
     def deliver(self, delivery: Delivery) -> None:
-        sub = self._by_consumer.get(delivery.consumer_id)
+        self.deliver_many(delivery.consumer_id, delivery.delivery_tag, [delivery.message],
+                          [delivery.delivery_count])
+
+    def deliver_many(self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
+                     delivery_counts: list[int]) -> None:
+        """A run of deliveries to one subscription (``BatchSessionCallback``): the i-th
+        message has tag ``first_tag + i``. One call and one lookup per run, not per
+        message; each becomes one MESSAGE frame, exactly as :meth:`deliver` would."""
+        sub = self._by_consumer.get(consumer_id)
         if sub is None:
             return
-        msg = delivery.message
-        tag = delivery.delivery_tag
-        if sub.ack_mode == AUTO:
-            sub.unwritten += 1
-            self._unwritten.add(sub)
-        else:
-            sub.delivered(tag, msg.message_id)
-            self._tag_owner[tag] = sub
-        reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], self._temp_names)
-                 if msg.reply_to is not None else None)
-        headers = mapping.message_headers(
-            msg,
-            mapping.render_destination(msg.kind, msg.destination, self._temp_names),
-            sub.id,
-            str(tag),
-            delivery.delivery_count,
-            reply,
-        )
-        body, ctype = mapping.message_body(msg)
-        if ctype is not None:
-            headers.append(("content-type", ctype))
-        try:
-            data = _codec.encode_frame(Frame("MESSAGE", headers, body), self.version)
-        except FrameError:  # a property this version cannot carry: send the rest
-            data = _codec.encode_frame(Frame("MESSAGE", headers[:10], body), self.version)
-        if not self._out and self.wakeup is not None:
+        out = self._out
+        if not out and self.wakeup is not None:
             self.wakeup()
-        self._out.append(data)
+        version = self.version
+        temps = self._temp_names
+        auto = sub.ack_mode == AUTO
+        if auto:
+            sub.unwritten += len(messages)
+            self._unwritten.add(sub)
+        tag = first_tag
+        for msg, count in zip(messages, delivery_counts, strict=True):
+            if not auto:
+                sub.delivered(tag, msg.message_id)
+                self._tag_owner[tag] = sub
+            reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], temps)
+                     if msg.reply_to is not None else None)
+            headers = mapping.message_headers(
+                msg, mapping.render_destination(msg.kind, msg.destination, temps), sub.id,
+                str(tag), count, reply,
+            )
+            body, ctype = mapping.message_body(msg)
+            if ctype is not None:
+                headers.append(("content-type", ctype))
+            try:
+                data = _codec.encode_frame(Frame("MESSAGE", headers, body), version)
+            except FrameError:  # a property this version cannot carry: send the rest
+                data = _codec.encode_frame(Frame("MESSAGE", headers[:10], body), version)
+            out.append(data)
+            tag += 1
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         sub = self._by_consumer.pop(consumer_id, None)
