@@ -102,8 +102,8 @@ class _Sub:
     in_flight_max: int = 0  # most deliveries ever unacked at once (what the broker sent)
     selector_dropped: int = 0
     client_selector: Any = None
-    #: receipt id of the last NACK of a hand-back, until its RECEIPT arrives (see _nack)
-    fence: str | None = None
+    #: set by a hand-back (see _nack) until the first redelivery for it arrives
+    fence: bool = False
     #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
     #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
     copies: dict[int, tuple[dict[str, str], bytes]] | None = None
@@ -187,7 +187,6 @@ class StompTransport(StompFailover):
         self._error: tuple[dict[str, str], str] | None = None
         self._closing = False
         self._receipts: dict[str, threading.Event] = {}
-        self._fences: dict[str, _Sub] = {}  # receipt id -> subscription it fences
         self._writer: FrameWriter | None = None  # SEND/ACK frames of the live connection
         self._replies: dict[str, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
@@ -442,7 +441,9 @@ class StompTransport(StompFailover):
                 if key:
                     self._seen.setdefault(key, 0)  # the app never saw this copy
                 return
-            if sub.fence is not None and headers.get("redelivered", "").lower() != "true":
+            if sub.fence and headers.get("redelivered", "").lower() == "true":
+                sub.fence = False  # the broker is past our NACKs: nothing older follows
+            elif sub.fence:
                 # Sent before the broker took our NACKs back: it is younger than them in
                 # the queue, so it goes back too (to its own place) or it would overtake.
                 self._send_nack(ack_id, sid)
@@ -501,12 +502,6 @@ class StompTransport(StompFailover):
                 f"{headers.get('message', '')} {text}".strip()))
 
     def _on_receipt(self, receipt_id: str) -> None:
-        fenced = self._fences.pop(receipt_id, None)
-        if fenced is not None:
-            with self._lock:
-                if fenced.fence == receipt_id:
-                    fenced.fence = None
-            return
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
@@ -570,9 +565,7 @@ class StompTransport(StompFailover):
             return
         if conn is None:
             conn = self._c(wait=False)  # raises: closed, or down (the broker redelivers)
-        writer = self._writer_for(conn)
-        for ack_id, sid in out:
-            writer.ack(ack_id, sid, tx)
+        self._writer_for(conn).ack(out, tx)
 
     def _writer_for(self, conn: Any) -> FrameWriter:
         writer = self._writer
@@ -666,32 +659,32 @@ class StompTransport(StompFailover):
         self._release(sub)
 
     def _nack(self, sub: _Sub, tags: list[int], *, fence: bool = False) -> None:
-        """NACK ``tags`` (lock held). With ``fence``, the last NACK asks for a RECEIPT and
-        until it comes, MESSAGEs for ``sub`` that are not redeliveries are NACKed too.
+        """NACK ``tags`` (lock held). With ``fence``, MESSAGEs for ``sub`` that are not
+        redeliveries are NACKed too, until the first redelivery arrives.
 
-        Why: the broker may have sent more messages before it read our NACKs (still in
-        the socket, or not yet through stomp.py's receiver thread). Those are younger in
-        the queue than the ones handed back, yet would reach the app before the
-        redeliveries -- and on RabbitMQ, which marks every requeued message
-        ``redelivered``, with nothing recorded about them. Anything the broker sends
-        before the RECEIPT that is not a redelivery is such a message (a requeued one
-        comes back ``redelivered:true``), so it is handed back as well: RabbitMQ and
-        jmspy's broker requeue at the original position, so the queue order holds.
+        Why: the broker may have sent more messages before it took our NACKs (still in
+        the socket, in stomp.py's receiver thread, or -- on RabbitMQ -- between its queue
+        process and the connection's writer, so not even a RECEIPT for the last NACK
+        marks the end). Those are younger in the queue than the ones handed back, yet
+        would reach the app before the redeliveries, and on RabbitMQ, which marks every
+        requeued message ``redelivered``, with nothing recorded about them. A requeued
+        message comes back ``redelivered:true`` and the broker sends a subscription's
+        messages in order, so the first redelivery means nothing older is on its way;
+        until then every fresh arrival goes back too. RabbitMQ and jmspy's broker requeue
+        at the original position, so the queue order holds. A message NACKed here
+        comes back as a redelivery itself, so the fence lifts even when the broker drops
+        what was handed back (expired, dead-lettered). Left open: an older message that
+        was itself a redelivery and is still on its way lifts the fence early.
         """
-        pending = [(tag, sub.unacked.pop(tag, None)) for tag in tags]
-        sent = [ack_id for _, ack_id in pending if ack_id is not None]
-        for tag, _ in pending:
+        sent = False
+        for tag in tags:
+            ack_id = sub.unacked.pop(tag, None)
             self._forget(tag)
-        for i, ack_id in enumerate(sent):
-            if fence and i == len(sent) - 1:
-                receipt = f"fence-{uuid.uuid4().hex[:10]}"
-                if sub.fence is not None:
-                    self._fences.pop(sub.fence, None)
-                sub.fence = receipt
-                self._fences[receipt] = sub
-                self._send_nack(ack_id, sub.sub_id, receipt)
-            else:
+            if ack_id is not None:
                 self._send_nack(ack_id, sub.sub_id)
+                sent = True
+        if fence and sent:
+            sub.fence = True
 
     # -- sending and transactions ---------------------------------------------------------
     def send(self, message: Message, tx: str | None = None) -> None:

@@ -49,7 +49,6 @@ class StompFailover:
     _by_sid: dict[str, _Sub]
     _tag_owner: dict[int, _Sub]
     _tag_key: dict[int, str]
-    _fences: dict[str, _Sub]
     _credentials: tuple[str | None, str | None, str | None]
 
     if TYPE_CHECKING:
@@ -92,8 +91,7 @@ class StompFailover:
             sub.stash.clear()
             sub.pending_cancel.clear()
             sub.credit = 0
-            sub.fence = None  # its RECEIPT can no longer come
-        self._fences.clear()
+            sub.fence = False  # the broker redelivers everything after a reconnect
         self._tag_owner.clear()
         self._tag_key.clear()
         self._by_sid.clear()

@@ -1,0 +1,111 @@
+"""The stomp:// transport's SEND/ACK writer (transports/stomp_wire.py) against stomp.py.
+
+The writer replaces stomp.py's own encoding for the per-message frames, so whatever it
+writes must read back, through stomp.py's parser (what a peer using stomp.py sees), as the
+frame stomp.py itself would have sent: same command, headers (escaping included) and body,
+for STOMP 1.2 and 1.1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+stomp = pytest.importorskip("stomp")
+from stomp import utils as stomp_utils  # noqa: E402
+
+from jmspy.transports.stomp_wire import FrameWriter  # noqa: E402
+
+
+class _Transport:
+    def __init__(self, blocking: bool) -> None:
+        self.blocking = blocking
+        self.written: list[bytes] = []
+
+    def send(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+class _Conn:
+    """Stands in for a stomp.py connection: records what stomp.py's own path was asked."""
+
+    def __init__(self, blocking: bool = True) -> None:
+        self.transport = _Transport(blocking)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def send(self, destination: str, body: bytes, headers: dict[str, str]) -> None:
+        self.calls.append(("send", destination, body, headers))
+
+    def ack(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(("ack", args, kwargs))
+
+
+def _frames(data: bytes) -> list[Any]:
+    """Split on NUL (bodies here carry content-length and no NUL) and parse with stomp.py."""
+    out = []
+    for chunk in data.split(b"\x00"):
+        if chunk.strip(b"\n"):
+            out.append(stomp_utils.parse_frame(chunk))
+    return out
+
+
+header_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"),
+    max_size=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    version=st.sampled_from(["1.2", "1.1"]),
+    props=st.dictionaries(
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz-_.", min_size=1, max_size=12).filter(
+            lambda k: k not in ("destination", "content-length")),
+        header_text, max_size=6),
+    body=st.binary(max_size=64).filter(lambda b: b"\x00" not in b),
+)
+def test_send_reads_back_as_stomp_py_would_send_it(
+    version: str, props: dict[str, str], body: bytes
+) -> None:
+    conn = _Conn()
+    FrameWriter(conn, version).send("/queue/a:b", body, props)
+    (frame,) = _frames(conn.transport.written[0])
+    assert frame.cmd == "SEND"
+    expected = {"destination": "/queue/a:b", **props}
+    if body:
+        expected["content-length"] = str(len(body))
+    assert frame.headers == expected
+    assert frame.body == body
+    assert conn.calls == []  # nothing went through stomp.py's own encoding
+
+
+@pytest.mark.parametrize("version", ["1.2", "1.1"])
+def test_acks_are_one_frame_each_in_order_in_one_write(version: str) -> None:
+    conn = _Conn()
+    acks = [("ID:host-1:1:1:1", "sub-1"), ("T_2@@session\nx@@7", "sub-2")]
+    FrameWriter(conn, version).ack(acks, "tx-9")
+    assert len(conn.transport.written) == 1
+    frames = _frames(conn.transport.written[0])
+    assert [f.cmd for f in frames] == ["ACK", "ACK"]
+    if version == "1.2":
+        assert [f.headers for f in frames] == [
+            {"id": a, "transaction": "tx-9"} for a, _ in acks]
+    else:
+        assert [f.headers for f in frames] == [
+            {"message-id": a, "subscription": s, "transaction": "tx-9"} for a, s in acks]
+
+
+def test_a_queued_transport_keeps_stomp_py_path_so_frames_stay_in_order() -> None:
+    conn = _Conn(blocking=False)  # stomp.py's TLS transport: writes go via its I/O queue
+    writer = FrameWriter(conn, "1.2")
+    writer.send("/queue/q", b"x", {"k": "v"})
+    writer.ack([("a1", "s"), ("a2", "s")], None)
+    assert conn.transport.written == []
+    assert conn.calls == [
+        ("send", "/queue/q", b"x", {"k": "v"}),
+        ("ack", ("a1",), {"transaction": None}),
+        ("ack", ("a2",), {"transaction": None}),
+    ]
