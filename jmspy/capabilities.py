@@ -51,6 +51,7 @@ class Feature(enum.Enum):
     SHARED_SUBSCRIPTIONS = "shared subscriptions"
     NO_LOCAL = "no_local consumers"
     OVERLAPPING_SUBSCRIPTIONS = "overlapping subscriptions on one connection"
+    WILDCARD_SUBSCRIPTIONS = "wildcard topics (`*` one word, `#` or `>` the rest)"
     TEMPORARY_QUEUES = "temporary queues"
     DESTINATION_STATS = "destination stats"
 

@@ -392,20 +392,47 @@ def no_local(rig: Rig) -> None:
 def overlapping_subscriptions(rig: Rig) -> None:
     """Two subscriptions on one connection whose topics overlap each get their copy.
 
-    Over MQTT the second one is a wildcard filter (identical filters share one MQTT
-    subscription; different overlapping ones are what 3.1.1 cannot route). Elsewhere both
-    name the same topic: the in-process broker has no wildcard subscriptions."""
+    The second one is a wildcard (over MQTT identical filters would share one MQTT
+    subscription; different overlapping ones are what 3.1.1 cannot route)."""
     base = rig.name("overlap")
     with rig.factory().create_connection() as conn:
         s = conn.create_session()
         exact = s.create_consumer(s.create_topic(f"{base}.a"))
-        other = f"{base}.*" if rig.transport == "mqtt" else f"{base}.a"
-        wild = s.create_consumer(s.create_topic(other))
+        wild = s.create_consumer(s.create_topic(f"{base}.*"))
         conn.start()
         s.create_producer(s.create_topic(f"{base}.a")).send(s.create_text_message("both"))
         assert _texts(exact, 1) == ["both"] and _texts(wild, 1) == ["both"]
         _none_left(exact, 0.3)
         _none_left(wild, 0.3)
+
+
+def wildcard_subscriptions(rig: Rig) -> None:
+    """``*`` matches one word, ``#`` and ``>`` any number after it, on every broker (the
+    transport spells them the broker's way); each message says its concrete topic. One
+    connection per pattern: overlapping subscriptions are a feature of their own."""
+    base = rig.name("wild")
+    patterns = (f"{base}.*", f"{base}.#", f"{base}.>")
+    conns = [rig.factory().create_connection() for _ in patterns]
+    try:
+        consumers = []
+        for conn, pattern in zip(conns, patterns, strict=True):
+            s = conn.create_session()
+            consumers.append(s.create_consumer(s.create_topic(pattern)))
+            conn.start()
+        s = conns[0].create_session()
+        for name in (f"{base}.a", f"{base}.a.b", f"{rig.name('elsewhere')}.a"):
+            s.create_producer(s.create_topic(name)).send(s.create_text_message(name))
+        one, hashed, rest = consumers
+        m = one.receive(WAIT)
+        assert m is not None and m.text == f"{base}.a", m
+        assert m.destination is not None and m.destination.name == f"{base}.a", m.destination
+        assert _texts(hashed, 2) == [f"{base}.a", f"{base}.a.b"]
+        assert _texts(rest, 2) == [f"{base}.a", f"{base}.a.b"]
+        for c in consumers:
+            _none_left(c, 0.3)
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 PROBES: dict[Feature, Callable[[Rig], None]] = {
@@ -427,6 +454,7 @@ PROBES: dict[Feature, Callable[[Rig], None]] = {
     Feature.SHARED_SUBSCRIPTIONS: shared_subscriptions,
     Feature.NO_LOCAL: no_local,
     Feature.OVERLAPPING_SUBSCRIPTIONS: overlapping_subscriptions,
+    Feature.WILDCARD_SUBSCRIPTIONS: wildcard_subscriptions,
     Feature.TEMPORARY_QUEUES: temporary_queues,
     Feature.DESTINATION_STATS: destination_stats,
 }

@@ -88,6 +88,7 @@ _VM: Final = {
     _F.SHARED_SUBSCRIPTIONS: native(),
     _F.NO_LOCAL: native(),
     _F.OVERLAPPING_SUBSCRIPTIONS: native(),
+    _F.WILDCARD_SUBSCRIPTIONS: native("routed by the broker; JMSDestination is the concrete topic"),
     _F.TEMPORARY_QUEUES: native(),
     _F.DESTINATION_STATS: native("needs the `admin` permission"),
 }
@@ -142,6 +143,8 @@ def _mqtt(v5: bool) -> dict[Feature, Cell]:
         else refused("MQTT 3.1.1 cannot say which subscription a message is for (ActiveMQ "
                      "sends a copy per subscription, RabbitMQ one)",
                      f"use a separate connection, or {_USE_V5}"),
+        _F.WILDCARD_SUBSCRIPTIONS: native("`+` and `#` (a multi-word wildcard only as the "
+                                          "last word)"),
         _F.TEMPORARY_QUEUES: refused("MQTT has no temporary destinations",
                                      "use a uniquely named topic"),
         _F.DESTINATION_STATS: refused("MQTT has no per-topic counters",

@@ -66,6 +66,7 @@ from .stomp_mapping import (
     from_frame,
     profile_key,
     stomp_destination,
+    subscribe_destination,
     to_frame,
 )
 from .stomp_reconnect import StompFailover
@@ -344,12 +345,18 @@ class StompTransport(StompFailover):
             # A re-SUBSCRIBE would make a new topic subscription, and the old one's
             # unacked messages die with it: recover() redelivers from the client's copy.
             sub.copies = {}
+        # The SUBSCRIBE asks for a RECEIPT and create_consumer waits for it: once it
+        # returns, the broker has the subscription, so a message published after that (from
+        # any connection) reaches this topic consumer, and a refused SUBSCRIBE fails here.
+        receipt, event = self._expect_receipt()
+        conn = self._conn
         with self._lock:
             self._subs[spec.consumer_id] = sub
-            self._subscribe(sub)
+            self._subscribe(sub, receipt=receipt)
+        self._await_receipt(receipt, event, conn)
         return RemoteConsumer(destination_flow_limit=None)
 
-    def _subscribe(self, sub: _Sub, *, same_id: bool = False) -> None:
+    def _subscribe(self, sub: _Sub, *, same_id: bool = False, receipt: str = "") -> None:
         if not same_id:
             sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
         if sub.copies:  # a new subscription (after a reconnect): the old copies are dead
@@ -358,9 +365,12 @@ class StompTransport(StompFailover):
             assert sub.spec.subscription_name is not None
             sub.sub_id = sub.spec.subscription_name
         self._by_sid[sub.sub_id] = sub
+        headers = dict(sub.headers)
+        if receipt:
+            headers["receipt"] = receipt
         self._c(wait=False).subscribe(
-            stomp_destination(sub.spec.destination), id=sub.sub_id,
-            ack="client-individual", headers=dict(sub.headers),
+            subscribe_destination(sub.spec.destination, self.profile), id=sub.sub_id,
+            ack="client-individual", headers=headers,
         )
 
     def _unsubscribe(self, sub: _Sub) -> None:
@@ -716,12 +726,21 @@ class StompTransport(StompFailover):
 
     def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
         """Send a frame with a receipt and wait for it, so errors surface here."""
+        receipt, event = self._expect_receipt()
+        conn = self._conn
+        fn(*args, headers={"receipt": receipt})
+        self._await_receipt(receipt, event, conn, timeout)
+
+    def _expect_receipt(self) -> tuple[str, threading.Event]:
         receipt = f"r-{uuid.uuid4().hex[:10]}"
         event = threading.Event()
         self._receipts[receipt] = event
         self._error = None
-        conn = self._conn
-        fn(*args, headers={"receipt": receipt})
+        return receipt, event
+
+    def _await_receipt(
+        self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0
+    ) -> None:
         deadline = time.monotonic() + timeout
         while not event.wait(0.2):
             if self._conn is not conn:  # dropped: this receipt can never come

@@ -42,6 +42,7 @@ __all__ = [
     "profile_key",
     "stomp_cells",
     "stomp_destination",
+    "subscribe_destination",
     "to_frame",
 ]
 
@@ -78,6 +79,9 @@ class BrokerProfile:
     #: ``durable:true`` + ``auto-delete:false`` ("durable"); "" = unknown.
     durable_header: str = ""
     no_local_header: str = ""
+    #: The broker's word for "any number of words" in a topic subscription ("" = jmspy
+    #: passes `#` / `>` through as written); `*` (one word) is the same everywhere.
+    multi_wildcard: str = ""
 
 
 _AMQ_NAME: Final = "activemq.subscriptionName"  # ActiveMQ 5; Artemis and jmspy accept it too
@@ -90,15 +94,15 @@ _PROFILES: Final = {
     ),
     "artemis": BrokerProfile(
         "Artemis", "", "consumer-window-size", True, True, "nack", "asc", False,
-        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL,
+        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL, "#",
     ),
     "activemq": BrokerProfile(
         "ActiveMQ", "", "activemq.prefetchSize", False, True, "resubscribe", "asc", True,
-        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL,
+        "AMQ_SCHEDULED_DELAY", "expires", True, True, False, _AMQ_NAME, _AMQ_NO_LOCAL, ">",
     ),
     "rabbitmq": BrokerProfile(
         "RabbitMQ", "", "prefetch-count", False, False, "nack", "asc", False,
-        "", "expiration", True, True, False, "durable", "",
+        "", "expiration", True, True, False, "durable", "", "#",
     ),
     "unknown": BrokerProfile(
         "unknown", "", "", False, True, "nack", "asc", False, "", "expires",
@@ -136,6 +140,27 @@ def stomp_destination(dest: Destination) -> str:
     if isinstance(dest, Topic):
         return f"/topic/{dest.name}"
     return f"/queue/{dest.name}"
+
+
+_MULTI_WORD: Final = frozenset({"#", ">"})
+_WILDCARD_HOW: Final = {
+    "": "`*`, `#` and `>` sent as written",
+    "#": "`*`; `>` sent as `#`",
+    ">": "`*`; `#` sent as `>`",
+}
+
+
+def subscribe_destination(dest: Destination, profile: BrokerProfile) -> str:
+    """The SUBSCRIBE destination: as :func:`stomp_destination`, with a topic's multi-word
+    wildcard spelled the broker's way (ActiveMQ 5 knows only ``>``, RabbitMQ and Artemis
+    only ``#``), so ``prices.#`` means the same on every broker."""
+    multi = profile.multi_wildcard
+    if not multi or not isinstance(dest, Topic):
+        return stomp_destination(dest)
+    words = dest.name.split(".")
+    if not _MULTI_WORD.intersection(words):
+        return f"/topic/{dest.name}"
+    return "/topic/" + ".".join(multi if w in _MULTI_WORD else w for w in words)
 
 
 #: Queue names of the TemporaryQueues jmspy emulates on RabbitMQ (``/amq/queue/NAME``)
@@ -401,6 +426,7 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
             "no STOMP no-local header",
             "filter your own messages out with a property and a selector"),
         Feature.OVERLAPPING_SUBSCRIPTIONS: native("one subscription id each"),
+        Feature.WILDCARD_SUBSCRIPTIONS: native(_WILDCARD_HOW[p.multi_wildcard]),
         Feature.TEMPORARY_QUEUES: (
             emulated(f"an exclusive, non-durable `/amq/queue/{TEMP_QUEUE_PREFIX}*` queue "
                      "declared and deleted by the creator (`/temp-queue/` works only in "

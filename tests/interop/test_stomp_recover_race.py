@@ -46,15 +46,17 @@ def _hold_receiver(transport: Any, hold_from: str) -> threading.Event:
 def test_recover_with_messages_in_flight_keeps_order_and_flags(target: Target) -> None:
     f = target.make_factory()
     name = f"interop.inflight.{uuid.uuid4().hex[:10]}"
-    with f.create_connection() as producer_conn:
-        s = producer_conn.create_session()
-        p = s.create_producer(s.create_queue(name))
-        for i in range(6):
-            p.send(s.create_bytes_message(str(i).encode()))
     with f.create_connection() as conn:
-        gate = _hold_receiver(conn._transport, "3")
         s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
         c = s.create_consumer(s.create_queue(name))
+        # Held only now: create_consumer waits for its SUBSCRIBE's RECEIPT, which the
+        # same receiver thread delivers.
+        gate = _hold_receiver(conn._transport, "3")
+        with f.create_connection() as producer_conn:
+            ps = producer_conn.create_session()
+            p = ps.create_producer(ps.create_queue(name))
+            for i in range(6):
+                p.send(ps.create_bytes_message(str(i).encode()))
         conn.start()
         first = [c.receive(WAIT) for _ in range(3)]
         assert [m.body for m in first] == [b"0", b"1", b"2"]
