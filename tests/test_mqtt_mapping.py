@@ -15,9 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-pytest.importorskip("paho.mqtt")
-
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 

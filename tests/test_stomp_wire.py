@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stomp import utils as stomp_utils
 
-stomp = pytest.importorskip("stomp")
-from stomp import utils as stomp_utils  # noqa: E402
-
-from jmspy.transports.stomp_wire import FrameWriter  # noqa: E402
+from jmspy.transports.stomp_wire import FrameWriter
 
 
 class _Transport:

@@ -67,7 +67,6 @@ def test_durable_keeps_messages_while_offline(broker: Broker) -> None:
 
 
 def test_durable_resubscribe_with_new_selector_replaces(broker: Broker) -> None:
-    pytest.importorskip("jmspy.selector")
     c = broker.connect(Recorder(), client_id="app")
     c.create_consumer(1, T, "news", subscription_name="s", durable=True)
     c.close_consumer(1)
