@@ -93,18 +93,22 @@ def _bars(ax: Any, rows: list[Row], title: str) -> None:
         ax.set_axis_off()
         return
     avail = [r for r in rows if not r.unavailable and r.runs]
-    labels = [f"{r.name}\n{r.short or r.config}" for r in avail]
+    # Many rows (part c has 17): one line per label and a smaller font, or they overlap.
+    crowded = len(avail) > 14
+    sep = ", " if crowded else "\n"
+    labels = [f"{r.name}{sep}{r.short or r.config}" for r in avail]
+    size = 5 if crowded else 6
     values = [r.med("rate") for r in avail]
     y = list(range(len(avail)))
     ours = {"a": "compiled", "b": "jmspy ", "c": "jmspy broker", "d": "jmspy "}[rows[0].part]
     colors = ["tab:blue" if (r.name.startswith(ours) if r.part in "bd" else ours in r.name)
               else "tab:gray" for r in avail]
     ax.barh(y, values, color=colors)
-    ax.set_yticks(y, labels, fontsize=6)
+    ax.set_yticks(y, labels, fontsize=size)
     ax.invert_yaxis()
     for yi, r, v in zip(y, avail, values, strict=True):
         text = f"{v:,.0f}" + (f"  ({r.ratio:.2f}x)" if r.ratio is not None else "")
-        ax.text(v, yi, " " + text, va="center", fontsize=6)
+        ax.text(v, yi, " " + text, va="center", fontsize=size)
     missing = [r for r in rows if r.unavailable]
     if missing:
         ax.text(0.99, 0.01, f"{len(missing)} not available (see table)", ha="right",
@@ -151,7 +155,7 @@ def _flow(ax_t: Any, ax_s: Any, rows: list[Row]) -> None:
 
 def plot(rows: list[Row], path: Path, subtitle: str) -> None:
     plt = _matplotlib()
-    fig, axes = plt.subplots(2, 3, figsize=(18, 11))
+    fig, axes = plt.subplots(2, 3, figsize=(20, 12))
     for ax, part in zip(axes.flat[:4], "abcd", strict=True):
         _bars(ax, [r for r in rows if r.part == part], TITLES[part])
     _flow(axes.flat[4], axes.flat[5], [r for r in rows if r.part == "e"])
