@@ -1,0 +1,156 @@
+"""Management-style operations of ``stomp://``: browsing, deleting durable
+subscriptions, temporary queues and destination stats.
+
+They share one shape -- a short-lived subscription or a request with a RECEIPT beside the
+consumers' traffic -- and RabbitMQ needs each of them done its own way (queues declared
+and deleted through SUBSCRIBE/UNSUBSCRIBE headers). Kept apart from :mod:`.stomp` so the
+steady-state path (subscribe, deliver, ack, send) reads on its own.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any, cast
+
+from jmspy import errors
+from jmspy.capabilities import Feature
+from jmspy.destinations import Destination, Queue
+from jmspy.message import Message
+
+from .stomp_mapping import TEMP_QUEUE_PREFIX, BrokerProfile, from_frame, stomp_destination
+
+if TYPE_CHECKING:
+    from .stomp import StompTransport, _Sub
+
+__all__ = ["StompAdmin"]
+
+#: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
+#: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
+_RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
+#: RabbitMQ queue properties of an emulated TemporaryQueue (see create_temporary_queue)
+_RABBIT_TEMPORARY = {"durable": "false", "auto-delete": "false", "exclusive": "true"}
+
+
+class StompAdmin:
+    """Mixin of :class:`~jmspy.transports.stomp.StompTransport`. The attributes below are
+    the transport's; declared for the type checker only."""
+
+    profile: BrokerProfile
+    _lock: threading.RLock
+    _subs: dict[int, _Sub]
+    _replies: dict[str, list[Any]]
+    _credentials: tuple[str | None, str | None, str | None]
+
+    if TYPE_CHECKING:
+        @property
+        def where(self) -> str: ...
+
+        def _c(self, wait: bool = True) -> Any: ...
+
+        def _require(self, feature: Feature, detail: str = "") -> None: ...
+
+        def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None: ...
+
+    def browse(self, queue: Queue, selector: str | None) -> list[Message]:
+        self._require(Feature.BROWSER)
+        sid = f"browse-{uuid.uuid4().hex[:8]}"
+        done = threading.Event()
+        found: list[Message] = []
+
+        def collect(headers: dict[str, str], body: bytes) -> None:
+            if headers.get("browser") == "end":
+                done.set()
+            else:
+                found.append(from_frame(headers, body))
+
+        self._replies[sid] = [collect]
+        headers = {"browser": "true"}
+        if selector:
+            headers["selector"] = selector
+        self._c().subscribe(stomp_destination(queue), id=sid, ack="auto", headers=headers)
+        try:
+            if not done.wait(30):
+                raise errors.JMSException(f"browsing {queue} at {self.where} timed out")
+        finally:
+            self._replies.pop(sid, None)
+            self._c().unsubscribe(id=sid)
+        return found
+
+    def unsubscribe(self, name: str) -> None:
+        self._require(Feature.UNSUBSCRIBE, "unsubscribing durable subscriptions")
+        if self.profile.durable_header == "durable":  # RabbitMQ
+            self._rabbit_unsubscribe(name)
+        else:
+            self._c().unsubscribe(id=name, headers={self.profile.durable_header: name})
+
+    def _durable_queue(self, name: str) -> str:
+        """RabbitMQ: the queue behind durable subscription ``name`` (``x-queue-name``).
+        Named from the client id and the name, as JMS identifies a durable subscription,
+        so that ``unsubscribe(name)`` finds it without knowing its topic."""
+        return f"jmspy-durable.{self._credentials[0] or ''}.{name}"
+
+    def _rabbit_unsubscribe(self, name: str) -> None:
+        """RabbitMQ deletes a durable subscription's queue only on an UNSUBSCRIBE with
+        ``durable:true`` for a subscription open on this connection (its STOMP docs:
+        the same ``durable`` and ``auto-delete`` values as the SUBSCRIBE). So: attach to
+        the queue through a throw-away subscription naming it, then UNSUBSCRIBE that
+        with ``durable:true`` (:meth:`_rabbit_queue_op`). An unknown name declares and
+        deletes an empty queue: RabbitMQ cannot tell jmspy that none existed."""
+        with self._lock:
+            for sub in self._subs.values():
+                if sub.spec.durable and sub.spec.subscription_name == name:
+                    raise errors.IllegalStateException(
+                        f"durable subscription {name!r} has an open consumer on this "
+                        "connection; close it before unsubscribe()")
+        self._rabbit_queue_op(self._durable_queue(name), _RABBIT_DURABLE, delete=True)
+
+    def _rabbit_queue_op(self, queue: str, declare: dict[str, str], *, delete: bool) -> None:
+        """SUBSCRIBE to ``/topic/<queue>`` with ``x-queue-name: <queue>`` (declaring the
+        queue with ``declare``, or attaching to it when it exists with those properties),
+        then UNSUBSCRIBE: with ``durable:true`` RabbitMQ deletes the queue, without it
+        the queue stays. Over STOMP that is the only way to create a queue with chosen
+        properties without a message, or to delete one. The routing key is the queue's
+        own unique name, so the binding this adds routes nothing else to it. Messages
+        still queued when deleting arrive auto-acknowledged and are ignored. Older
+        RabbitMQs name the queue to delete from the UNSUBSCRIBE frame, newer ones from
+        the subscription: ``x-queue-name`` goes on both."""
+        sid = f"q-{uuid.uuid4().hex[:10]}"
+        self._replies[sid] = [lambda headers, body: None]  # nothing useful can arrive
+        conn = self._c()
+        try:
+            self._request(lambda headers: conn.subscribe(
+                f"/topic/{queue}", id=sid, ack="auto",
+                headers={**declare, "x-queue-name": queue, **headers}))
+            extra = {**declare, "durable": "true", "x-queue-name": queue} if delete else {}
+            self._request(lambda headers: conn.unsubscribe(
+                id=sid, headers={**extra, **headers}))
+        finally:
+            self._replies.pop(sid, None)
+
+    def create_temporary_queue(self) -> str:
+        self._require(Feature.TEMPORARY_QUEUES)
+        if self.profile.family == "RabbitMQ":
+            # RabbitMQ's /temp-queue/ names work only in reply-to headers (SUBSCRIBE and
+            # SEND refuse them), so a JMS TemporaryQueue is an exclusive (dies with this
+            # connection, only it may consume), non-durable queue with a unique name,
+            # declared now so that anyone may send to it before a consumer exists.
+            # Addressed as /amq/queue/ (use an existing queue, declare nothing): a
+            # re-declaration from another connection would be refused.
+            queue = f"{TEMP_QUEUE_PREFIX}{uuid.uuid4().hex[:16]}"
+            self._rabbit_queue_op(queue, _RABBIT_TEMPORARY, delete=False)
+            return f"/amq/queue/{queue}"
+        return f"/temp-queue/jmspy-{uuid.uuid4().hex[:12]}"
+
+    def delete_temporary_queue(self, name: str) -> None:
+        """Elsewhere temporary queues live as long as the STOMP connection (nothing to
+        send); RabbitMQ's emulated ones are deleted now."""
+        prefix = f"/amq/queue/{TEMP_QUEUE_PREFIX}"
+        if self.profile.family == "RabbitMQ" and name.startswith(prefix):
+            self._rabbit_queue_op(name[len("/amq/queue/"):], _RABBIT_TEMPORARY, delete=True)
+
+    def destination_stats(self, destination: Destination) -> dict[str, Any]:
+        from .stomp_stats import query_stats
+
+        self._require(Feature.DESTINATION_STATS)
+        return query_stats(cast("StompTransport", self), destination)
