@@ -347,7 +347,13 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
         with self._lock:
             self._subs[spec.consumer_id] = sub
             self._subscribe(sub, receipt=receipt)
-        self._await_receipt(receipt, event, conn)
+        try:
+            self._await_receipt(receipt, event, conn)
+        except errors.JMSException:
+            with self._lock:  # refused or dropped: there is no subscription to close later
+                self._subs.pop(spec.consumer_id, None)
+                self._by_sid.pop(sub.sub_id, None)
+            raise
         return RemoteConsumer(destination_flow_limit=None)
 
     def _subscribe(self, sub: _Sub, *, same_id: bool = False, receipt: str = "") -> None:
@@ -381,11 +387,14 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
             if self._conn is None:  # down: the broker dropped the subscription already
                 self._by_sid.pop(sub.sub_id, None)
                 return
-            if self.profile.cancel == "nack":
-                # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
-                # until it closes: hand them back explicitly first.
-                self._nack(sub, list(sub.unacked))
-            self._unsubscribe(sub)
+            try:
+                if self.profile.cancel == "nack":
+                    # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
+                    # until it closes: hand them back explicitly first.
+                    self._nack(sub, list(sub.unacked))
+                self._unsubscribe(sub)
+            except OSError:  # the socket died before stomp.py told us: so did the
+                self._by_sid.pop(sub.sub_id, None)  # subscription, on the broker too
             for tag in list(sub.unacked):
                 self._forget(tag)
             sub.stash.clear()
@@ -624,6 +633,12 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
     ) -> None:
         deadline = time.monotonic() + timeout
         while not event.wait(0.2):
+            err = self._error
+            if err is not None:  # an ERROR frame: the broker closes the connection after it
+                self._receipts.pop(receipt, None)
+                raise errors.JMSException(
+                    f"the STOMP broker at {self.where} refused the request: "
+                    f"{err[0].get('message', '')} {err[1]}".strip())
             if self._conn is not conn:  # dropped: this receipt can never come
                 self._receipts.pop(receipt, None)
                 raise errors.JMSException(

@@ -446,7 +446,8 @@ def test_stomp_cell_behaves_as_the_matrix_says(
 def _rabbit_errors_subscribing(rabbitmq: Any, queue_name: str) -> list[JMSException]:
     """What a fresh connection hears when it consumes from the plain queue ``queue_name``
     (SUBSCRIBE /queue/NAME declares it: refused while another connection holds it
-    exclusively)."""
+    exclusively). The refusal comes from create_consumer when RabbitMQ's ERROR beats its
+    RECEIPT, else through the exception listener."""
     from jmspy import ConnectionFactory
 
     errors: list[JMSException] = []
@@ -454,7 +455,10 @@ def _rabbit_errors_subscribing(rabbitmq: Any, queue_name: str) -> list[JMSExcept
     try:
         conn.set_exception_listener(errors.append)
         s = conn.create_session()
-        s.create_consumer(s.create_queue(queue_name))
+        try:
+            s.create_consumer(s.create_queue(queue_name))
+        except JMSException as exc:
+            errors.append(exc)
         conn.start()
         deadline = time.monotonic() + 2.0
         while not errors and time.monotonic() < deadline:
