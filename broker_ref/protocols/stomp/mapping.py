@@ -38,6 +38,7 @@ __all__ = [
     "TEMP",
     "HeaderError",
     "Target",
+    "header_int",
     "message_body",
     "message_headers",
     "parse_destination",
@@ -114,10 +115,9 @@ def render_destination(
     return QUEUE + name
 
 
-def _int(headers: dict[str, str], name: str, low: int, high: int, default: int) -> int:
-    raw = headers.get(name)
-    if raw is None or raw == "":
-        return default
+def header_int(name: str, raw: str, low: int, high: int) -> int:
+    """``raw``, the value of header ``name``, as an integer in ``[low, high]``; otherwise a
+    HeaderError naming the header and what it must be (the client gets it as an ERROR)."""
     try:
         value = int(raw)
     except ValueError:
@@ -125,6 +125,13 @@ def _int(headers: dict[str, str], name: str, low: int, high: int, default: int) 
     if not low <= value <= high:
         raise HeaderError(f"header {name}:{raw} must be between {low} and {high}")
     return value
+
+
+def _int(headers: dict[str, str], name: str, low: int, high: int, default: int) -> int:
+    raw = headers.get(name)
+    if raw is None or raw == "":
+        return default
+    return header_int(name, raw, low, high)
 
 
 _MAX_MS: Final = 2**62

@@ -17,7 +17,7 @@ from typing import Any, Final
 from jmspy import _speedups
 from jmspy.stomp_frames import Frame
 
-from .mapping import HeaderError
+from .mapping import header_int
 
 __all__ = ["AUTO", "CLIENT", "DEFAULT_LIMIT", "INDIVIDUAL", "Subscription"]
 
@@ -31,15 +31,7 @@ _prefetch: Any = _speedups.load("prefetch")
 
 def _header_int(frame: Frame, name: str, low: int, high: int) -> int | None:
     raw = frame.header(name)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HeaderError(f"header {name}:{raw!r} must be an integer") from None
-    if not low <= value <= high:
-        raise HeaderError(f"header {name}:{raw} must be between {low} and {high}")
-    return value
+    return None if raw is None else header_int(name, raw, low, high)
 
 
 class Subscription:
