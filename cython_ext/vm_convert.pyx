@@ -15,6 +15,8 @@ fails instead of touching the wrong place.
 
 import dataclasses
 
+from cpython.object cimport PyObject, PyTypeObject
+
 from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
 
 from jmspy.broker_ref.core.api import BodyType, DestinationKind, ServerMessage
@@ -97,6 +99,24 @@ if tuple(f.name for f in dataclasses.fields(ServerMessage)) != _SM_FIELDS:
     )
 
 
+cdef tuple _NO_ARGS = ()
+
+
+cdef inline object _blank(object cls):
+    """``cls.__new__(cls)`` through the type's C slot: as a Python call (a method lookup
+    on the class, then the call) it cost about 800 instructions per message. The classes
+    used here define no ``__new__`` of their own (checked at import, below)."""
+    return (<PyTypeObject*>cls).tp_new(<type>cls, <PyObject*>_NO_ARGS, NULL)
+
+
+for _cls in (_Text, _Bytes, _Map, _Message, _ServerMessage):
+    if _cls.__new__ is not object.__new__:
+        raise ImportError(
+            f"{_cls.__qualname__} defines __new__; jmspy._cext.vm_convert creates it without "
+            "calling it: update _blank, then rebuild"
+        )
+
+
 cdef inline object _get(object sm, bint fast, Py_ssize_t offset, str name):
     return get_slot(sm, offset, name) if fast else getattr(sm, name)
 
@@ -144,7 +164,7 @@ cpdef object to_server_message(object message, object connection_id):
     deliver_at = delivery_time if delivery_time > timestamp else 0
     # ServerMessage's generated __init__ is a Python call with sixteen keyword defaults;
     # every field is set here, straight into its slot (_SM_FIELDS checks the list).
-    sm = _ServerMessage.__new__(_ServerMessage)
+    sm = _blank(_ServerMessage)
     set_slot(sm, S_ID, message.message_id)
     set_slot(sm, S_KIND, kind)
     set_slot(sm, S_DEST, name)
@@ -169,17 +189,17 @@ cdef object _convert(object sm, object delivery_tag, object count):
     cdef object body_type = _get(sm, fast, S_BODY_TYPE, "body_type")
     cdef object msg
     if body_type is _TEXT:
-        msg = _Text.__new__(_Text)
+        msg = _blank(_Text)
         set_slot(msg, O_TEXT, _get(sm, fast, S_BODY, "body"))
     elif body_type is _BYTES:
-        msg = _Bytes.__new__(_Bytes)
+        msg = _blank(_Bytes)
         set_slot(msg, O_DATA, _get(sm, fast, S_BODY, "body"))
         set_slot(msg, O_POS, 0)
     elif body_type is _MAP:
-        msg = _Map.__new__(_Map)
+        msg = _blank(_Map)
         set_slot(msg, O_MAPBODY, _get(sm, fast, S_BODY, "body"))
     else:
-        msg = _Message.__new__(_Message)
+        msg = _blank(_Message)
     set_slot(msg, O_ID, _get(sm, fast, S_ID, "message_id"))
     timestamp = _get(sm, fast, S_TS, "timestamp")
     set_slot(msg, O_TS, timestamp)
