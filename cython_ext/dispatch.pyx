@@ -8,15 +8,24 @@ scripted sessions and requires identical traces. Change one, change the other.
 What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
 arithmetic) runs as C, and when the consumer's buffer is the compiled
 ``PrefetchBuffer`` its ``pop`` and counters are reached through the C interface instead
-of Python attribute lookups. The listener, lock and session calls stay Python calls.
+of Python attribute lookups; a delivered :class:`~jmspy.message.Message`'s acknowledger
+and delivery tag are written and read at their slot offsets (``jmspy/_cext/slots.pxd``;
+``Message`` has a ``__getattr__``, which made every plain attribute read of it slow). The
+listener, lock and session calls stay Python calls.
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
+from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
+
+from jmspy.message import Message
 
 __all__ = ["AUTO_ACKNOWLEDGE", "drain"]
 
 AUTO_ACKNOWLEDGE = 1
 cdef int _AUTO = 1
+cdef object _Message = Message
+cdef Py_ssize_t M_ACK = slot_offset(Message, "_acknowledger")
+cdef Py_ssize_t M_TAG = slot_offset(Message, "_delivery_tag")
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer,
@@ -44,72 +53,89 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer,
     cdef Py_ssize_t unconsumed, outstanding
     cdef object last_listener = None
     cdef object call = None
-    cdef object listener, message
-    cdef bint ok
-    while True:
-        if handled and (
-            ready or session._deferred or session._closing or not connection._started
-        ):
-            break
-        acquire()
-        try:
-            if consumer._closed:
+    cdef object listener, message, tag
+    cdef bint ok, fast
+    cdef bint current = False  # session._current is consumer (see the pure twin)
+    try:
+        while True:
+            if handled and (
+                ready or session._deferred or session._closing or not connection._started
+            ):
                 break
-            listener = consumer._listener
-            if listener is None:
-                break
-            message = cbuf.pop() if cbuf is not None else buf.pop()
-        finally:
-            release()
-        if message is None:
-            break
-        handled += 1
-        if listener is not last_listener:
-            last_listener = listener
-            call = getattr(listener, "on_message", None)
-            if call is None:
-                call = listener
-        session._current = consumer
-        ok = True
-        try:
-            if coalesce:
-                message._acknowledger = acknowledger
-            else:
-                session._delivered_to_app(consumer, message)
-            call(message)
-        except Exception as exc:
-            ok = False
-            session._listener_failed(listener, message, exc)
-        finally:
-            session._current = None
-        if session._recover_current:
-            session._recover_current = False
-            ok = False
-        if session._closed:
-            return handled
-        if coalesce and ok:
-            ack_acquire()
+            acquire()
             try:
-                session._dups_pending.append((consumer, message._delivery_tag))
+                if consumer._closed:
+                    break
+                listener = consumer._listener
+                if listener is None:
+                    break
+                message = cbuf.pop() if cbuf is not None else buf.pop()
             finally:
-                ack_release()
-            pending += 1
-            if cbuf is not None:
-                unconsumed = cbuf.unconsumed
-                outstanding = cbuf.outstanding
-            else:
-                unconsumed = buf.unconsumed
-                outstanding = buf.outstanding
-            if pending >= ack_batch or (unconsumed - pending + outstanding) * 100 <= trigger:
+                release()
+            if message is None:
+                break
+            handled += 1
+            if listener is not last_listener:
+                last_listener = listener
+                call = getattr(listener, "on_message", None)
+                if call is None:
+                    call = listener
+            if not current:
+                session._current = consumer
+                current = True
+            fast = isinstance(message, _Message)
+            ok = True
+            try:
+                if coalesce:
+                    if fast:
+                        set_slot(message, M_ACK, acknowledger)
+                    else:
+                        message._acknowledger = acknowledger
+                else:
+                    session._delivered_to_app(consumer, message)
+                call(message)
+            except Exception as exc:
+                ok = False
+                session._listener_failed(listener, message, exc)
+            if session._recover_current:
+                session._recover_current = False
+                ok = False
+            if session._closed:
+                return handled
+            if coalesce and ok:
+                tag = get_slot(message, M_TAG, "_delivery_tag") if fast else message._delivery_tag
+                ack_acquire()
+                try:
+                    session._dups_pending.append((consumer, tag))
+                finally:
+                    ack_release()
+                pending += 1
+                if cbuf is not None:
+                    unconsumed = cbuf.unconsumed
+                    outstanding = cbuf.outstanding
+                else:
+                    unconsumed = buf.unconsumed
+                    outstanding = buf.outstanding
+                if pending >= ack_batch or (unconsumed - pending + outstanding) * 100 <= trigger:
+                    pending = 0
+                    session._current = None
+                    current = False
+                    session._flush_acks()
+                continue
+            session._current = None
+            current = False
+            if pending:
                 pending = 0
                 session._flush_acks()
-            continue
+            session._listener_done(consumer, message, ok)
+            if not ok:
+                break
+        if current:
+            session._current = None
+            current = False
         if pending:
-            pending = 0
             session._flush_acks()
-        session._listener_done(consumer, message, ok)
-        if not ok:
-            break
-    if pending:
-        session._flush_acks()
-    return handled
+        return handled
+    finally:
+        if current:
+            session._current = None

@@ -24,6 +24,7 @@ import jmspy._cext.prefetch as cext_prefetch
 import jmspy._pure.dispatch as pure
 import jmspy._pure.prefetch as pure_prefetch
 from jmspy.dispatch_protocol import DrainFunction
+from jmspy.message import Message
 
 _c_check: DrainFunction = cext.drain
 _p_check: DrainFunction = pure.drain
@@ -69,6 +70,18 @@ class Consumer:
         self._listener: Any = None
 
 
+def _n(message: Any) -> int:
+    """A message's number in the script (its delivery tag is 1000 + n)."""
+    return int(message._delivery_tag) - 1000
+
+
+def _real(n: int) -> Message:
+    """A real jmspy Message: the compiled drain reads and writes its slots directly."""
+    message = Message()
+    message._delivery_tag = 1000 + n
+    return message
+
+
 def _ack_marker(_message: Any) -> None:
     """Stands in for the session's acknowledger (compared by identity)."""
 
@@ -90,21 +103,23 @@ class Session:
         self.consumer = consumer
         self.trace: list[tuple[Any, ...]] = []
 
-    def _delivered_to_app(self, consumer: Any, message: Msg) -> None:
-        self.trace.append(("app", message.n))
+    def _delivered_to_app(self, consumer: Any, message: Any) -> None:
+        self.trace.append(("app", _n(message), self._current is consumer))
         message._acknowledger = "set-by-session"
 
-    def _listener_done(self, consumer: Any, message: Msg, ok: bool) -> None:
-        self.trace.append(("done", message.n, ok))
+    def _listener_done(self, consumer: Any, message: Any, ok: bool) -> None:
+        # _current names the consumer only while its listener runs (see _flush_acks)
+        self.trace.append(("done", _n(message), ok, self._current))
         if ok and self.ack_mode in (1, 100):
             consumer._buffer.consumed(1)
 
-    def _listener_failed(self, listener: Any, message: Msg, exc: Exception) -> None:
-        self.trace.append(("failed", message.n, type(exc).__name__))
+    def _listener_failed(self, listener: Any, message: Any, exc: Exception) -> None:
+        self.trace.append(("failed", _n(message), type(exc).__name__, self._current is not None))
 
     def _flush_acks(self) -> None:
         items, self._dups_pending = self._dups_pending, []
-        self.trace.append(("flush", [tag for _, tag in items]))
+        # None: an exception listener reached from here must not see a listener running
+        self.trace.append(("flush", [tag for _, tag in items], self._current))
         if items:
             self.consumer._buffer.consumed(len(items))
 
@@ -119,6 +134,7 @@ class Script:
     initial: int
     actions: list[str]
     on_message: bool
+    real_messages: bool
 
 
 scripts = st.builds(
@@ -131,6 +147,7 @@ scripts = st.builds(
     initial=st.integers(0, 40),
     actions=st.lists(st.sampled_from(ACTIONS), max_size=60),
     on_message=st.booleans(),
+    real_messages=st.booleans(),
 )
 
 
@@ -143,7 +160,7 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
         nonlocal made
         for _ in range(count):
             made += 1
-            buf.push(Msg(made))
+            buf.push(_real(made) if script.real_messages else Msg(made))
 
     push(script.initial)
     consumer = Consumer(buf)
@@ -151,9 +168,9 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
     conn = Conn(script.flow_enabled)
     actions = iter(script.actions)
 
-    def handle(message: Msg) -> None:
+    def handle(message: Any) -> None:
         session.trace.append(
-            ("listen", message.n, session._current is consumer, message._acknowledger)
+            ("listen", _n(message), session._current is consumer, message._acknowledger)
         )
         action = next(actions, "ok")
         if action == "raise":
@@ -178,11 +195,12 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
             session._closed = True
 
     class Listener:
-        def on_message(self, message: Msg) -> None:
+        def on_message(self, message: Any) -> None:
             handle(message)
 
     consumer._listener = Listener() if script.on_message else handle
     handled = drain(session, conn, consumer, script.ack_batch)
+    assert session._current is None, "drain must not leave a listener marked as running"
     # Each run has its own Consumer object: name it, so runs compare by behaviour.
     return (
         handled,
@@ -221,6 +239,7 @@ def test_every_ok_auto_message_is_acked_after_its_listener_and_once(script: Scri
         if event[0] == "listen":
             listened.add(event[1])
         elif event[0] == "flush":
+            assert event[2] is None  # no listener is marked as running during a flush
             for tag in event[1]:
                 assert tag - 1000 in listened
             acked.extend(event[1])

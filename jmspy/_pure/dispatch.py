@@ -71,64 +71,80 @@ def drain(
     handled = 0
     last_listener: Any = None
     call: Any = None
-    while True:
-        if handled and (
-            ready or session._deferred or session._closing or not connection._started
-        ):
-            break
-        with lock:
-            if consumer._closed:
-                break
-            listener = consumer._listener
-            if listener is None:
-                break
-            message: Any = buf.pop()
-        if message is None:
-            break
-        handled += 1
-        if listener is not last_listener:
-            last_listener = listener
-            call = getattr(listener, "on_message", None)
-            if call is None:
-                call = listener
-        session._current = consumer
-        ok = True
-        try:
-            if coalesce:
-                message._acknowledger = acknowledger
-            else:
-                session._delivered_to_app(consumer, message)
-            call(message)
-        except Exception as exc:
-            ok = False
-            session._listener_failed(listener, message, exc)
-        finally:
-            session._current = None
-        if session._recover_current:
-            session._recover_current = False
-            ok = False
-        if session._closed:
-            return handled
-        if coalesce and ok:
-            with ack_lock:
-                session._dups_pending.append((consumer, message._delivery_tag))
-            pending += 1
-            if (
-                pending >= ack_batch
-                or (buf.unconsumed - pending + buf.outstanding) * 100 <= trigger
+    # session._current names the consumer whose listener is running, for recover() and
+    # close() called from inside it. It is set before the first listener call and kept
+    # across a run of coalesced messages (nothing but drain runs on this thread between
+    # them), and cleared before every other call into the session and on the way out.
+    current = False
+    try:
+        while True:
+            if handled and (
+                ready or session._deferred or session._closing or not connection._started
             ):
+                break
+            with lock:
+                if consumer._closed:
+                    break
+                listener = consumer._listener
+                if listener is None:
+                    break
+                message: Any = buf.pop()
+            if message is None:
+                break
+            handled += 1
+            if listener is not last_listener:
+                last_listener = listener
+                call = getattr(listener, "on_message", None)
+                if call is None:
+                    call = listener
+            if not current:
+                session._current = consumer
+                current = True
+            ok = True
+            try:
+                if coalesce:
+                    message._acknowledger = acknowledger
+                else:
+                    session._delivered_to_app(consumer, message)
+                call(message)
+            except Exception as exc:
+                ok = False
+                session._listener_failed(listener, message, exc)
+            if session._recover_current:
+                session._recover_current = False
+                ok = False
+            if session._closed:
+                return handled
+            if coalesce and ok:
+                with ack_lock:
+                    session._dups_pending.append((consumer, message._delivery_tag))
+                pending += 1
+                if (
+                    pending >= ack_batch
+                    or (buf.unconsumed - pending + buf.outstanding) * 100 <= trigger
+                ):
+                    pending = 0
+                    session._current = None
+                    current = False
+                    session._flush_acks()
+                continue
+            session._current = None
+            current = False
+            if pending:
                 pending = 0
                 session._flush_acks()
-            continue
+            session._listener_done(consumer, message, ok)
+            if not ok:
+                break
+        if current:
+            session._current = None
+            current = False
         if pending:
-            pending = 0
             session._flush_acks()
-        session._listener_done(consumer, message, ok)
-        if not ok:
-            break
-    if pending:
-        session._flush_acks()
-    return handled
+        return handled
+    finally:
+        if current:
+            session._current = None
 
 
 _check: DrainFunction = drain
