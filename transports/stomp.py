@@ -32,10 +32,13 @@ other calls made meanwhile wait for the outcome: they go out on the new connecti
 fail naming host:port once the attempts are exhausted. Reconnect off: one
 CONNECTION_LOST, and later calls fail at once.
 
-Threading: stomp.py calls :class:`_Receiver` on its receiver thread. It converts the frame
-and hands it to ``TransportListener.on_delivery``, which only buffers; user code never
-runs there, so a slow ``on_message`` does not stop the receiver thread, and stomp.py's
-heart-beat thread keeps sending in any case.
+Threading: stomp.py's receiver thread reads the socket, but the bytes become frames in
+jmspy's own codec (:mod:`.stomp_receive`; ``max_frame_bytes`` in the URL bounds a body,
+default 100 MiB). MESSAGE frames come to :meth:`StompTransport._on_message`, other frames
+reach :class:`_Receiver` through stomp.py. The handler converts the frame and hands it to
+``TransportListener.on_delivery``, which only buffers; user code never runs there, so a
+slow ``on_message`` does not stop the receiver thread, and stomp.py's heart-beat thread
+keeps sending in any case.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from .stomp_mapping import (
     subscribe_destination,
     to_frame,
 )
+from .stomp_receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
 from .stomp_reconnect import StompFailover
 from .stomp_redelivery import StompRedelivery
 from .stomp_wire import FrameWriter
@@ -163,10 +167,13 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
             raise errors.InvalidConfigurationException(
                 f"stomp:// version={self.version!r}: use 1.2 (default) or 1.1"
             )
-        self.heartbeat = int(query.get("heartbeat", "10000"))
+        self.heartbeat = _int_option(query, "heartbeat", 10000, minimum=0, unit="milliseconds")
         self.vhost = query.get("vhost", "/")
         self.queue_selectors_discard = query.get("rabbitmq_queue_selectors") == "discard"
         self.connect_timeout = float(query.get("connect_timeout", "10"))
+        self.max_frame_bytes = _int_option(
+            query, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1, unit="bytes")
+        self._reader: FrameReader | None = None  # jmspy's frame reading, when in place
         self.profile: BrokerProfile = detect_broker(None)
         self._conn: Any = None
         self._listener: TransportListener | None = None
@@ -230,6 +237,9 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
         receiver = _Receiver(self)
         receiver.conn = conn
         conn.set_listener("jmspy", receiver)
+        self._reader = install(conn, lambda transport: FrameReader(
+            transport, version, self._on_message, self._on_stream_error,
+            max_frame_bytes=self.max_frame_bytes))
         headers = {"client-id": client_id} if client_id else {}
         self._error = None
         try:
@@ -514,6 +524,9 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
                 f"STOMP broker at {self.where} reported an error: "
                 f"{headers.get('message', '')} {text}".strip()))
 
+    def _on_stream_error(self, text: str) -> None:
+        self._report(errors.JMSException(f"STOMP broker at {self.where}: {text}"))
+
     def _on_receipt(self, receipt_id: str) -> None:
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
@@ -666,6 +679,19 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
                 "in_flight_max": sub.in_flight_max,
                 "selector_dropped": sub.selector_dropped,
             }
+
+
+def _int_option(
+    query: dict[str, str], name: str, default: int, *, minimum: int, unit: str
+) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        raise errors.InvalidConfigurationException(
+            f"stomp:// {name}={raw!r}: use a whole number of {unit}, at least {minimum} "
+            f"(default {default})")
+    return int(raw)
 
 
 def _capabilities(p: BrokerProfile) -> frozenset[str]:

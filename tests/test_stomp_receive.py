@@ -1,0 +1,229 @@
+"""stomp:// reads the broker's frames with jmspy's codec, not stomp.py's parser
+(transports/stomp_receive.py).
+
+A scripted broker on a loopback socket (it parses what the client sends with the same
+codec, server side) lets each test send exactly the bytes it needs: many frames in one
+write, frames cut into single bytes, repeated and escaped headers, NULs in a body,
+malformed frames, oversized bodies, and a long run of MESSAGE frames with no heart-beat
+in between. stomp.py's ``parse_frame`` is made to fail in every test, so a test passes
+only if jmspy's reader is the one in use. Runs on both codec twins.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import stomp.transport
+import stomp.utils
+
+from jmspy import ConnectionFactory, JMSException, Session
+from jmspy._speedups import load
+from jmspy.destinations import Queue
+from jmspy.stomp_frames import Frame
+from jmspy.transports.stomp_receive import first_wins
+
+_codec = load("stomp_codec")
+
+
+class ScriptedBroker:
+    """Accepts one client, answers CONNECT and SUBSCRIBE, then runs ``script(broker)``."""
+
+    def __init__(self, heart_beat: str = "0,0") -> None:
+        self.heart_beat = heart_beat
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self.sub_id = ""
+        self.script: Callable[[ScriptedBroker], None] = lambda b: None
+        self.client_frames: queue.Queue[Frame] = queue.Queue()
+        self._sock: socket.socket | None = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"stomp://127.0.0.1:{self.port}"
+
+    def write(self, data: bytes) -> None:
+        assert self._sock is not None
+        self._sock.sendall(data)
+
+    def message(self, body: bytes, n: int, extra: list[tuple[str, str]] | None = None) -> bytes:
+        headers = [("destination", "/queue/q"), ("subscription", self.sub_id),
+                   ("message-id", f"m-{n}"), ("ack", f"a-{n}"), *(extra or [])]
+        return bytes(_codec.encode_frame(Frame("MESSAGE", headers, body), "1.2"))
+
+    def _serve(self) -> None:
+        sock, _ = self._server.accept()
+        self._sock = sock
+        parser = _codec.FrameParser("1.2", server=True)
+        scripted = False
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            parser.feed(data)
+            while (frame := parser.next_frame()) is not None:
+                if not isinstance(frame, Frame):
+                    continue
+                self.client_frames.put(frame)
+                if frame.command in ("CONNECT", "STOMP"):
+                    self.write(bytes(_codec.encode_frame(Frame("CONNECTED", [
+                        ("version", "1.2"), ("heart-beat", self.heart_beat),
+                        ("server", "scripted/1.0")]), "1.2")))
+                    continue
+                receipt = frame.header("receipt")
+                if receipt:
+                    self.write(bytes(_codec.encode_frame(
+                        Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
+                if frame.command == "DISCONNECT":
+                    sock.close()
+                    return
+                if frame.command == "SUBSCRIBE" and not scripted:
+                    self.sub_id = frame.header("id") or ""
+                    scripted = True
+                    threading.Thread(target=self.script, args=(self,), daemon=True).start()
+
+    def close(self) -> None:
+        for s in (self._sock, self._server):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+
+@pytest.fixture(autouse=True)
+def _stomp_py_parser_unused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(frame: bytes) -> Any:
+        raise AssertionError("stomp.py's parser was used: jmspy's frame reader is not in place")
+
+    monkeypatch.setattr(stomp.transport, "parse_frame", refuse)
+    monkeypatch.setattr(stomp.utils, "parse_frame", refuse)
+
+
+@pytest.fixture
+def broker() -> Iterator[ScriptedBroker]:
+    b = ScriptedBroker()
+    yield b
+    b.close()
+
+
+def _consume(
+    broker: ScriptedBroker, count: int, query: str = "heartbeat=0", timeout: float = 10.0,
+) -> tuple[list[Any], list[JMSException]]:
+    errors: list[JMSException] = []
+    conn = ConnectionFactory(f"{broker.url}?{query}").create_connection()
+    conn.set_exception_listener(errors.append)
+    try:
+        session = conn.create_session(False, Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(Queue("q"))
+        conn.start()
+        got = []
+        deadline = time.monotonic() + timeout
+        while len(got) < count and time.monotonic() < deadline:
+            m = consumer.receive(0.2)
+            if m is not None:
+                got.append(m)
+        return got, errors
+    finally:
+        conn.close()
+
+
+def test_many_frames_in_one_write_and_one_byte_at_a_time_arrive_whole_and_in_order(
+    broker: ScriptedBroker,
+) -> None:
+    def script(b: ScriptedBroker) -> None:
+        b.write(b"".join(b.message(f"bulk-{i}".encode(), i) for i in range(200)))
+        for i in range(200, 205):
+            for byte in b.message(f"drip-{i}".encode(), i):
+                b.write(bytes([byte]))
+                time.sleep(0.0005)
+
+    broker.script = script
+    got, errors = _consume(broker, 205)
+    assert [m.body.decode() for m in got] == [f"bulk-{i}" for i in range(200)] + [
+        f"drip-{i}" for i in range(200, 205)]
+    assert errors == []
+
+
+def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
+    broker: ScriptedBroker,
+) -> None:
+    body = b"a\x00b\x00"
+
+    def script(b: ScriptedBroker) -> None:
+        b.write(b.message(body, 1, [("color", "red:\n\\x"), ("color", "blue"),
+                                    ("content-type", "application/octet-stream")]))
+
+    broker.script = script
+    (m,), errors = _consume(broker, 1)
+    assert m.get_string_property("color") == "red:\n\\x"
+    assert m.body == body
+    assert errors == []
+
+
+def test_first_wins_keeps_the_first_of_repeated_names() -> None:
+    assert first_wins([("a", "1"), ("b", "2"), ("a", "3")]) == {"a": "1", "b": "2"}
+    assert first_wins([("a", "1")]) == {"a": "1"}
+    assert first_wins([]) == {}
+
+
+def test_malformed_frame_is_reported_and_closes_the_connection(broker: ScriptedBroker) -> None:
+    def script(b: ScriptedBroker) -> None:
+        b.write(b.message(b"fine", 1))
+        b.write(b"MESSAGE\nsubscription:" + b.sub_id.encode() + b"\nbad\\qescape:x\n\nzzz\x00")
+
+    broker.script = script
+    got, errors = _consume(broker, 2, timeout=3.0)
+    assert [m.body.decode() for m in got] == ["fine"]
+    texts = [str(e) for e in errors]
+    assert any("not a valid STOMP frame" in t and "escape" in t.lower() for t in texts), texts
+    assert any(e.error_code == "CONNECTION_LOST" for e in errors), texts
+
+
+def test_body_over_max_frame_bytes_is_refused_naming_the_limit(broker: ScriptedBroker) -> None:
+    def script(b: ScriptedBroker) -> None:
+        b.write(b.message(b"x" * 5000, 1))
+
+    broker.script = script
+    got, errors = _consume(broker, 1, query="heartbeat=0&max_frame_bytes=1000", timeout=3.0)
+    assert got == []
+    texts = [str(e) for e in errors]
+    assert any("max_frame_bytes=1000" in t for t in texts), texts
+
+
+def test_bad_max_frame_bytes_in_url_is_a_clear_configuration_error() -> None:
+    from jmspy.errors import InvalidConfigurationException
+
+    with pytest.raises(InvalidConfigurationException, match="max_frame_bytes='lots'"):
+        ConnectionFactory("stomp://127.0.0.1:1?max_frame_bytes=lots").create_connection()
+    with pytest.raises(InvalidConfigurationException, match="heartbeat='-5'"):
+        ConnectionFactory("stomp://127.0.0.1:1?heartbeat=-5").create_connection()
+
+
+def test_messages_without_heartbeats_keep_a_busy_connection_alive() -> None:
+    """Brokers send no heart-beats while MESSAGE frames flow. stomp.py's monitor must hear
+    of every read, or it declares a busy consumer's broker dead after 1.5 x the interval."""
+    broker = ScriptedBroker(heart_beat="200,200")  # the broker promises a beat every 200 ms
+
+    def script(b: ScriptedBroker) -> None:
+        for i in range(15):  # 1.5 s of messages 100 ms apart, no EOL heart-beat at all
+            b.write(b.message(f"m{i}".encode(), i))
+            time.sleep(0.1)
+
+    broker.script = script
+    try:
+        got, errors = _consume(broker, 15, query="heartbeat=200", timeout=5.0)
+    finally:
+        broker.close()
+    assert [m.body.decode() for m in got] == [f"m{i}" for i in range(15)]
+    assert errors == []
