@@ -249,19 +249,27 @@ def message_headers(
     delivery_count: int,
     reply_to: str | None,
 ) -> list[tuple[str, str]]:
-    """Headers of a MESSAGE frame (without content-type/length)."""
+    """Headers of a MESSAGE frame (without content-type/length).
+
+    As ActiveMQ 5 does, ``redelivered`` and ``persistent`` are sent only when true, and
+    ``jmspy-delivery-count`` only from the second delivery on: absent, each means what
+    its default says, and every header costs every consumer a parse (stomp.py: ~3.5 us).
+    ``priority``, ``timestamp`` and ``expires`` (0 = never) always go, like ActiveMQ's.
+    """
     headers = [
         ("destination", destination),
         ("message-id", message.message_id),
         ("subscription", subscription),
         ("ack", ack),
-        ("redelivered", "true" if delivery_count > 1 else "false"),
-        ("jmspy-delivery-count", str(delivery_count)),
         ("priority", str(message.priority)),
         ("timestamp", str(message.timestamp)),
         ("expires", str(message.expiration)),
-        ("persistent", "true" if message.persistent else "false"),
     ]
+    if delivery_count > 1:
+        headers.append(("redelivered", "true"))
+        headers.append(("jmspy-delivery-count", str(delivery_count)))
+    if message.persistent:
+        headers.append(("persistent", "true"))
     if message.correlation_id is not None:
         headers.append(("correlation-id", message.correlation_id))
     if reply_to is not None:
