@@ -145,6 +145,47 @@ cpdef object to_destination(object kind, str name):
 
 cpdef object to_server_message(object message, object connection_id):
     """Copy what the broker needs; the sender may reuse its Message after send()."""
+    if not isinstance(message, _Message):
+        return _to_server_message(message, connection_id)
+    # A Message (or subclass: same slot layout): its headers are read at their slots.
+    cdef object destination = get_slot(message, O_DEST, "destination")
+    cdef object message_id = get_slot(message, O_ID, "message_id")
+    assert destination is not None and message_id is not None
+    cdef object cls = type(message)
+    if cls is _Text:
+        body_type, body = _TEXT, get_slot(message, O_TEXT, "_text")
+        size = len(body) if body else 0
+    elif cls is _Bytes:
+        body_type, body = _BYTES, get_slot(message, O_DATA, "_data")
+        size = len(body)
+    else:
+        return _to_server_message(message, connection_id)
+    reply = get_slot(message, O_REPLY, "reply_to")
+    timestamp = get_slot(message, O_TS, "timestamp")
+    delivery_time = get_slot(message, O_DTIME, "delivery_time")
+    sm = _blank(_ServerMessage)
+    set_slot(sm, S_ID, message_id)
+    kind, name = dest_key(destination)
+    set_slot(sm, S_KIND, kind)
+    set_slot(sm, S_DEST, name)
+    set_slot(sm, S_BODY_TYPE, body_type)
+    set_slot(sm, S_BODY, body)
+    set_slot(sm, S_PROPS, dict(get_slot(message, O_PROPS, "_properties")))
+    set_slot(sm, S_PERSISTENT, get_slot(message, O_MODE, "delivery_mode") == 2)
+    set_slot(sm, S_PRIO, get_slot(message, O_PRIO, "priority"))
+    set_slot(sm, S_TS, timestamp)
+    set_slot(sm, S_EXP, get_slot(message, O_EXP, "expiration"))
+    set_slot(sm, S_DELIVER_AT, delivery_time if delivery_time > timestamp else 0)
+    set_slot(sm, S_CORR, get_slot(message, O_CORR, "correlation_id"))
+    set_slot(sm, S_REPLY, dest_key(reply) if reply is not None else None)
+    set_slot(sm, S_TYPE, get_slot(message, O_TYPE, "jms_type"))
+    set_slot(sm, S_PRODUCER, connection_id)
+    set_slot(sm, S_SIZE, size + 64)
+    return sm
+
+
+cdef object _to_server_message(object message, object connection_id):
+    """Any other message (a MapMessage, a bare Message, subclasses): public attributes."""
     assert message.destination is not None and message.message_id is not None
     kind, name = dest_key(message.destination)
     if isinstance(message, TextMessage):

@@ -12,7 +12,8 @@ clients type first.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from .errors import (
     IllegalStateException,
@@ -154,14 +155,22 @@ class Message:
             for key, value in properties.items():
                 self.set_property(key, value)
 
-    def __getattr__(self, name: str) -> Any:
-        attr = Message._JMS_ALIASES.get(name)
-        if attr is None:
-            raise AttributeError(
-                f"{type(self).__name__!s} has no attribute {name!r}; header attributes are "
-                f"snake_case ({', '.join(sorted(Message._JMS_ALIASES.values()))})"
-            )
-        return getattr(self, attr)
+    # The JMS names as read-only properties. Not a ``__getattr__`` fallback: a class with
+    # one makes *every* attribute read of its instances go through a Python-level hook
+    # (CPython cannot specialise slot reads for it), which cost about 8k of the 63k
+    # instructions a vm:// message took end to end (callgrind).
+    JMSMessageID = property(attrgetter("message_id"), doc="Alias of ``message_id``.")
+    JMSTimestamp = property(attrgetter("timestamp"), doc="Alias of ``timestamp``.")
+    JMSCorrelationID = property(attrgetter("correlation_id"), doc="Alias of ``correlation_id``.")
+    JMSReplyTo = property(attrgetter("reply_to"), doc="Alias of ``reply_to``.")
+    JMSDestination = property(attrgetter("destination"), doc="Alias of ``destination``.")
+    JMSDeliveryMode = property(attrgetter("delivery_mode"), doc="Alias of ``delivery_mode``.")
+    JMSExpiration = property(attrgetter("expiration"), doc="Alias of ``expiration``.")
+    JMSPriority = property(attrgetter("priority"), doc="Alias of ``priority``.")
+    JMSRedelivered = property(attrgetter("redelivered"), doc="Alias of ``redelivered``.")
+    JMSType = property(attrgetter("jms_type"), doc="Alias of ``jms_type``.")
+    JMSDeliveryTime = property(attrgetter("delivery_time"), doc="Alias of ``delivery_time``.")
+    JMSXDeliveryCount = property(attrgetter("delivery_count"), doc="Alias of ``delivery_count``.")
 
     # -- properties -------------------------------------------------------------------
     def set_property(self, name: str, value: PropertyValue) -> None:

@@ -247,3 +247,17 @@ def test_stats_count_enqueued_dequeued_and_consumers(vm_factory):
         assert stats["enqueued"] == 5 and stats["dequeued"] == 1
         assert stats["consumerCount"] == 1 and stats["messageCount"] == 4
         assert stats["deliveringCount"] == 4
+
+
+def test_every_jms_header_name_reads_its_snake_case_attribute_and_is_read_only():
+    from jmspy.message import Message
+
+    msg = TextMessage("x")
+    for n, (jms_name, attr) in enumerate(Message._JMS_ALIASES.items()):
+        if attr != "destination" and attr != "reply_to":
+            object.__setattr__(msg, attr, n + 100)
+        assert getattr(msg, jms_name) == getattr(msg, attr), jms_name
+        with pytest.raises(AttributeError):
+            setattr(msg, jms_name, 1)
+    with pytest.raises(AttributeError, match="prority"):
+        msg.prority  # noqa: B018  (a misspelt header is an AttributeError, not None)

@@ -38,9 +38,16 @@ props = st.dictionaries(st.sampled_from(["a", "b", "color", "n", "JMS_x"]), prop
                         max_size=4)
 
 
+class AppText(TextMessage):
+    """An application's subclass: the compiled twin's slot-reading fast path is for the
+    exact classes, so this goes through its generic path."""
+
+    __slots__ = ("extra",)
+
+
 @st.composite
 def client_messages(draw: st.DrawFn) -> Message:
-    kind = draw(st.sampled_from(["text", "bytes", "map", "plain"]))
+    kind = draw(st.sampled_from(["text", "bytes", "map", "plain", "subclass"]))
     properties = draw(props)
     msg: Message
     if kind == "text":
@@ -50,6 +57,8 @@ def client_messages(draw: st.DrawFn) -> Message:
     elif kind == "map":
         msg = MapMessage(draw(st.dictionaries(st.sampled_from(["k1", "k2", "x"]),
                                                st.integers(-1000, 1000), max_size=3)), properties)
+    elif kind == "subclass":
+        msg = AppText(draw(st.one_of(st.none(), st.text(max_size=20))), properties)
     else:
         msg = Message(properties)
     msg.message_id = f"ID:{draw(st.integers(0, 10**6))}"
