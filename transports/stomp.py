@@ -290,8 +290,8 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
     def _c(self, wait: bool = True) -> Any:
         """The live stomp.py connection; during a reconnect, wait for its outcome (not
         with ``self._lock`` held: ``wait=False`` there, the reconnect thread needs it)."""
-        if wait and not self._closing:
-            self._settled.wait()
+        if wait and not self._closing and not self._settled.is_set():
+            self._settled.wait()  # (is_set first: wait() takes a lock even when set)
         conn = self._conn
         if conn is None:
             if self._closing:

@@ -168,8 +168,25 @@ TEMP_QUEUE_PREFIX: Final = "jmspy-temp-"
 
 
 def parse_destination(text: str | None) -> Destination | None:
+    """The Destination a STOMP destination header names. Destinations are immutable, and
+    a consumer sees the same few names on every MESSAGE, so parsed ones are kept (up to
+    :data:`_PARSED_MAX`): building one checks the name character by character."""
     if not text:
         return None
+    parsed = _parsed.get(text)
+    if parsed is None:
+        parsed = _parse_destination(text)
+        if len(_parsed) >= _PARSED_MAX:
+            _parsed.clear()
+        _parsed[text] = parsed
+    return parsed
+
+
+_PARSED_MAX: Final = 1024
+_parsed: dict[str, Destination] = {}
+
+
+def _parse_destination(text: str) -> Destination:
     if text.startswith(("/amq/queue/" + TEMP_QUEUE_PREFIX, "/queue/" + TEMP_QUEUE_PREFIX)):
         # An emulated RabbitMQ TemporaryQueue, in reply-to (/amq/queue/) or as the
         # destination RabbitMQ names on MESSAGE (/queue/): replies go to /amq/queue/,
