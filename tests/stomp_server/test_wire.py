@@ -180,3 +180,27 @@ def test_client_that_stops_reading_does_not_stall_others(
         assert buffered < 256 * 1024 + 100 * 10_500  # high-water mark + one window
     finally:
         sock.close()
+
+
+def test_stomp_10_consumer_gets_the_message_without_the_header_10_cannot_carry(
+    server: ServerHandle, connect
+) -> None:
+    """STOMP 1.0 has no header escaping: a property holding an EOL (sent escaped by a 1.2
+    producer) cannot reach a 1.0 consumer. The message still does, with every other
+    header, including those after the bad one and a redelivery's count."""
+    producer, _ = connect("1.2")
+    producer.send("/queue/ten-eol", "hello",
+                  headers={"bad": "two\nlines", "good": "kept", "correlation-id": "c-1"})
+    conn, lst = connect("1.0")
+    conn.subscribe("/queue/ten-eol", id="s", ack="client")
+    first = lst.wait_messages(1)[0]
+    conn.unsubscribe(id="s")  # unacked: the message goes back, redelivered
+    conn.subscribe("/queue/ten-eol", id="s2", ack="client")
+    again = lst.wait_messages(2)[1]
+    for m in (first, again):
+        assert m.body == "hello" and "bad" not in m.headers
+        assert m.headers["good"] == "kept" and m.headers["correlation-id"] == "c-1"
+    assert first.headers["subscription"] == "s"
+    assert again.headers["redelivered"] == "true" and again.headers["jmspy-delivery-count"] == "2"
+    conn.ack(again.headers["message-id"])
+    server.wait_stats("ten-eol", "messageCount", 0)

@@ -239,8 +239,9 @@ class StompSession:
                 headers.append(("content-type", ctype))
             try:
                 data = _codec.encode_frame(Frame("MESSAGE", headers, body), version)
-            except FrameError:  # a property this version cannot carry: send the rest
-                data = _codec.encode_frame(Frame("MESSAGE", headers[:10], body), version)
+            except FrameError:  # a header this version cannot carry: send the rest
+                data = _codec.encode_frame(
+                    Frame("MESSAGE", _carriable(headers, version), body), version)
             out.append(data)
             tag += 1
 
@@ -563,3 +564,18 @@ class StompSession:
         "ABORT": _on_abort,
         "DISCONNECT": _on_disconnect,
     }
+
+
+def _carriable(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
+    """The headers ``version`` can carry, each tried alone. STOMP 1.0 has no escaping, so a
+    property (or correlation id) holding an EOL cannot travel in it; the message still
+    goes, without that header, rather than not at all. (The rare path: only taken after
+    the whole frame failed to encode.)"""
+    out = []
+    for header in headers:
+        try:
+            _codec.encode_frame(Frame("MESSAGE", [header]), version)
+        except FrameError:
+            continue
+        out.append(header)
+    return out
