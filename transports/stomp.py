@@ -472,7 +472,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
                 self._send_nack(ack_id, sid)
                 key = headers.get("jmspy-message-id") or headers.get("message-id")
                 if key:
-                    self._seen.setdefault(key, 0)  # the app never saw this copy
+                    self._seen.setdefault(_count_key(sub, key), 0)  # the app never saw it
                 return
             if message is None:
                 self._report(errors.MessageFormatException(
@@ -491,7 +491,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
                 sub.selector_dropped += 1
                 self._send_ack(sub, tag, None)
                 return
-            key = message.message_id or ack_id
+            key = _count_key(sub, message.message_id or ack_id)
             self._tag_key[tag] = key
             if sub.copies is not None:
                 sub.copies[tag] = (headers, body)
@@ -679,6 +679,18 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
                 "in_flight_max": sub.in_flight_max,
                 "selector_dropped": sub.selector_dropped,
             }
+
+
+def _count_key(sub: _Sub, message_key: str) -> str:
+    """What JMSXDeliveryCount is remembered under (``_seen``). A queue message is one
+    message wherever it goes on this connection, so its count follows it from consumer
+    to consumer. Each topic subscription gets its own copy under the same message id, so
+    there the count is the subscription's: recover() in one session must not raise what
+    another subscription's copy says."""
+    spec = sub.spec
+    if isinstance(spec.destination, Queue):
+        return message_key
+    return f"{spec.subscription_name or spec.consumer_id}\x00{message_key}"
 
 
 def _int_option(

@@ -325,6 +325,35 @@ def test_topic_recover_redelivers_in_order_with_counts(target: Target) -> None:
         assert (m.text, m.delivery_count) == ("later", 1)
 
 
+def test_two_topic_subscriptions_count_their_own_deliveries(target: Target) -> None:
+    """Two subscriptions on one connection get their own copy of each topic message, so
+    JMSXDeliveryCount is per copy: recover() in one session raises the count there only,
+    even though both copies carry the same JMSMessageID."""
+    f = target.make_factory()
+    with f.create_connection() as conn:
+        sa = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        sb = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        t = sa.create_topic(f"interop.tc.{uuid.uuid4().hex[:8]}")
+        ca, cb = sa.create_consumer(t), sb.create_consumer(t)
+        conn.start()
+        time.sleep(0.3)  # subscriptions are asynchronous on the wire
+        sa.create_producer(t).send(sa.create_text_message("x"))
+        a1 = ca.receive(WAIT)
+        sa.recover()
+        a2 = ca.receive(WAIT)
+        sa.recover()
+        a3 = ca.receive(WAIT)
+        assert [m.delivery_count for m in (a1, a2, a3)] == [1, 2, 3]
+        b1 = cb.receive(WAIT)
+        assert b1.message_id == a1.message_id
+        assert (b1.delivery_count, b1.redelivered) == (1, False)
+        sb.recover()
+        b2 = cb.receive(WAIT)
+        assert (b2.text, b2.delivery_count) == ("x", 2)
+        a3.acknowledge()
+        b2.acknowledge()
+
+
 def test_request_reply_over_a_temporary_queue(target: Target) -> None:
     """A requester's TemporaryQueue in JMSReplyTo: another connection replies to it, the
     requester receives the reply, and delete() works once its consumer is closed."""
