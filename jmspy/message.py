@@ -54,6 +54,25 @@ class DeliveryMode:
         return "PERSISTENT" if mode == DeliveryMode.PERSISTENT else "NON_PERSISTENT"
 
 
+#: Names that passed _check_property_name (a pure function of the name), so a message
+#: built with the same property names as the last one skips the per-character scan.
+_VALID_NAMES: set[str] = set()
+_MAX_VALID_NAMES = 4096
+#: A tuple, not ``bool | str | float``: that expression builds a union object per call.
+_SCALARS = (bool, str, float)
+
+
+def _valid_property_name(name: object) -> str:
+    """``name`` if it may be a property name (remembered), else MessageFormatException."""
+    if type(name) is str and name in _VALID_NAMES:
+        return name
+    checked = _check_property_name(name)
+    if len(_VALID_NAMES) >= _MAX_VALID_NAMES:
+        _VALID_NAMES.clear()  # many generated names: start over, never grow unbounded
+    _VALID_NAMES.add(checked)
+    return checked
+
+
 def _check_property_name(name: object) -> str:
     if not isinstance(name, str) or not name:
         raise MessageFormatException(f"property name must be a non-empty str, got {name!r}")
@@ -77,7 +96,7 @@ def _check_property_name(name: object) -> str:
 
 
 def _check_property_value(name: str, value: object) -> PropertyValue:
-    if value is None or isinstance(value, bool | str | float):
+    if value is None or isinstance(value, _SCALARS):
         return value
     if isinstance(value, int):
         if not _LONG_MIN <= value <= _LONG_MAX:
@@ -180,8 +199,7 @@ class Message:
                 "the properties of a received message are read-only; call "
                 "clear_properties() first to write new ones"
             )
-        _check_property_name(name)
-        self._properties[name] = _check_property_value(name, value)
+        self._properties[name] = _check_property_value(_valid_property_name(name), value)
 
     def get_property(self, name: str) -> PropertyValue:
         """The property's value, or None when it is absent."""

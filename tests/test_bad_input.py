@@ -14,6 +14,7 @@ from jmspy import (
     MessageFormatException,
     Queue,
     Session,
+    TextMessage,
     UnknownTransportException,
 )
 
@@ -126,6 +127,28 @@ def test_bad_property_names_and_values_are_refused(vm_factory):
             msg.set_property("obj", [1, 2])
         with pytest.raises(MessageFormatException, match="64-bit"):
             msg.set_property("big", 2**70)
+
+
+def test_property_names_are_checked_every_time_not_only_the_first():
+    """Valid names are remembered to skip re-checking them; a refused one never is, and
+    names that are not plain str are always checked in full."""
+    from jmspy.message import _VALID_NAMES
+
+    class Name(str):
+        pass
+
+    for _ in range(3):
+        msg = TextMessage("x", {"color": "red"})
+        assert msg.get_property("color") == "red" and "color" in _VALID_NAMES
+        with pytest.raises(MessageFormatException, match="not a valid identifier"):
+            msg.set_property("1abc", 1)
+        with pytest.raises(MessageFormatException, match="is reserved"):
+            msg.set_property("JMSFoo", 1)
+        with pytest.raises(MessageFormatException, match="non-empty str"):
+            msg.set_property(["unhashable"], 1)  # type: ignore[arg-type]
+        with pytest.raises(MessageFormatException, match="not a valid identifier"):
+            msg.set_property(Name("a b"), 1)
+    assert "1abc" not in _VALID_NAMES and "JMSFoo" not in _VALID_NAMES
 
 
 def test_bad_priority_and_ttl_are_refused(vm_factory):

@@ -302,7 +302,10 @@ class Broker:
 
     def _route(self, message: ServerMessage, producer: ServerConnection) -> None:
         if message.kind is DestinationKind.QUEUE:
-            self._queue(message.destination, create=True).enqueue(message)
+            q = self._queues.get(message.destination)  # _queue(), minus a call when it exists
+            if q is None:
+                q = self._queue(message.destination, create=True)
+            q.enqueue(message)
             return
         topic = self._topics.get(message.destination)
         if topic is None or self._wildcards.is_pattern(message.destination):

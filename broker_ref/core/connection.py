@@ -175,7 +175,8 @@ class ServerConnection:
     def send(self, message: ServerMessage, tx: str | None = None) -> None:
         """Route (or stage) a message. Stamps ``producer_connection`` for no_local."""
         self._check_open()
-        self._authorize("send", message.kind, message.destination)
+        if self._broker.security is not None:  # (the common no-policy case skips the call)
+            self._authorize("send", message.kind, message.destination)
         message.producer_connection = self._id
         if tx is not None:
             t = self._tx(tx)
@@ -398,8 +399,12 @@ class ServerConnection:
                 t.acks.append(tag)
             return
         self._check_tags(delivery_tags)
-        with self._broker._batch():
+        store = self._broker.store
+        if store is None:  # no store: no batch to open (a nullcontext per ack was measurable)
             touched = _acknowledge_tags(owners, delivery_tags)
+        else:
+            with store.batch():
+                touched = _acknowledge_tags(owners, delivery_tags)
         for q in touched:
             q.dispatch()
 
