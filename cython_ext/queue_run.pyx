@@ -21,6 +21,7 @@ GONE = 3
 cdef long _READY = 0
 cdef object _DELIVERING = 2
 cdef object _GONE = 3
+cdef object _MISSING = object()
 # Slot offsets of the broker's records, taken on first use: the broker core imports this
 # module while it is itself being imported, so the classes cannot be imported here.
 cdef object _MessageRef = None
@@ -83,12 +84,15 @@ cpdef tuple take_run(object queue, object c, Py_ssize_t room):
     cdef long long now = -1
     cdef long long exp
     cdef Py_ssize_t count
-    cdef object ref, message, level, expiration, key, state
+    cdef object ref, message, level, expiration, key, state, popleft
     cdef bint fast
     try:
         for level in queue._levels:
-            while level:
-                ref = level.popleft()
+            if not level:
+                continue
+            popleft = level.popleft  # bound once per level: a method call per message was
+            while level:             # a lookup on the deque type each time
+                ref = popleft()
                 fast = type(ref) is _MessageRef
                 state = get_slot(ref, R_STATE, "state") if fast else ref.state
                 if state != _READY:
@@ -152,6 +156,7 @@ cpdef list acknowledge_tags(dict owners, list tags):
     cdef set seen = set()
     cdef object tag, c, q, ref, message
     cdef object delivering
+    cdef object last_q = None  # runs of tags mostly share one queue: skip the set then
     if tags and _MessageRef is None:
         _load_offsets()
     for tag in tags:
@@ -164,15 +169,20 @@ cpdef list acknowledge_tags(dict owners, list tags):
             q.acknowledge(c, tag)
             continue
         q = get_slot(c, C_QUEUE, "queue")
-        if q not in seen:
-            seen.add(q)
-            touched.append(q)
+        if q is not last_q:
+            last_q = q
+            if q not in seen:
+                seen.add(q)
+                touched.append(q)
         delivering = get_slot(c, C_DELIVERING, "delivering")
         if (type(q) is not _Queue or get_slot(q, Q_POLICY, "_policy") is not None
-                or type(delivering) is not dict or tag not in <dict>delivering):
-            q.acknowledge(c, tag)  # AMPS policies and lease-expired tags: the full path
+                or type(delivering) is not dict):
+            q.acknowledge(c, tag)  # AMPS policies: the full path
             continue
-        ref = (<dict>delivering).pop(tag)
+        ref = (<dict>delivering).pop(tag, _MISSING)
+        if ref is _MISSING:  # a lease-expired tag: the full path
+            q.acknowledge(c, tag)
+            continue
         if type(ref) is _MessageRef:
             set_slot(ref, R_STATE, _GONE)
         else:

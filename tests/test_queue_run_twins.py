@@ -187,14 +187,16 @@ def traffic(callback: Single, consumers: int, flow_limit: int | None, steps: lis
             ) -> Any:
     broker = Broker(name="b", default_settings=AddressSettings(consumer_flow_limit=flow_limit))
     conn = broker.connect(callback)
+    # consumer 2 reads a second queue: acknowledged tags interleave two queues' deliveries
     for cid in range(1, consumers + 1):
-        conn.create_consumer(cid, DestinationKind.QUEUE, "q", credit=0)
+        conn.create_consumer(cid, DestinationKind.QUEUE, "q2" if cid == 2 else "q", credit=0)
     seq = 0
     for op, a, b in steps:
         if op == "send":
             for _ in range(b):
                 seq += 1
-                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE, "q", priority=a,
+                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE,
+                                        "q2" if seq % 3 == 0 else "q", priority=a,
                                         persistent=False))
         elif op == "grant" and a <= consumers:
             conn.grant_credit(a, b)
@@ -254,14 +256,16 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
     settings = AddressSettings(lease_period_ms=60_000) if amps else AddressSettings()
     broker = Broker(name="b", default_settings=settings, clock=lambda: NOW)
     conn = broker.connect(single)
+    # consumer 2 reads a second queue: acknowledged tags interleave two queues' deliveries
     for cid in range(1, consumers + 1):
-        conn.create_consumer(cid, DestinationKind.QUEUE, "q", credit=0)
+        conn.create_consumer(cid, DestinationKind.QUEUE, "q2" if cid == 2 else "q", credit=0)
     seq = 0
     for op, a, b in steps:
         if op == "send":
             for _ in range(b):
                 seq += 1
-                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE, "q", priority=a,
+                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE,
+                                        "q2" if seq % 3 == 0 else "q", priority=a,
                                         persistent=False))
         elif op == "grant" and a <= consumers:
             conn.grant_credit(a, b)
@@ -272,10 +276,12 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
     names = [q.name for q in touched]
     for q in touched:
         q.dispatch()
-    q = broker._queues["q"]
-    return (names, single.got, broker.stats("q", DestinationKind.QUEUE).as_dict(),
-            [(c.consumer_id, c.in_ring, c.credit, list(c.delivering)) for c in q.consumers],
-            [c.consumer_id for c in q._ring], sorted(conn._channel.tags))
+    queues = [broker._queues[name] for name in ("q", "q2") if name in broker._queues]
+    return (names, single.got,
+            [broker.stats(q.name, DestinationKind.QUEUE).as_dict() for q in queues],
+            [(c.consumer_id, c.in_ring, c.credit, list(c.delivering))
+             for q in queues for c in q.consumers],
+            [[c.consumer_id for c in q._ring] for q in queues], sorted(conn._channel.tags))
 
 
 @settings(max_examples=150, deadline=None, database=None,
