@@ -30,7 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from jmspy._speedups import load
+from jmspy.stomp_frames import Frame, FrameError
+
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
+
+_codec = load("stomp_codec")
 
 __all__ = [
     "REMOTE_TEMP",
@@ -38,6 +43,7 @@ __all__ = [
     "TEMP",
     "HeaderError",
     "Target",
+    "carriable_headers",
     "header_int",
     "message_body",
     "message_headers",
@@ -280,3 +286,19 @@ def message_headers(
         if key not in _RESERVED or key == "content-type":
             headers.append((key, _prop_text(value)))
     return headers
+
+
+def carriable_headers(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
+    """The headers ``version`` can carry, each tried alone. STOMP 1.0 has no escaping, so a
+    property (or correlation id) holding an EOL cannot travel in it; the message still
+    goes, without that header, rather than not at all. (The rare path: only taken after
+    the whole frame failed to encode.)"""
+    encode = _codec.encode_frame
+    out = []
+    for header in headers:
+        try:
+            encode(Frame("MESSAGE", [header]), version)
+        except FrameError:
+            continue
+        out.append(header)
+    return out

@@ -54,6 +54,9 @@ from .subscription import AUTO, CLIENT, Subscription
 __all__ = ["SUPPORTED_VERSIONS", "ProtocolError", "StompSession"]
 
 _codec: Any = _speedups.load("stomp_codec")
+# Used as _message.encode_message at call time: the twins import .mapping, so when one
+# of them is imported first this module runs while it is still half-initialised.
+_message: Any = _speedups.load("stomp_message")
 SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
 _SERVER = "jmspy-broker_ref/0.1"
 #: Most destination headers a session remembers parsed (then it starts over).
@@ -224,24 +227,16 @@ class StompSession:
             sub.unwritten += len(messages)
             self._unwritten.add(sub)
         tag = first_tag
+        encode_message = _message.encode_message
         for msg, count in zip(messages, delivery_counts, strict=True):
             if not auto:
                 sub.delivered(tag, msg.message_id)
                 self._tag_owner[tag] = sub
             reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], temps)
                      if msg.reply_to is not None else None)
-            headers = mapping.message_headers(
+            data = encode_message(
                 msg, mapping.render_destination(msg.kind, msg.destination, temps), sub.id,
-                str(tag), count, reply,
-            )
-            body, ctype = mapping.message_body(msg)
-            if ctype is not None:
-                headers.append(("content-type", ctype))
-            try:
-                data = _codec.encode_frame(Frame("MESSAGE", headers, body), version)
-            except FrameError:  # a header this version cannot carry: send the rest
-                data = _codec.encode_frame(
-                    Frame("MESSAGE", _carriable(headers, version), body), version)
+                str(tag), count, reply, version)
             out.append(data)
             tag += 1
 
@@ -565,17 +560,3 @@ class StompSession:
         "DISCONNECT": _on_disconnect,
     }
 
-
-def _carriable(headers: list[tuple[str, str]], version: str) -> list[tuple[str, str]]:
-    """The headers ``version`` can carry, each tried alone. STOMP 1.0 has no escaping, so a
-    property (or correlation id) holding an EOL cannot travel in it; the message still
-    goes, without that header, rather than not at all. (The rare path: only taken after
-    the whole frame failed to encode.)"""
-    out = []
-    for header in headers:
-        try:
-            _codec.encode_frame(Frame("MESSAGE", [header]), version)
-        except FrameError:
-            continue
-        out.append(header)
-    return out
