@@ -69,6 +69,7 @@ from .mqtt_mapping import (
     unsupported_in_message,
 )
 from .mqtt_outbound import Done, Outbound
+from .mqtt_receive import install as install_publish_decoder
 
 _paho: Any
 try:
@@ -212,6 +213,7 @@ class MqttTransport(Inbound, Outbound):
             manual_ack=True,
             **kwargs,
         )
+        install_publish_decoder(client)  # jmspy decodes PUBLISH (see .mqtt_receive)
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message

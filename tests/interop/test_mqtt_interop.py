@@ -47,7 +47,17 @@ def test_negotiates_the_protocol_version(mqtt_target: MqttTarget) -> None:
         assert conn._transport.version == mqtt_target.version
 
 
-def test_send_receive_bodies_and_qos(mqtt_target: MqttTarget) -> None:
+def test_send_receive_bodies_and_qos(
+    mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also: every PUBLISH is decoded by jmspy (transports/mqtt_receive.py); paho's own
+    decoder is made to fail, so a client still using it would lose the messages."""
+    import paho.mqtt._packet as paho_packet
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("paho decoded a PUBLISH: jmspy's decoder is not in place")
+
+    monkeypatch.setattr(paho_packet, "decode_publish", refuse)
     with mqtt_target.factory().create_connection() as conn:
         s = conn.create_session()
         t = _topic(s)

@@ -1,0 +1,218 @@
+"""The PUBLISH packets an ``mqtt://`` client receives, decoded by jmspy instead of paho.
+
+Why: paho decodes a PUBLISH's MQTT 5 properties through its generic ``Properties`` class,
+which looks every property up by name in lists rebuilt on each access. For the two
+properties every jmspy message carries (content type and the ``jmspy-h`` user property)
+that was over a third of a consumer's CPU (py-spy, GIL samples), and the reason a jmspy
+consumer cost twice a raw paho one, whose test messages carry no properties at all.
+
+What stays paho's: the socket, the network thread, the packet framing, PUBACK and QoS 2,
+reconnects. Only turning one PUBLISH's bytes into an ``MQTTMessage`` is replaced, on one
+client *instance* (paho's ``_handle_publish``, found through the instance first): the
+message is built exactly as paho builds it and handed to paho's ``_handle_on_message``.
+Its ``properties`` is a :class:`ReceivedProperties`, which answers the attribute names
+paho's ``Properties`` uses for every property a PUBLISH may carry.
+
+Anything else -- QoS 2, a property a PUBLISH may not carry, a packet too short for what it
+declares -- goes to paho's own method, which decides (and raises its MalformedPacket for
+a broken packet). :func:`install` leaves paho's decoding in place if this paho has no such
+step; ``tests/test_mqtt_receive.py`` compares the two decoders on generated packets and
+fails if the fast path is not the one a client uses.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["ReceivedProperties", "decode_publish_properties", "install"]
+
+_STEP = "_handle_publish"
+
+
+class ReceivedProperties:
+    """The MQTT 5 properties of a received PUBLISH, under paho's attribute names. Absent
+    properties are absent attributes (``getattr(p, name, default)`` works as with paho);
+    the multi-valued ones are lists, as paho makes them."""
+
+    __slots__ = ("ContentType", "CorrelationData", "MessageExpiryInterval",
+                 "PayloadFormatIndicator", "ResponseTopic", "SubscriptionIdentifier",
+                 "TopicAlias", "UserProperty")
+
+    def __repr__(self) -> str:
+        shown = {n: getattr(self, n) for n in self.__slots__ if hasattr(self, n)}
+        return f"ReceivedProperties({shown})"
+
+
+def _forbidden(text: str) -> bool:
+    """MQTT strings may not hold U+0000 or U+FEFF ([MQTT-1.5.4-2/3]; the surrogates of
+    [MQTT-1.5.4-1] never decode as UTF-8 in Python): paho refuses the packet for them."""
+    return "\x00" in text or "\ufeff" in text
+
+
+def decode_publish_properties(
+    data: bytes, pos: int
+) -> tuple[ReceivedProperties, int] | None:
+    """The properties starting at ``data[pos]`` (their variable-length size first) and
+    where the payload starts; None if the bytes are not the properties of a valid
+    PUBLISH (then paho's decoder gets the packet and says what is wrong)."""
+    size = 0
+    shift = 0
+    n = len(data)
+    while True:  # Variable Byte Integer: at most 4 bytes
+        if pos >= n or shift > 21:
+            return None
+        byte = data[pos]
+        pos += 1
+        size |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+    end = pos + size
+    if end > n:
+        return None
+    props = ReceivedProperties()
+    user: list[tuple[str, str]] | None = None
+    subs: list[int] | None = None
+    try:
+        while pos < end:
+            ident = data[pos]
+            pos += 1
+            if ident == 0x26:  # User Property: a UTF-8 string pair; may repeat
+                klen = (data[pos] << 8) | data[pos + 1]
+                key = data[pos + 2:pos + 2 + klen].decode("utf-8")
+                pos += 2 + klen
+                vlen = (data[pos] << 8) | data[pos + 1]
+                value = data[pos + 2:pos + 2 + vlen].decode("utf-8")
+                pos += 2 + vlen
+                if pos > end or _forbidden(key) or _forbidden(value):
+                    return None
+                if user is None:
+                    user = props.UserProperty = []
+                user.append((key, value))
+            elif ident == 0x03 or ident == 0x08:  # Content Type, Response Topic
+                if hasattr(props, "ContentType" if ident == 0x03 else "ResponseTopic"):
+                    return None  # may appear once
+                slen = (data[pos] << 8) | data[pos + 1]
+                text = data[pos + 2:pos + 2 + slen].decode("utf-8")
+                pos += 2 + slen
+                if pos > end or _forbidden(text):
+                    return None
+                if ident == 0x03:
+                    props.ContentType = text
+                else:
+                    props.ResponseTopic = text
+            elif ident == 0x09:  # Correlation Data: binary
+                if hasattr(props, "CorrelationData"):
+                    return None
+                blen = (data[pos] << 8) | data[pos + 1]
+                props.CorrelationData = bytes(data[pos + 2:pos + 2 + blen])
+                pos += 2 + blen
+                if pos > end:
+                    return None
+            elif ident == 0x0B:  # Subscription Identifier: VBI; may repeat
+                value = 0
+                shift = 0
+                while True:
+                    if shift > 21:
+                        return None
+                    byte = data[pos]
+                    pos += 1
+                    value |= (byte & 0x7F) << shift
+                    if not byte & 0x80:
+                        break
+                    shift += 7
+                if pos > end:
+                    return None
+                if subs is None:
+                    subs = props.SubscriptionIdentifier = []
+                subs.append(value)
+            elif ident == 0x01:  # Payload Format Indicator: a byte
+                if hasattr(props, "PayloadFormatIndicator") or pos + 1 > end:
+                    return None
+                props.PayloadFormatIndicator = data[pos]
+                pos += 1
+            elif ident == 0x02:  # Message Expiry Interval: four bytes
+                if hasattr(props, "MessageExpiryInterval") or pos + 4 > end:
+                    return None
+                props.MessageExpiryInterval = int.from_bytes(data[pos:pos + 4], "big")
+                pos += 4
+            elif ident == 0x23:  # Topic Alias: two bytes
+                if hasattr(props, "TopicAlias") or pos + 2 > end:
+                    return None
+                props.TopicAlias = (data[pos] << 8) | data[pos + 1]
+                pos += 2
+            else:
+                return None  # not a PUBLISH property
+    except (IndexError, UnicodeDecodeError):
+        return None
+    if pos != end:
+        return None
+    return props, end
+
+
+def _decoded(client: Any) -> Any:
+    """The MQTTMessage for the client's current packet, or None for paho to decide."""
+    from paho.mqtt.client import MQTTMessage
+
+    packet = client._in_packet
+    header: int = packet["command"]
+    qos = (header & 0x06) >> 1
+    if qos > 1:
+        return None  # QoS 2's PUBREC/PUBREL dance stays paho's
+    data: bytes = bytes(packet["packet"])
+    n = len(data)
+    if n < 2:
+        return None
+    tlen = (data[0] << 8) | data[1]
+    pos = 2 + tlen
+    if pos > n:
+        return None
+    topic = data[2:pos]
+    mid = 0
+    if qos:
+        if pos + 2 > n:
+            return None
+        mid = (data[pos] << 8) | data[pos + 1]
+        pos += 2
+    properties: ReceivedProperties | None = None
+    if client._protocol == 5:
+        decoded = decode_publish_properties(data, pos)
+        if decoded is None:
+            return None
+        properties, pos = decoded
+    elif not topic:
+        return None  # MQTT 3.1.1 forbids an empty topic: paho raises for it
+    message = MQTTMessage(mid=mid, topic=topic)
+    message.dup = bool(header & 0x08)
+    message.qos = qos
+    message.retain = bool(header & 0x01)
+    message.properties = properties
+    message.payload = data[pos:]
+    message.timestamp = time.monotonic()
+    return message
+
+
+def install(client: Any) -> bool:
+    """Decode ``client``'s PUBLISH packets with :func:`decode_publish_properties`.
+    ``client`` must be paho's with ``manual_ack=True`` (the jmspy transport's), so that
+    acknowledging stays the transport's business. False, with paho's decoding left in
+    place, if this paho has no such step."""
+    original = getattr(type(client), _STEP, None)
+    if not callable(original) or not callable(getattr(client, "_handle_on_message", None)):
+        return False
+    if not getattr(client, "_manual_ack", False) or not hasattr(client, "_in_packet"):
+        return False
+    from paho.mqtt.enums import MQTTErrorCode
+
+    success = MQTTErrorCode.MQTT_ERR_SUCCESS
+
+    def handle_publish() -> Any:
+        message = _decoded(client)
+        if message is None:
+            return original(client)
+        client._handle_on_message(message)
+        return success
+
+    setattr(client, _STEP, handle_publish)
+    return True
