@@ -39,6 +39,15 @@ class ReceivedProperties:
                  "PayloadFormatIndicator", "ResponseTopic", "SubscriptionIdentifier",
                  "TopicAlias", "UserProperty")
 
+    ContentType: str
+    CorrelationData: bytes
+    MessageExpiryInterval: int
+    PayloadFormatIndicator: int
+    ResponseTopic: str
+    SubscriptionIdentifier: list[int]
+    TopicAlias: int
+    UserProperty: list[tuple[str, str]]
+
     def __repr__(self) -> str:
         shown = {n: getattr(self, n) for n in self.__slots__ if hasattr(self, n)}
         return f"ReceivedProperties({shown})"
@@ -111,14 +120,14 @@ def decode_publish_properties(
                 if pos > end:
                     return None
             elif ident == 0x0B:  # Subscription Identifier: VBI; may repeat
-                value = 0
+                number = 0
                 shift = 0
                 while True:
                     if shift > 21:
                         return None
                     byte = data[pos]
                     pos += 1
-                    value |= (byte & 0x7F) << shift
+                    number |= (byte & 0x7F) << shift
                     if not byte & 0x80:
                         break
                     shift += 7
@@ -126,7 +135,7 @@ def decode_publish_properties(
                     return None
                 if subs is None:
                     subs = props.SubscriptionIdentifier = []
-                subs.append(value)
+                subs.append(number)
             elif ident == 0x01:  # Payload Format Indicator: a byte
                 if hasattr(props, "PayloadFormatIndicator") or pos + 1 > end:
                     return None
@@ -183,7 +192,7 @@ def _decoded(client: Any) -> Any:
         properties, pos = decoded
     elif not topic:
         return None  # MQTT 3.1.1 forbids an empty topic: paho raises for it
-    message = MQTTMessage(mid=mid, topic=topic)
+    message: Any = MQTTMessage(mid=mid, topic=topic)
     message.dup = bool(header & 0x08)
     message.qos = qos
     message.retain = bool(header & 0x01)
