@@ -170,9 +170,10 @@ class Message:
         self._body_read_only = False
         self._acknowledger: Callable[[Message], None] | None = None
         self._delivery_tag: int = -1
-        if properties:
+        if properties:  # set_property's checks, in its order, without a call per property
+            props = self._properties
             for key, value in properties.items():
-                self.set_property(key, value)
+                props[key] = _check_property_value(_valid_property_name(key), value)
 
     # The JMS names as read-only properties. Not a ``__getattr__`` fallback: a class with
     # one makes *every* attribute read of its instances go through a Python-level hook
