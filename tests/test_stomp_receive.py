@@ -227,3 +227,32 @@ def test_messages_without_heartbeats_keep_a_busy_connection_alive() -> None:
         broker.close()
     assert [m.body.decode() for m in got] == [f"m{i}" for i in range(15)]
     assert errors == []
+
+
+def test_silent_broker_is_declared_dead_without_errors_on_stomp_py_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker that promised heart-beats every 200 ms and then says nothing (its socket
+    still open) is given up on: CONNECTION_LOST reaches the exception listener, and
+    stomp.py's own threads finish without an exception (each listener of a stomp.py
+    connection must answer everything stomp.py calls on it)."""
+    thread_errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: thread_errors.append(a.exc_value))
+    broker = ScriptedBroker(heart_beat="200,200")
+    broker.script = lambda b: None  # connected, subscribed, then silence
+    errors: list[JMSException] = []
+    try:
+        conn = ConnectionFactory(f"{broker.url}?heartbeat=200").create_connection()
+        conn.set_exception_listener(errors.append)
+        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+        session.create_consumer(Queue("q"))
+        conn.start()
+        deadline = time.monotonic() + 5
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # let stomp.py's heart-beat thread finish its round of listeners
+        conn.close()
+    finally:
+        broker.close()
+    assert [e.error_code for e in errors] == ["CONNECTION_LOST"]
+    assert thread_errors == []

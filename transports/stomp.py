@@ -131,6 +131,10 @@ class _Receiver:
         if self.conn is not None and self.conn is self.t._conn:  # not a stale connection
             self.t._on_disconnected()
 
+    def on_heartbeat_timeout(self) -> None:
+        """stomp.py's heart-beat thread calls every listener's after closing a socket whose
+        broker went silent; the close itself reaches :meth:`on_disconnected`."""
+
 
 def _no_delay(conn: Any) -> None:
     """Turn off Nagle's algorithm on stomp.py's socket (it leaves it on).

@@ -11,6 +11,7 @@ too, which marks every requeued message ``redelivered:true``.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -22,22 +23,23 @@ from jmspy import Session
 WAIT = 10.0
 
 
-def _hold_receiver(transport: Any, hold_from: str) -> threading.Event:
+def _hold_receiver(transport: Any, hold_from: str) -> tuple[threading.Event, list[bytes]]:
     """Make stomp.py's receiver thread wait, before the transport sees it, on the first
     MESSAGE whose body is ``hold_from`` (and so on every frame after it) until the
-    returned event is set."""
+    returned event is set; the list collects the bodies held so far."""
     gate = threading.Event()
-    original = transport._on_message
-    holding = [False]
+    reader = transport._reader  # jmspy's frame reader hands each MESSAGE on (stomp_receive)
+    original = reader._on_message
+    holding: list[bytes] = []
 
     def on_message(headers: dict[str, str], body: bytes) -> None:
-        if body == hold_from.encode() or holding[0]:
-            holding[0] = True
+        if body == hold_from.encode() or holding:
+            holding.append(body)
             gate.wait(30)
         original(headers, body)
 
-    transport._on_message = on_message
-    return gate
+    reader._on_message = on_message
+    return gate, holding
 
 
 # vm:// has no frames in flight between broker and client: the STOMP targets only.
@@ -51,7 +53,7 @@ def test_recover_with_messages_in_flight_keeps_order_and_flags(target: Target) -
         c = s.create_consumer(s.create_queue(name))
         # Held only now: create_consumer waits for its SUBSCRIBE's RECEIPT, which the
         # same receiver thread delivers.
-        gate = _hold_receiver(conn._transport, "3")
+        gate, held = _hold_receiver(conn._transport, "3")
         with f.create_connection() as producer_conn:
             ps = producer_conn.create_session()
             p = ps.create_producer(ps.create_queue(name))
@@ -60,6 +62,10 @@ def test_recover_with_messages_in_flight_keeps_order_and_flags(target: Target) -
         conn.start()
         first = [c.receive(WAIT) for _ in range(3)]
         assert [m.body for m in first] == [b"0", b"1", b"2"]
+        deadline = time.monotonic() + WAIT  # until "3" is on its way: then the race is real
+        while not held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert held == [b"3"]
         s.recover()  # "3", "4", "5" are still on their way to the transport
         gate.set()
         again = [c.receive(WAIT) for _ in range(6)]
