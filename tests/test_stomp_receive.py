@@ -171,8 +171,10 @@ def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
     assert errors == []
 
 
-def test_first_wins_keeps_the_first_of_repeated_names() -> None:
+def test_first_wins_keeps_the_first_of_repeated_names_in_wire_order() -> None:
     assert first_wins([("a", "1"), ("b", "2"), ("a", "3")]) == {"a": "1", "b": "2"}
+    assert list(first_wins([("z", "1"), ("a", "2"), ("m", "3")])) == ["z", "a", "m"]
+    assert list(first_wins([("z", "1"), ("a", "2"), ("z", "3")])) == ["z", "a"]
     assert first_wins([("a", "1")]) == {"a": "1"}
     assert first_wins([]) == {}
 

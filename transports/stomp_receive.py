@@ -55,10 +55,15 @@ ErrorHandler = Callable[[str], None]
 
 
 def first_wins(headers: list[tuple[str, str]]) -> dict[str, str]:
-    """Headers as a dict where a repeated name keeps its FIRST value (STOMP 1.2, and what
-    stomp.py's parser does): later pairs overwrite earlier ones in ``dict()``, so the
-    pairs go in reversed."""
-    return dict(reversed(headers)) if len(headers) > 1 else dict(headers)
+    """Headers as a dict in wire order where a repeated name keeps its FIRST value (STOMP
+    1.2, and what stomp.py's parser does). ``dict()`` keeps the last value, so only a
+    frame that repeats a name (rare) is rebuilt pair by pair."""
+    result = dict(headers)
+    if len(result) != len(headers):
+        result = {}
+        for name, value in headers:
+            result.setdefault(name, value)
+    return result
 
 
 class FrameReader:
