@@ -8,12 +8,23 @@ same deliveries and the same queue and consumer state. Change one, change the ot
 What compiling buys: the run's counters (ready, delivering, credit, tag) are C integers
 written back once per run (in a ``finally``, so an exception leaves the same state as the
 pure twin), the deques and dicts are reached through typed references, and there is no
-interpreter loop around the per-message bookkeeping.
+interpreter loop around the per-message bookkeeping. ``enqueue`` and ``dispatch_fast``
+walk what were eight Python method calls per sent message (enqueue, accept, tail, dispatch,
+the loop, two ``can_receive``, the hand-over) on the records' slots; the ``MessageRef`` is
+allocated and its four slots filled without running the dataclass ``__init__``.
 """
+
+from cpython.object cimport PyTypeObject
 
 from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
 
-__all__ = ["DELIVERING", "GONE", "READY", "acknowledge_tags", "take_run"]
+
+cdef extern from "Python.h":
+    object PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t nitems)
+
+__all__ = [
+    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue", "take_run",
+]
 
 READY = 0
 DELIVERING = 2
@@ -22,6 +33,10 @@ cdef long _READY = 0
 cdef object _DELIVERING = 2
 cdef object _GONE = 3
 cdef object _MISSING = object()
+cdef object _READY_OBJ = 0
+cdef object _ZERO = 0
+PRIORITIES = 10
+cdef long _PRIORITIES = 10
 # Slot offsets of the broker's records, taken on first use: the broker core imports this
 # module while it is itself being imported, so the classes cannot be imported here.
 cdef object _MessageRef = None
@@ -31,15 +46,38 @@ cdef object _Queue = None
 cdef Py_ssize_t R_STATE, R_MESSAGE, R_COUNT, M_EXP, M_PERSISTENT
 cdef Py_ssize_t C_QUEUE, C_DELIVERING, C_IN_RING, C_CLOSED, C_CREDIT
 cdef Py_ssize_t Q_POLICY, Q_DELIVERING_COUNT, Q_DEQUEUED, Q_PERSIST
+cdef Py_ssize_t R_PRIORITY, M_DELIVER_AT, M_PRIORITY, C_FLOW_LIMIT, C_CHANNEL, C_ID
+cdef Py_ssize_t Q_DELETED, Q_ENQUEUED, Q_RING_SIZE, Q_READY, Q_LEVELS, Q_RING
+cdef Py_ssize_t Q_DISPATCHING, Q_FILTERED, CH_DELIVER_MANY
+cdef object _DeliveryChannel = None
 
 
 cdef int _load_offsets() except -1:
     global _MessageRef, _ServerMessage, R_STATE, R_MESSAGE, R_COUNT, M_EXP, M_PERSISTENT
     global _ServerConsumer, _Queue, C_QUEUE, C_DELIVERING, C_IN_RING, C_CLOSED, C_CREDIT
     global Q_POLICY, Q_DELIVERING_COUNT, Q_DEQUEUED, Q_PERSIST
+    global R_PRIORITY, M_DELIVER_AT, M_PRIORITY, C_FLOW_LIMIT, C_CHANNEL, C_ID
+    global Q_DELETED, Q_ENQUEUED, Q_RING_SIZE, Q_READY, Q_LEVELS, Q_RING
+    global Q_DISPATCHING, Q_FILTERED, CH_DELIVER_MANY, _DeliveryChannel
     from jmspy.broker_ref.core.api import ServerMessage
-    from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
+    from jmspy.broker_ref.core.consumer import DeliveryChannel, MessageRef, ServerConsumer
     from jmspy.broker_ref.core.queue import Queue
+    R_PRIORITY = slot_offset(MessageRef, "priority")
+    M_DELIVER_AT = slot_offset(ServerMessage, "deliver_at")
+    M_PRIORITY = slot_offset(ServerMessage, "priority")
+    C_FLOW_LIMIT = slot_offset(ServerConsumer, "flow_limit")
+    C_CHANNEL = slot_offset(ServerConsumer, "channel")
+    C_ID = slot_offset(ServerConsumer, "consumer_id")
+    Q_DELETED = slot_offset(Queue, "deleted")
+    Q_ENQUEUED = slot_offset(Queue, "enqueued")
+    Q_RING_SIZE = slot_offset(Queue, "_ring_size")
+    Q_READY = slot_offset(Queue, "ready_count")
+    Q_LEVELS = slot_offset(Queue, "_levels")
+    Q_RING = slot_offset(Queue, "_ring")
+    Q_DISPATCHING = slot_offset(Queue, "_dispatching")
+    Q_FILTERED = slot_offset(Queue, "_filtered")
+    CH_DELIVER_MANY = slot_offset(DeliveryChannel, "deliver_many")
+    _DeliveryChannel = DeliveryChannel
     M_PERSISTENT = slot_offset(ServerMessage, "persistent")
     C_QUEUE = slot_offset(ServerConsumer, "queue")
     C_DELIVERING = slot_offset(ServerConsumer, "delivering")
@@ -198,3 +236,108 @@ cpdef list acknowledge_tags(dict owners, list tags):
                 and get_slot(c, C_CREDIT, "credit") > 0):
             q._offer(c)
     return touched
+
+
+cpdef enqueue(object queue, object message):
+    """``Queue.enqueue`` for the common case, on slots; see the pure twin."""
+    if _MessageRef is None:
+        _load_offsets()
+    if (type(queue) is not _Queue or type(message) is not _ServerMessage
+            or get_slot(queue, Q_DELETED, "deleted")
+            or get_slot(queue, Q_POLICY, "_policy") is not None
+            or get_slot(message, M_EXP, "expiration")
+            or get_slot(message, M_DELIVER_AT, "deliver_at")):
+        queue._enqueue_full(message)
+        return
+    if get_slot(queue, Q_PERSIST, "_persist") and get_slot(message, M_PERSISTENT, "persistent"):
+        queue.host.store.add_message(queue.name, message)
+    set_slot(queue, Q_ENQUEUED, get_slot(queue, Q_ENQUEUED, "enqueued") + 1)
+    cdef object prio = get_slot(message, M_PRIORITY, "priority")
+    cdef long p
+    if prio < 0:
+        p = 0
+    elif prio >= _PRIORITIES:
+        p = _PRIORITIES - 1
+    else:
+        p = prio
+    cdef object ref = PyType_GenericAlloc(<PyTypeObject*>_MessageRef, 0)
+    cdef object level = _PRIORITIES - 1 - p
+    set_slot(ref, R_MESSAGE, message)
+    set_slot(ref, R_PRIORITY, level)
+    set_slot(ref, R_COUNT, _ZERO)
+    set_slot(ref, R_STATE, _READY_OBJ)
+    cdef Py_ssize_t size = get_slot(queue, Q_RING_SIZE, "_ring_size")
+    cdef Py_ssize_t ready = get_slot(queue, Q_READY, "ready_count")
+    if size > 0 and ready >= size:
+        queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
+    else:
+        (<list>get_slot(queue, Q_LEVELS, "_levels"))[_PRIORITIES - 1 - p].append(ref)
+        set_slot(queue, Q_READY, ready + 1)
+    if get_slot(queue, Q_RING, "_ring") and not get_slot(queue, Q_DISPATCHING, "_dispatching"):
+        if get_slot(queue, Q_FILTERED, "_filtered"):
+            queue.dispatch()
+            return
+        set_slot(queue, Q_DISPATCHING, True)
+        try:
+            dispatch_fast(queue)
+        finally:
+            set_slot(queue, Q_DISPATCHING, False)
+
+
+cdef inline bint _can_receive(object c) except -1:
+    """``ServerConsumer.can_receive`` on its slots (its own method for anything else)."""
+    if type(c) is not _ServerConsumer:
+        return c.can_receive()
+    if get_slot(c, C_CLOSED, "closed") or get_slot(c, C_CREDIT, "credit") <= 0:
+        return False
+    limit = get_slot(c, C_FLOW_LIMIT, "flow_limit")
+    return limit is None or len(get_slot(c, C_DELIVERING, "delivering")) < limit
+
+
+cpdef dispatch_fast(object queue):
+    """``Queue._dispatch_fast``; see the pure twin (the same steps in the same order)."""
+    if _MessageRef is None:
+        _load_offsets()
+    cdef object ring = queue._ring
+    cdef object popleft = ring.popleft
+    cdef object c, limit, messages, counts, first_tag, expired, many, ch
+    cdef Py_ssize_t room, pending
+    while queue.ready_count and ring:
+        c = popleft()
+        if not _can_receive(c):
+            c.in_ring = False
+            continue
+        room = 1
+        if not ring:
+            room = c.credit
+            limit = c.flow_limit
+            if limit is not None:
+                pending = len(c.delivering)
+                if limit - pending < room:
+                    room = limit - pending
+        while True:
+            messages, counts, first_tag, expired = take_run(queue, c, room)
+            if messages:
+                ch = c.channel
+                many = (get_slot(ch, CH_DELIVER_MANY, "deliver_many")
+                        if type(ch) is _DeliveryChannel else ch.deliver_many)
+                if many is not None:
+                    many(c.consumer_id, first_tag, messages, counts)
+                else:
+                    queue._hand_over(c, first_tag, messages, counts)
+            if expired is None:
+                if not messages:  # only tombstones were left; the count is resynced
+                    ring.appendleft(c)
+                    return
+                break
+            queue._expire(expired)
+            if not queue.ready_count:
+                ring.appendleft(c)
+                return
+            room -= len(<list>messages)
+            if room <= 0:
+                break
+        if _can_receive(c):
+            ring.append(c)
+        else:
+            c.in_ring = False

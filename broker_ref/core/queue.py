@@ -47,8 +47,11 @@ from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
 from .ring import effective_ring_size, evict_head, replace
 from .store import Store
 
-#: The per-message step of dispatch (compiled twin, or pure under JMSPY_PUREPYTHON).
-_take_run = _speedups.load("queue_run").take_run
+#: The per-message step of dispatch, the common enqueue and the fast dispatch loop
+#: (compiled twin, or pure under JMSPY_PUREPYTHON).
+_queue_run = _speedups.load("queue_run")
+_enqueue = _queue_run.enqueue
+_dispatch_fast = _queue_run.dispatch_fast
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [
@@ -247,7 +250,14 @@ class Queue:
     # ------------------------------------------------------------------ enqueue
 
     def enqueue(self, message: ServerMessage) -> None:
-        """Take a newly sent message: persist, then schedule or make ready, then dispatch."""
+        """Take a newly sent message: persist, then schedule or make ready, then dispatch.
+
+        The common case (no policy, no expiry or delay) is walked by ``queue_run.enqueue``
+        (compiled twin); it hands everything else to :meth:`_enqueue_full`."""
+        _enqueue(self, message)
+
+    def _enqueue_full(self, message: ServerMessage) -> None:
+        """Every step of :meth:`enqueue`, for every kind of message and queue."""
         if self.deleted:
             return
         if self._policy is not None:
@@ -363,41 +373,9 @@ class Queue:
 
     def _dispatch_fast(self) -> None:
         """Round-robin one message per consumer turn; a consumer alone in the ring gets a
-        run of messages, as many as its credit and flow limit allow, handed to its host in
-        one call (same order and tags: nobody else was waiting for a turn). The
-        per-message step is the compiled ``take_run`` (jmspy/_pure/queue_run.py)."""
-        ring = self._ring
-        while self.ready_count and ring:
-            c = ring.popleft()
-            if not c.can_receive():
-                c.in_ring = False
-                continue
-            room = 1
-            if not ring:
-                room = c.credit
-                limit = c.flow_limit
-                if limit is not None and limit - len(c.delivering) < room:
-                    room = limit - len(c.delivering)
-            while True:
-                messages, counts, first_tag, expired = _take_run(self, c, room)
-                if messages:
-                    self._hand_over(c, first_tag, messages, counts)
-                if expired is None:
-                    if not messages:  # only tombstones were left; the count is resynced
-                        ring.appendleft(c)
-                        return
-                    break
-                self._expire(expired)
-                if not self.ready_count:
-                    ring.appendleft(c)
-                    return
-                room -= len(messages)
-                if room <= 0:
-                    break
-            if c.can_receive():
-                ring.append(c)
-            else:
-                c.in_ring = False
+        run of messages handed to its host in one call. The loop is ``queue_run``'s
+        ``dispatch_fast`` (compiled twin; the pure one in jmspy/_pure/queue_run.py)."""
+        _dispatch_fast(self)
 
     @staticmethod
     def _hand_over(

@@ -8,3 +8,5 @@ repository root as include path). After editing, touch cython_ext/queue_run.pyx.
 
 cpdef tuple take_run(object queue, object c, Py_ssize_t room)
 cpdef list acknowledge_tags(dict owners, list tags)
+cpdef enqueue(object queue, object message)
+cpdef dispatch_fast(object queue)

@@ -15,6 +15,14 @@ every counter are exactly what one-at-a-time delivery produces).
 A run stops early at a message whose expiry time has passed: it is taken off the queue
 and returned so that the caller hands over the run *first* and expires that message
 after, the order in which one-at-a-time dispatch did the two.
+
+Why :func:`enqueue` and :func:`dispatch_fast` live here too: a message sent to a queue
+with a waiting consumer went through eight small Python methods of ``Queue`` (enqueue,
+accept, add to the tail, dispatch, the fast dispatch loop, two ``can_receive`` checks,
+the hand-over) before reaching the host; the compiled twin does that walk in one C call.
+Only the common case is walked here (no AMPS policy, no expiry or delivery delay, queue
+not deleted, no selector on the queue's consumers); everything else takes ``Queue``'s own
+methods, which stay the reference for what each step means.
 """
 
 from __future__ import annotations
@@ -25,13 +33,21 @@ if TYPE_CHECKING:
     from jmspy.broker_ref.core.api import ServerMessage
     from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
 
-__all__ = ["DELIVERING", "GONE", "READY", "acknowledge_tags", "take_run"]
+__all__ = [
+    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue", "take_run",
+]
 
 #: ``MessageRef.state`` values (the same numbers as ``broker_ref.core.consumer``, which
 #: cannot be imported here without a cycle through the queue module).
 READY = 0
 DELIVERING = 2
 GONE = 3
+#: Number of JMS priority levels (``broker_ref.core.queue.PRIORITIES``).
+PRIORITIES = 10
+
+#: ``MessageRef``, imported on first use: this module is loaded while the broker core is
+#: still being imported (the same cycle as the state numbers above).
+_MessageRef: Any = None
 
 
 def take_run(
@@ -116,3 +132,85 @@ def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list
             touched.append(q)
         q.acknowledge(c, tag)
     return touched
+
+
+def enqueue(queue: Any, message: ServerMessage) -> None:
+    """``Queue.enqueue``: store, make ready at the tail of its level, dispatch.
+
+    The same steps in the same order as ``Queue._enqueue_full`` for a message without
+    expiry or delivery delay on a queue without an AMPS policy; anything else is handed
+    to ``Queue._enqueue_full`` whole.
+    """
+    global _MessageRef
+    if (queue.deleted or queue._policy is not None or message.expiration
+            or message.deliver_at):
+        queue._enqueue_full(message)
+        return
+    if queue._persist and message.persistent:
+        queue.host.store.add_message(queue.name, message)
+    queue.enqueued += 1
+    p = message.priority
+    if p < 0 or p >= PRIORITIES:
+        p = 0 if p < 0 else PRIORITIES - 1
+    if _MessageRef is None:
+        from jmspy.broker_ref.core.consumer import MessageRef as _MessageRef
+    ref = _MessageRef(message, PRIORITIES - 1 - p, 0, READY)
+    size = queue._ring_size
+    if size > 0 and queue.ready_count >= size:
+        queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
+    else:
+        queue._levels[ref.priority].append(ref)
+        queue.ready_count += 1
+    if queue._ring and not queue._dispatching:
+        if queue._filtered:
+            queue.dispatch()
+            return
+        queue._dispatching = True
+        try:
+            dispatch_fast(queue)
+        finally:
+            queue._dispatching = False
+
+
+def dispatch_fast(queue: Any) -> None:
+    """``Queue._dispatch_fast``: round-robin one message per consumer turn; a consumer
+    alone in the ring gets a run of messages, as many as its credit and flow limit allow,
+    handed to its host in one call (same order and tags: nobody else was waiting for a
+    turn). The caller has checked there is no policy and no selector, and holds
+    ``queue._dispatching``."""
+    ring = queue._ring
+    while queue.ready_count and ring:
+        c = ring.popleft()
+        if not c.can_receive():
+            c.in_ring = False
+            continue
+        room = 1
+        if not ring:
+            room = c.credit
+            limit = c.flow_limit
+            if limit is not None and limit - len(c.delivering) < room:
+                room = limit - len(c.delivering)
+        while True:
+            messages, counts, first_tag, expired = take_run(queue, c, room)
+            if messages:
+                many = c.channel.deliver_many
+                if many is not None:
+                    many(c.consumer_id, first_tag, messages, counts)
+                else:
+                    queue._hand_over(c, first_tag, messages, counts)
+            if expired is None:
+                if not messages:  # only tombstones were left; the count is resynced
+                    ring.appendleft(c)
+                    return
+                break
+            queue._expire(expired)
+            if not queue.ready_count:
+                ring.appendleft(c)
+                return
+            room -= len(messages)
+            if room <= 0:
+                break
+        if c.can_receive():
+            ring.append(c)
+        else:
+            c.in_ring = False
