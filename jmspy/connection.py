@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from . import _speedups
 from .destinations import Destination, TemporaryQueue
 from .errors import IllegalStateException, InvalidClientIDException, JMSException
 from .flow import ConnectionFlow
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
 
 _instances = itertools.count(1)
+
+#: Buffers a run of deliveries and wakes the session (compiled twin, or pure under
+#: JMSPY_PUREPYTHON).
+_deliver_run = _speedups.load("deliver").deliver_run
 
 
 @runtime_checkable
@@ -267,14 +272,10 @@ class Connection:
 
     def on_deliveries(self, consumer_id: int, first_tag: int, messages: list[Message]) -> None:
         """A run of deliveries to one consumer (tags ``first_tag`` on), already carrying
-        their tags and delivery counts (the in-process transport builds them so)."""
-        consumer = self._consumers.get(consumer_id)
-        if consumer is None:
-            return  # closed meanwhile; the broker redelivers what it never got acked
-        last = first_tag + len(messages) - 1
-        if last > self._last_tag:
-            self._last_tag = last
-        consumer._deliver_many(messages)
+        their tags and delivery counts (the in-process transport builds them so): buffered
+        under the consumer's lock, its session woken, in one call of the ``deliver`` twin
+        (jmspy/_pure/deliver.py says why and what it does, step by step)."""
+        _deliver_run(self, consumer_id, first_tag, messages)
 
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)

@@ -93,18 +93,6 @@ class MessageConsumer:
         if has_listener:
             self._session._schedule(self)
 
-    def _deliver_many(self, messages: list[Message]) -> None:
-        """A run of deliveries: one lock round trip and one wake-up for all of them."""
-        with self._lock:
-            if self._closed:
-                return  # as in _deliver
-            self._buffer.push_many(messages)
-            has_listener = self._listener is not None
-            if not has_listener and self._receiving:
-                self._cond.notify()
-        if has_listener:
-            self._session._schedule(self)
-
     # -- public API -------------------------------------------------------------------
     @property
     def message_listener(self) -> ListenerType | None:
