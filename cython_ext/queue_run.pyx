@@ -23,7 +23,8 @@ cdef extern from "Python.h":
     object PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t nitems)
 
 __all__ = [
-    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue", "take_run",
+    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue",
+    "route_send", "take_run",
 ]
 
 READY = 0
@@ -50,6 +51,9 @@ cdef Py_ssize_t R_PRIORITY, M_DELIVER_AT, M_PRIORITY, C_FLOW_LIMIT, C_CHANNEL, C
 cdef Py_ssize_t Q_DELETED, Q_ENQUEUED, Q_RING_SIZE, Q_READY, Q_LEVELS, Q_RING
 cdef Py_ssize_t Q_DISPATCHING, Q_FILTERED, CH_DELIVER_MANY
 cdef object _DeliveryChannel = None
+cdef object _ServerConnection = None
+cdef object _QUEUE = None
+cdef Py_ssize_t K_BROKER, K_CLOSED, K_ID, M_KIND, M_DESTINATION, M_PRODUCER
 
 
 cdef int _load_offsets() except -1:
@@ -59,7 +63,18 @@ cdef int _load_offsets() except -1:
     global R_PRIORITY, M_DELIVER_AT, M_PRIORITY, C_FLOW_LIMIT, C_CHANNEL, C_ID
     global Q_DELETED, Q_ENQUEUED, Q_RING_SIZE, Q_READY, Q_LEVELS, Q_RING
     global Q_DISPATCHING, Q_FILTERED, CH_DELIVER_MANY, _DeliveryChannel
-    from jmspy.broker_ref.core.api import ServerMessage
+    global _ServerConnection, _QUEUE, K_BROKER, K_CLOSED, K_ID
+    global M_KIND, M_DESTINATION, M_PRODUCER
+    from jmspy.broker_ref.core.api import DestinationKind, ServerMessage
+    from jmspy.broker_ref.core.connection import ServerConnection
+    K_BROKER = slot_offset(ServerConnection, "_broker")
+    K_CLOSED = slot_offset(ServerConnection, "closed")
+    K_ID = slot_offset(ServerConnection, "_id")
+    M_KIND = slot_offset(ServerMessage, "kind")
+    M_DESTINATION = slot_offset(ServerMessage, "destination")
+    M_PRODUCER = slot_offset(ServerMessage, "producer_connection")
+    _ServerConnection = ServerConnection
+    _QUEUE = DestinationKind.QUEUE
     from jmspy.broker_ref.core.consumer import DeliveryChannel, MessageRef, ServerConsumer
     from jmspy.broker_ref.core.queue import Queue
     R_PRIORITY = slot_offset(MessageRef, "priority")
@@ -341,3 +356,25 @@ cpdef dispatch_fast(object queue):
             ring.append(c)
         else:
             c.in_ring = False
+
+
+cpdef route_send(object conn, object message, object tx):
+    """``ServerConnection.send`` for a message to an existing queue; see the pure twin."""
+    if _MessageRef is None:
+        _load_offsets()
+    if (tx is not None or type(conn) is not _ServerConnection
+            or type(message) is not _ServerMessage
+            or get_slot(conn, K_CLOSED, "closed")
+            or get_slot(message, M_KIND, "kind") is not _QUEUE):
+        conn._send_full(message, tx)
+        return
+    cdef object broker = get_slot(conn, K_BROKER, "_broker")
+    if broker.closed or broker.security is not None:
+        conn._send_full(message, tx)
+        return
+    cdef object q = (<dict?>broker._queues).get(get_slot(message, M_DESTINATION, "destination"))
+    if q is None:
+        conn._send_full(message, tx)  # created on first use, by the full path
+        return
+    set_slot(message, M_PRODUCER, get_slot(conn, K_ID, "_id"))
+    enqueue(q, message)

@@ -1,9 +1,10 @@
 """Differential tests for ``queue_run.enqueue`` / ``dispatch_fast`` (both twins) against
-``Queue._enqueue_full``, the reference path that takes every kind of message.
+``Queue._enqueue_full``, the reference path that takes every kind of message, and of
+``queue_run.route_send`` against ``ServerConnection._send_full``.
 
-The same scripted traffic (sends with random priorities, persistence, expiry and delivery
-delay; credit grants; acks; cancels; consumer closes; clock advances with or without
-running the timers) runs through a broker
+The same scripted traffic (sends, plain and transacted, with random priorities,
+persistence, expiry and delivery delay; credit grants; acks; cancels; consumer closes;
+clock advances with or without running the timers) runs through a broker
 whose queues enqueue with the compiled twin, with the pure twin, and with the full
 reference path; all three must produce the same deliveries in the same order and leave
 the same queue statistics, store contents and consumer state. Queues are varied in the
@@ -24,9 +25,12 @@ from hypothesis import HealthCheck, example, given, settings
 import jmspy._cext.queue_run as cext
 import jmspy._pure.queue_run as pure
 from jmspy.broker_ref.core import Broker, Delivery, DestinationKind, ServerMessage
+from jmspy.broker_ref.core import connection as connection_module
 from jmspy.broker_ref.core import queue as queue_module
 from jmspy.broker_ref.core.api import AddressSettings
+from jmspy.broker_ref.core.connection import ServerConnection
 from jmspy.broker_ref.core.consumer import MessageRef
+from jmspy.broker_ref.core.errors import IllegalBrokerState
 from jmspy.broker_ref.core.queue import Queue
 from jmspy.broker_ref.core.store import MemoryStore
 
@@ -35,6 +39,10 @@ START = 1_000_000
 
 def _reference_enqueue(queue: Queue, message: ServerMessage) -> None:
     queue._enqueue_full(message)
+
+
+def _reference_send(conn: ServerConnection, message: ServerMessage, tx: str | None) -> None:
+    conn._send_full(message, tx)
 
 
 def _reference_dispatch_fast(queue: Queue) -> None:
@@ -76,18 +84,21 @@ def _reference_dispatch_fast(queue: Queue) -> None:
 
 @contextmanager
 def enqueue_with(twin: Any) -> Iterator[None]:
-    """Route every ``Queue.enqueue`` / ``_dispatch_fast`` through ``twin`` (None: the
-    reference paths above)."""
-    saved = queue_module._enqueue, queue_module._dispatch_fast
+    """Route every ``ServerConnection.send``, ``Queue.enqueue`` and ``_dispatch_fast``
+    through ``twin`` (None: the reference paths above)."""
+    saved = queue_module._enqueue, queue_module._dispatch_fast, connection_module._route_send
     if twin is None:
         queue_module._enqueue, queue_module._dispatch_fast = (
             _reference_enqueue, _reference_dispatch_fast)
+        connection_module._route_send = _reference_send
     else:
         queue_module._enqueue, queue_module._dispatch_fast = twin.enqueue, twin.dispatch_fast
+        connection_module._route_send = twin.route_send
     try:
         yield
     finally:
-        queue_module._enqueue, queue_module._dispatch_fast = saved
+        (queue_module._enqueue, queue_module._dispatch_fast,
+         connection_module._route_send) = saved
 
 
 class Recorder:
@@ -119,6 +130,7 @@ send = st.tuples(
 )
 step = st.one_of(
     send,
+    st.tuples(st.just("txsend"), st.integers(0, 9), st.integers(1, 5), st.just("")),
     st.tuples(st.just("grant"), st.integers(1, 3), st.integers(1, 30), st.just("")),
     st.tuples(st.just("ack"), st.integers(1, 3), st.integers(1, 20), st.just("")),
     st.tuples(st.just("cancel"), st.integers(1, 3), st.integers(1, 8), st.just("")),
@@ -173,6 +185,13 @@ def play(twin: Any, w: dict[str, Any]) -> Any:
                                     "expired": clock[0] - 1}.get(kind, 0),
                         deliver_at=clock[0] + 5 if kind == "delayed" else 0,
                     ))
+            elif op == "txsend":  # staged in a transaction, routed by its commit
+                conn.begin("t")
+                for _ in range(b):
+                    seq += 1
+                    conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE, "q",
+                                            priority=a, persistent=False), "t")
+                conn.commit("t")
             elif op == "grant" and a <= w["consumers"] and a not in closed:
                 conn.grant_credit(a, b)
             elif op == "close" and a <= w["consumers"] and a not in closed:
@@ -265,3 +284,33 @@ def test_enqueue_hands_unusual_messages_to_the_full_path(
     twin.enqueue(q, ServerMessage("gone", DestinationKind.QUEUE, "q"))
     assert calls == ["exp", "late", "gone"]
     assert (q.enqueued, q.ready_count, q.scheduled_count) == (3, 2, 1)  # "gone": dropped
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_route_send_hands_everything_but_a_plain_queue_send_to_the_full_path(
+    twin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    full = ServerConnection._send_full
+
+    def spy(self: ServerConnection, message: ServerMessage, tx: str | None) -> None:
+        calls.append(message.message_id)
+        full(self, message, tx)
+
+    monkeypatch.setattr(ServerConnection, "_send_full", spy)
+    broker = Broker(name="b")
+    conn = broker.connect(Recorder())
+    broker.create_queue("q")
+    plain = ServerMessage("plain", DestinationKind.QUEUE, "q")
+    twin.route_send(conn, plain, None)
+    assert plain.producer_connection == conn.connection_id  # stamped for no_local
+    twin.route_send(conn, ServerMessage("new-queue", DestinationKind.QUEUE, "fresh"), None)
+    twin.route_send(conn, ServerMessage("topic", DestinationKind.TOPIC, "t"), None)
+    conn.begin("x")
+    twin.route_send(conn, ServerMessage("staged", DestinationKind.QUEUE, "q"), "x")
+    assert calls == ["new-queue", "topic", "staged"]
+    assert broker.stats("q").enqueued == 1 and broker.stats("fresh").enqueued == 1
+    conn.close()
+    with pytest.raises(IllegalBrokerState, match="is closed"):
+        twin.route_send(conn, ServerMessage("late", DestinationKind.QUEUE, "q"), None)
+    assert calls[-1] == "late"

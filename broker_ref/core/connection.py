@@ -30,8 +30,11 @@ if TYPE_CHECKING:
 
 __all__ = ["TEMP_PREFIX", "ServerConnection"]
 
-#: Acknowledges a list of tags (compiled twin; jmspy/_pure/queue_run.py documents it).
-_acknowledge_tags = _speedups.load("queue_run").acknowledge_tags
+#: Acknowledges a list of tags, and routes the common send (compiled twin;
+#: jmspy/_pure/queue_run.py documents both).
+_queue_run = _speedups.load("queue_run")
+_acknowledge_tags = _queue_run.acknowledge_tags
+_route_send = _queue_run.route_send
 
 TEMP_PREFIX = "temp-queue://"
 
@@ -173,7 +176,14 @@ class ServerConnection:
     # ------------------------------------------------------------------ producing
 
     def send(self, message: ServerMessage, tx: str | None = None) -> None:
-        """Route (or stage) a message. Stamps ``producer_connection`` for no_local."""
+        """Route (or stage) a message. Stamps ``producer_connection`` for no_local.
+
+        A message to an existing queue outside a transaction goes through
+        ``queue_run.route_send`` (compiled twin); it hands the rest to :meth:`_send_full`."""
+        _route_send(self, message, tx)
+
+    def _send_full(self, message: ServerMessage, tx: str | None) -> None:
+        """Every step of :meth:`send`, for every message."""
         self._check_open()
         if self._broker.security is not None:  # (the common no-policy case skips the call)
             self._authorize("send", message.kind, message.destination)

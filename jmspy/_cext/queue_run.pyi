@@ -9,7 +9,8 @@ from jmspy.broker_ref.core.api import ServerMessage
 from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
 
 __all__ = [
-    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue", "take_run",
+    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue",
+    "route_send", "take_run",
 ]
 
 READY: Final[int]
@@ -23,3 +24,4 @@ def take_run(
 def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[Any]: ...
 def enqueue(queue: Any, message: ServerMessage) -> None: ...
 def dispatch_fast(queue: Any) -> None: ...
+def route_send(conn: Any, message: ServerMessage, tx: str | None) -> None: ...

@@ -16,13 +16,17 @@ A run stops early at a message whose expiry time has passed: it is taken off the
 and returned so that the caller hands over the run *first* and expires that message
 after, the order in which one-at-a-time dispatch did the two.
 
-Why :func:`enqueue` and :func:`dispatch_fast` live here too: a message sent to a queue
-with a waiting consumer went through eight small Python methods of ``Queue`` (enqueue,
-accept, add to the tail, dispatch, the fast dispatch loop, two ``can_receive`` checks,
-the hand-over) before reaching the host; the compiled twin does that walk in one C call.
-Only the common case is walked here (no AMPS policy, no expiry or delivery delay, queue
-not deleted, no selector on the queue's consumers); everything else takes ``Queue``'s own
-methods, which stay the reference for what each step means.
+Why :func:`route_send`, :func:`enqueue` and :func:`dispatch_fast` live here too: a
+message sent to a queue with a waiting consumer went through eight small Python methods
+of ``Queue`` (enqueue, accept, add to the tail, dispatch, the fast dispatch loop, two
+``can_receive`` checks, the hand-over) before reaching the host; the compiled twin does
+that walk in one C call. Only the common case is walked here (no AMPS policy, no expiry
+or delivery delay, queue not deleted, no selector on the queue's consumers); everything
+else takes ``Queue``'s own
+methods, which stay the reference for what each step means. :func:`route_send` is the
+step before: ``ServerConnection.send`` of a message to an existing queue outside a
+transaction, on a broker without a security policy, was four more Python frames (send,
+two open checks, ``Broker._route``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ if TYPE_CHECKING:
     from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
 
 __all__ = [
-    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue", "take_run",
+    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue",
+    "route_send", "take_run",
 ]
 
 #: ``MessageRef.state`` values (the same numbers as ``broker_ref.core.consumer``, which
@@ -48,6 +53,7 @@ PRIORITIES = 10
 #: ``MessageRef``, imported on first use: this module is loaded while the broker core is
 #: still being imported (the same cycle as the state numbers above).
 _MessageRef: Any = None
+_QUEUE: Any = None  # DestinationKind.QUEUE, imported on first use for the same reason
 
 
 def take_run(
@@ -214,3 +220,25 @@ def dispatch_fast(queue: Any) -> None:
             ring.append(c)
         else:
             c.in_ring = False
+
+
+def route_send(conn: Any, message: ServerMessage, tx: str | None) -> None:
+    """``ServerConnection.send`` (see its ``_send_full``): for a message to an existing
+    queue, outside a transaction, with no security policy and both the connection and
+    the broker open, stamp the producing connection (for no_local) and :func:`enqueue`;
+    anything else goes to ``conn._send_full`` whole."""
+    global _QUEUE
+    if _QUEUE is None:
+        from jmspy.broker_ref.core.api import DestinationKind
+        _QUEUE = DestinationKind.QUEUE
+    broker = conn._broker
+    if (conn.closed or broker.closed or broker.security is not None or tx is not None
+            or message.kind is not _QUEUE):
+        conn._send_full(message, tx)
+        return
+    q = broker._queues.get(message.destination)
+    if q is None:
+        conn._send_full(message, tx)  # created on first use, by the full path
+        return
+    message.producer_connection = conn._id
+    enqueue(q, message)
