@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from . import _speedups
 from .destinations import Destination
 from .errors import IllegalStateException, InvalidDestinationException, JMSException
 from .message import DeliveryMode, Message
@@ -32,6 +33,9 @@ class CompletionListener(Protocol):
 
 #: A CompletionListener, or a callable ``f(message, exception_or_None)``.
 CompletionCallback = CompletionListener | Callable[[Message, Exception | None], Any]
+
+#: The common send (compiled twin, or pure under JMSPY_PUREPYTHON).
+_send_plain = _speedups.load("produce").send_plain
 
 
 def _check_priority(value: int) -> int:
@@ -120,6 +124,31 @@ class MessageProducer:
     ) -> None:
         """Send ``message``; with ``completion_listener`` the call returns at once and
         the listener hears the outcome later on a jmspy thread."""
+        if (destination is None and delivery_mode is None and priority is None
+                and time_to_live is None and delivery_delay is None
+                and completion_listener is None):
+            # the common send: the ``produce`` twin (jmspy/_pure/produce.py), which hands
+            # anything unusual back to _send_full
+            _send_plain(self, message)
+            return
+        self._send_full(
+            message, destination, delivery_mode=delivery_mode, priority=priority,
+            time_to_live=time_to_live, delivery_delay=delivery_delay,
+            completion_listener=completion_listener,
+        )
+
+    def _send_full(
+        self,
+        message: Message,
+        destination: Destination | None = None,
+        *,
+        delivery_mode: int | None = None,
+        priority: int | None = None,
+        time_to_live: float | None = None,
+        delivery_delay: float | None = None,
+        completion_listener: CompletionCallback | None = None,
+    ) -> None:
+        """Every step of :meth:`send`, for every call."""
         if self._closed:
             raise IllegalStateException("the producer is closed; create a new one")
         session = self._session
