@@ -23,9 +23,11 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
+from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, cast
 
+from . import _speedups
 from .consumer import MessageConsumer, QueueBrowser, check_selector
 from .destinations import Destination, Queue, TemporaryQueue, Topic
 from .errors import (
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
 __all__ = ["AUTO_ACK_BATCH", "Session"]
 
 _tx_ids = itertools.count(1)
+#: TextMessage(text, properties) (compiled twin, or pure under JMSPY_PUREPYTHON).
+_new_text_message: Callable[[str | None, dict[str, PropertyValue] | None], TextMessage] = (
+    _speedups.load("message_new").new_text_message
+)
 # (consumer, delivery tag) pairs, taken apart in C loops (a coalesced AUTO flush is ~128).
 _consumer_of = itemgetter(0)
 _tag_of = itemgetter(1)
@@ -138,7 +144,9 @@ class Session(SessionDispatcher):
     def create_text_message(
         self, text: str | None = None, properties: dict[str, PropertyValue] | None = None
     ) -> TextMessage:
-        return TextMessage(text, properties)
+        # TextMessage(text, properties), through the message_new twin (compiled: no
+        # __init__ frames; jmspy/_pure/message_new.py)
+        return _new_text_message(text, properties)
 
     def create_bytes_message(
         self, data: bytes | None = None, properties: dict[str, PropertyValue] | None = None
