@@ -358,7 +358,7 @@ cpdef dispatch_fast(object queue):
             c.in_ring = False
 
 
-cpdef route_send(object conn, object message, object tx):
+cpdef route_send(object conn, object message, object tx=None):
     """``ServerConnection.send`` for a message to an existing queue; see the pure twin."""
     if _MessageRef is None:
         _load_offsets()

@@ -270,12 +270,12 @@ class Connection:
         message.redelivered = delivery_count > 1
         consumer._deliver(message)
 
-    def on_deliveries(self, consumer_id: int, first_tag: int, messages: list[Message]) -> None:
-        """A run of deliveries to one consumer (tags ``first_tag`` on), already carrying
-        their tags and delivery counts (the in-process transport builds them so): buffered
-        under the consumer's lock, its session woken, in one call of the ``deliver`` twin
-        (jmspy/_pure/deliver.py says why and what it does, step by step)."""
-        _deliver_run(self, consumer_id, first_tag, messages)
+    #: ``on_deliveries(consumer_id, first_tag, messages)``: a run of deliveries to one
+    #: consumer (tags ``first_tag`` on), already carrying their tags and delivery counts
+    #: (the in-process transport builds them so), buffered under the consumer's lock and
+    #: its session woken. It *is* the ``deliver`` twin's ``deliver_run``, bound as this
+    #: method to save a Python frame per run (jmspy/_pure/deliver.py: why, step by step).
+    on_deliveries = _deliver_run
 
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)

@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, example, given, settings
 import jmspy._cext.queue_run as cext
 import jmspy._pure.queue_run as pure
 from jmspy.broker_ref.core import Broker, Delivery, DestinationKind, ServerMessage
-from jmspy.broker_ref.core import connection as connection_module
 from jmspy.broker_ref.core import queue as queue_module
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.connection import ServerConnection
@@ -41,7 +40,9 @@ def _reference_enqueue(queue: Queue, message: ServerMessage) -> None:
     queue._enqueue_full(message)
 
 
-def _reference_send(conn: ServerConnection, message: ServerMessage, tx: str | None) -> None:
+def _reference_send(
+    conn: ServerConnection, message: ServerMessage, tx: str | None = None
+) -> None:
     conn._send_full(message, tx)
 
 
@@ -86,19 +87,18 @@ def _reference_dispatch_fast(queue: Queue) -> None:
 def enqueue_with(twin: Any) -> Iterator[None]:
     """Route every ``ServerConnection.send``, ``Queue.enqueue`` and ``_dispatch_fast``
     through ``twin`` (None: the reference paths above)."""
-    saved = queue_module._enqueue, queue_module._dispatch_fast, connection_module._route_send
+    saved = queue_module._enqueue, queue_module._dispatch_fast, ServerConnection.__dict__["send"]
     if twin is None:
         queue_module._enqueue, queue_module._dispatch_fast = (
             _reference_enqueue, _reference_dispatch_fast)
-        connection_module._route_send = _reference_send
+        ServerConnection.send = _reference_send  # type: ignore[method-assign,assignment]
     else:
         queue_module._enqueue, queue_module._dispatch_fast = twin.enqueue, twin.dispatch_fast
-        connection_module._route_send = twin.route_send
+        ServerConnection.send = twin.route_send  # type: ignore[method-assign]
     try:
         yield
     finally:
-        (queue_module._enqueue, queue_module._dispatch_fast,
-         connection_module._route_send) = saved
+        queue_module._enqueue, queue_module._dispatch_fast, ServerConnection.send = saved
 
 
 class Recorder:

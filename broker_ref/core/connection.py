@@ -175,12 +175,12 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ producing
 
-    def send(self, message: ServerMessage, tx: str | None = None) -> None:
-        """Route (or stage) a message. Stamps ``producer_connection`` for no_local.
-
-        A message to an existing queue outside a transaction goes through
-        ``queue_run.route_send`` (compiled twin); it hands the rest to :meth:`_send_full`."""
-        _route_send(self, message, tx)
+    #: ``send(message, tx=None)``: route (or stage) a message, stamping
+    #: ``producer_connection`` for no_local. It *is* ``queue_run.route_send`` (compiled
+    #: twin), bound as this method to save a Python frame per send: a message to an
+    #: existing queue outside a transaction is routed there, the rest goes to
+    #: :meth:`_send_full`.
+    send = _route_send
 
     def _send_full(self, message: ServerMessage, tx: str | None) -> None:
         """Every step of :meth:`send`, for every message."""

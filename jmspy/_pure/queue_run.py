@@ -222,7 +222,7 @@ def dispatch_fast(queue: Any) -> None:
             c.in_ring = False
 
 
-def route_send(conn: Any, message: ServerMessage, tx: str | None) -> None:
+def route_send(conn: Any, message: ServerMessage, tx: str | None = None) -> None:
     """``ServerConnection.send`` (see its ``_send_full``): for a message to an existing
     queue, outside a transaction, with no security policy and both the connection and
     the broker open, stamp the producing connection (for no_local) and :func:`enqueue`;
