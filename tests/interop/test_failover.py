@@ -297,6 +297,9 @@ def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
 # -- the bundled broker ---------------------------------------------------------------------
 def test_jmspy_broker_send_during_outage_waits_for_reconnect(jmspy_broker: JmspyBroker) -> None:
     events = Events()
+    # The client may reconnect before the restarting thread has seen the port open: the
+    # test joins it, or the fixture's stop() could run under its feet.
+    restarter = threading.Timer(0.5, jmspy_broker.start)
     conn = ConnectionFactory(jmspy_broker.url, **FAST).create_connection()
     try:
         conn.set_exception_listener(events)
@@ -307,13 +310,15 @@ def test_jmspy_broker_send_during_outage_waits_for_reconnect(jmspy_broker: Jmspy
         producer = session.create_producer(queue)
         jmspy_broker.stop()
         events.wait_for("CONNECTION_INTERRUPTED")
-        threading.Timer(0.5, jmspy_broker.start).start()
+        restarter.start()
         producer.send(session.create_text_message("sent while down"))  # blocks, then sends
         message = consumer.receive(10)
         assert message is not None and message.text == "sent while down"
         message.acknowledge()
     finally:
         conn.close()
+        if restarter.is_alive():
+            restarter.join(30)
 
 
 def test_jmspy_broker_dead_tags_and_lost_transaction(jmspy_broker: JmspyBroker) -> None:
@@ -512,7 +517,8 @@ def test_vm_outage_send_waits_and_transaction_is_lost() -> None:
         conn.start()
         vm.stop_broker(name)
         events.wait_for("CONNECTION_INTERRUPTED")
-        threading.Timer(0.5, vm.start_broker, args=(name,)).start()
+        restarter = threading.Timer(0.5, vm.start_broker, args=(name,))
+        restarter.start()
         producer.send(session.create_text_message("sent while down"))  # blocks, then sends
         message = consumer.receive(10)
         assert message is not None and message.text == "sent while down"
@@ -522,6 +528,7 @@ def test_vm_outage_send_waits_and_transaction_is_lost() -> None:
         tx.commit()  # the next transaction is a fresh one
         assert consumer.receive(0.3) is None  # the lost transaction's send was discarded
         assert events.codes == ["CONNECTION_INTERRUPTED", "CONNECTION_RESUMED"]
+        restarter.join(30)  # started its broker before the client could reconnect
     finally:
         conn.close()
         vm.stop_broker(name)
