@@ -46,7 +46,6 @@ from __future__ import annotations
 import itertools
 import socket
 import threading
-import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Mapping
@@ -71,6 +70,7 @@ from .stomp_mapping import (
     subscribe_destination,
     to_frame,
 )
+from .stomp_receipts import StompReceipts
 from .stomp_receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
 from .stomp_reconnect import StompFailover
 from .stomp_redelivery import StompRedelivery
@@ -152,7 +152,7 @@ def _no_delay(conn: Any) -> None:
             pass  # not a TCP socket (or already closed): nothing to tune
 
 
-class StompTransport(StompFailover, StompRedelivery, StompAdmin):
+class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
     """The Transport interface over one stomp.py connection."""
 
     scheme = "stomp"
@@ -531,11 +531,6 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
     def _on_stream_error(self, text: str) -> None:
         self._report(errors.JMSException(f"STOMP broker at {self.where}: {text}"))
 
-    def _on_receipt(self, receipt_id: str) -> None:
-        event = self._receipts.pop(receipt_id, None)
-        if event is not None:
-            event.set()
-
     def _report(self, error: errors.JMSException) -> None:
         if self._listener is not None:
             self._listener.on_transport_error(error)
@@ -630,45 +625,6 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin):
 
     def rollback(self, tx: str) -> None:
         self._c().abort(tx)
-
-    def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
-        """Send a frame with a receipt and wait for it, so errors surface here."""
-        receipt, event = self._expect_receipt()
-        conn = self._conn
-        fn(*args, headers={"receipt": receipt})
-        self._await_receipt(receipt, event, conn, timeout)
-
-    def _expect_receipt(self) -> tuple[str, threading.Event]:
-        receipt = f"r-{uuid.uuid4().hex[:10]}"
-        event = threading.Event()
-        self._receipts[receipt] = event
-        self._error = None
-        return receipt, event
-
-    def _await_receipt(
-        self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not event.wait(0.2):
-            err = self._error
-            if err is not None:  # an ERROR frame: the broker closes the connection after it
-                self._receipts.pop(receipt, None)
-                raise errors.JMSException(
-                    f"the STOMP broker at {self.where} refused the request: "
-                    f"{err[0].get('message', '')} {err[1]}".strip())
-            if self._conn is not conn:  # dropped: this receipt can never come
-                self._receipts.pop(receipt, None)
-                raise errors.JMSException(
-                    f"the connection to the STOMP broker at {self.where} dropped before it "
-                    "confirmed the request", error_code="CONNECTION_INTERRUPTED")
-            if time.monotonic() < deadline:
-                continue
-            self._receipts.pop(receipt, None)
-            err = self._error
-            raise errors.JMSException(
-                f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s"
-                + (f": {err[0].get('message', '')} {err[1]}" if err else "")
-            )
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:
         """Transport-side counters of one consumer (for tests and troubleshooting)."""
