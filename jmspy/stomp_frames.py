@@ -47,6 +47,7 @@ __all__ = [
     "FrameErrorReason",
     "FrameParserProtocol",
     "Heartbeat",
+    "header_dict",
     "parse_content_length",
     "unescape_header",
 ]
@@ -149,6 +150,19 @@ class Frame:
             if key == name:
                 return value
         return None
+
+
+def header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """A frame's headers as a dict, in wire order, where a repeated name keeps its FIRST
+    value (STOMP 1.2, as :meth:`Frame.header` reads it; stomp.py's parser does the same).
+    ``dict()`` keeps the last value, so only a frame that repeats a name (rare) is rebuilt
+    pair by pair."""
+    result = dict(headers)
+    if len(result) != len(headers):
+        result = {}
+        for name, value in headers:
+            result.setdefault(name, value)
+    return result
 
 
 @dataclass(frozen=True, slots=True)

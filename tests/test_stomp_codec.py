@@ -24,6 +24,7 @@ from jmspy.stomp_frames import (
     FrameErrorReason,
     FrameParserProtocol,
     Heartbeat,
+    header_dict,
 )
 
 codec = _speedups.load("stomp_codec")
@@ -520,3 +521,11 @@ _plain_values = st.text(
 )
 def test_roundtrip_1_0(command: str, headers: list[tuple[str, str]], body: bytes) -> None:
     _roundtrip(Frame(command, headers, body), "1.0", server=command in CLIENT_COMMANDS)
+
+
+def test_header_dict_keeps_the_first_of_repeated_names_in_wire_order() -> None:
+    assert header_dict([("a", "1"), ("b", "2"), ("a", "3")]) == {"a": "1", "b": "2"}
+    assert list(header_dict([("z", "1"), ("a", "2"), ("m", "3")])) == ["z", "a", "m"]
+    assert list(header_dict([("z", "1"), ("a", "2"), ("z", "3")])) == ["z", "a"]
+    assert header_dict([("a", "1")]) == {"a": "1"}
+    assert header_dict([]) == {}

@@ -26,7 +26,6 @@ from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
 from jmspy.destinations import Queue
 from jmspy.stomp_frames import Frame
-from jmspy.transports.stomp_receive import first_wins
 
 _codec = load("stomp_codec")
 
@@ -169,14 +168,6 @@ def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
     assert m.get_string_property("color") == "red:\n\\x"
     assert m.body == body
     assert errors == []
-
-
-def test_first_wins_keeps_the_first_of_repeated_names_in_wire_order() -> None:
-    assert first_wins([("a", "1"), ("b", "2"), ("a", "3")]) == {"a": "1", "b": "2"}
-    assert list(first_wins([("z", "1"), ("a", "2"), ("m", "3")])) == ["z", "a", "m"]
-    assert list(first_wins([("z", "1"), ("a", "2"), ("z", "3")])) == ["z", "a"]
-    assert first_wins([("a", "1")]) == {"a": "1"}
-    assert first_wins([]) == {}
 
 
 def test_malformed_frame_is_reported_and_closes_the_connection(broker: ScriptedBroker) -> None:

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy._speedups import load
-from jmspy.stomp_frames import HEARTBEAT, CodecLimits, FrameError
+from jmspy.stomp_frames import HEARTBEAT, CodecLimits, FrameError, header_dict
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
@@ -54,18 +54,6 @@ MessageHandler = Callable[[dict[str, str], bytes], None]
 ErrorHandler = Callable[[str], None]
 
 
-def first_wins(headers: list[tuple[str, str]]) -> dict[str, str]:
-    """Headers as a dict in wire order where a repeated name keeps its FIRST value (STOMP
-    1.2, and what stomp.py's parser does). ``dict()`` keeps the last value, so only a
-    frame that repeats a name (rare) is rebuilt pair by pair."""
-    result = dict(headers)
-    if len(result) != len(headers):
-        result = {}
-        for name, value in headers:
-            result.setdefault(name, value)
-    return result
-
-
 class FrameReader:
     """Reads one stomp.py transport's socket with jmspy's codec.
 
@@ -75,7 +63,7 @@ class FrameReader:
     """
 
     __slots__ = ("_alive", "_closed_exc", "_interrupted", "_on_error", "_on_message",
-                 "_parser", "_transport", "_utils_frame", "frames")
+                 "_parser", "_transport", "_utils_frame")
 
     def __init__(
         self,
@@ -100,7 +88,6 @@ class FrameReader:
         listener = transport.get_listener("protocol-listener")
         # stomp.py's heart-beat monitor (absent when heart-beats are off)
         self._alive: Callable[[], None] | None = getattr(listener, "on_heartbeat", None)
-        self.frames = 0  #: frames read so far (tests use it to see this path is the one in use)
 
     def read_frames(self) -> None:
         """One ``recv`` and every frame it completes; stomp.py's loop calls it again.
@@ -129,15 +116,14 @@ class FrameReader:
                 frame = parser.next_frame()
                 if frame is None:
                     break
-                self.frames += 1
                 if frame is HEARTBEAT:
                     t.notify("heartbeat")
                     continue
                 if frame.command == "MESSAGE":
-                    self._on_message(first_wins(frame.headers), frame.body)
+                    self._on_message(header_dict(frame.headers), frame.body)
                 else:
                     t.process_frame(
-                        self._utils_frame(frame.command, first_wins(frame.headers), frame.body),
+                        self._utils_frame(frame.command, header_dict(frame.headers), frame.body),
                         b"")
         except FrameError as exc:
             self._on_error(

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import _speedups
-from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError
+from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 
 from ...core import (
     BodyType,
@@ -267,7 +267,7 @@ class StompSession:
                                 "connect with accept-version:1.1 or 1.2")
         # Every handler reads the same header dict: first occurrence wins (STOMP 1.2),
         # built once per frame instead of one scan of the header list per lookup.
-        headers = dict(reversed(frame.headers))
+        headers = header_dict(frame.headers)
         handler(self, frame, headers)
         receipt = headers.get("receipt")
         if receipt is not None and not self.closing:
@@ -559,4 +559,3 @@ class StompSession:
         "ABORT": _on_abort,
         "DISCONNECT": _on_disconnect,
     }
-
