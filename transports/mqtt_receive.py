@@ -59,24 +59,33 @@ def _forbidden(text: str) -> bool:
     return "\x00" in text or "\ufeff" in text
 
 
+def _vbi(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
+    """A Variable Byte Integer (at most 4 bytes) at ``data[pos]``, ending by ``end``: its
+    value and the position after it, or None if it runs past ``end`` or is too long."""
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end or shift > 21:
+            return None
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
 def decode_publish_properties(
     data: bytes, pos: int
 ) -> tuple[ReceivedProperties, int] | None:
     """The properties starting at ``data[pos]`` (their variable-length size first) and
     where the payload starts; None if the bytes are not the properties of a valid
     PUBLISH (then paho's decoder gets the packet and says what is wrong)."""
-    size = 0
-    shift = 0
     n = len(data)
-    while True:  # Variable Byte Integer: at most 4 bytes
-        if pos >= n or shift > 21:
-            return None
-        byte = data[pos]
-        pos += 1
-        size |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
+    read = _vbi(data, pos, n)
+    if read is None:
+        return None
+    size, pos = read
     end = pos + size
     if end > n:
         return None
@@ -120,19 +129,10 @@ def decode_publish_properties(
                 if pos > end:
                     return None
             elif ident == 0x0B:  # Subscription Identifier: VBI; may repeat
-                number = 0
-                shift = 0
-                while True:
-                    if shift > 21:
-                        return None
-                    byte = data[pos]
-                    pos += 1
-                    number |= (byte & 0x7F) << shift
-                    if not byte & 0x80:
-                        break
-                    shift += 7
-                if pos > end:
+                read = _vbi(data, pos, end)
+                if read is None:
                     return None
+                number, pos = read
                 if subs is None:
                     subs = props.SubscriptionIdentifier = []
                 subs.append(number)
@@ -160,10 +160,9 @@ def decode_publish_properties(
     return props, end
 
 
-def _decoded(client: Any) -> Any:
-    """The MQTTMessage for the client's current packet, or None for paho to decide."""
-    from paho.mqtt.client import MQTTMessage
-
+def _decoded(client: Any, message_class: Any) -> Any:
+    """The ``message_class`` (paho's MQTTMessage) for the client's current packet, or None
+    for paho to decide."""
     packet = client._in_packet
     header: int = packet["command"]
     qos = (header & 0x06) >> 1
@@ -192,7 +191,7 @@ def _decoded(client: Any) -> Any:
         properties, pos = decoded
     elif not topic:
         return None  # MQTT 3.1.1 forbids an empty topic: paho raises for it
-    message: Any = MQTTMessage(mid=mid, topic=topic)
+    message: Any = message_class(mid=mid, topic=topic)
     message.dup = bool(header & 0x08)
     message.qos = qos
     message.retain = bool(header & 0x01)
@@ -212,12 +211,13 @@ def install(client: Any) -> bool:
         return False
     if not getattr(client, "_manual_ack", False) or not hasattr(client, "_in_packet"):
         return False
+    from paho.mqtt.client import MQTTMessage
     from paho.mqtt.enums import MQTTErrorCode
 
     success = MQTTErrorCode.MQTT_ERR_SUCCESS
 
     def handle_publish() -> Any:
-        message = _decoded(client)
+        message = _decoded(client, MQTTMessage)
         if message is None:
             return original(client)
         client._handle_on_message(message)
