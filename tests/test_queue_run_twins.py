@@ -183,21 +183,33 @@ step = st.one_of(
 )
 
 
+def _open_consumers(conn: Any, consumers: int) -> None:
+    """Consumers 1..n, none granted credit yet; consumer 2 reads a second queue, so
+    acknowledged tags interleave two queues' deliveries."""
+    for cid in range(1, consumers + 1):
+        conn.create_consumer(cid, DestinationKind.QUEUE, "q2" if cid == 2 else "q", credit=0)
+
+
+def _send(conn: Any, seq: int, count: int, *, priority: int) -> int:
+    """``count`` messages after number ``seq`` (every third to the second queue); the last
+    number sent."""
+    for _ in range(count):
+        seq += 1
+        conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE,
+                                "q2" if seq % 3 == 0 else "q", priority=priority,
+                                persistent=False))
+    return seq
+
+
 def traffic(callback: Single, consumers: int, flow_limit: int | None, steps: list[Any]
             ) -> Any:
     broker = Broker(name="b", default_settings=AddressSettings(consumer_flow_limit=flow_limit))
     conn = broker.connect(callback)
-    # consumer 2 reads a second queue: acknowledged tags interleave two queues' deliveries
-    for cid in range(1, consumers + 1):
-        conn.create_consumer(cid, DestinationKind.QUEUE, "q2" if cid == 2 else "q", credit=0)
+    _open_consumers(conn, consumers)
     seq = 0
     for op, a, b in steps:
         if op == "send":
-            for _ in range(b):
-                seq += 1
-                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE,
-                                        "q2" if seq % 3 == 0 else "q", priority=a,
-                                        persistent=False))
+            seq = _send(conn, seq, b, priority=a)
         elif op == "grant" and a <= consumers:
             conn.grant_credit(a, b)
         elif op == "revoke" and a <= consumers:
@@ -256,17 +268,11 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
     settings = AddressSettings(lease_period_ms=60_000) if amps else AddressSettings()
     broker = Broker(name="b", default_settings=settings, clock=lambda: NOW)
     conn = broker.connect(single)
-    # consumer 2 reads a second queue: acknowledged tags interleave two queues' deliveries
-    for cid in range(1, consumers + 1):
-        conn.create_consumer(cid, DestinationKind.QUEUE, "q2" if cid == 2 else "q", credit=0)
+    _open_consumers(conn, consumers)
     seq = 0
     for op, a, b in steps:
         if op == "send":
-            for _ in range(b):
-                seq += 1
-                conn.send(ServerMessage(f"s{seq}", DestinationKind.QUEUE,
-                                        "q2" if seq % 3 == 0 else "q", priority=a,
-                                        persistent=False))
+            seq = _send(conn, seq, b, priority=a)
         elif op == "grant" and a <= consumers:
             conn.grant_credit(a, b)
     outstanding = list(conn._channel.tags)
