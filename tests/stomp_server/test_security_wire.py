@@ -5,6 +5,7 @@ ERROR frames or server logs. Hashes use few PBKDF2 rounds so the tests stay fast
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -225,3 +226,50 @@ def test_security_disabled_policy_lets_anonymous_stomp_clients_in(
     conn.send("/queue/anything", "x", receipt="r")
     lst.wait_receipt("r")
     assert h.stats("anything")["messageCount"] == 1 and lst.errors == []
+
+
+# ------------------------------------------------------------------ stats over the wire
+
+
+def _stats_over_wire(h: ServerHandle, login: str, passcode: str) -> Any:
+    """SEND to /jmspy/stats as ``login``; the reply (a MESSAGE) or the ERROR frame."""
+    with RawClient(h.host, h.port) as raw:
+        raw.send(b"CONNECT\naccept-version:1.2\nhost:/\nlogin:" + login.encode()
+                 + b"\npasscode:" + passcode.encode() + b"\n\n\x00")
+        assert raw.read_frame().command == "CONNECTED"
+        raw.send(b"SUBSCRIBE\nid:r\ndestination:/temp-queue/stats\n\n\x00"
+                 b"SEND\ndestination:/jmspy/stats\nreply-to:/temp-queue/stats\n\n\x00")
+        return raw.read_frame()
+
+
+def test_stats_over_stomp_without_admin_is_refused_naming_the_permission(
+    server_factory: Callable[..., ServerHandle], clients: Callable[..., tuple[Any, Collector]]
+) -> None:
+    p = policy()
+    p.add_permission("temp-queue.#", "queue", send=["traders"], consume=["traders"])
+    h = server_factory(security=p)
+    producer, plst = clients(h, "1.2", "alice", SECRET)
+    producer.send("/queue/orders.eu", "x", receipt="r")
+    plst.wait_receipt("r")
+    frame = _stats_over_wire(h, "alice", SECRET)
+    assert frame.command == "ERROR", frame
+    assert "may not read broker statistics" in frame.header("message")
+    assert "admin" in frame.body.decode()
+    assert b"orders.eu" not in frame.body
+
+
+def test_stats_over_stomp_show_only_the_destinations_the_user_administers(
+    server_factory: Callable[..., ServerHandle], clients: Callable[..., tuple[Any, Collector]]
+) -> None:
+    p = policy()
+    p.add_permission("temp-queue.#", "queue", send=["auditors"], consume=["auditors"])
+    p.add_permission("orders.eu", "queue", admin=["auditors"])
+    h = server_factory(security=p)
+    producer, plst = clients(h, "1.2", "alice", SECRET)
+    for dest in ("orders.eu", "orders.us"):
+        producer.send(f"/queue/{dest}", "x", receipt=dest)
+        plst.wait_receipt(dest)
+    frame = _stats_over_wire(h, "audrey", AUDIT)
+    assert frame.command == "MESSAGE", frame
+    names = {row["name"] for row in json.loads(frame.body)}
+    assert "orders.eu" in names and "orders.us" not in names

@@ -390,8 +390,10 @@ class StompSession:
                                 f"{mapping.STATS_DESTINATION} needs a reply-to header naming "
                                 "where the JSON stats message should go")
         kind, name = self._reply(reply)
-        body = json.dumps([s.as_dict() for s in self.broker.all_stats()])
         conn = self._core
+        # The connection's view, not the broker's: it holds the same ``admin`` check as
+        # every other path to the counters (security on: only what the user administers).
+        body = json.dumps([s.as_dict() for s in conn.all_stats()])
         conn.send(ServerMessage(
             message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
