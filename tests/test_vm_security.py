@@ -100,3 +100,19 @@ def test_reply_to_a_temporary_queue_needs_temp_queue_send(secure: Any) -> None:
             # bob (clerks) has no send on temp-queue.#, even to a queue he could see
             other = rep_session.create_temporary_queue()
             bob_replies.create_producer(other).send(bob_replies.create_text_message("no"))
+
+
+
+def test_broker_stamps_the_authenticated_user_as_jmsxuserid(secure: Any) -> None:
+    """The jmspy API refuses to set JMSX* itself; forging over the wire is tested in the
+    core and STOMP suites. Here: the receiver of a vm:// message reads who sent it."""
+    _, factory = secure
+    with factory.create_connection("alice", "alice-pw") as conn:
+        session = conn.create_session()
+        sent = session.create_text_message("o1")
+        session.create_producer(Queue("orders.id")).send(sent)
+        consumer = session.create_consumer(Queue("orders.id"))
+        conn.start()
+        got = consumer.receive(1.0)
+        assert got is not None and got.get_string_property("JMSXUserID") == "alice"
+        assert sent.get_property("JMSXUserID") is None  # the producer's copy is untouched

@@ -185,8 +185,10 @@ class ServerConnection:
     def _send_full(self, message: ServerMessage, tx: str | None) -> None:
         """Every step of :meth:`send`, for every message."""
         self._check_open()
-        if self._broker.security is not None:  # (the common no-policy case skips the call)
+        policy = self._broker.security
+        if policy is not None:  # (the common no-policy case skips the calls)
             self._authorize("send", message.kind, message.destination)
+            policy.stamp_identity(self.principal, message)
         message.producer_connection = self._id
         if tx is not None:
             t = self._tx(tx)

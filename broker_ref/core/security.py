@@ -32,6 +32,11 @@ open or close a hole by accident. Actions:
   (``ServerConnection.stats``/``all_stats``). ``Broker.stats`` itself stays unchecked: it
   is for in-process operators, who own the broker object anyway.
 
+**Identity.** With the policy enabled, every message the broker accepts carries the
+sender's authenticated user name in ``JMSXUserID`` (ActiveMQ's ``populateJMSXUserID``),
+written by the broker over whatever the sender set; an anonymous sender's message carries
+none. A consumer may therefore trust the property.
+
 **Temporary queues.** Any authenticated connection may create them (request/reply must not
 need configuration). The creating connection may always send to, consume from and browse
 its own. Another connection needs ``send`` on the permission name ``temp-queue.<id>`` —
@@ -55,7 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NoReturn, TextIO
 
-from .api import DestinationKind, DestinationStats
+from .api import DestinationKind, DestinationStats, ServerMessage
 from .connection import TEMP_PREFIX
 from .errors import AccessDenied, AuthenticationFailed
 from .settings import pattern_matches
@@ -65,6 +70,7 @@ __all__ = [
     "DEFAULT_ITERATIONS",
     "HASH_SCHEME",
     "TEMP_QUEUE_PERMISSION_PREFIX",
+    "USER_ID_PROPERTY",
     "Action",
     "Permission",
     "PermissionKind",
@@ -217,6 +223,11 @@ def permission_name(kind: DestinationKind, name: str) -> str:
     if kind is DestinationKind.QUEUE and name.startswith(TEMP_PREFIX):
         return TEMP_QUEUE_PERMISSION_PREFIX + name[len(TEMP_PREFIX) :]
     return name
+
+
+#: The JMS-defined property naming the sending user; the broker owns it (see
+#: :meth:`SecurityPolicy.stamp_identity`).
+USER_ID_PROPERTY: Final = "JMSXUserID"
 
 
 class SecurityPolicy:
@@ -409,6 +420,24 @@ class SecurityPolicy:
                 "it has]"
             )
         return [s for s in stats if self.allows(principal, "admin", s.kind, s.name)]
+
+    def stamp_identity(self, principal: Principal | None, message: ServerMessage) -> None:
+        """Write the authenticated user into ``JMSXUserID`` (ActiveMQ's
+        ``populateJMSXUserID``), overwriting whatever the sender put there: with security on
+        a consumer may trust the property. An anonymous sender has no identity to stamp, so
+        a forged value is removed. A fresh dict: on ``vm://`` the properties may still be
+        the producer's own."""
+        if not self.enabled:
+            return
+        user = principal.user if principal is not None else None
+        props = message.properties
+        if user is None:
+            if USER_ID_PROPERTY in props:
+                message.properties = {
+                    k: v for k, v in props.items() if k != USER_ID_PROPERTY
+                }
+        elif props.get(USER_ID_PROPERTY) != user:
+            message.properties = {**props, USER_ID_PROPERTY: user}
 
 
 # ---------------------------------------------------------------------- config

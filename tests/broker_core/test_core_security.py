@@ -399,3 +399,44 @@ def test_parse_security_errors_never_quote_passwords() -> None:
     with pytest.raises(SecurityConfigError) as err:
         parse_security({"users": {"bob": {"password": SECRET, "password-hash": "h"}}}, "b.toml")
     assert SECRET not in str(err.value)
+
+
+# ---------------------------------------------------------------------- identity
+
+
+@pytest.mark.parametrize("forged", [None, "bob", 42])
+def test_broker_stamps_jmsxuserid_with_the_authenticated_user_over_a_forged_one(
+    secure: Broker, forged: Any
+) -> None:
+    alice = _connect(secure, "alice", SECRET)
+    audrey = _connect(secure, "audrey", "audit-pw")
+    rec = audrey.callback
+    audrey.create_consumer(1, DestinationKind.QUEUE, "orders.id", credit=10)
+    props = {"region": "EU"} if forged is None else {"JMSXUserID": forged, "region": "EU"}
+    sent = msg("orders.id", "x", properties=props)
+    alice.send(sent)
+    alice.begin("t")
+    alice.send(msg("orders.id", "in-tx", properties=dict(props)), "t")
+    alice.commit("t")
+    got = [d.message.properties for d in rec.take()]
+    assert got == [{"region": "EU", "JMSXUserID": "alice"}] * 2
+    assert props.get("JMSXUserID") == forged  # the sender's dict is not rewritten
+
+
+def test_anonymous_senders_jmsxuserid_is_removed_not_trusted() -> None:
+    broker = Broker(security=_policy(allow_anonymous=True, anonymous_roles=["traders"]))
+    anon = _connect(broker, None, None)
+    audrey = _connect(broker, "audrey", "audit-pw")
+    audrey.create_consumer(1, DestinationKind.QUEUE, "orders.anon", credit=10)
+    anon.send(msg("orders.anon", "x", properties={"JMSXUserID": "alice", "k": 1}))
+    (d,) = audrey.callback.take()
+    assert d.message.properties == {"k": 1}
+
+
+def test_disabled_policy_leaves_jmsxuserid_as_sent() -> None:
+    broker = Broker(security=_policy(enabled=False))
+    conn = _connect(broker, "alice", SECRET)
+    conn.create_consumer(1, DestinationKind.QUEUE, "q", credit=10)
+    conn.send(msg("q", "x", properties={"JMSXUserID": "whoever"}))
+    (d,) = conn.callback.take()
+    assert d.message.properties == {"JMSXUserID": "whoever"}

@@ -273,3 +273,38 @@ def test_stats_over_stomp_show_only_the_destinations_the_user_administers(
     assert frame.command == "MESSAGE", frame
     names = {row["name"] for row in json.loads(frame.body)}
     assert "orders.eu" in names and "orders.us" not in names
+
+
+# ------------------------------------------------------------------ identity
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_forged_jmsxuserid_header_is_overwritten_with_the_authenticated_user(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]], version: str
+) -> None:
+    producer, plst = clients(secure, version, "alice", SECRET)
+    consumer, clst = clients(secure, version, "audrey", AUDIT)
+    consumer.subscribe("/queue/orders.who", id="s", ack="auto", receipt="sub")
+    clst.wait_receipt("sub")
+    producer.send("/queue/orders.who", "x", headers={"JMSXUserID": "audrey"}, receipt="r")
+    producer.send("/queue/orders.who", "y", receipt="r2")
+    plst.wait_receipt("r2")
+    got = clst.wait_messages(2)
+    assert [m.headers.get("JMSXUserID") for m in got] == ["alice", "alice"]
+
+
+def test_jmspy_stomp_client_reads_the_stamped_jmsxuserid(
+    secure: ServerHandle, clients: Callable[..., tuple[Any, Collector]]
+) -> None:
+    from jmspy import ConnectionFactory, Queue
+
+    producer, plst = clients(secure, "1.2", "alice", SECRET)
+    producer.send("/queue/orders.jms", "x", headers={"JMSXUserID": "root"}, receipt="r")
+    plst.wait_receipt("r")
+    factory = ConnectionFactory(f"stomp://{secure.host}:{secure.port}")
+    with factory.create_connection("audrey", AUDIT) as conn:
+        session = conn.create_session()
+        consumer = session.create_consumer(Queue("orders.jms"))
+        conn.start()
+        got = consumer.receive(5.0)
+        assert got is not None and got.get_string_property("JMSXUserID") == "alice"
