@@ -116,3 +116,32 @@ def test_broker_stamps_the_authenticated_user_as_jmsxuserid(secure: Any) -> None
         got = consumer.receive(1.0)
         assert got is not None and got.get_string_property("JMSXUserID") == "alice"
         assert sent.get_property("JMSXUserID") is None  # the producer's copy is untouched
+
+
+def test_durable_subscription_cannot_be_hijacked_with_a_borrowed_client_id(
+    vm_broker_factory: Callable[..., Any]
+) -> None:
+    """bob's durable subscription on secret.bob survives mallory connecting with bob's
+    client id and re-pointing (or deleting) the same subscription name."""
+    policy = _policy()
+    policy.add_user("mallory", "mal-pw", roles=["public"])
+    policy.add_permission("secret.bob", "topic", send=["clerks"], consume=["clerks"])
+    policy.add_permission("public.*", "topic", consume=["public"])
+    host, factory = vm_broker_factory(security=policy)
+    factory["clientID"] = "bob"
+    with factory.create_connection("bob", "bob-pw") as conn:
+        conn.create_session().create_durable_consumer(Topic("secret.bob"), "s")
+    with factory.create_connection("bob", "bob-pw") as conn:
+        session = conn.create_session()
+        session.create_producer(Topic("secret.bob")).send(session.create_text_message("pay"))
+    with factory.create_connection("mallory", "mal-pw") as conn:
+        session = conn.create_session()
+        with pytest.raises(JMSSecurityException, match="may not consume from topic 'secret.bob'"):
+            session.create_durable_consumer(Topic("public.x"), "s")
+        with pytest.raises(JMSSecurityException, match="may not consume from topic 'secret.bob'"):
+            session.unsubscribe("s")
+    with factory.create_connection("bob", "bob-pw") as conn:
+        consumer = conn.create_session().create_durable_consumer(Topic("secret.bob"), "s")
+        conn.start()
+        got = consumer.receive(1.0)
+        assert isinstance(got, TextMessage) and got.text == "pay"

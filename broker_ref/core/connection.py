@@ -328,7 +328,11 @@ class ServerConnection:
             if same:
                 existing.owner_connection = self._id
                 return existing
-            broker._delete_subscription(existing)  # JMS: a changed durable sub is replaced
+            # JMS: a changed durable subscription is replaced. Replacing deletes it and its
+            # messages, which is consuming them: that needs ``consume`` on the topic they
+            # came from, not only on the new one (else a client id is all it takes).
+            self._authorize("consume", DestinationKind.TOPIC, existing.topic)
+            broker._delete_subscription(existing)
         scheme = "sub://" if durable else "shared://"
         queue_name = scheme + (f"{self.client_id}." if self.client_id else "") + name
         return broker._subscription(

@@ -440,3 +440,58 @@ def test_disabled_policy_leaves_jmsxuserid_as_sent() -> None:
     conn.send(msg("q", "x", properties={"JMSXUserID": "whoever"}))
     (d,) = conn.callback.take()
     assert d.message.properties == {"JMSXUserID": "whoever"}
+
+
+# ---------------------------------------------------------------------- durable subscriptions
+
+
+def _bob_and_mallory() -> tuple[Broker, SecurityPolicy]:
+    policy = _policy()
+    policy.add_user("bob", "bob-pw", roles=["bobs"])
+    policy.add_user("mallory", "mal-pw", roles=["public"])
+    policy.add_permission("secret.bob", "topic", send=["bobs"], consume=["bobs"])
+    policy.add_permission("public.*", "topic", send=["public"], consume=["public"])
+    return Broker(security=policy), policy
+
+
+@pytest.mark.parametrize(
+    ("topic", "selector"), [("public.x", None), ("public.x", "a = 1")]
+)
+def test_durable_subscription_cannot_be_replaced_without_consume_on_its_topic(
+    topic: str, selector: str | None
+) -> None:
+    broker, _ = _bob_and_mallory()
+    bob = _connect(broker, "bob", "bob-pw", client_id="bob")
+    bob.create_consumer(1, DestinationKind.TOPIC, "secret.bob", subscription_name="s",
+                        durable=True)
+    bob.close()
+    sender = _connect(broker, "bob", "bob-pw")
+    sender.send(tmsg("secret.bob", "salary"))
+    mallory = _connect(broker, "mallory", "mal-pw", client_id="bob")
+    with pytest.raises(AccessDenied, match=r"may not consume from topic 'secret\.bob'"):
+        mallory.create_consumer(1, DestinationKind.TOPIC, topic, subscription_name="s",
+                                durable=True, selector=selector)
+    with pytest.raises(AccessDenied, match=r"may not consume from topic 'secret\.bob'"):
+        mallory.unsubscribe("s")
+    assert mallory.consumer_ids() == []
+    mallory.close()
+    # bob's subscription and the message it kept are intact
+    bob = _connect(broker, "bob", "bob-pw", client_id="bob")
+    bob.create_consumer(1, DestinationKind.TOPIC, "secret.bob", subscription_name="s",
+                        durable=True, credit=10)
+    assert bob.callback.bodies() == ["salary"]
+
+
+def test_durable_subscription_is_replaced_by_a_user_who_may_consume_its_topic() -> None:
+    broker, policy = _bob_and_mallory()
+    policy.add_permission("public.*", "topic", consume=["bobs"])
+    bob = _connect(broker, "bob", "bob-pw", client_id="bob")
+    bob.create_consumer(1, DestinationKind.TOPIC, "secret.bob", subscription_name="s",
+                        durable=True)
+    bob.close()
+    _connect(broker, "bob", "bob-pw").send(tmsg("secret.bob", "old"))
+    bob = _connect(broker, "bob", "bob-pw", client_id="bob")
+    bob.create_consumer(1, DestinationKind.TOPIC, "public.x", subscription_name="s",
+                        durable=True, credit=10)
+    assert bob.callback.bodies() == []  # the JMS rule: a changed subscription starts anew
+    assert len(broker.subscription_names()) == 1

@@ -308,3 +308,45 @@ def test_jmspy_stomp_client_reads_the_stamped_jmsxuserid(
         conn.start()
         got = consumer.receive(5.0)
         assert got is not None and got.get_string_property("JMSXUserID") == "alice"
+
+
+# ------------------------------------------------------------------ durable subscriptions
+
+
+def test_durable_subscription_hijack_with_a_borrowed_client_id_is_refused(
+    server_factory: Callable[..., ServerHandle]
+) -> None:
+    p = policy()
+    p.add_user("bob", "bob-pw", roles=["bobs"])
+    p.add_user("mallory", "mal-pw", roles=["public"])
+    p.add_permission("secret.bob", "topic", send=["bobs"], consume=["bobs"])
+    p.add_permission("public.*", "topic", consume=["public"])
+    h = server_factory(security=p)
+
+    def connect(raw: RawClient, login: str, passcode: str) -> None:
+        raw.send(f"CONNECT\naccept-version:1.2\nhost:/\nlogin:{login}\npasscode:{passcode}\n"
+                 "client-id:bob\n\n\0".encode())
+        assert raw.read_frame().command == "CONNECTED"
+
+    durable = b"\nactivemq.subscriptionName:s\nreceipt:sub\n\n\0"
+    with RawClient(h.host, h.port) as bob:
+        connect(bob, "bob", "bob-pw")
+        bob.send(b"SUBSCRIBE\nid:1\ndestination:/topic/secret.bob" + durable)
+        assert bob.read_frame().command == "RECEIPT"
+    with RawClient(h.host, h.port) as sender:
+        connect(sender, "bob", "bob-pw")
+        sender.send(b"SEND\ndestination:/topic/secret.bob\nreceipt:r\n\nsalary\0")
+        assert sender.read_frame().command == "RECEIPT"
+    with RawClient(h.host, h.port) as mallory:
+        connect(mallory, "mallory", "mal-pw")
+        mallory.send(b"SUBSCRIBE\nid:1\ndestination:/topic/public.x" + durable)
+        err = mallory.read_frame()
+        assert err.command == "ERROR"
+        assert err.header("message").startswith(
+            "user 'mallory' may not consume from topic 'secret.bob'")
+    with RawClient(h.host, h.port) as bob:
+        connect(bob, "bob", "bob-pw")
+        bob.send(b"SUBSCRIBE\nid:1\ndestination:/topic/secret.bob" + durable)
+        frames = {f.command: f for f in (bob.read_frame(), bob.read_frame())}
+        assert frames.keys() == {"RECEIPT", "MESSAGE"}
+        assert frames["MESSAGE"].body == b"salary"
