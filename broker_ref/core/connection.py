@@ -22,11 +22,14 @@ from .errors import (
     TransactionError,
 )
 from .queue import DeliveryChannel, Queue, ServerConsumer, compile_filter, effective_flow_limit
+from .settings import is_wildcard
 from .topic import Subscription, SubscriptionKey, Topic
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .broker import Broker
-    from .security import Action, Principal
+    from .security import Action, Principal, SecurityPolicy
 
 __all__ = ["TEMP_PREFIX", "ServerConnection"]
 
@@ -37,6 +40,16 @@ _acknowledge_tags = _queue_run.acknowledge_tags
 _route_send = _queue_run.route_send
 
 TEMP_PREFIX = "temp-queue://"
+
+
+def _may_consume_topic(policy: SecurityPolicy) -> Callable[[Principal | None, str], bool]:
+    """The question a wildcard subscription asks per concrete topic (see
+    :meth:`Subscription.admits`)."""
+
+    def may(principal: Principal | None, topic: str) -> bool:
+        return policy.allows(principal, "consume", DestinationKind.TOPIC, topic)
+
+    return may
 
 
 @dataclass(slots=True)
@@ -253,6 +266,11 @@ class ServerConnection:
                 shared,
             )
             q = sub.queue
+            if broker.security is not None and broker.security.enabled and is_wildcard(
+                sub.topic
+            ):
+                sub.bound_readers(self.principal, _may_consume_topic(broker.security),
+                                  alone=not q.consumers)
         c = ServerConsumer(
             consumer_id, self._channel, q, flt, auto_ack, effective_flow_limit(q.settings), credit
         )

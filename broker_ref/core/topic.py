@@ -18,17 +18,27 @@ Wildcard subscriptions (ActiveMQ / Artemis style, the same syntax as address set
 ``orders.*`` lives on a :class:`Topic` named by the pattern, and the broker routes every
 message sent to a concrete topic that the pattern matches to it too, once (see
 :class:`WildcardRoutes`). Sending *to* a pattern is refused: it names no one topic.
+
+Under a security policy a wildcard subscription is *bounded by its readers* (see
+:meth:`Subscription.admits`): a message sent to a concrete topic reaches it only when every
+user attached to it may ``consume`` that concrete topic. Subscribing with a pattern
+therefore never reaches further than subscribing to each topic by name would.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
 from .queue import Filter, Queue, filter_accepts
 from .settings import is_wildcard, pattern_matches
 
 __all__ = ["Subscription", "SubscriptionKey", "Topic", "WildcardRoutes"]
+
+#: Most concrete topic names a wildcard subscription remembers a decision for.
+_ADMITTED_LIMIT = 4096
 
 #: (flavour, client id or None, name); flavour is "durable" or "shared".
 SubscriptionKey = tuple[str, str | None, str]
@@ -49,8 +59,43 @@ class Subscription:
     #: durable subscription, the one currently attached, 0 when none).
     owner_connection: int = 0
     key: SubscriptionKey | None = None
+    #: Wildcard subscriptions under security: the principals attached to it (the last
+    #: ones, while none is) and the policy's ``may consume this topic`` question.
+    readers: tuple[Any, ...] = ()
+    may_read: Callable[[Any, str], bool] | None = None
+    #: concrete topic name -> admitted, asked once per name (routing is per message)
+    _admitted: dict[str, bool] = field(default_factory=dict)
+
+    def bound_readers(
+        self, principal: Any, may_read: Callable[[Any, str], bool], *, alone: bool
+    ) -> None:
+        """Bound what the subscription receives by ``principal``'s right to consume each
+        concrete topic: ``alone`` (nobody else attached now) replaces the readers, else
+        ``principal`` joins them, so a shared subscription delivers only what *every*
+        attached user may read."""
+        if alone:
+            self.readers = (principal,)
+        elif principal not in self.readers:
+            self.readers = (*self.readers, principal)
+        self.may_read = may_read
+        self._admitted.clear()
+
+    def admits(self, topic: str) -> bool:
+        """Whether a message sent to the concrete ``topic`` may reach this subscription."""
+        may_read = self.may_read
+        if may_read is None:
+            return True
+        hit = self._admitted.get(topic)
+        if hit is None:
+            hit = all(may_read(p, topic) for p in self.readers)
+            if len(self._admitted) >= _ADMITTED_LIMIT:  # many topic names: start over
+                self._admitted.clear()
+            self._admitted[topic] = hit
+        return hit
 
     def wants(self, message: ServerMessage, producer_client_id: str | None) -> bool:
+        if self.may_read is not None and not self.admits(message.destination):
+            return False
         if self.no_local and (
             message.producer_connection == self.owner_connection
             or (

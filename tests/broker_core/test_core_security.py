@@ -495,3 +495,60 @@ def test_durable_subscription_is_replaced_by_a_user_who_may_consume_its_topic() 
                         durable=True, credit=10)
     assert bob.callback.bodies() == []  # the JMS rule: a changed subscription starts anew
     assert len(broker.subscription_names()) == 1
+
+
+# ---------------------------------------------------------------------- wildcard subscriptions
+
+
+def _staff_and_hr(grant: str) -> Broker:
+    """``staff`` may consume topics matching ``grant``; ``hr`` may consume every topic;
+    ``boss`` sends everywhere."""
+    policy = _policy()
+    policy.add_user("sam", "sam-pw", roles=["staff"])
+    policy.add_user("hana", "hana-pw", roles=["hr"])
+    policy.add_user("boss", "boss-pw", roles=["boss"])
+    policy.add_permission(grant, "topic", consume=["staff"])
+    policy.add_permission("#", "topic", send=["boss"], consume=["hr"])
+    return Broker(security=policy)
+
+
+@pytest.mark.parametrize(
+    ("grant", "pattern", "allowed", "forbidden"),
+    [
+        ("public.*", "public.#", "public.news", "public.internal.salaries"),
+        ("public.*", "public.>", "public.news", "public.internal.salaries"),
+        ("*.*", "*.#", "public.news", "public.internal.salaries"),
+        ("*.salaries", "#.salaries", "hr.salaries", "public.internal.salaries"),
+        ("*.news", "#.news", "eu.news", "eu.internal.news"),
+    ],
+)
+def test_wildcard_subscription_delivers_only_topics_the_subscriber_may_consume(
+    grant: str, pattern: str, allowed: str, forbidden: str
+) -> None:
+    broker = _staff_and_hr(grant)
+    sam = _connect(broker, "sam", "sam-pw")
+    hana = _connect(broker, "hana", "hana-pw")
+    boss = _connect(broker, "boss", "boss-pw")
+    sam.create_consumer(1, DestinationKind.TOPIC, pattern, credit=10)
+    hana.create_consumer(1, DestinationKind.TOPIC, forbidden, credit=10)
+    for _ in range(2):  # the second time from the per-subscription decision cache
+        boss.send(tmsg(forbidden, "secret"))
+        boss.send(tmsg(allowed, "open"))
+    assert sam.callback.bodies() == ["open", "open"]
+    assert hana.callback.bodies() == ["secret", "secret"]
+
+
+def test_shared_wildcard_subscription_delivers_what_every_attached_user_may_consume() -> None:
+    broker = _staff_and_hr("public.*")
+    hana = _connect(broker, "hana", "hana-pw")
+    sam = _connect(broker, "sam", "sam-pw")
+    boss = _connect(broker, "boss", "boss-pw")
+    hana.create_consumer(1, DestinationKind.TOPIC, "public.#", subscription_name="all",
+                         shared=True, credit=10)
+    boss.send(tmsg("public.internal.salaries", "before sam"))
+    sam.create_consumer(1, DestinationKind.TOPIC, "public.#", subscription_name="all",
+                        shared=True, credit=10)
+    boss.send(tmsg("public.internal.salaries", "while sam shares"))
+    boss.send(tmsg("public.news", "news"))
+    got = hana.callback.bodies() + sam.callback.bodies()
+    assert sorted(got) == ["before sam", "news"]

@@ -350,3 +350,33 @@ def test_durable_subscription_hijack_with_a_borrowed_client_id_is_refused(
         frames = {f.command: f for f in (bob.read_frame(), bob.read_frame())}
         assert frames.keys() == {"RECEIPT", "MESSAGE"}
         assert frames["MESSAGE"].body == b"salary"
+
+
+# ------------------------------------------------------------------ wildcard subscriptions
+
+
+@pytest.mark.parametrize("pattern", ["public.#", "public.>", "*.#"])
+def test_wildcard_subscription_over_stomp_never_delivers_a_topic_the_user_may_not_consume(
+    server_factory: Callable[..., ServerHandle], clients: Callable[..., tuple[Any, Collector]],
+    pattern: str,
+) -> None:
+    p = policy()
+    p.add_user("sam", "sam-pw", roles=["staff"])
+    p.add_permission("public.*", "topic", consume=["staff"])
+    p.add_permission("*.*", "topic", consume=["staff"])
+    p.add_permission("#", "topic", send=["traders"], consume=["auditors"])
+    h = server_factory(security=p)
+    sam, slst = clients(h, "1.2", "sam", "sam-pw")
+    hr, hlst = clients(h, "1.2", "audrey", AUDIT)
+    sam.subscribe(f"/topic/{pattern}", id="w", ack="auto", receipt="w")
+    hr.subscribe("/topic/public.internal.salaries", id="s", ack="auto", receipt="s")
+    slst.wait_receipt("w")
+    hlst.wait_receipt("s")
+    boss, blst = clients(h, "1.2", "alice", SECRET)
+    boss.send("/topic/public.internal.salaries", "secret")
+    boss.send("/topic/public.news", "open", receipt="sent")
+    blst.wait_receipt("sent")
+    assert [m.body for m in hlst.wait_messages(1)] == ["secret"]
+    assert [m.body for m in slst.wait_messages(1)] == ["open"]
+    # the hr copy arrived, so routing of the secret is done: sam got nothing more
+    assert [m.body for m in slst.messages] == ["open"] and slst.errors == []
