@@ -9,7 +9,7 @@
     loop = "asyncio"        # or "uvloop" (pip install uvloop): less overhead per read/write
 
     [limits]
-    max-frame-bytes = 10485760   # largest frame body
+    max-frame-bytes = 104857600  # largest frame body (ActiveMQ's default, 100 MiB)
     max-headers = 1000           # most headers in one frame
     max-header-bytes = 65536     # largest header section
     heartbeat-ms = 10000         # heart-beat the server offers/asks (0 = none)
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from jmspy.errors import InvalidConfigurationException
+from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
 
 from .core.api import AddressSettings
 
@@ -78,7 +79,7 @@ class BrokerConfig:
     port: int = 61613
     name: str = "jmspy"
     loop: str = "asyncio"  #: one of EVENT_LOOPS
-    max_frame_bytes: int = 10 * 1024 * 1024
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_headers: int = 1000
     max_header_bytes: int = 64 * 1024
     heartbeat_ms: int = 10_000

@@ -246,7 +246,7 @@ cdef class FrameParser:
             raw = PyBytes_FromStringAndSize(base + pos, end - pos)
             command = self._commands.get(raw)
             if command is None:
-                raise FrameError(_R_UNKNOWN_COMMAND, repr(raw))
+                raise FrameError(_R_UNKNOWN_COMMAND, repr(raw.decode("utf-8", "replace")))
             self._command = command
             self._headers = []
             self._header_bytes = 0

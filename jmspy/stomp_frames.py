@@ -37,6 +37,7 @@ from jmspy.errors import JMSException
 __all__ = [
     "ALL_COMMANDS",
     "CLIENT_COMMANDS",
+    "DEFAULT_MAX_FRAME_BYTES",
     "HEARTBEAT",
     "SERVER_COMMANDS",
     "UNESCAPED_COMMANDS",
@@ -165,6 +166,12 @@ def header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
     return result
 
 
+#: The largest frame body accepted unless configured otherwise: ActiveMQ 5's
+#: ``maxFrameSize`` default (100 MiB), so a message one broker takes the others take too.
+#: Memory is bounded by the broker's memory limits, not by refusing big frames.
+DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class CodecLimits:
     """Bounds that keep a hostile peer from making a parser buffer without end.
@@ -174,7 +181,7 @@ class CodecLimits:
     EOL or NUL that would end it.
     """
 
-    max_frame_bytes: int = 10 * 1024 * 1024  #: largest body
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES  #: largest body
     max_headers: int = 1000  #: most header lines in one frame
     max_header_bytes: int = 64 * 1024  #: largest header section, EOLs and blank line included
     max_command_bytes: int = 64  #: longest command (EOL excluded)

@@ -294,7 +294,7 @@ def test_header_section_too_large_detected_without_eol() -> None:
 
 def test_default_limits() -> None:
     limits = CodecLimits()
-    assert limits.max_frame_bytes == 10 * 1024 * 1024
+    assert limits.max_frame_bytes == 104_857_600  # ActiveMQ 5's maxFrameSize
     assert limits.max_headers == 1000
     assert limits.max_header_bytes == 64 * 1024
     assert limits.max_command_bytes == 64

@@ -38,15 +38,20 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy._speedups import load
-from jmspy.stomp_frames import HEARTBEAT, CodecLimits, FrameError, header_dict
+from jmspy.stomp_frames import (
+    DEFAULT_MAX_FRAME_BYTES,
+    HEARTBEAT,
+    CodecLimits,
+    FrameError,
+    header_dict,
+)
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
 _codec = load("stomp_codec")
 
-#: The largest message body a stomp:// client accepts unless the URL says otherwise
-#: (``max_frame_bytes``): ActiveMQ's own default STOMP frame limit, 100 MiB.
-DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+# DEFAULT_MAX_FRAME_BYTES (re-exported): the largest message body a stomp:// client accepts
+# unless the URL says otherwise (``max_frame_bytes``), the same as the broker's default.
 
 _READ_STEP = "_BaseTransport__read_frames"
 

@@ -150,7 +150,9 @@ class FrameParser:
             raw = bytes(buf[pos:end])
             command = self._commands.get(raw)
             if command is None:
-                raise FrameError(FrameErrorReason.UNKNOWN_COMMAND, repr(raw))
+                raise FrameError(
+                    FrameErrorReason.UNKNOWN_COMMAND, repr(raw.decode("utf-8", "replace"))
+                )
             self._command = command
             self._headers = []
             self._header_bytes = 0

@@ -71,7 +71,12 @@ _RESERVED: Final = frozenset(
 
 
 class HeaderError(ValueError):
-    """A header value the server cannot accept; the message says which and why."""
+    """A header value the server cannot accept. ``str()`` is the ERROR frame's ``message``
+    header (what is wrong, naming the header); ``detail``, its body, adds how to fix it."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail if detail is not None else message + "."
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,26 +89,46 @@ class Target:
     temp: bool = False
 
 
+#: The destination prefixes this broker accepts, for errors that list them.
+PREFIXES: Final = (QUEUE, TOPIC, TEMP, REMOTE_TEMP)
+_FORMS = "/queue/NAME, /topic/NAME or /temp-queue/NAME"
+
+
 def parse_destination(text: str | None) -> Target:
-    if not text:
-        raise HeaderError(
-            "missing destination header: use /queue/NAME, /topic/NAME or /temp-queue/NAME"
-        )
+    """A STOMP destination: ``/queue/NAME``, ``/topic/NAME``, ``/temp-queue/NAME``,
+    ``/remote-temp-queue/ID`` (a temporary queue of another connection, as rendered in
+    ``reply-to``), or a bare ``NAME`` without a leading ``/`` (a queue, as ActiveMQ reads
+    it). Anything else starting with ``/`` is an unknown prefix, refused with the list."""
+    if text is None:
+        raise HeaderError("missing destination header",
+                          f"this frame needs a destination header: use {_FORMS}.")
     if text.startswith(QUEUE):
         kind, name = DestinationKind.QUEUE, text[len(QUEUE):]
     elif text.startswith(TOPIC):
         kind, name = DestinationKind.TOPIC, text[len(TOPIC):]
+    elif text.startswith(TEMP):
+        name = text[len(TEMP):]
+        if not name:
+            raise HeaderError(f"empty temporary queue name in destination {text!r}",
+                              f"name the temporary queue after the prefix: {TEMP}NAME.")
+        return Target(DestinationKind.QUEUE, name, temp=True)
+    elif text.startswith(REMOTE_TEMP):
+        if len(text) == len(REMOTE_TEMP):
+            raise HeaderError(f"empty destination name in {text!r}",
+                              f"a destination needs a name after its prefix: use {_FORMS}.")
+        return Target(DestinationKind.QUEUE, TEMP_PREFIX + text[len(REMOTE_TEMP):])
+    elif text.startswith("/"):
+        prefix = text[: text.find("/", 1) + 1] or text
+        raise HeaderError(
+            f"unknown destination prefix {prefix!r} in {text[:200]!r}",
+            f"destination {text[:200]!r} starts with {prefix!r}, which this broker does not "
+            f"know; valid prefixes are {', '.join(PREFIXES)} (a name without a leading '/' "
+            "is a queue).")
     else:
-        if text.startswith(TEMP):
-            name = text[len(TEMP):]
-            if not name:
-                raise HeaderError(f"empty temporary queue name in destination {text!r}")
-            return Target(DestinationKind.QUEUE, name, temp=True)
-        if text.startswith(REMOTE_TEMP):
-            return Target(DestinationKind.QUEUE, TEMP_PREFIX + text[len(REMOTE_TEMP):])
         kind, name = DestinationKind.QUEUE, text
     if not name:
-        raise HeaderError(f"empty destination name in {text!r}: use /queue/NAME or /topic/NAME")
+        raise HeaderError(f"empty destination name in {text!r}",
+                          f"a destination needs a name after its prefix: use {_FORMS}.")
     return Target(kind, name)
 
 

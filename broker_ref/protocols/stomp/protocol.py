@@ -36,7 +36,15 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import _speedups
-from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
+from jmspy.stomp_frames import (
+    CLIENT_COMMANDS,
+    HEARTBEAT,
+    CodecLimits,
+    Frame,
+    FrameError,
+    FrameErrorReason,
+    header_dict,
+)
 
 from ...core import (
     BodyType,
@@ -72,6 +80,36 @@ class ProtocolError(Exception):
         self.detail = detail
 
 
+#: Codec limits a client can hit, as (the [limits] key, the CodecLimits field, what grew).
+_LIMITS: dict[FrameErrorReason, tuple[str, str, str]] = {
+    FrameErrorReason.BODY_TOO_LARGE: ("max-frame-bytes", "max_frame_bytes", "body"),
+    FrameErrorReason.TOO_MANY_HEADERS: ("max-headers", "max_headers", "header count"),
+    FrameErrorReason.HEADERS_TOO_LARGE: ("max-header-bytes", "max_header_bytes",
+                                         "header section"),
+}
+_CLOSED = ("The connection is closed: the rest of the stream cannot be re-framed after a "
+           "refused frame.")
+
+
+def _frame_problem(exc: FrameError, limits: CodecLimits) -> tuple[str, str]:
+    """The ERROR ``message`` header and body for a frame the parser refused: a limit names
+    itself, its value and its config key; an unknown command names the command."""
+    limit = _LIMITS.get(exc.reason)
+    if limit is not None:
+        key, field, what = limit
+        value = getattr(limits, field)
+        return (f"frame {what} over the limit: [limits] {key} = {value}",
+                f"{exc}. This broker's [limits] {key} is {value}; send less, or raise "
+                f"{key} in the [limits] table of the broker's config file. {_CLOSED}")
+    if exc.reason in (FrameErrorReason.UNKNOWN_COMMAND, FrameErrorReason.COMMAND_TOO_LONG):
+        named = exc.detail if exc.reason is FrameErrorReason.UNKNOWN_COMMAND else (
+            f"of {exc.detail}")
+        return (f"unknown command {named}",
+                f"{exc.reason.value} {named}: a STOMP client sends one of "
+                f"{', '.join(sorted(CLIENT_COMMANDS))}. {_CLOSED}")
+    return ("malformed frame", f"{exc}. Fix the frame encoding. {_CLOSED}")
+
+
 def _negotiate(accept: str | None) -> str | None:
     if accept is None:
         return "1.0"
@@ -100,7 +138,8 @@ class StompSession:
         self.recv_interval = 0
         self.connected = False
         self.closing = False  #: no more input is read; the host closes after writing
-        self._parser: Any = _codec.FrameParser("1.2", limits, True)
+        self._limits = limits or CodecLimits()
+        self._parser: Any = _codec.FrameParser("1.2", self._limits, True)
         self._out: list[bytes] = []
         self._conn: ServerConnection | None = None
         self._subs: dict[str, Subscription] = {}
@@ -140,8 +179,7 @@ class StompSession:
             try:
                 frame = next_frame()
             except FrameError as exc:
-                self._error("malformed frame", f"{exc}. Fix the frame encoding; the "
-                            "connection is closed because the stream lost its framing.")
+                self._error(*_frame_problem(exc, self._limits))
                 return
             if frame is None:
                 return
@@ -153,7 +191,7 @@ class StompSession:
             except ProtocolError as exc:
                 self._error(exc.message, exc.detail, frame.header("receipt"))
             except HeaderError as exc:
-                self._error("invalid header", f"{exc}.", frame.header("receipt"))
+                self._error(str(exc), exc.detail, frame.header("receipt"))
             except BrokerError as exc:
                 self._error(exc.message.split(";")[0][:200], exc.message,
                             frame.header("receipt"))

@@ -1,0 +1,158 @@
+"""Every refusal names its problem (issue 11, items 14 and 15): a codec limit names the
+limit's size and its ``[limits]`` key; an unknown command, a missing or empty destination
+and an unknown destination prefix each get their own ERROR ``message`` and a body saying
+how to fix it. Driven through the sans-I/O StompSession (no sockets), with one check of
+each kind over the wire and the 16 MB message of RabbitMQ's suite delivered to two
+subscribers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import stomp
+from stomp_support import Collector, RawClient, ServerHandle
+
+from jmspy import _speedups
+from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.stomp.protocol import StompSession
+from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES, CodecLimits
+
+_codec: Any = _speedups.load("stomp_codec")
+
+
+def exchange(data: bytes, limits: CodecLimits | None = None) -> tuple[list[Any], bool]:
+    """CONNECT, then ``data``: the frames the session answers, and whether it closes."""
+    session = StompSession(Broker(), limits=limits)
+    session.receive_data(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
+    session.receive_data(data)
+    parser = _codec.FrameParser("1.2", None, False)
+    parser.feed(session.data_to_send())
+    frames = list(iter(parser.next_frame, None))
+    assert frames[0].command == "CONNECTED"
+    return frames[1:], session.closing
+
+
+def only_error(data: bytes, limits: CodecLimits | None = None) -> tuple[str, str]:
+    frames, closing = exchange(data, limits)
+    assert [f.command for f in frames] == ["ERROR"] and closing
+    return frames[0].header("message"), frames[0].body.decode()
+
+
+def test_default_frame_limit_is_activemqs_100_mib() -> None:
+    assert DEFAULT_MAX_FRAME_BYTES == 100 * 1024 * 1024
+    assert CodecLimits().max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
+    from jmspy.broker_ref.config import BrokerConfig
+
+    assert BrokerConfig().max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_oversized_body_names_its_size_the_limit_and_the_config_key(declared: bool) -> None:
+    body = b"x" * 2000
+    length = b"content-length:2000\n" if declared else b""
+    message, detail = only_error(b"SEND\ndestination:/queue/big\n" + length + b"\n" + body
+                                 + b"\0", CodecLimits(max_frame_bytes=1000))
+    assert message == "frame body over the limit: [limits] max-frame-bytes = 1000"
+    assert "[limits] max-frame-bytes is 1000" in detail
+    if declared:
+        assert "content-length 2000" in detail  # the size the client asked for
+    assert "malformed" not in message
+
+
+@pytest.mark.parametrize(
+    ("frame", "limits", "key"),
+    [
+        (b"SEND\ndestination:/queue/q\n" + b"h:v\n" * 20 + b"\nx\0",
+         CodecLimits(max_headers=10), "max-headers = 10"),
+        (b"SEND\ndestination:/queue/q\nh:" + b"v" * 3000 + b"\n\nx\0",
+         CodecLimits(max_header_bytes=1000), "max-header-bytes = 1000"),
+    ],
+)
+def test_header_limits_name_themselves(frame: bytes, limits: CodecLimits, key: str) -> None:
+    message, detail = only_error(frame, limits)
+    assert message.endswith(f"[limits] {key}")
+    assert key.replace(" = ", " is ") in detail
+
+
+def test_unknown_command_is_named() -> None:
+    message, detail = only_error(b"PUBLISH\ndestination:/queue/q\n\nx\0")
+    assert message == "unknown command 'PUBLISH'"
+    assert "SEND" in detail and "SUBSCRIBE" in detail
+
+
+@pytest.mark.parametrize(
+    ("frame", "message", "hint"),
+    [
+        (b"SEND\n\nx\0", "missing destination header", "/queue/NAME"),
+        (b"SUBSCRIBE\nid:1\n\n\0", "missing destination header", "/topic/NAME"),
+        (b"SEND\ndestination:/queue/\n\nx\0", "empty destination name in '/queue/'",
+         "needs a name after its prefix"),
+        (b"SEND\ndestination:/topic/\n\nx\0", "empty destination name in '/topic/'",
+         "needs a name after its prefix"),
+        (b"SEND\ndestination:\n\nx\0", "empty destination name in ''",
+         "needs a name after its prefix"),
+        (b"SEND\ndestination:/exchange/amq.topic/x\n\nx\0",
+         "unknown destination prefix '/exchange/' in '/exchange/amq.topic/x'",
+         "valid prefixes are /queue/, /topic/, /temp-queue/, /remote-temp-queue/"),
+        (b"SUBSCRIBE\nid:1\ndestination:/qeue/orders\n\n\0",
+         "unknown destination prefix '/qeue/' in '/qeue/orders'", "valid prefixes are"),
+    ],
+)
+def test_destination_problems_each_get_their_own_error(
+    frame: bytes, message: str, hint: str
+) -> None:
+    got, detail = only_error(frame.replace(b"\n\n", b"\nreceipt:r\n\n", 1))
+    assert got == message and hint in detail
+
+
+def test_bare_destination_name_is_still_a_queue() -> None:
+    frames, closing = exchange(b"SEND\ndestination:orders\nreceipt:r\n\nx\0")
+    assert [f.command for f in frames] == ["RECEIPT"] and not closing
+
+
+def test_errors_over_the_wire_name_the_problem(
+    server_factory: Callable[..., ServerHandle]
+) -> None:
+    h = server_factory(limits=CodecLimits(max_frame_bytes=1000))
+    cases = [
+        (b"FOO\n\n\0", "unknown command 'FOO'"),
+        (b"SEND\ndestination:/bogus/x\n\nx\0", "unknown destination prefix '/bogus/'"),
+        (b"SEND\ndestination:/queue/x\ncontent-length:5000\n\n" + b"x" * 5000 + b"\0",
+         "frame body over the limit: [limits] max-frame-bytes = 1000"),
+    ]
+    for data, message in cases:
+        with RawClient(h.host, h.port) as c:
+            assert c.connect().command == "CONNECTED"
+            c.send(data)
+            frame = c.read_frame()
+            assert frame.command == "ERROR" and frame.header("message").startswith(message)
+            assert c.closed_by_server()
+
+
+def test_sixteen_megabyte_message_reaches_two_topic_subscribers(server: ServerHandle) -> None:
+    """RabbitMQ's STOMP suite sends this; ActiveMQ and RabbitMQ deliver it."""
+    body = "x" * (16 * 1024 * 1024)
+    conns: list[Any] = []
+    listeners: list[Collector] = []
+    for i in range(3):
+        conn = stomp.Connection12([(server.host, server.port)], heartbeats=(0, 0))
+        lst = Collector()
+        conn.set_listener("c", lst)
+        conn.connect(wait=True, headers={"host": "/"})
+        conns.append(conn)
+        listeners.append(lst)
+        if i < 2:
+            conn.subscribe("/topic/big", id=f"s{i}", ack="auto", receipt=f"sub{i}")
+            lst.wait_receipt(f"sub{i}")
+    try:
+        conns[2].send("/topic/big", body, receipt="sent")
+        listeners[2].wait_receipt("sent", timeout=60)
+        for lst in listeners[:2]:
+            (m,) = lst.wait_messages(1, timeout=60)
+            assert len(m.body) == len(body)
+        assert all(lst.errors == [] for lst in listeners)
+    finally:
+        for conn in conns:
+            conn.disconnect()
