@@ -1,13 +1,21 @@
-"""Hypothesis fuzzes a live server with random and mutated frames; afterwards the server
-must still serve a well-behaved client (errors stay inside their connection)."""
+"""Hypothesis fuzzes a live server with random and mutated frames (the hostile mutations
+of :mod:`fuzz_frames` among them): whatever the server writes back is well-formed STOMP,
+nothing is logged as an internal error, a well-behaved client on another connection is
+served after every example, and no connection is left behind."""
 
 from __future__ import annotations
 
 import socket
+import time
 
+from fuzz_frames import hostile_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stomp_support import SERVER_ERRORS, ServerHandle
+from stomp_support import SERVER_ERRORS, RawClient, ServerHandle
+
+from jmspy import _speedups
+
+_codec = _speedups.load("stomp_codec")
 
 GOOD = [
     b"SEND\ndestination:/queue/fz\ncontent-type:text/plain\n\nhello\0",
@@ -39,26 +47,46 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-def _exchange(server: ServerHandle, connect_frame: bytes, payload: bytes) -> None:
+def _exchange(server: ServerHandle, connect_frame: bytes, payload: bytes) -> bytes:
+    """Send, half-close, and return everything the server wrote until it closed."""
+    got = bytearray()
     with socket.create_connection((server.host, server.port), timeout=2) as sock:
         try:
             sock.sendall(connect_frame + payload)
             sock.shutdown(socket.SHUT_WR)
-            while sock.recv(65536):
-                pass
+            while data := sock.recv(65536):
+                got += data
         except (ConnectionError, TimeoutError):
             pass
+    return bytes(got)
 
 
 _CONNECT = b"CONNECT\naccept-version:1.0,1.1,1.2\nhost:/\n\n\0"
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
-@given(payload=st.one_of(st.binary(max_size=300), mutated()),
+def _good_client_round_trip(server: ServerHandle) -> None:
+    with RawClient(server.host, server.port) as good:
+        assert good.connect().command == "CONNECTED"
+        good.send(b"SUBSCRIBE\nid:g\ndestination:/queue/good\n\n\0"
+                  b"SEND\ndestination:/queue/good\n\nserved\0")
+        frame = good.read_frame()
+        assert frame.command == "MESSAGE" and frame.body == b"served"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(payload=st.one_of(st.binary(max_size=300), mutated(), hostile_stream()),
        with_connect=st.booleans())
 def test_fuzzed_frames_do_not_hurt_the_server(fuzz_server: ServerHandle, payload: bytes,
                                               with_connect: bool) -> None:
-    _exchange(fuzz_server, _CONNECT if with_connect else b"", payload)
+    reply = _exchange(fuzz_server, _CONNECT if with_connect else b"", payload)
+    # _CONNECT negotiates 1.2; before any CONNECT the server answers in 1.0
+    parser = _codec.FrameParser("1.2" if with_connect else "1.0", None, False)
+    parser.feed(reply)
+    frames = list(iter(parser.next_frame, None))  # well-formed, or this raises
+    if with_connect:
+        assert frames and frames[0].command == "CONNECTED"
+    assert not SERVER_ERRORS.records, [r.getMessage() for r in SERVER_ERRORS.records]
+    _good_client_round_trip(fuzz_server)
 
 
 def test_server_still_serves_after_fuzzing(fuzz_server: ServerHandle, connect) -> None:
@@ -67,3 +95,8 @@ def test_server_still_serves_after_fuzzing(fuzz_server: ServerHandle, connect) -
     conn.send("/queue/after-fuzz", "fine")
     assert lst.wait_messages(1)[0].body == "fine"
     assert not SERVER_ERRORS.records, [r.getMessage() for r in SERVER_ERRORS.records]
+    conn.disconnect()
+    deadline = time.monotonic() + 5
+    while fuzz_server.connection_count() and time.monotonic() < deadline:
+        time.sleep(0.01)  # waits for the server to see the last sockets close
+    assert fuzz_server.connection_count() == 0  # no fuzzed connection was left behind

@@ -129,6 +129,10 @@ def parse_destination(text: str | None) -> Target:
     if not name:
         raise HeaderError(f"empty destination name in {text!r}",
                           f"a destination needs a name after its prefix: use {_FORMS}.")
+    if "\r" in name or "\n" in name or "\0" in name:
+        raise HeaderError(f"control character in destination name {name[:200]!r}",
+                          "a destination name must not contain CR, LF or NUL: no STOMP "
+                          "1.0/1.1 subscriber could be told where its messages came from.")
     return Target(kind, name)
 
 

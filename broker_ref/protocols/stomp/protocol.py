@@ -187,6 +187,9 @@ class StompSession:
                 continue
             self.frames_in += 1
             try:
+                receipt = frame.header("receipt")
+                if receipt is not None:
+                    self._check_echoable("receipt", receipt)
                 self._dispatch(frame)
             except ProtocolError as exc:
                 self._error(exc.message, exc.detail, frame.header("receipt"))
@@ -195,6 +198,9 @@ class StompSession:
             except BrokerError as exc:
                 self._error(exc.message.split(";")[0][:200], exc.message,
                             frame.header("receipt"))
+            except FrameError as exc:  # a reply this version cannot carry: not a traceback
+                self._error("unencodable reply", f"{exc}. Send header values this STOMP "
+                            f"version can carry back. {_CLOSED}")
 
     def data_to_send(self) -> bytes:
         """Bytes to write now. Call :meth:`written` once they are handed to the socket."""
@@ -315,6 +321,18 @@ class StompSession:
 
     def _emit(self, frame: Frame) -> None:
         self._out.append(_codec.encode_frame(frame, self.version))
+
+    def _check_echoable(self, name: str, value: str) -> None:
+        """Refuse, before acting, a value the server must echo in a header (a receipt, a
+        subscription id) that the negotiated version cannot encode: 1.0 escapes nothing and
+        1.1 cannot escape a CR, so such a value would break the reply's framing."""
+        if self.version == "1.2" or ("\r" not in value and "\n" not in value):
+            return
+        raise ProtocolError(
+            f"unencodable {name} header",
+            f"the {name} header's value contains a CR or LF, which STOMP {self.version} "
+            f"cannot carry back in a header; use a {name} without line breaks (or STOMP 1.2, "
+            "which escapes them)")
 
     def _error(self, message: str, detail: str, receipt: str | None = None) -> None:
         headers = [("message", message.replace("\n", " ").replace("\r", " ")),
@@ -447,6 +465,7 @@ class StompSession:
                 raise ProtocolError("missing id header", "SUBSCRIBE needs an id header in "
                                     "STOMP 1.1/1.2; choose one unique per connection")
             sid = headers.get("destination") or ""
+        self._check_echoable("id", sid)
         if sid in self._subs:
             raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
                                 "already in use on this connection; choose another")
