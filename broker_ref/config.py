@@ -12,6 +12,7 @@
     max-frame-bytes = 104857600  # largest frame body (ActiveMQ's default, 100 MiB)
     max-headers = 1000           # most headers in one frame
     max-header-bytes = 65536     # largest header section
+    max-destination-length = 1024  # longest destination or subscription name, in bytes
     heartbeat-ms = 10000         # heart-beat the server offers/asks (0 = none)
 
     [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
@@ -41,6 +42,7 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
 
 from .core.api import AddressSettings
+from .core.broker import DEFAULT_MAX_DESTINATION_LENGTH
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -82,6 +84,7 @@ class BrokerConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_headers: int = 1000
     max_header_bytes: int = 64 * 1024
+    max_destination_length: int = DEFAULT_MAX_DESTINATION_LENGTH
     heartbeat_ms: int = 10_000
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
@@ -89,7 +92,11 @@ class BrokerConfig:
 
     def broker_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`~jmspy.broker_ref.core.Broker`."""
-        kwargs: dict[str, Any] = {"name": self.name, "settings": dict(self.settings)}
+        kwargs: dict[str, Any] = {
+            "name": self.name,
+            "settings": dict(self.settings),
+            "max_destination_length": self.max_destination_length,
+        }
         if self.security is not None:
             kwargs["security"] = self.security
         return kwargs
@@ -101,6 +108,7 @@ _LIMITS = {
     "max-frame-bytes": "max_frame_bytes",
     "max-headers": "max_headers",
     "max-header-bytes": "max_header_bytes",
+    "max-destination-length": "max_destination_length",
     "heartbeat-ms": "heartbeat_ms",
 }
 
@@ -205,8 +213,9 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         if attr is None:
             raise _unknown(key, "limits", source, _LIMITS)
         number = _convert(value, int, key, "limits", source)
-        if number < 0:
-            raise ConfigError(f"{source}: [limits] {key} = {number} must be >= 0")
+        low = 1 if key == "max-destination-length" else 0
+        if number < low:
+            raise ConfigError(f"{source}: [limits] {key} = {number} must be >= {low}")
         setattr(cfg, attr, number)
     if cfg.loop not in EVENT_LOOPS:
         raise ConfigError(f"{source}: [broker] loop = {cfg.loop!r} must be one of: "

@@ -40,6 +40,12 @@ if TYPE_CHECKING:  # a type only: keeps `python -m ...core.security` free of run
 __all__ = ["Broker", "ServerConnection"]
 
 
+#: Default ``max_destination_length`` in bytes (the STOMP ``[limits]`` key
+#: ``max-destination-length``): long enough for any real naming scheme, short enough that
+#: a hostile name cannot make routing or settings lookups expensive.
+DEFAULT_MAX_DESTINATION_LENGTH = 1024
+
+
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -56,8 +62,17 @@ class Broker:
         clock: Callable[[], int] | None = None,
         name: str = "embedded",
         security: SecurityPolicy | None = None,
+        max_destination_length: int = DEFAULT_MAX_DESTINATION_LENGTH,
     ) -> None:
+        if type(max_destination_length) is not int or max_destination_length < 1:
+            raise ValueError(
+                f"max_destination_length must be an int >= 1 (bytes), got "
+                f"{max_destination_length!r}"
+            )
         self.name = name
+        #: longest destination (or subscription) name accepted, in UTF-8 bytes: routing
+        #: and settings lookups cost time per word, so a name's size is bounded
+        self.max_destination_length = max_destination_length
         #: users and permissions (see .security); None or disabled = no checks at all
         self.security = security
         self.store = store
@@ -251,10 +266,26 @@ class Broker:
         self._queues[name] = q
         return q
 
+    def _check_name_length(self, name: str, what: str = "destination") -> None:
+        """Refuse a name longer than ``max_destination_length`` before any per-word work
+        (settings lookup, wildcard routing) is spent on it."""
+        limit = self.max_destination_length
+        if len(name) <= limit // 4:  # at most 4 UTF-8 bytes a character: surely short
+            return
+        size = len(name.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise InvalidDestination(
+                f"{what} name of {size} bytes is longer than this broker's "
+                f"max-destination-length of {limit} bytes; use a shorter name, or raise the "
+                "limit ([limits] max-destination-length in jmspy broker's config, "
+                "max_destination_length= for an in-process broker)"
+            )
+
     def _queue(self, name: str, *, create: bool) -> Queue:
         q = self._queues.get(name)
         if q is not None:
             return q
+        self._check_name_length(name)
         if name.startswith(TEMP_PREFIX):
             raise DestinationNotFound(
                 f"temporary queue {name!r} does not exist (its connection closed or "
@@ -271,6 +302,7 @@ class Broker:
         t = self._topics.get(name)
         if t is not None:
             return t
+        self._check_name_length(name)
         settings = self._settings.match(name)
         if not create or not settings.auto_create:
             raise DestinationNotFound(
@@ -288,9 +320,12 @@ class Broker:
         if message.kind is DestinationKind.QUEUE:
             if name in self._queues:
                 return
+            self._check_name_length(name)
             if name.startswith(TEMP_PREFIX) or not self._settings.match(name).auto_create:
                 self._queue(name, create=True)  # raises the right error
         else:
+            if name not in self._topics:
+                self._check_name_length(name)
             if ("*" in name or "#" in name or ">" in name) and is_wildcard(name):
                 raise InvalidDestination(
                     f"cannot send to {name!r}: '*', '#' and '>' words make it a wildcard "

@@ -321,6 +321,7 @@ class ServerConnection:
                 "identified by client id + name): set client_id when connecting, or use a "
                 "shared durable subscription"
             )
+        broker._check_name_length(name, "subscription")
         key: SubscriptionKey = ("durable" if durable else "shared", self.client_id, name)
         existing = broker._subscriptions.get(key)
         if existing is not None:

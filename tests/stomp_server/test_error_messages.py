@@ -156,3 +156,14 @@ def test_sixteen_megabyte_message_reaches_two_topic_subscribers(server: ServerHa
     finally:
         for conn in conns:
             conn.disconnect()
+
+
+@pytest.mark.parametrize("command", [b"SEND", b"SUBSCRIBE\nid:1"])
+def test_destination_over_max_destination_length_gets_an_error_naming_the_limit(
+    command: bytes
+) -> None:
+    name = ".".join(["w"] * 600).encode()  # 1,199 bytes: past the 1,024-byte default
+    message, detail = only_error(command + b"\ndestination:/topic/" + name + b"\n\nx\0")
+    assert message == ("destination name of 1199 bytes is longer than this broker's "
+                       "max-destination-length of 1024 bytes")
+    assert "[limits] max-destination-length" in detail
