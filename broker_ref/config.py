@@ -14,6 +14,13 @@
     max-header-bytes = 65536     # largest header section
     max-destination-length = 1024  # longest destination or subscription name, in bytes
     heartbeat-ms = 10000         # heart-beat the server offers/asks (0 = none)
+    connect-timeout = 10         # seconds a connection has to complete CONNECT (0 = none)
+    max-connections = 1000       # connections served at once (0 = no cap)
+    max-connections-per-address = 0  # from one source address (0 = no cap)
+    login-window-ms = 60000      # failed logins counted over this window...
+    login-delay-after = 3        # ...from this many on, each attempt waits login-delay-ms
+    login-delay-ms = 1000
+    login-refuse-after = 10      # ...from this many on, attempts are refused unchecked
 
     [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
     consumer-flow-limit = 100       # kebab-case names of AddressSettings fields
@@ -86,6 +93,13 @@ class BrokerConfig:
     max_header_bytes: int = 64 * 1024
     max_destination_length: int = DEFAULT_MAX_DESTINATION_LENGTH
     heartbeat_ms: int = 10_000
+    connect_timeout: int = 10
+    max_connections: int = 1000
+    max_connections_per_address: int = 0
+    login_window_ms: int = 60_000
+    login_delay_after: int = 3
+    login_delay_ms: int = 1_000
+    login_refuse_after: int = 10
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
     source: str = "<default>"
@@ -110,6 +124,13 @@ _LIMITS = {
     "max-header-bytes": "max_header_bytes",
     "max-destination-length": "max_destination_length",
     "heartbeat-ms": "heartbeat_ms",
+    "connect-timeout": "connect_timeout",
+    "max-connections": "max_connections",
+    "max-connections-per-address": "max_connections_per_address",
+    "login-window-ms": "login_window_ms",
+    "login-delay-after": "login_delay_after",
+    "login-delay-ms": "login_delay_ms",
+    "login-refuse-after": "login_refuse_after",
 }
 
 

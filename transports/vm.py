@@ -265,7 +265,9 @@ class VmTransport:
         listener, credentials = self._opened_with
         try:
             with host.lock:
-                conn = host.broker.connect(_Callback(listener), **credentials)
+                conn = host.broker.connect(
+                    _Callback(listener), client_id=credentials["client_id"],
+                    user=credentials["user"], password=credentials["password"])
                 conn._channel.next_tag = first_tag
                 for spec in self._specs.values():
                     conn.create_consumer(**self._consumer_args(spec))

@@ -35,7 +35,7 @@ from .store import Store, SubscriptionRecord
 from .topic import Subscription, SubscriptionKey, Topic, WildcardRoutes
 
 if TYPE_CHECKING:  # a type only: keeps `python -m ...core.security` free of runpy warnings
-    from .security import SecurityPolicy
+    from .security import Principal, SecurityPolicy
 
 __all__ = ["Broker", "ServerConnection"]
 
@@ -135,11 +135,17 @@ class Broker:
         client_id: str | None = None,
         user: str | None = None,
         password: str | None = None,
+        principal: Principal | None = None,
     ) -> ServerConnection:
         """Open a connection. With a security policy the credentials are checked first
-        (:class:`~.errors.AuthenticationFailed`), before anything reveals broker state."""
+        (:class:`~.errors.AuthenticationFailed`), before anything reveals broker state.
+
+        ``principal``: the host already authenticated ``user`` (with
+        ``security.authenticate``, off its event loop: hashing is slow) and passes the
+        result instead of the password."""
         self._check_open()
-        principal = self.security.authenticate(user, password) if self.security else None
+        if principal is None and self.security:
+            principal = self.security.authenticate(user, password)
         if client_id is not None and client_id in self._client_ids:
             raise InvalidClientId(
                 f"client id {client_id!r} is already in use by another connection; close "

@@ -60,8 +60,10 @@ class ServerHandle:
         opts = dict(self._options)
         heartbeat_ms = opts.pop("heartbeat_ms", 50)
         limits = opts.pop("limits", None)
+        connection_limits = opts.pop("connection_limits", None)
         self.broker = Broker(name="test", **opts)
-        self.server = StompServer(self.broker, limits=limits, heartbeat_ms=heartbeat_ms)
+        self.server = StompServer(self.broker, limits=limits, heartbeat_ms=heartbeat_ms,
+                                  connection_limits=connection_limits)
         self._stop = asyncio.Event()
         try:
             self._ready.set_result(await self.server.start("127.0.0.1", 0))
@@ -158,13 +160,15 @@ __all__ = ["SERVER_ERRORS", "Collector", "RawClient", "ServerHandle"]
 class RawClient:
     """A socket client speaking raw bytes, reading frames with the codec (client role)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, source: str | None = None) -> None:
+        """``source``: connect from this loopback address (any 127.x.y.z works)."""
         import socket
 
         from jmspy import _speedups
 
         self.codec = _speedups.load("stomp_codec")
-        self.sock = socket.create_connection((host, port), timeout=5)
+        self.sock = socket.create_connection(
+            (host, port), timeout=5, source_address=(source, 0) if source else None)
         self.parser = self.codec.FrameParser("1.2", None, False)
         self.heartbeats = 0
 

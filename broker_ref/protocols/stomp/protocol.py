@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from jmspy import _speedups
@@ -55,11 +56,12 @@ from ...core import (
     ServerConnection,
     ServerMessage,
 )
+from ...core.security import Principal
 from . import mapping
 from .mapping import HeaderError, Target
 from .subscription import AUTO, CLIENT, Subscription
 
-__all__ = ["SUPPORTED_VERSIONS", "ProtocolError", "StompSession"]
+__all__ = ["SUPPORTED_VERSIONS", "LoginRequest", "ProtocolError", "StompSession"]
 
 _codec: Any = _speedups.load("stomp_codec")
 # Used as _message.encode_message at call time: the twins import .mapping, so when one
@@ -69,6 +71,18 @@ SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
 _SERVER = "jmspy-broker_ref/0.1"
 #: Most destination headers a session remembers parsed (then it starts over).
 _TARGET_CACHE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class LoginRequest:
+    """A CONNECT waiting for its credentials to be checked (see ``defer_login``)."""
+
+    user: str | None
+    password: str | None = field(repr=False)
+    client_id: str | None
+    version: str
+    cx: int
+    cy: int
 
 
 class ProtocolError(Exception):
@@ -147,6 +161,11 @@ class StompSession:
         self._consumer_ids = itertools.count(1)
         self._msg_seq = itertools.count(1)
         self._id_prefix = ""  # "ID:<broker>-<connection>-", set on CONNECT
+        #: Set by a host that authenticates off its event loop: CONNECT then stops at
+        #: :attr:`login_request` (no frame after it is acted on) until the host calls
+        #: :meth:`login_done` or :meth:`refuse`.
+        self.defer_login = False
+        self.login_request: LoginRequest | None = None
         self._targets: dict[str, Target] = {}  # destination header -> parsed (not temp)
         self._temps: dict[str, str] = {}  # client name -> core temp queue name
         self._temp_names: dict[str, str] = {}  # core name -> client name
@@ -175,7 +194,7 @@ class StompSession:
 
     def _process(self, parser: Any) -> None:
         next_frame = parser.next_frame
-        while not self.closing:
+        while not self.closing and self.login_request is None:
             try:
                 frame = next_frame()
             except FrameError as exc:
@@ -366,11 +385,45 @@ class StompSession:
         except ValueError:
             raise ProtocolError("invalid heart-beat header", f"heart-beat:{hb!r} must be "
                                 "two non-negative integers 'cx,cy' (milliseconds)") from None
+        request = LoginRequest(frame.header("login"), frame.header("passcode"),
+                               frame.header("client-id"), version, cx, cy)
+        policy = self.broker.security
+        if self.defer_login and policy is not None and policy.enabled:
+            self.login_request = request  # the host authenticates, then login_done()
+            return
+        self._finish_connect(request, None)
+
+    def login_done(self, principal: Principal) -> None:
+        """The host authenticated :attr:`login_request` (off its event loop): connect,
+        answer CONNECTED, then act on the frames that arrived meanwhile."""
+        request, self.login_request = self.login_request, None
+        if request is None or self.closing:
+            return
+        try:
+            self._finish_connect(request, principal)
+        except BrokerError as exc:
+            self._error(exc.message.split(";")[0][:200], exc.message)
+        if not self.closing:
+            self._process(self._parser)
+        if self.closing:
+            self.connection_lost()
+
+    def refuse(self, message: str, detail: str) -> None:
+        """The host refuses this client (failed login, connection limits, CONNECT not
+        completed in time): an ERROR frame, then the host closes."""
+        self.login_request = None
+        if not self.closing:
+            self._error(message, detail)
+        self.connection_lost()
+
+    def _finish_connect(self, request: LoginRequest, principal: Principal | None) -> None:
+        version, cx, cy = request.version, request.cx, request.cy
         self._conn = self.broker.connect(
             self,
-            client_id=frame.header("client-id"),
-            user=frame.header("login"),
-            password=frame.header("passcode"),
+            client_id=request.client_id,
+            user=request.user,
+            password=request.password,
+            principal=principal,
         )
         self.version = version
         self._id_prefix = f"ID:{self.broker.name}-{self._conn.connection_id}-"

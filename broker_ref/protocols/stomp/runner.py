@@ -11,7 +11,8 @@ from typing import Any
 
 from ...config import BrokerConfig, ConfigError
 from ...core import Broker
-from .server import StompServer
+from ...core.throttle import ThrottleSettings
+from .server import ConnectionLimits, StompServer
 
 __all__ = ["loop_factory", "run_broker", "serve"]
 
@@ -33,6 +34,17 @@ async def serve(
             max_header_bytes=config.max_header_bytes,
         ),
         heartbeat_ms=config.heartbeat_ms,
+        connection_limits=ConnectionLimits(
+            connect_timeout=config.connect_timeout,
+            max_connections=config.max_connections,
+            max_connections_per_address=config.max_connections_per_address,
+            throttle=ThrottleSettings(
+                window_ms=config.login_window_ms,
+                delay_after=config.login_delay_after,
+                delay_ms=config.login_delay_ms,
+                refuse_after=config.login_refuse_after,
+            ),
+        ),
     )
     try:
         host, port = await server.start(config.host, config.port)

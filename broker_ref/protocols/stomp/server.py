@@ -7,6 +7,12 @@ protocol rather than a reader task per connection, because bytes go straight fro
 ``data_received`` into the parser with no task switch per read. Any exception while
 serving one connection closes that connection only.
 
+No client can take the loop from the others (:class:`ConnectionLimits`): a connection
+must finish CONNECT within ``connect_timeout``; connections are capped in total and per
+source address; passwords are checked on a worker thread (hashing is slow on purpose)
+while the connection stops being read, and failed logins are throttled per address and
+per user name (:class:`~jmspy.broker_ref.core.throttle.LoginThrottle`).
+
 Back-pressure: the transport's write buffer has a high-water mark. Above it the session
 stops granting credit (so no new deliveries are produced for that client) and the socket
 stops being read (so a client that floods SENDs without reading its receipts cannot grow
@@ -19,14 +25,33 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import cast
 
 from jmspy.stomp_frames import CodecLimits
 
-from ...core import Broker
-from .protocol import StompSession
+from ...core import Broker, BrokerError
+from ...core.throttle import LoginThrottle, ThrottleSettings
+from .protocol import LoginRequest, StompSession
 
-__all__ = ["HIGH_WATER", "StompServer"]
+__all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """Per-server limits on connections (the ``[limits]`` keys in kebab-case).
+
+    ``connect_timeout`` (s, 0 = none): RabbitMQ's handshake timeout is 10 s.
+    ``max_connections``: ActiveMQ's transport connector default, 1000 (0 = no cap).
+    ``max_connections_per_address`` (0 = no cap): off by default, since many clients can
+    share one address (NAT, a local test suite); set it where they do not.
+    """
+
+    connect_timeout: float = 10.0
+    max_connections: int = 1000
+    max_connections_per_address: int = 0
+    throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
 
 log = logging.getLogger("jmspy.broker_ref.stomp")
 
@@ -51,6 +76,10 @@ class _Connection(asyncio.Protocol):
         self._closed = False
         self._reading_paused = False
         self.session.wakeup = self._wakeup
+        self.session.defer_login = True  # passwords are hashed off the loop (_login)
+        self.address: str | None = None
+        self._connect_timer: asyncio.TimerHandle | None = None
+        self._received_any = False
 
     def _wakeup(self) -> None:
         """The session has new output produced by another connection's call or a timer."""
@@ -66,10 +95,88 @@ class _Connection(asyncio.Protocol):
         transport = cast(asyncio.Transport, transport)
         self.transport = transport
         transport.set_write_buffer_limits(high=HIGH_WATER, low=HIGH_WATER // 4)
-        self.server.connections.add(self)
+        peer = transport.get_extra_info("peername")
+        self.address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        refusal = self.server.admit(self)
+        if refusal is not None:
+            self._refuse("too many connections", refusal)
+            return
+        timeout = self.server.connection_limits.connect_timeout
+        if timeout > 0:
+            self._connect_timer = self.loop.call_later(timeout, self._connect_timed_out)
+
+    def _refuse(self, message: str, detail: str) -> None:
+        log.warning("refusing STOMP client %s: %s", self.address, detail)
+        self._guard(lambda: self.session.refuse(message, detail))
+        self.flush()
+        self.close()
+
+    def _refuse_quietly(self, message: str, detail: str) -> None:
+        """Like :meth:`_refuse`, for refusals the broker already logs its own way."""
+        self._guard(lambda: self.session.refuse(message, detail))
+        self.flush()
+        self.close()
+
+    def _connect_timed_out(self) -> None:
+        self._connect_timer = None
+        if self._closed or self.session.connected:
+            return
+        timeout = self.server.connection_limits.connect_timeout
+        detail = (f"no CONNECT completed within {timeout:g} s of opening the connection "
+                  "([limits] connect-timeout); send CONNECT (or STOMP) first")
+        if self._received_any:
+            self._refuse("CONNECT timeout", detail)
+        else:  # a silent socket gets no frame: it may not even be a STOMP client
+            log.warning("closing STOMP connection from %s: %s", self.address, detail)
+            self.close()
+
+    def _start_login(self, request: LoginRequest) -> None:
+        """Check the password on the server's login thread; read nothing meanwhile."""
+        if self.transport is not None and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        self.loop.create_task(self._login(request))
+
+    async def _login(self, request: LoginRequest) -> None:
+        server = self.server
+        policy = server.broker.security
+        assert policy is not None
+        verdict = server.throttle.verdict(self.address, request.user)
+        if verdict.refusal is not None:
+            self._refuse("too many failed logins", verdict.refusal)
+            return
+        if verdict.delay_ms:
+            await asyncio.sleep(verdict.delay_ms / 1000)
+        try:
+            principal = await self.loop.run_in_executor(
+                server.login_pool, policy.authenticate, request.user, request.password)
+        except BrokerError as exc:
+            if request.user or request.password:
+                server.throttle.failed(self.address, request.user)
+            if not self._closed:
+                self._refuse_quietly(exc.message.split(";")[0][:200], exc.message)
+            return
+        server.throttle.succeeded(self.address, request.user)
+        if self._closed:
+            return
+        self._guard(lambda: self.session.login_done(principal))
+        self._after_connect()
+        if self._reading_paused and self.transport is not None and not self._closed:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        self.flush()
+        server.reschedule_timers()
+
+    def _after_connect(self) -> None:
+        if self.session.connected:
+            if self._connect_timer is not None:
+                self._connect_timer.cancel()
+                self._connect_timer = None
+            self._schedule_heartbeat()
 
     def data_received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
+        self._received_any = True
         session = self.session
         connected = session.connected
         try:
@@ -79,7 +186,9 @@ class _Connection(asyncio.Protocol):
             self.close()
             return
         if not connected and session.connected:
-            self._schedule_heartbeat()
+            self._after_connect()
+        elif session.login_request is not None and not self._reading_paused:
+            self._start_login(session.login_request)
         self.flush()
         self.server.reschedule_timers()
 
@@ -142,9 +251,11 @@ class _Connection(asyncio.Protocol):
         if self._closed:
             return
         self._closed = True
-        self.server.connections.discard(self)
+        self.server.release(self)
         if self._hb_handle is not None:
             self._hb_handle.cancel()
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
         try:
             self.session.connection_lost()
         except Exception:
@@ -188,15 +299,45 @@ class StompServer:
         *,
         limits: CodecLimits | None = None,
         heartbeat_ms: int = 10_000,
+        connection_limits: ConnectionLimits | None = None,
     ) -> None:
         self.broker = broker
         self.limits = limits or CodecLimits()
         self.heartbeat_ms = heartbeat_ms
+        self.connection_limits = connection_limits or ConnectionLimits()
+        self.throttle = LoginThrottle(self.connection_limits.throttle, broker.now)
+        #: One thread checks passwords: the loop keeps the other core, and a flood of
+        #: logins queues there instead of stalling everyone.
+        self.login_pool = ThreadPoolExecutor(1, thread_name_prefix="jmspy-login")
         self.connections: set[_Connection] = set()
+        self._per_address: dict[str | None, int] = {}
         self.loop = asyncio.get_running_loop()
         self._server: asyncio.Server | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
+
+    def admit(self, conn: _Connection) -> str | None:
+        """Count a new connection in, or say why it may not come in."""
+        limits = self.connection_limits
+        if limits.max_connections and len(self.connections) >= limits.max_connections:
+            return (f"this broker already serves {len(self.connections)} connections, its "
+                    f"[limits] max-connections; try again later")
+        same = self._per_address.get(conn.address, 0)
+        if limits.max_connections_per_address and same >= limits.max_connections_per_address:
+            return (f"{same} connections from {conn.address} already, the [limits] "
+                    "max-connections-per-address; close some first")
+        self.connections.add(conn)
+        self._per_address[conn.address] = same + 1
+        return None
+
+    def release(self, conn: _Connection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            left = self._per_address.get(conn.address, 1) - 1
+            if left > 0:
+                self._per_address[conn.address] = left
+            else:
+                self._per_address.pop(conn.address, None)
 
     async def start(self, host: str = "127.0.0.1", port: int = 61613) -> tuple[str, int]:
         """Listen; returns the bound (host, port) (useful with port 0)."""
@@ -242,6 +383,7 @@ class StompServer:
         if self._timer is not None:
             self._timer.cancel()
         self.broker.close()
+        self.login_pool.shutdown(wait=False, cancel_futures=True)
         if self._server is not None:
             await self._server.wait_closed()
         await asyncio.sleep(0)
