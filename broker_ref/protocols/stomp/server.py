@@ -342,7 +342,9 @@ class StompServer:
     async def start(self, host: str = "127.0.0.1", port: int = 61613) -> tuple[str, int]:
         """Listen; returns the bound (host, port) (useful with port 0)."""
         self._server = await self.loop.create_server(
-            lambda: _Connection(self), host, port, reuse_address=True
+            # a deep accept backlog: a burst of connections is accepted (and counted
+            # against the limits) at once instead of waiting in the kernel for SYN retries
+            lambda: _Connection(self), host, port, reuse_address=True, backlog=1024
         )
         addr = self._server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
