@@ -74,3 +74,50 @@ def test_readme_broker_config_example_loads(tmp_path):
     assert config.settings["ring.#"].default_ring_size == 3
     assert config.settings["orders.#"].consumer_flow_limit == 100
     assert config.security is not None and config.security.enabled
+
+
+def test_security_page_example_loads_and_means_what_the_page_says(tmp_path):
+    """docs/security.md's worked example: the rules its last paragraph states."""
+    import re
+
+    from jmspy.broker_ref.config import load_config
+    from jmspy.broker_ref.core import AccessDenied, Broker, DestinationKind, ServerMessage
+
+    page = (ROOT / "docs" / "security.md").read_text()
+    (example,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    path = tmp_path / "broker.toml"
+    path.write_text(example)
+    config = load_config(path)
+    assert (config.connect_timeout, config.max_connections_per_address) == (10, 200)
+    broker = Broker(**config.broker_kwargs())
+
+    class Inbox:
+        def __init__(self):
+            self.got = []
+
+        def deliver(self, delivery):
+            self.got.append(delivery.message)
+
+        def consumer_closed(self, consumer_id, reason):
+            pass
+
+    alice_box, guest_box = Inbox(), Inbox()
+    alice = broker.connect(alice_box, user="alice", password="change-me")
+    guest = broker.connect(guest_box)
+    guest.create_consumer(1, DestinationKind.TOPIC, "prices.#", credit=10)
+    for name in ("prices.eur", "prices.eur.internal"):
+        alice.send(ServerMessage(f"ID:{name}", DestinationKind.TOPIC, name, body="x",
+                                 properties={"JMSXUserID": "mallory"}))
+    assert [(m.destination, m.properties["JMSXUserID"]) for m in guest_box.got] == [
+        ("prices.eur", "alice")]
+    alice.create_consumer(2, DestinationKind.QUEUE, "orders.eu", credit=10)
+    alice.send(ServerMessage("ID:o", DestinationKind.QUEUE, "orders.eu", body="o"))
+    assert [m.body for m in alice_box.got] == ["o"]
+    try:
+        alice.all_stats()
+    except AccessDenied:
+        pass
+    else:
+        raise AssertionError("alice may not read statistics")
+    audrey = broker.connect(Inbox(), user="audrey", password="change-me-too")
+    assert {s.name for s in audrey.all_stats()} >= {"orders.eu", "prices.eur"}
