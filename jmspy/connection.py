@@ -118,6 +118,9 @@ class Connection:
         # broker redelivers those messages, so acknowledging them is a no-op.
         self._last_tag = 0
         self._dead_tag_floor = 0
+        #: the CONNECTION_LOST error once the transport gave up: blocked receive() calls
+        #: raise it instead of waiting for messages that can no longer come
+        self._lost: JMSException | None = None
         self.client_id: str | None = properties["clientID"]
         transport.open(self, client_id=self.client_id, user=user, password=password)
 
@@ -291,6 +294,8 @@ class Connection:
         after reconnecting for a while calls this again with CONNECTION_LOST).
         """
         self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
+        if error.error_code == "CONNECTION_LOST":
+            self._lost = error  # before the wake-up below, which receive() then sees
         for session in list(self._sessions):
             session._connection_interrupted()
         self._report(error)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from .destinations import Destination, Queue
-from .errors import IllegalStateException
+from .errors import IllegalStateException, JMSException
 from .flow import FlowStats, new_prefetch_buffer
 from .message import Message
 
@@ -219,6 +219,9 @@ class MessageConsumer:
                         if item is not None:
                             message = item
                             break
+                    lost = connection._lost
+                    if lost is not None:  # nothing more can arrive: say why, now
+                        raise JMSException(str(lost), error_code=lost.error_code)
                     if deadline is None:
                         self._cond.wait()
                         continue

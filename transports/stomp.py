@@ -114,12 +114,17 @@ class _Receiver:
     def __init__(self, transport: StompTransport) -> None:
         self.t = transport
         self.conn: Any = None  # the stomp.py connection this receiver belongs to
+        #: set once the broker answered CONNECT (CONNECTED or ERROR) or the socket closed:
+        #: what the connecting thread waits for, at most connect_timeout
+        self.answered = threading.Event()
 
     def on_connected(self, frame: Any) -> None:
         self.t._connected_headers = dict(frame.headers)
+        self.answered.set()
 
     def on_error(self, frame: Any) -> None:
         self.t._on_error_frame(dict(frame.headers), frame.body)
+        self.answered.set()
 
     def on_message(self, frame: Any) -> None:
         self.t._on_message(dict(frame.headers), frame.body)
@@ -128,12 +133,23 @@ class _Receiver:
         self.t._on_receipt(frame.headers.get("receipt-id", ""))
 
     def on_disconnected(self) -> None:
+        self.answered.set()
         if self.conn is not None and self.conn is self.t._conn:  # not a stale connection
             self.t._on_disconnected()
 
     def on_heartbeat_timeout(self) -> None:
         """stomp.py's heart-beat thread calls every listener's after closing a socket whose
         broker went silent; the close itself reaches :meth:`on_disconnected`."""
+
+
+def _drop(conn: Any) -> None:
+    """Close a stomp.py connection's socket now, without DISCONNECT or waiting for its
+    threads (the broker did not answer, so nothing graceful can be expected of it)."""
+    try:
+        conn.transport.running = False
+        conn.transport.disconnect_socket()
+    except Exception:
+        pass
 
 
 def _no_delay(conn: Any) -> None:
@@ -247,7 +263,21 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         headers = {"client-id": client_id} if client_id else {}
         self._error = None
         try:
-            conn.connect(user, password, wait=True, headers=headers)
+            # stomp.py's own wait (wait=True) has no deadline: a server that accepts TCP
+            # and never answers CONNECT would hold create_connection() forever
+            conn.connect(user, password, wait=False, headers=headers)
+            if not receiver.answered.wait(self.connect_timeout):
+                _drop(conn)
+                raise errors.JMSException(
+                    f"no answer to CONNECT from {self.where} within connect_timeout="
+                    f"{self.connect_timeout:g} s: the server accepted the TCP connection but "
+                    "sent no CONNECTED frame; check that this host:port is a STOMP listener "
+                    "(not another protocol's port) and that the broker is not overloaded, "
+                    "or raise ?connect_timeout=SECONDS", error_code="CONNECT_TIMEOUT")
+            if not conn.is_connected():
+                raise ConnectionError("the connection closed before CONNECTED arrived")
+        except errors.JMSException:
+            raise
         except Exception as exc:
             try:
                 conn.disconnect()
