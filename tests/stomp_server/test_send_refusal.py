@@ -84,7 +84,7 @@ def test_refused_persistent_send_raises_security_exception_from_send(
     conn, heard = connect(secure, "audrey", AUDIT)  # auditors may not send
     session = conn.create_session()
     producer = session.create_producer(session.create_queue("orders.eu"))
-    with pytest.raises(JMSSecurityException, match="may not send to queue 'orders.eu'"):
+    with pytest.raises(JMSSecurityException, match=r"may not send to queue 'orders\.eu'"):
         producer.send(session.create_text_message("forbidden"))
     assert heard.first.wait(5)  # the listener still hears of the ERROR and the loss
     assert "orders.eu" not in secure.call(secure.broker.queue_names)
