@@ -376,7 +376,9 @@ _POLICY = """    <destinationPolicy><policyMap><policyEntries>
 
 #: ``ActiveMQ(secured=True)``: two users; ``writer`` may write every destination,
 #: ``reader`` only reads (and may create destinations, so that a SEND reaches the
-#: ``write`` check); everyone uses the advisory topics (connections need them).
+#: ``write`` check); everyone uses the advisory topics (connections need them). The STOMP
+#: connector refuses frames over SECURED_MAX_FRAME bytes (a limit a test can hit cheaply).
+SECURED_MAX_FRAME = 65_536
 SECURED_USERS = {"writer": "writer-pw", "reader": "reader-pw"}
 _SECURITY_PLUGINS = """<plugins>
       <simpleAuthenticationPlugin anonymousAccessAllowed="false"><users>
@@ -433,6 +435,8 @@ class ActiveMQ(Restartable):
             xml = xml.replace("    <plugins>", _POLICY)
         if secured:  # users and permissions: see SECURED_USERS
             xml = xml.replace("<plugins>", _SECURITY_PLUGINS, 1)
+            stomp = f"stomp://{HOST}:{self.stomp_port}"
+            xml = xml.replace(f'{stomp}"', f'{stomp}?wireFormat.maxFrameSize={SECURED_MAX_FRAME}"')
         (self.conf / "activemq.xml").write_text(xml)
         (self.conf / "log4j.properties").write_text(_LOG4J)
         (self.conf / "log4j2.properties").write_text(_LOG4J2)

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from brokers import SECURED_USERS, ActiveMQ, BrokerProcess, rabbitmqctl
+from brokers import SECURED_MAX_FRAME, SECURED_USERS, ActiveMQ, BrokerProcess, rabbitmqctl
 
 from jmspy import ConnectionFactory, JMSException
-from jmspy.errors import JMSSecurityException
+from jmspy.errors import JMSSecurityException, ResourceAllocationException
 
 RABBIT_READER = ("jmspy-reader", "reader-pw")
 
@@ -123,3 +123,23 @@ def test_windowed_refusal_is_raised_by_the_next_send(peer: Peer) -> None:
         producer.send(session.create_text_message("next"))
 
 
+
+
+def test_persistent_send_over_activemqs_frame_limit_raises_resource_allocation_exception(
+    secured_activemq: BrokerProcess,
+) -> None:
+    """ActiveMQ's STOMP ``wireFormat.maxFrameSize`` (set low on the secured broker)."""
+    peer = Peer(secured_activemq, ("reader", SECURED_USERS["reader"]),
+                ("writer", SECURED_USERS["writer"]))
+    conn, heard, first = peer.connect(peer.allowed)
+    try:
+        session = conn.create_session()
+        producer = session.create_producer(session.create_queue(_queue_name()))
+        with pytest.raises(ResourceAllocationException, match="maximum frame size"):
+            producer.send(session.create_bytes_message(b"x" * (2 * SECURED_MAX_FRAME)))
+        assert first.wait(10) and heard  # ActiveMQ closes: the listener hears the loss
+    finally:
+        try:
+            conn.close()
+        except JMSException:
+            pass
