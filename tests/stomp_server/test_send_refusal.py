@@ -186,3 +186,10 @@ def test_windowed_permitted_sends_are_all_confirmed_by_close(
     conn.close()
     assert not heard.errors
     assert count(secure, "orders.batch") == 20
+
+
+def test_persistent_send_window_below_one_is_refused_with_its_range() -> None:
+    from jmspy.errors import InvalidConfigurationException
+
+    with pytest.raises(InvalidConfigurationException, match="persistentSendWindow=0"):
+        ConnectionFactory("stomp://127.0.0.1:1", persistentSendWindow=0)
