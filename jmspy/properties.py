@@ -147,6 +147,16 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             minimum=1, maximum=3_600_000,
         ),
         PropertySpec(
+            "persistentSendWindow", int, 1,
+            "stomp://: most persistent sends (outside a transaction) awaiting the broker's "
+            "RECEIPT at once, the current one included. 1 = send() returns once the broker "
+            "has the message, and its refusal is raised by that send() "
+            "(JMSSecurityException, ResourceAllocationException). N > 1 = up to N-1 earlier "
+            "sends may be unconfirmed when send() returns; a refusal is raised by the next "
+            "send(), commit() or close(). Non-persistent sends never wait.",
+            minimum=1, maximum=100_000,
+        ),
+        PropertySpec(
             "closeTimeout", int, 30,
             "Seconds close() waits for running listeners to finish before giving up.",
             minimum=0, maximum=86_400,

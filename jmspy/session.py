@@ -298,7 +298,10 @@ class Session(SessionDispatcher):
             self._transport.commit(self._tx)
         except JMSException as exc:
             self._return_to_broker(items, rollback_tx=True)
-            self._tx = self._new_tx()
+            try:
+                self._tx = self._new_tx()
+            except Exception:  # the broker closed after refusing: why the commit failed
+                pass  # is the news; the next call on this session meets the closed link
             raise TransactionRolledBackException(
                 f"commit failed and the transaction was rolled back: {exc}"
             ) from exc

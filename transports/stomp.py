@@ -56,7 +56,7 @@ from urllib.parse import SplitResult, parse_qs
 from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Queue, Topic
-from jmspy.message import Message, selector_getter
+from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
@@ -208,7 +208,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         self._connected_headers: dict[str, str] = {}
         self._error: tuple[dict[str, str], str] | None = None
         self._closing = False
-        self._receipts: dict[str, threading.Event] = {}
+        self._init_receipts(properties)
         self._writer: FrameWriter | None = None  # SEND/ACK frames of the live connection
         self._replies: dict[str, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
@@ -308,6 +308,19 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         return True
 
     def close(self) -> None:
+        """Close; a refusal of a windowed persistent send (``persistentSendWindow``
+        > 1) not yet raised is raised after the connection is closed."""
+        refused: errors.JMSException | None = None
+        if self._in_flight:  # their outcome (also when the broker closed after an ERROR)
+            try:
+                self._settle_sends(self._drain_timeout)
+            except errors.JMSException as exc:
+                refused = exc
+        self._close_connection()
+        if refused is not None:
+            raise refused
+
+    def _close_connection(self) -> None:
         self._closing = True
         self._settled.set()  # release calls waiting for a reconnect
         conn = self._conn
@@ -553,6 +566,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
     def _on_error_frame(self, headers: dict[str, str], body: Any) -> None:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
         self._error = (headers, text)
+        self._on_refusal(headers, text)
         if self._conn is not None:
             self._report(errors.JMSException(
                 f"STOMP broker at {self.where} reported an error: "
@@ -638,7 +652,12 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         if tx is not None:
             headers["transaction"] = tx
         try:
-            self._writer_for(self._c()).send(destination, body, headers)
+            if tx is None and message.delivery_mode == DeliveryMode.PERSISTENT:
+                self._send_confirmed(
+                    self._c, lambda c, h: self._writer_for(c).send(destination, body, h),
+                    headers, f"the persistent message {message.message_id} to {destination}")
+            else:  # non-persistent: fire and forget; transacted: COMMIT confirms
+                self._writer_for(self._c()).send(destination, body, headers)
         except errors.JMSException:
             raise
         except Exception as exc:  # the socket dropped under this send
@@ -651,9 +670,12 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         self._c().begin(tx)
 
     def commit(self, tx: str) -> None:
+        self._settle_sends()  # a windowed send's refusal is raised here, before COMMIT
         self._request(self._c().commit, tx)
 
     def rollback(self, tx: str) -> None:
+        if self._conn is None and self._lost:  # gone for good: so is the transaction
+            return  # (a commit failing on a refused send rolls back after the close)
         self._c().abort(tx)
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:

@@ -31,6 +31,7 @@ __all__ = [
     "RabbitMQ",
     "Restartable",
     "free_port",
+    "rabbitmqctl",
     "start_activemq",
     "start_mosquitto",
     "start_rabbitmq",
@@ -79,6 +80,8 @@ class BrokerProcess:
     log_path: Path
     extra_pids: list[subprocess.Popen[bytes]] = field(default_factory=list)
     server_header: str = ""
+    #: the environment the broker runs in (RabbitMQ: what ``rabbitmqctl`` needs to reach it)
+    env: dict[str, str] | None = None
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -185,7 +188,7 @@ class Restartable:
         proc = self._spawn()
         process = BrokerProcess(
             self.name, HOST, self.stomp_port, self.mqtt_port, proc, self.work, self.log,
-            extra_pids=self.helpers,
+            extra_pids=self.helpers, env=getattr(self, "env", None),
         )
         try:
             process.wait_ready([p for p in (self.stomp_port, self.mqtt_port) if p],
@@ -303,6 +306,17 @@ def start_rabbitmq() -> BrokerProcess:
     return RabbitMQ().start()
 
 
+def rabbitmqctl(broker: BrokerProcess, *args: str) -> str:
+    """Run ``rabbitmqctl`` against ``broker`` (its node, cookie and epmd); its output."""
+    assert broker.env is not None, "not a RabbitMQ started by this module"
+    done = subprocess.run(
+        [str(RABBITMQ_SERVER.parent / "rabbitmqctl"), *args], env=broker.env,
+        cwd=broker.workdir, capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise BrokerStartError(f"rabbitmqctl {' '.join(args)}: {done.stdout}{done.stderr}")
+    return done.stdout
+
+
 # -- ActiveMQ 5 --------------------------------------------------------------------------
 _ACTIVEMQ_XML = """<beans xmlns="http://www.springframework.org/schema/beans"
   xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
@@ -360,6 +374,26 @@ _POLICY = """    <destinationPolicy><policyMap><policyEntries>
     </policyEntries></policyMap></destinationPolicy>
     <plugins>"""
 
+#: ``ActiveMQ(secured=True)``: two users; ``writer`` may write every destination,
+#: ``reader`` only reads (and may create destinations, so that a SEND reaches the
+#: ``write`` check); everyone uses the advisory topics (connections need them). The STOMP
+#: connector refuses frames over SECURED_MAX_FRAME bytes (a limit a test can hit cheaply).
+SECURED_MAX_FRAME = 65_536
+SECURED_USERS = {"writer": "writer-pw", "reader": "reader-pw"}
+_SECURITY_PLUGINS = """<plugins>
+      <simpleAuthenticationPlugin anonymousAccessAllowed="false"><users>
+        <authenticationUser username="writer" password="writer-pw" groups="writers,everyone"/>
+        <authenticationUser username="reader" password="reader-pw" groups="readers,everyone"/>
+      </users></simpleAuthenticationPlugin>
+      <authorizationPlugin><map><authorizationMap><authorizationEntries>
+        <authorizationEntry queue=">" read="writers,readers" write="writers"
+                            admin="writers,readers"/>
+        <authorizationEntry topic=">" read="writers,readers" write="writers"
+                            admin="writers,readers"/>
+        <authorizationEntry topic="ActiveMQ.Advisory.>" read="everyone" write="everyone"
+                            admin="everyone"/>
+      </authorizationEntries></authorizationMap></map></authorizationPlugin>"""
+
 
 class ActiveMQ(Restartable):
     """ActiveMQ 5 with STOMP and MQTT connectors, no JMX, logging to stdout.
@@ -375,7 +409,7 @@ class ActiveMQ(Restartable):
     ready_timeout = 60.0
     stop_grace = 30.0
 
-    def __init__(self, persistent: bool = False) -> None:
+    def __init__(self, persistent: bool = False, secured: bool = False) -> None:
         jar = ACTIVEMQ_HOME / "bin" / "activemq.jar"
         if not jar.exists():
             raise BrokerStartError(f"{jar} not found; {_INSTALL_HINT}")
@@ -399,6 +433,10 @@ class ActiveMQ(Restartable):
         if persistent:
             xml = xml.replace('persistent="false"', 'persistent="true"')
             xml = xml.replace("    <plugins>", _POLICY)
+        if secured:  # users and permissions: see SECURED_USERS
+            xml = xml.replace("<plugins>", _SECURITY_PLUGINS, 1)
+            stomp = f"stomp://{HOST}:{self.stomp_port}"
+            xml = xml.replace(f'{stomp}"', f'{stomp}?wireFormat.maxFrameSize={SECURED_MAX_FRAME}"')
         (self.conf / "activemq.xml").write_text(xml)
         (self.conf / "log4j.properties").write_text(_LOG4J)
         (self.conf / "log4j2.properties").write_text(_LOG4J2)
