@@ -44,6 +44,7 @@ keeps sending in any case.
 from __future__ import annotations
 
 import itertools
+import logging
 import socket
 import threading
 import uuid
@@ -80,6 +81,8 @@ try:
     import stomp as _stomp
 except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
+
+log = logging.getLogger("jmspy.transports.stomp")
 
 __all__ = ["StompTransport"]
 
@@ -328,11 +331,21 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
             return
         try:
             if conn.is_connected():
-                conn.disconnect(receipt=f"bye-{uuid.uuid4().hex[:8]}")
+                # DISCONNECT with a receipt: once it comes, the broker has processed all
+                # sent before it. stomp.py's own disconnect(receipt=...) then waits for
+                # its I/O thread with no deadline, so a silent broker held close() forever;
+                # here the wait is closeTimeout, and the socket is closed either way.
+                receipt, event = self._expect_receipt(reset_error=False)
+                conn.send_frame("DISCONNECT", {"receipt": receipt})
+                if not event.wait(self._drain_timeout):
+                    log.warning("no receipt for DISCONNECT from %s within closeTimeout=%g s;"
+                                " closing the socket anyway", self.where, self._drain_timeout)
+                    self._receipts.pop(receipt, None)
         except Exception:
             pass
         finally:
             self._conn = None
+            _drop(conn)
 
     def _c(self, wait: bool = True) -> Any:
         """The live stomp.py connection; during a reconnect, wait for its outcome (not
