@@ -109,6 +109,8 @@ def encode_message(message, str destination, str subscription, str ack,
         parts.append(u"redelivered:true\njmspy-delivery-count:")
         parts.append(str(delivery_count))
         parts.append(u"\n")
+    else:
+        parts.append(u"redelivered:false\n")
     if message.persistent:
         parts.append(u"persistent:true\n")
     value = message.correlation_id

@@ -129,7 +129,14 @@ def _consume(
         got = []
         deadline = time.monotonic() + timeout
         while len(got) < count and time.monotonic() < deadline:
-            m = consumer.receive(0.2)
+            try:
+                m = consumer.receive(0.2)
+            except JMSException as exc:  # the connection is gone: receive() says so
+                assert exc.error_code == "CONNECTION_LOST"
+                while time.monotonic() < deadline and not any(
+                        e.error_code == "CONNECTION_LOST" for e in errors):
+                    time.sleep(0.01)  # the exception listener runs on its own thread
+                break
             if m is not None:
                 got.append(m)
         return got, errors

@@ -17,6 +17,6 @@ def test_send_subscribe_auto(server: ServerHandle, connect, version: str) -> Non
     h = msgs[0].headers
     assert h["destination"] == "/queue/a" and h["subscription"] == "s1"
     assert h["color"] == "red" and h["priority"] == "4" and h["expires"] == "0"
-    # defaults stay off the wire, as ActiveMQ 5 leaves them: not redelivered, not persistent
-    assert "redelivered" not in h and "persistent" not in h
+    # redelivered on every MESSAGE, as RabbitMQ sends it; persistent only when true
+    assert h["redelivered"] == "false" and "persistent" not in h
     server.wait_stats("a", "messageCount", 0)

@@ -286,10 +286,12 @@ def message_headers(
 ) -> list[tuple[str, str]]:
     """Headers of a MESSAGE frame (without content-type/length).
 
-    As ActiveMQ 5 does, ``redelivered`` and ``persistent`` are sent only when true, and
-    ``jmspy-delivery-count`` only from the second delivery on: absent, each means what
-    its default says, and every header costs every consumer a parse (stomp.py: ~3.5 us).
-    ``priority``, ``timestamp`` and ``expires`` (0 = never) always go, like ActiveMQ's.
+    ``redelivered`` goes on every MESSAGE, ``false`` too, as RabbitMQ sends it: code
+    written against RabbitMQ reads it unconditionally. ``persistent`` is sent only when
+    true (as ActiveMQ 5 does) and ``jmspy-delivery-count`` only from the second delivery
+    on: absent, each means what its default says, and every header costs every consumer a
+    parse (stomp.py: ~3.5 us). ``priority``, ``timestamp`` and ``expires`` (0 = never)
+    always go, like ActiveMQ's.
     """
     headers = [
         ("destination", destination),
@@ -303,6 +305,8 @@ def message_headers(
     if delivery_count > 1:
         headers.append(("redelivered", "true"))
         headers.append(("jmspy-delivery-count", str(delivery_count)))
+    else:
+        headers.append(("redelivered", "false"))
     if message.persistent:
         headers.append(("persistent", "true"))
     if message.correlation_id is not None:

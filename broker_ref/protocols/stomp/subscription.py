@@ -25,6 +25,7 @@ AUTO: Final = "auto"
 CLIENT: Final = "client"
 INDIVIDUAL: Final = "client-individual"
 DEFAULT_LIMIT: Final = 1000
+_MAX: Final = 2**31 - 1
 
 _prefetch: Any = _speedups.load("prefetch")
 
@@ -77,13 +78,19 @@ class Subscription:
     def from_headers(
         cls, sid: str, ack_mode: str, frame: Frame, durable_name: str | None
     ) -> Subscription:
-        """Window from ``jmspy-flow-limit``/``-threshold``, else ``activemq.prefetchSize``."""
-        limit = _header_int(frame, "jmspy-flow-limit", 0, 2**31 - 1)
+        """Window from ``jmspy-flow-limit``/``-threshold``; else a peer's prefetch header,
+        kept full as that peer does: ``activemq.prefetchSize`` (ActiveMQ; 0 means pull,
+        served as 1) or ``prefetch-count`` (RabbitMQ; 0 means no limit)."""
+        limit = _header_int(frame, "jmspy-flow-limit", 0, _MAX)
         threshold = _header_int(frame, "jmspy-flow-threshold", 0, 100)
         if limit is None:
-            limit = _header_int(frame, "activemq.prefetchSize", 0, 2**31 - 1)
+            limit = _header_int(frame, "activemq.prefetchSize", 0, _MAX)
+            if limit is None:
+                limit = _header_int(frame, "prefetch-count", 0, _MAX)
+                if limit == 0:
+                    limit = _MAX
             if threshold is None:
-                threshold = 100  # ActiveMQ keeps the prefetch window full
+                threshold = 100  # the peers keep the prefetch window full
         if limit is None:
             limit = DEFAULT_LIMIT
         return cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,

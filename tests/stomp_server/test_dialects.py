@@ -1,0 +1,70 @@
+"""The bundled broker honours its peers' STOMP dialects (issue 11, item 16), so code
+written for RabbitMQ or ActiveMQ keeps its flow control on it: ``prefetch-count``
+(RabbitMQ; 0 = no limit) and ``activemq.prefetchSize`` (ActiveMQ) bound a subscription's
+unacknowledged messages, kept full as those brokers do; ``jmspy-flow-limit`` wins over
+both; and every MESSAGE carries ``redelivered`` (``false`` too, as RabbitMQ sends it).
+Sans-I/O: a StompSession per client on one broker, no sockets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from jmspy import _speedups
+from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.stomp.protocol import StompSession
+
+_codec: Any = _speedups.load("stomp_codec")
+
+
+class Client:
+    def __init__(self, broker: Broker) -> None:
+        self.session = StompSession(broker)
+        self.parser = _codec.FrameParser("1.2", None, False)
+        assert [f.command for f in self.send(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
+                ] == ["CONNECTED"]
+
+    def send(self, data: bytes) -> list[Any]:
+        self.session.receive_data(data)
+        self.parser.feed(self.session.data_to_send())
+        self.session.written()
+        return [f for f in iter(self.parser.next_frame, None) if f is not _codec.HEARTBEAT]
+
+
+def fill(broker: Broker, n: int, queue: bytes = b"/queue/d") -> None:
+    producer = Client(broker)
+    for i in range(n):
+        producer.send(b"SEND\ndestination:" + queue + f"\n\nm{i}\0".encode())
+
+
+@pytest.mark.parametrize(
+    ("header", "window", "refill"),
+    [(b"prefetch-count:3", 3, 1), (b"activemq.prefetchSize:3", 3, 1),
+     # jmspy's own header wins, with its Open MQ threshold (50%: no top-up after one ACK)
+     (b"prefetch-count:3\njmspy-flow-limit:5", 5, 0),
+     (b"prefetch-count:0", 20, 0)],
+)
+def test_peer_prefetch_headers_bound_and_refill_the_window(
+    header: bytes, window: int, refill: int
+) -> None:
+    broker = Broker()
+    fill(broker, 20)
+    consumer = Client(broker)
+    got = consumer.send(b"SUBSCRIBE\nid:s\ndestination:/queue/d\nack:client-individual\n"
+                        + header + b"\n\n\0")
+    assert len(got) == window  # prefetch-count 0 means no limit (RabbitMQ)
+    more = consumer.send(b"ACK\nid:" + got[0].header("ack").encode() + b"\n\n\0")
+    # the peers keep the window full: one ACK, one more message
+    assert len(more) == refill
+
+
+def test_every_message_says_whether_it_is_redelivered() -> None:
+    broker = Broker()
+    fill(broker, 1)
+    consumer = Client(broker)
+    (first,) = consumer.send(b"SUBSCRIBE\nid:s\ndestination:/queue/d\nack:client-individual"
+                             b"\n\n\0")
+    assert first.header("redelivered") == "false"
+    (again,) = consumer.send(b"NACK\nid:" + first.header("ack").encode() + b"\n\n\0")
+    assert again.header("redelivered") == "true"
