@@ -449,6 +449,20 @@ class ServerConnection:
         for q in self._cancel_tags(delivery_tags, redelivered):
             q.dispatch()
 
+    def reject(self, delivery_tags: list[int], reason: str) -> None:
+        """Dead-letter these deliveries with ``reason`` instead of redelivering them."""
+        self._check_open()
+        self._check_tags(delivery_tags)
+        owners = self._channel.tags
+        touched: set[Queue] = set()
+        with self._broker._batch():
+            for tag in delivery_tags:
+                c = owners.pop(tag)
+                c.queue.reject(c, tag, reason)
+                touched.add(c.queue)
+        for q in touched:
+            q.dispatch()
+
     # ------------------------------------------------------------------ transactions
 
     def begin(self, tx: str) -> None:

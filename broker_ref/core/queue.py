@@ -484,6 +484,29 @@ class Queue:
             return
         self._requeue(ref, redelivered, True)
 
+    def reject(self, c: ServerConsumer, tag: int, reason: str) -> None:
+        """Dead-letter one delivery because its consumer refused it (RabbitMQ's NACK with
+        ``requeue:false``): it goes to ``dead_letter_address`` with ``reason`` instead of
+        back on the queue. Caller dispatches."""
+        ref = c.delivering.pop(tag, None)
+        if ref is None:  # a tag whose lease ran out: the message is already back
+            if self._policy is not None:
+                self._policy.stale_cancel(c, tag)
+            return
+        self.delivering_count -= 1
+        if not c.closed:
+            self._offer(c)
+        ref.state = GONE
+        if self.deleted:
+            return
+        if self._policy is not None:
+            self._policy.forget(ref)
+        message = ref.message
+        self.dead_lettered += 1
+        self.host.divert(self, message, self.settings.dead_letter_address, reason)
+        if self._persist and message.persistent:
+            self._unstore(message)
+
     def _requeue(self, ref: MessageRef, redelivered: bool, cancelled: bool) -> None:
         """Put a delivery that came back (cancel, rollback, lease expiry) on the head,
         unless a delivery limit dead-letters it or it expired meanwhile."""

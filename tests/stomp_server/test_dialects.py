@@ -2,7 +2,8 @@
 written for RabbitMQ or ActiveMQ keeps its flow control on it: ``prefetch-count``
 (RabbitMQ; 0 = no limit) and ``activemq.prefetchSize`` (ActiveMQ) bound a subscription's
 unacknowledged messages, kept full as those brokers do; ``jmspy-flow-limit`` wins over
-both; and every MESSAGE carries ``redelivered`` (``false`` too, as RabbitMQ sends it).
+both; every MESSAGE carries ``redelivered`` (``false`` too, as RabbitMQ sends it); and a
+NACK with ``requeue:false`` (RabbitMQ) dead-letters the message instead of redelivering it.
 Sans-I/O: a StompSession per client on one broker, no sockets."""
 
 from __future__ import annotations
@@ -68,3 +69,22 @@ def test_every_message_says_whether_it_is_redelivered() -> None:
     assert first.header("redelivered") == "false"
     (again,) = consumer.send(b"NACK\nid:" + first.header("ack").encode() + b"\n\n\0")
     assert again.header("redelivered") == "true"
+
+
+def test_nack_with_requeue_false_dead_letters_the_message_with_a_reason() -> None:
+    broker = Broker()
+    fill(broker, 2)
+    consumer = Client(broker)
+    first, second = consumer.send(b"SUBSCRIBE\nid:s\ndestination:/queue/d\n"
+                                  b"ack:client-individual\n\n\0")
+    assert consumer.send(b"NACK\nid:" + first.header("ack").encode() + b"\nrequeue:false"
+                         b"\n\n\0") == []  # not redelivered
+    again = consumer.send(b"NACK\nid:" + second.header("ack").encode() + b"\n\n\0")
+    assert [f.body for f in again] == [b"m1"]  # a plain NACK still requeues
+    stats = broker.stats("d")
+    assert (stats.dead_lettered, stats.message_count, stats.delivering_count) == (1, 1, 1)
+    dlq = Client(broker)
+    (dead,) = dlq.send(b"SUBSCRIBE\nid:x\ndestination:/queue/DLQ\n\n\0")
+    assert dead.body == b"m0"
+    assert dead.header("JMS_jmspy_DeadLetterReason") == (
+        "rejected by the consumer (NACK with requeue:false)")

@@ -628,7 +628,10 @@ class StompSession:
         sub, tag = self._find(frame, headers)
         tags = self._take(sub, tag)
         if not sub.broker_settles:  # at-most-once messages are gone: nothing to requeue
-            self._core.cancel(tags, redelivered=True)
+            if headers.get("requeue") == "false":  # RabbitMQ: dead-letter, not redeliver
+                self._core.reject(tags, "rejected by the consumer (NACK with requeue:false)")
+            else:
+                self._core.cancel(tags, redelivered=True)
         self._grant(sub, sub.consumed(len(tags)))
 
     def _on_begin(self, frame: Frame, headers: dict[str, str]) -> None:
