@@ -376,7 +376,9 @@ def test_reconnect_disabled_reports_connection_lost(jmspy_broker: JmspyBroker) -
         jmspy_broker.stop()
         lost = events.wait_for("CONNECTION_LOST")
         assert f"{HOST}:{jmspy_broker.port}" in str(lost)
-        assert consumer.receive(0.2) is None
+        with pytest.raises(JMSException, match=f"{HOST}:{jmspy_broker.port}") as gone:
+            consumer.receive(0.2)  # says why nothing more can come (issue 11, item 10)
+        assert gone.value.error_code == "CONNECTION_LOST"
         with pytest.raises(JMSException, match=f"{HOST}:{jmspy_broker.port}"):
             producer.send(session.create_text_message("nowhere"))
         assert events.codes.count("CONNECTION_LOST") == 1
@@ -462,7 +464,9 @@ def test_mosquitto_reconnect_disabled(restartable_mosquitto: Mosquitto) -> None:
         mq.stop()
         lost = events.wait_for("CONNECTION_LOST")
         assert f"{HOST}:{mq.mqtt_port}" in str(lost)
-        assert consumer.receive(0.2) is None
+        with pytest.raises(JMSException, match=f"{HOST}:{mq.mqtt_port}") as gone:
+            consumer.receive(0.2)  # says why nothing more can come (issue 11, item 10)
+        assert gone.value.error_code == "CONNECTION_LOST"
         with pytest.raises(JMSException, match=f"{HOST}:{mq.mqtt_port}"):
             producer.send(session.create_text_message("nowhere"))
     finally:
@@ -488,7 +492,9 @@ def test_vm_reconnect_disabled_reports_connection_lost() -> None:
         lost = events.wait_for("CONNECTION_LOST")
         assert f"vm://{name}" in str(lost) and "imqReconnectEnabled" in str(lost)
         vm.start_broker(name)  # a new broker of that name: this connection stays lost
-        assert consumer.receive(0.2) is None
+        with pytest.raises(JMSException, match=f"vm://{name} was stopped") as gone:
+            consumer.receive(0.2)  # says why nothing more can come (issue 11, item 10)
+        assert gone.value.error_code == "CONNECTION_LOST"
         with pytest.raises(JMSException, match=f"vm://{name} was stopped"):
             producer.send(session.create_text_message("nowhere"))
         assert events.codes == ["CONNECTION_LOST"]
