@@ -471,31 +471,34 @@ class Queue:
     def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None:
         """Return one delivery to the head of its level. Callers cancel several tags in
         *descending* tag order, so the original order is restored. Caller dispatches."""
-        ref = c.delivering.pop(tag, None)
-        if ref is None:  # a tag whose lease ran out: the message is already back
-            if self._policy is not None:
-                self._policy.stale_cancel(c, tag)
+        ref = self._take_back(c, tag)
+        if ref is None:
             return
-        self.delivering_count -= 1
-        if not c.closed:
-            self._offer(c)
         if self.deleted:
             ref.state = GONE
             return
         self._requeue(ref, redelivered, True)
 
+    def _take_back(self, c: ServerConsumer, tag: int) -> MessageRef | None:
+        """End delivery ``tag`` to ``c`` (cancel, reject); None when its lease already
+        ran out and the message is back on the queue."""
+        ref = c.delivering.pop(tag, None)
+        if ref is None:
+            if self._policy is not None:
+                self._policy.stale_cancel(c, tag)
+            return None
+        self.delivering_count -= 1
+        if not c.closed:
+            self._offer(c)
+        return ref
+
     def reject(self, c: ServerConsumer, tag: int, reason: str) -> None:
         """Dead-letter one delivery because its consumer refused it (RabbitMQ's NACK with
         ``requeue:false``): it goes to ``dead_letter_address`` with ``reason`` instead of
         back on the queue. Caller dispatches."""
-        ref = c.delivering.pop(tag, None)
-        if ref is None:  # a tag whose lease ran out: the message is already back
-            if self._policy is not None:
-                self._policy.stale_cancel(c, tag)
+        ref = self._take_back(c, tag)
+        if ref is None:
             return
-        self.delivering_count -= 1
-        if not c.closed:
-            self._offer(c)
         ref.state = GONE
         if self.deleted:
             return
