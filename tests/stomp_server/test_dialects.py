@@ -88,3 +88,24 @@ def test_nack_with_requeue_false_dead_letters_the_message_with_a_reason() -> Non
     assert dead.body == b"m0"
     assert dead.header("JMS_jmspy_DeadLetterReason") == (
         "rejected by the consumer (NACK with requeue:false)")
+
+
+@pytest.mark.parametrize("named", [b"", b"x-queue-name:prices-audit\n"])
+def test_rabbitmq_durable_topic_subscription_keeps_messages_and_is_deleted_by_unsubscribe(
+    named: bytes
+) -> None:
+    broker = Broker()
+    durable = b"durable:true\nauto-delete:false\n" + named
+    first = Client(broker)
+    first.send(b"SUBSCRIBE\nid:audit\ndestination:/topic/prices\nack:client-individual\n"
+               + durable + b"\n\0")
+    first.session.connection_lost()  # gone: the subscription stays
+    fill(broker, 2, b"/topic/prices")
+    again = Client(broker)  # no client id needed, as on RabbitMQ
+    got = again.send(b"SUBSCRIBE\nid:audit\ndestination:/topic/prices\n"
+                     b"ack:client-individual\n" + durable + b"\n\0")
+    assert [f.body for f in got] == [b"m0", b"m1"]
+    expected = "prices-audit" if named else "audit"
+    assert broker.subscription_names() == [f"sub://{expected}"]
+    again.send(b"UNSUBSCRIBE\nid:audit\n" + durable + b"\n\0")
+    assert broker.subscription_names() == []

@@ -124,6 +124,12 @@ def _frame_problem(exc: FrameError, limits: CodecLimits) -> tuple[str, str]:
     return ("malformed frame", f"{exc}. Fix the frame encoding. {_CLOSED}")
 
 
+def _rabbit_durable(headers: dict[str, str]) -> bool:
+    """RabbitMQ's way of asking for (or, on UNSUBSCRIBE, deleting) a durable subscription."""
+    return (headers.get("durable", "").lower() == "true"
+            and headers.get("auto-delete", "").lower() == "false")
+
+
 def _negotiate(accept: str | None) -> str | None:
     if accept is None:
         return "1.0"
@@ -531,6 +537,13 @@ class StompSession:
         if name is not None and target.kind is not DestinationKind.TOPIC:
             raise ProtocolError("durable subscription on a queue", "activemq.subscriptionName "
                                 "is only meaningful on /topic/ destinations")
+        # RabbitMQ's durable topic subscription: a durable queue bound to the topic, named
+        # by x-queue-name (else the id), whose consumers compete and which needs no client
+        # id: in the core, a shared durable subscription of that name
+        shared = name is None and target.kind is DestinationKind.TOPIC and _rabbit_durable(
+            headers)
+        if shared:
+            name = headers.get("x-queue-name") or sid
         sub = Subscription.from_headers(sid, ack, frame, name)
         sub.broker_settles = (
             target.kind is DestinationKind.QUEUE
@@ -546,7 +559,7 @@ class StompSession:
             cid, target.kind, target.name,
             selector=headers.get("selector"),
             no_local=(headers.get("activemq.noLocal") or "").lower() == "true",
-            subscription_name=name, durable=name is not None,
+            subscription_name=name, durable=name is not None, shared=shared,
             auto_ack=ack == AUTO, credit=0,
             backlog=int(backlog) if backlog is not None else None,
         )
@@ -569,6 +582,8 @@ class StompSession:
         sid = headers.get("id") or headers.get("destination")
         sub = self._subs.pop(sid or "", None)
         name = headers.get("activemq.subscriptionName")
+        if name is None and _rabbit_durable(headers):  # RabbitMQ: deletes the durable queue
+            name = headers.get("x-queue-name") or sid
         if sub is None and name is None:
             raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
                                 "on this connection")
