@@ -376,7 +376,10 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         client_selector = None
         if spec.shared:
             self._require(Feature.SHARED_SUBSCRIPTIONS)
-        if spec.durable:
+            assert spec.subscription_name is not None
+            headers[p.shared_header + ("-durable" if spec.durable else "") + "-subscription"
+                    ] = spec.subscription_name
+        elif spec.durable:
             self._require(Feature.DURABLE_SUBSCRIPTIONS)
             assert spec.subscription_name is not None
             if p.durable_header == "durable":  # RabbitMQ

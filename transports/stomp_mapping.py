@@ -82,6 +82,9 @@ class BrokerProfile:
     #: The broker's word for "any number of words" in a topic subscription ("" = jmspy
     #: passes `#` / `>` through as written); `*` (one word) is the same everywhere.
     multi_wildcard: str = ""
+    #: Prefix of the shared-subscription headers (``<prefix>-subscription``,
+    #: ``<prefix>-durable-subscription``): only jmspy's broker has them ("" = refused).
+    shared_header: str = ""
 
 
 _AMQ_NAME: Final = "activemq.subscriptionName"  # ActiveMQ 5; Artemis and jmspy accept it too
@@ -89,8 +92,9 @@ _AMQ_NO_LOCAL: Final = "activemq.noLocal"
 
 _PROFILES: Final = {
     "jmspy": BrokerProfile(
-        "jmspy", "", "jmspy-flow-limit", False, True, "nack", "asc", False,
+        "jmspy", "", "jmspy-flow-limit", False, True, "nack", "asc", True,
         "jmspy-delivery-delay", "expires", True, True, True, _AMQ_NAME, _AMQ_NO_LOCAL,
+        shared_header="jmspy-shared",
     ),
     "artemis": BrokerProfile(
         "Artemis", "", "consumer-window-size", True, True, "nack", "asc", False,
@@ -436,7 +440,9 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
         Feature.UNSUBSCRIBE: native("UNSUBSCRIBE naming the subscription") if p.durable
         else refused("no known way to delete a durable subscription over STOMP",
                      "delete it with the broker's own tools"),
-        Feature.SHARED_SUBSCRIPTIONS: refused(
+        Feature.SHARED_SUBSCRIPTIONS: native(
+            f"`{p.shared_header}-subscription` / `{p.shared_header}-durable-subscription`"
+        ) if p.shared_header else refused(
             "STOMP has no shared-subscription header jmspy can rely on",
             "consume from a queue (competing consumers)"),
         Feature.NO_LOCAL: native(f"`{p.no_local_header}`") if p.no_local_header else refused(

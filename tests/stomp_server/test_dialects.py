@@ -20,11 +20,14 @@ _codec: Any = _speedups.load("stomp_codec")
 
 
 class Client:
-    def __init__(self, broker: Broker) -> None:
+    """A StompSession and a client-side parser joined in memory (no socket)."""
+
+    def __init__(self, broker: Broker, credentials: bytes = b"") -> None:
         self.session = StompSession(broker)
         self.parser = _codec.FrameParser("1.2", None, False)
-        assert [f.command for f in self.send(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
-                ] == ["CONNECTED"]
+        assert [f.command for f in self.send(
+            b"CONNECT\naccept-version:1.2\nhost:/\n" + credentials + b"\n\0")
+        ] == ["CONNECTED"]
 
     def send(self, data: bytes) -> list[Any]:
         self.session.receive_data(data)

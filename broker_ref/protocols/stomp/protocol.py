@@ -58,6 +58,7 @@ from ...core import (
 )
 from ...core.security import Principal
 from . import mapping
+from .browse import browse_frames
 from .mapping import HeaderError, Target
 from .subscription import AUTO, CLIENT, Subscription
 
@@ -124,6 +125,11 @@ def _frame_problem(exc: FrameError, limits: CodecLimits) -> tuple[str, str]:
     return ("malformed frame", f"{exc}. Fix the frame encoding. {_CLOSED}")
 
 
+#: SUBSCRIBE headers naming a shared subscription, and whether it is durable.
+_SHARED_HEADERS = (("jmspy-shared-subscription", False),
+                   ("jmspy-shared-durable-subscription", True))
+
+
 def _rabbit_durable(headers: dict[str, str]) -> bool:
     """RabbitMQ's way of asking for (or, on UNSUBSCRIBE, deleting) a durable subscription."""
     return (headers.get("durable", "").lower() == "true"
@@ -171,6 +177,7 @@ class StompSession:
         #: :attr:`login_request` (no frame after it is acted on) until the host calls
         #: :meth:`login_done` or :meth:`refuse`.
         self.defer_login = False
+        self._browsers: set[str] = set()  # ids of browse subscriptions (browser:true)
         self.login_request: LoginRequest | None = None
         self._targets: dict[str, Target] = {}  # destination header -> parsed (not temp)
         self._temps: dict[str, str] = {}  # client name -> core temp queue name
@@ -525,9 +532,14 @@ class StompSession:
                                     "STOMP 1.1/1.2; choose one unique per connection")
             sid = headers.get("destination") or ""
         self._check_echoable("id", sid)
-        if sid in self._subs:
+        if sid in self._subs or sid in self._browsers:
             raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
                                 "already in use on this connection; choose another")
+        if headers.get("browser") == "true":  # ActiveMQ's queue browser: a snapshot
+            self._out.extend(browse_frames(self._core, target, sid, headers.get("selector"),
+                                           self.version, self._temp_names))
+            self._browsers.add(sid)  # until the client UNSUBSCRIBEs it
+            return
         ack = headers.get("ack") or "auto"
         if ack not in (AUTO, CLIENT, "client-individual"):
             raise ProtocolError("invalid ack mode", f"ack:{ack!r} must be auto, client or "
@@ -544,6 +556,16 @@ class StompSession:
             headers)
         if shared:
             name = headers.get("x-queue-name") or sid
+        durable = name is not None
+        # JMS 2.0 shared subscriptions (createSharedConsumer / createSharedDurableConsumer):
+        # one copy per subscription name, spread over its consumers on any connection
+        for header, is_durable in _SHARED_HEADERS:
+            shared_name = headers.get(header)
+            if shared_name is not None:
+                if target.kind is not DestinationKind.TOPIC or not shared_name:
+                    raise ProtocolError(f"invalid {header}", f"{header} names a subscription "
+                                        "of a /topic/ destination; give it a non-empty name")
+                name, shared, durable = shared_name, True, is_durable
         sub = Subscription.from_headers(sid, ack, frame, name)
         sub.broker_settles = (
             target.kind is DestinationKind.QUEUE
@@ -559,7 +581,7 @@ class StompSession:
             cid, target.kind, target.name,
             selector=headers.get("selector"),
             no_local=(headers.get("activemq.noLocal") or "").lower() == "true",
-            subscription_name=name, durable=name is not None, shared=shared,
+            subscription_name=name, durable=durable, shared=shared,
             auto_ack=ack == AUTO, credit=0,
             backlog=int(backlog) if backlog is not None else None,
         )
@@ -580,6 +602,9 @@ class StompSession:
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
+        if sid in self._browsers:
+            self._browsers.discard(sid)
+            return
         sub = self._subs.pop(sid or "", None)
         name = headers.get("activemq.subscriptionName")
         if name is None and _rabbit_durable(headers):  # RabbitMQ: deletes the durable queue
