@@ -38,12 +38,10 @@ from typing import Any
 
 from jmspy import _speedups
 from jmspy.stomp_frames import (
-    CLIENT_COMMANDS,
     HEARTBEAT,
     CodecLimits,
     Frame,
     FrameError,
-    FrameErrorReason,
     header_dict,
 )
 
@@ -59,7 +57,9 @@ from ...core import (
 from ...core.security import Principal
 from . import mapping
 from .browse import browse_frames
+from .dialects import subscription_naming, unsubscribe_naming
 from .mapping import HeaderError, Target
+from .refusals import CLOSED, ProtocolError, frame_problem
 from .subscription import AUTO, CLIENT, Subscription
 
 __all__ = ["SUPPORTED_VERSIONS", "LoginRequest", "ProtocolError", "StompSession"]
@@ -84,56 +84,6 @@ class LoginRequest:
     version: str
     cx: int
     cy: int
-
-
-class ProtocolError(Exception):
-    """A client mistake that ends the session: ERROR frame, then close."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail = detail
-
-
-#: Codec limits a client can hit, as (the [limits] key, the CodecLimits field, what grew).
-_LIMITS: dict[FrameErrorReason, tuple[str, str, str]] = {
-    FrameErrorReason.BODY_TOO_LARGE: ("max-frame-bytes", "max_frame_bytes", "body"),
-    FrameErrorReason.TOO_MANY_HEADERS: ("max-headers", "max_headers", "header count"),
-    FrameErrorReason.HEADERS_TOO_LARGE: ("max-header-bytes", "max_header_bytes",
-                                         "header section"),
-}
-_CLOSED = ("The connection is closed: the rest of the stream cannot be re-framed after a "
-           "refused frame.")
-
-
-def _frame_problem(exc: FrameError, limits: CodecLimits) -> tuple[str, str]:
-    """The ERROR ``message`` header and body for a frame the parser refused: a limit names
-    itself, its value and its config key; an unknown command names the command."""
-    limit = _LIMITS.get(exc.reason)
-    if limit is not None:
-        key, field, what = limit
-        value = getattr(limits, field)
-        return (f"frame {what} over the limit: [limits] {key} = {value}",
-                f"{exc}. This broker's [limits] {key} is {value}; send less, or raise "
-                f"{key} in the [limits] table of the broker's config file. {_CLOSED}")
-    if exc.reason in (FrameErrorReason.UNKNOWN_COMMAND, FrameErrorReason.COMMAND_TOO_LONG):
-        named = exc.detail if exc.reason is FrameErrorReason.UNKNOWN_COMMAND else (
-            f"of {exc.detail}")
-        return (f"unknown command {named}",
-                f"{exc.reason.value} {named}: a STOMP client sends one of "
-                f"{', '.join(sorted(CLIENT_COMMANDS))}. {_CLOSED}")
-    return ("malformed frame", f"{exc}. Fix the frame encoding. {_CLOSED}")
-
-
-#: SUBSCRIBE headers naming a shared subscription, and whether it is durable.
-_SHARED_HEADERS = (("jmspy-shared-subscription", False),
-                   ("jmspy-shared-durable-subscription", True))
-
-
-def _rabbit_durable(headers: dict[str, str]) -> bool:
-    """RabbitMQ's way of asking for (or, on UNSUBSCRIBE, deleting) a durable subscription."""
-    return (headers.get("durable", "").lower() == "true"
-            and headers.get("auto-delete", "").lower() == "false")
 
 
 def _negotiate(accept: str | None) -> str | None:
@@ -211,7 +161,7 @@ class StompSession:
             try:
                 frame = next_frame()
             except FrameError as exc:
-                self._error(*_frame_problem(exc, self._limits))
+                self._error(*frame_problem(exc, self._limits))
                 return
             if frame is None:
                 return
@@ -232,7 +182,7 @@ class StompSession:
                             frame.header("receipt"))
             except FrameError as exc:  # a reply this version cannot carry: not a traceback
                 self._error("unencodable reply", f"{exc}. Send header values this STOMP "
-                            f"version can carry back. {_CLOSED}")
+                            f"version can carry back. {CLOSED}")
 
     def data_to_send(self) -> bytes:
         """Bytes to write now. Call :meth:`written` once they are handed to the socket."""
@@ -544,28 +494,7 @@ class StompSession:
         if ack not in (AUTO, CLIENT, "client-individual"):
             raise ProtocolError("invalid ack mode", f"ack:{ack!r} must be auto, client or "
                                 "client-individual")
-        name = (headers.get("activemq.subscriptionName")
-                or headers.get("durable-subscription-name"))
-        if name is not None and target.kind is not DestinationKind.TOPIC:
-            raise ProtocolError("durable subscription on a queue", "activemq.subscriptionName "
-                                "is only meaningful on /topic/ destinations")
-        # RabbitMQ's durable topic subscription: a durable queue bound to the topic, named
-        # by x-queue-name (else the id), whose consumers compete and which needs no client
-        # id: in the core, a shared durable subscription of that name
-        shared = name is None and target.kind is DestinationKind.TOPIC and _rabbit_durable(
-            headers)
-        if shared:
-            name = headers.get("x-queue-name") or sid
-        durable = name is not None
-        # JMS 2.0 shared subscriptions (createSharedConsumer / createSharedDurableConsumer):
-        # one copy per subscription name, spread over its consumers on any connection
-        for header, is_durable in _SHARED_HEADERS:
-            shared_name = headers.get(header)
-            if shared_name is not None:
-                if target.kind is not DestinationKind.TOPIC or not shared_name:
-                    raise ProtocolError(f"invalid {header}", f"{header} names a subscription "
-                                        "of a /topic/ destination; give it a non-empty name")
-                name, shared, durable = shared_name, True, is_durable
+        name, durable, shared = subscription_naming(headers, target.kind, sid)
         sub = Subscription.from_headers(sid, ack, frame, name)
         sub.broker_settles = (
             target.kind is DestinationKind.QUEUE
@@ -606,9 +535,7 @@ class StompSession:
             self._browsers.discard(sid)
             return
         sub = self._subs.pop(sid or "", None)
-        name = headers.get("activemq.subscriptionName")
-        if name is None and _rabbit_durable(headers):  # RabbitMQ: deletes the durable queue
-            name = headers.get("x-queue-name") or sid
+        name = unsubscribe_naming(headers, sid)
         if sub is None and name is None:
             raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
                                 "on this connection")
