@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from scripted_stomp import read_client_frames
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -57,30 +58,22 @@ class Broker:
             threading.Thread(target=self._session, args=(sock, plan), daemon=True).start()
 
     def _session(self, sock: socket.socket, plan: Callable[[socket.socket, str], None]) -> None:
-        parser = _codec.FrameParser("1.2", server=True)
-        while True:
-            try:
-                data = sock.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            parser.feed(data)
-            while (frame := parser.next_frame()) is not None:
-                if not isinstance(frame, Frame):
-                    continue
-                if frame.command in ("CONNECT", "STOMP"):
-                    sock.sendall(bytes(_codec.encode_frame(Frame("CONNECTED", [
-                        ("version", "1.2"), ("heart-beat", "0,0")]), "1.2")))
-                    continue
-                if frame.command == "DISCONNECT" and self.quiet_disconnect:
-                    return  # silent about the receipt: a broker that went quiet
-                receipt = frame.header("receipt")
-                if receipt:
-                    sock.sendall(bytes(_codec.encode_frame(
-                        Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
-                if frame.command == "SUBSCRIBE":
-                    plan(sock, frame.header("id") or "")
+        def on_frame(frame: Frame) -> bool:
+            if frame.command in ("CONNECT", "STOMP"):
+                sock.sendall(bytes(_codec.encode_frame(Frame("CONNECTED", [
+                    ("version", "1.2"), ("heart-beat", "0,0")]), "1.2")))
+                return False
+            if frame.command == "DISCONNECT" and self.quiet_disconnect:
+                return True  # silent about the receipt: a broker that went quiet
+            receipt = frame.header("receipt")
+            if receipt:
+                sock.sendall(bytes(_codec.encode_frame(
+                    Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
+            if frame.command == "SUBSCRIBE":
+                plan(sock, frame.header("id") or "")
+            return False
+
+        read_client_frames(sock, on_frame)
 
     def close(self) -> None:
         for s in [*self.socks, self.server]:

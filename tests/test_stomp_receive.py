@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import stomp.transport
 import stomp.utils
+from scripted_stomp import read_client_frames
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -60,36 +61,30 @@ class ScriptedBroker:
     def _serve(self) -> None:
         sock, _ = self._server.accept()
         self._sock = sock
-        parser = _codec.FrameParser("1.2", server=True)
         scripted = False
-        while True:
-            try:
-                data = sock.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            parser.feed(data)
-            while (frame := parser.next_frame()) is not None:
-                if not isinstance(frame, Frame):
-                    continue
-                self.client_frames.put(frame)
-                if frame.command in ("CONNECT", "STOMP"):
-                    self.write(bytes(_codec.encode_frame(Frame("CONNECTED", [
-                        ("version", "1.2"), ("heart-beat", self.heart_beat),
-                        ("server", "scripted/1.0")]), "1.2")))
-                    continue
-                receipt = frame.header("receipt")
-                if receipt:
-                    self.write(bytes(_codec.encode_frame(
-                        Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
-                if frame.command == "DISCONNECT":
-                    sock.close()
-                    return
-                if frame.command == "SUBSCRIBE" and not scripted:
-                    self.sub_id = frame.header("id") or ""
-                    scripted = True
-                    threading.Thread(target=self.script, args=(self,), daemon=True).start()
+
+        def on_frame(frame: Frame) -> bool:
+            nonlocal scripted
+            self.client_frames.put(frame)
+            if frame.command in ("CONNECT", "STOMP"):
+                self.write(bytes(_codec.encode_frame(Frame("CONNECTED", [
+                    ("version", "1.2"), ("heart-beat", self.heart_beat),
+                    ("server", "scripted/1.0")]), "1.2")))
+                return False
+            receipt = frame.header("receipt")
+            if receipt:
+                self.write(bytes(_codec.encode_frame(
+                    Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
+            if frame.command == "DISCONNECT":
+                sock.close()
+                return True
+            if frame.command == "SUBSCRIBE" and not scripted:
+                self.sub_id = frame.header("id") or ""
+                scripted = True
+                threading.Thread(target=self.script, args=(self,), daemon=True).start()
+            return False
+
+        read_client_frames(sock, on_frame)
 
     def close(self) -> None:
         for s in (self._sock, self._server):
