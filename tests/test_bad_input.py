@@ -186,3 +186,11 @@ def test_durable_subscription_without_client_id_explains_how_to_set_one(vm_facto
 def test_vm_create_false_names_the_missing_broker():
     with pytest.raises(InvalidConfigurationException, match="no in-process broker named 'absent'"):
         ConnectionFactory("vm://absent?create=false").create_connection()
+
+
+def test_unknown_stomp_dialect_is_refused_listing_the_known_ones():
+    from jmspy.transports.stomp_mapping import DIALECTS
+
+    with pytest.raises(JMSException, match="unknown STOMP dialect 'qpid'") as err:
+        ConnectionFactory("stomp://127.0.0.1:1?dialect=qpid").create_connection()
+    assert all(d in str(err.value) for d in DIALECTS)

@@ -64,6 +64,7 @@ from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportL
 from .capabilities import native_flags, require
 from .stomp_admin import _RABBIT_DURABLE, StompAdmin
 from .stomp_mapping import (
+    DIALECTS,
     BrokerProfile,
     detect_broker,
     from_frame,
@@ -194,6 +195,11 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         self.vhost = query.get("vhost", "/")
         self.queue_selectors_discard = query.get("rabbitmq_queue_selectors") == "discard"
         self.connect_timeout = float(query.get("connect_timeout", "10"))
+        self.dialect = query.get("dialect")
+        if self.dialect is not None and self.dialect not in DIALECTS:
+            raise errors.JMSException(
+                f"unknown STOMP dialect {self.dialect!r} in the URL; use one of "
+                f"{', '.join(DIALECTS)} (or leave it out: the CONNECTED frame tells)")
         self.max_frame_bytes = _int_option(
             query, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1, unit="bytes")
         self._reader: FrameReader | None = None  # jmspy's frame reading, when in place
@@ -240,7 +246,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
             if self._try_connect(version, client_id, user, password):
                 self.version = version
                 break
-        self.profile = detect_broker(self._connected_headers.get("server"))
+        self.profile = detect_broker(self._connected_headers.get("server"), self.dialect)
         self.capabilities = _capabilities(self.profile)
         self._settled.set()
 

@@ -115,13 +115,22 @@ _PROFILES: Final = {
 }
 
 
-def detect_broker(server: str | None) -> BrokerProfile:
+#: Values of the ``?dialect=`` URL option: the broker profile to speak whatever the
+#: CONNECTED frame says (e.g. ActiveMQ's headers to jmspy broker, to test code written for
+#: ActiveMQ against the bundled broker).
+DIALECTS: Final = ("jmspy", "artemis", "activemq", "rabbitmq", "unknown")
+
+
+def detect_broker(server: str | None, dialect: str | None = None) -> BrokerProfile:
     """The profile for a CONNECTED ``server`` header ("ActiveMQ/5.17.2", "RabbitMQ/3.10.8",
     "ActiveMQ-Artemis/2.x", "jmspy-broker_ref/0.1"); unknown servers get the plain-STOMP
-    profile (no window header, server-side selectors assumed)."""
+    profile (no window header, server-side selectors assumed). ``dialect`` (one of
+    :data:`DIALECTS`) forces a profile."""
     text = (server or "").strip()
     low = text.lower()
-    if low.startswith("jmspy"):
+    if dialect is not None:
+        key = dialect
+    elif low.startswith("jmspy"):
         key = "jmspy"
     elif low.startswith("activemq-artemis") or "artemis" in low:
         key = "artemis"

@@ -95,7 +95,7 @@ def test_unknown_command_is_named() -> None:
          "needs a name after its prefix"),
         (b"SEND\ndestination:/exchange/amq.topic/x\n\nx\0",
          "unknown destination prefix '/exchange/' in '/exchange/amq.topic/x'",
-         "valid prefixes are /queue/, /topic/, /temp-queue/, /remote-temp-queue/"),
+         "valid prefixes are /queue/, /topic/, /temp-queue/, /remote-temp-queue/, /amq/queue/"),
         (b"SUBSCRIBE\nid:1\ndestination:/qeue/orders\n\n\0",
          "unknown destination prefix '/qeue/' in '/qeue/orders'", "valid prefixes are"),
     ],

@@ -89,8 +89,10 @@ class Target:
     temp: bool = False
 
 
+#: RabbitMQ's prefix for a queue by its own name: a queue here too.
+AMQ_QUEUE: Final = "/amq/queue/"
 #: The destination prefixes this broker accepts, for errors that list them.
-PREFIXES: Final = (QUEUE, TOPIC, TEMP, REMOTE_TEMP)
+PREFIXES: Final = (QUEUE, TOPIC, TEMP, REMOTE_TEMP, AMQ_QUEUE)
 _FORMS = "/queue/NAME, /topic/NAME or /temp-queue/NAME"
 
 
@@ -104,6 +106,8 @@ def parse_destination(text: str | None) -> Target:
                           f"this frame needs a destination header: use {_FORMS}.")
     if text.startswith(QUEUE):
         kind, name = DestinationKind.QUEUE, text[len(QUEUE):]
+    elif text.startswith(AMQ_QUEUE):
+        kind, name = DestinationKind.QUEUE, text[len(AMQ_QUEUE):]
     elif text.startswith(TOPIC):
         kind, name = DestinationKind.TOPIC, text[len(TOPIC):]
     elif text.startswith(TEMP):
