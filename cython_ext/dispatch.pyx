@@ -6,32 +6,20 @@ queued acknowledgements are sent); ``tests/test_dispatch_twins.py`` feeds both t
 scripted sessions and requires identical traces. Change one, change the other.
 
 What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
-arithmetic) runs as C, and when the consumer's buffer is the compiled
-``PrefetchBuffer`` its ``pop`` and counters are reached through the C interface instead
-of Python attribute lookups; a delivered :class:`~jmspy.message.Message`'s acknowledger
-and delivery tag are written and read at their slot offsets (``jmspy/_cext/slots.pxd``;
-``Message`` has a ``__getattr__``, which made every plain attribute read of it slow). The
-listener, lock and session calls stay Python calls.
+arithmetic) runs as C, and when the consumer's buffer is the compiled ``PrefetchBuffer``
+its ``pop`` and counters are typed field reads through its ``.pxd``. The listener, the
+locks, the acknowledgement strategy and the session calls stay Python calls.
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
-from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
 
-from jmspy.message import Message
-
-__all__ = ["AUTO_ACKNOWLEDGE", "drain"]
-
-AUTO_ACKNOWLEDGE = 1
-cdef int _AUTO = 1
-cdef object _Message = Message
-cdef Py_ssize_t M_ACK = slot_offset(Message, "_acknowledger")
-cdef Py_ssize_t M_TAG = slot_offset(Message, "_delivery_tag")
+__all__ = ["drain"]
 
 
-cpdef Py_ssize_t drain(object session, object connection, object consumer,
-                       Py_ssize_t ack_batch) except -1:
+cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
     """Run ``consumer``'s listener over its buffered messages; returns how many ran."""
     cdef object ready = session._ready
+    cdef object ack = session.acknowledgement
     cdef object lock = consumer._lock
     cdef object acquire = lock.acquire
     cdef object release = lock.release
@@ -40,21 +28,19 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer,
     if type(buf) is PrefetchBuffer:
         cbuf = <PrefetchBuffer>buf
     cdef Py_ssize_t limit = buf.limit
-    cdef bint coalesce = (
-        session.ack_mode == _AUTO and limit > 0 and not connection._flow.enabled
-    )
+    cdef Py_ssize_t ack_batch = ack.batch
+    cdef bint coalesce = ack_batch > 0 and limit > 0 and not connection._flow.enabled
     cdef Py_ssize_t trigger = limit * <Py_ssize_t>buf.threshold
-    cdef object acknowledger = session._acknowledger
-    cdef object ack_lock = session._ack_lock
-    cdef object ack_acquire = ack_lock.acquire
-    cdef object ack_release = ack_lock.release
+    cdef object acknowledger = ack.acknowledger
+    cdef object hold = ack.hold
+    cdef object delivered = ack.delivered
     cdef Py_ssize_t pending = 0
     cdef Py_ssize_t handled = 0
     cdef Py_ssize_t unconsumed, outstanding
     cdef object last_listener = None
     cdef object call = None
-    cdef object listener, message, tag
-    cdef bint ok, fast
+    cdef object listener, message
+    cdef bint ok
     cdef bint current = False  # session._current is consumer (see the pure twin)
     try:
         while True:
@@ -83,32 +69,23 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer,
             if not current:
                 session._current = consumer
                 current = True
-            fast = isinstance(message, _Message)
             ok = True
             try:
                 if coalesce:
-                    if fast:
-                        set_slot(message, M_ACK, acknowledger)
-                    else:
-                        message._acknowledger = acknowledger
+                    message._acknowledger = acknowledger
                 else:
-                    session._delivered_to_app(consumer, message)
+                    delivered(consumer, message)
                 call(message)
             except Exception as exc:
                 ok = False
                 session._listener_failed(listener, message, exc)
-            if session._recover_current:
-                session._recover_current = False
+            if ack.recover_requested:
+                ack.recover_requested = False
                 ok = False
             if session._closed:
                 return handled
             if coalesce and ok:
-                tag = get_slot(message, M_TAG, "_delivery_tag") if fast else message._delivery_tag
-                ack_acquire()
-                try:
-                    session._dups_pending.append((consumer, tag))
-                finally:
-                    ack_release()
+                hold(consumer, message._delivery_tag)
                 pending += 1
                 if cbuf is not None:
                     unconsumed = cbuf.unconsumed

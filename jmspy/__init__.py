@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from ._speedups import PURE_PYTHON
+from .acknowledgement import AckMode
 from .connection import Connection, ConnectionFactory, ExceptionListener
 from .consumer import MessageConsumer, MessageListener, QueueBrowser
 from .destinations import Destination, Queue, TemporaryQueue, Topic
@@ -37,7 +37,7 @@ from .session import Session
 __version__ = "0.1.0"
 
 __all__ = [
-    "PURE_PYTHON",
+    "AckMode",
     "BytesMessage",
     "CompletionListener",
     "Connection",

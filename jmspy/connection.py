@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import _speedups
 from .destinations import Destination, TemporaryQueue
 from .errors import IllegalStateException, InvalidClientIDException, JMSException
 from .flow import ConnectionFlow
@@ -31,11 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
 
 _instances = itertools.count(1)
-
-#: Buffers a run of deliveries and wakes the session (compiled twin, or pure under
-#: JMSPY_PUREPYTHON).
-_deliver_run = _speedups.load("deliver").deliver_run
-
 
 @runtime_checkable
 class ExceptionListener(Protocol):
@@ -273,12 +267,19 @@ class Connection:
         message.redelivered = delivery_count > 1
         consumer._deliver(message)
 
-    #: ``on_deliveries(consumer_id, first_tag, messages)``: a run of deliveries to one
-    #: consumer (tags ``first_tag`` on), already carrying their tags and delivery counts
-    #: (the in-process transport builds them so), buffered under the consumer's lock and
-    #: its session woken. It *is* the ``deliver`` twin's ``deliver_run``, bound as this
-    #: method to save a Python frame per run (jmspy/_pure/deliver.py: why, step by step).
-    on_deliveries = _deliver_run
+    def on_deliveries(self, consumer_id: int, first_tag: int, messages: list[Message]) -> None:
+        """A run of deliveries to one consumer (tags ``first_tag`` on), already carrying
+        their tags and delivery counts (the in-process transport builds them so).
+
+        One call per run rather than per message: on ``vm://`` the broker hands deliveries
+        over on the producer's thread, so this path is paid by every send."""
+        consumer = self._consumers.get(consumer_id)
+        if consumer is None:
+            return  # closed meanwhile; the broker redelivers what it never got acked
+        last = first_tag + len(messages) - 1
+        if last > self._last_tag:
+            self._last_tag = last
+        consumer._deliver_many(messages)
 
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)

@@ -93,6 +93,18 @@ class MessageConsumer:
         if has_listener:
             self._session._schedule(self)
 
+    def _deliver_many(self, messages: list[Message]) -> None:
+        """:meth:`_deliver` for a run of messages, under one lock round trip."""
+        with self._lock:
+            if self._closed:
+                return
+            self._buffer.push_many(messages)
+            has_listener = self._listener is not None
+            if not has_listener and self._receiving:
+                self._cond.notify()
+        if has_listener:
+            self._session._schedule(self)
+
     # -- public API -------------------------------------------------------------------
     @property
     def message_listener(self) -> ListenerType | None:

@@ -1,10 +1,11 @@
 """The interface of the listener dispatch twins (``jmspy._cext/_pure.dispatch``).
 
 A session's dispatcher thread hands one consumer at a time to ``drain(session, connection,
-consumer, ack_batch)``, which runs that consumer's listener over its buffered messages and
-coalesces AUTO_ACKNOWLEDGE acknowledgements. ``drain`` touches only the attributes and
-methods named below; the session (``jmspy/session.py``) implements them. Tests drive both
-twins with fakes that implement exactly this surface.
+consumer)``, which runs that consumer's listener over its buffered messages and coalesces
+AUTO_ACKNOWLEDGE acknowledgements. ``drain`` touches only the attributes and methods named
+below; the session (``jmspy/session.py``) and its acknowledgement strategy
+(``jmspy/acknowledgement.py``) implement them. Tests drive both twins with fakes that
+implement exactly this surface.
 """
 
 from __future__ import annotations
@@ -41,10 +42,27 @@ class DrainConsumer(Protocol):
     _listener: Any
 
 
+class DrainAck(Protocol):
+    """The session's acknowledgement strategy, as drain uses it."""
+
+    #: How many acknowledgements drain may queue before flushing (0: never queue).
+    batch: int
+    #: What a delivered message's ``acknowledge()`` runs (set on coalesced messages).
+    acknowledger: Callable[[Any], None]
+    #: Set by ``recover()`` inside a listener: drain treats the message as failed.
+    recover_requested: bool
+
+    def delivered(self, consumer: Any, message: Any) -> None: ...
+
+    def hold(self, consumer: Any, tag: int) -> None: ...
+
+
 class DrainSession(Protocol):
     """The session side: state flags plus the slow paths drain calls out to."""
 
-    ack_mode: int
+    @property
+    def acknowledgement(self) -> DrainAck: ...
+
     _closing: bool
     _closed: bool
 
@@ -57,12 +75,6 @@ class DrainSession(Protocol):
         """Closes requested from inside a listener."""
 
     _current: Any
-    _recover_current: bool
-    _acknowledger: Callable[[Any], None]
-    _ack_lock: threading.Lock
-    _dups_pending: list[tuple[Any, int]]
-
-    def _delivered_to_app(self, consumer: Any, message: Any) -> None: ...
 
     def _listener_done(self, consumer: Any, message: Any, ok: bool) -> None: ...
 
@@ -77,5 +89,4 @@ class DrainFunction(Protocol):
         session: DrainSession,
         connection: DrainConnection,
         consumer: DrainConsumer,
-        ack_batch: int,
     ) -> int: ...

@@ -12,6 +12,7 @@ clients type first.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from enum import IntEnum
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -43,15 +44,13 @@ _SELECTOR_WORDS = frozenset(
 _SETTABLE_JMSX = frozenset({"JMSXGroupID", "JMSXGroupSeq"})
 
 
-class DeliveryMode:
-    """JMS delivery modes: PERSISTENT survives a broker restart, NON_PERSISTENT need not."""
+class DeliveryMode(IntEnum):
+    """JMS delivery modes: PERSISTENT survives a broker restart, NON_PERSISTENT need not.
+
+    An ``IntEnum`` so that the JMS numbers (1, 2) keep working wherever an int is taken."""
 
     NON_PERSISTENT = 1
     PERSISTENT = 2
-
-    @staticmethod
-    def name(mode: int) -> str:
-        return "PERSISTENT" if mode == DeliveryMode.PERSISTENT else "NON_PERSISTENT"
 
 
 #: Names that passed _check_property_name (a pure function of the name), so a message

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import _speedups
 from .destinations import Destination
 from .errors import IllegalStateException, InvalidDestinationException, JMSException
 from .message import DeliveryMode, Message
@@ -34,10 +33,6 @@ class CompletionListener(Protocol):
 #: A CompletionListener, or a callable ``f(message, exception_or_None)``.
 CompletionCallback = CompletionListener | Callable[[Message, Exception | None], Any]
 
-#: The common send (compiled twin, or pure under JMSPY_PUREPYTHON).
-_send_plain = _speedups.load("produce").send_plain
-
-
 def _check_priority(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 9:
         raise JMSException(f"priority must be an int from 0 to 9, got {value!r}")
@@ -50,13 +45,13 @@ def _check_seconds(name: str, value: float) -> float:
     return float(value)
 
 
-def _check_mode(value: int) -> int:
-    if value not in (DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT):
+def _check_mode(value: int) -> DeliveryMode:
+    if isinstance(value, bool) or value not in (1, 2):
         raise JMSException(
             f"delivery_mode must be DeliveryMode.PERSISTENT or DeliveryMode.NON_PERSISTENT, "
             f"got {value!r}"
         )
-    return value
+    return DeliveryMode(value)
 
 
 class MessageProducer:
@@ -124,31 +119,6 @@ class MessageProducer:
     ) -> None:
         """Send ``message``; with ``completion_listener`` the call returns at once and
         the listener hears the outcome later on a jmspy thread."""
-        if (destination is None and delivery_mode is None and priority is None
-                and time_to_live is None and delivery_delay is None
-                and completion_listener is None):
-            # the common send: the ``produce`` twin (jmspy/_pure/produce.py), which hands
-            # anything unusual back to _send_full
-            _send_plain(self, message)
-            return
-        self._send_full(
-            message, destination, delivery_mode=delivery_mode, priority=priority,
-            time_to_live=time_to_live, delivery_delay=delivery_delay,
-            completion_listener=completion_listener,
-        )
-
-    def _send_full(
-        self,
-        message: Message,
-        destination: Destination | None = None,
-        *,
-        delivery_mode: int | None = None,
-        priority: int | None = None,
-        time_to_live: float | None = None,
-        delivery_delay: float | None = None,
-        completion_listener: CompletionCallback | None = None,
-    ) -> None:
-        """Every step of :meth:`send`, for every call."""
         if self._closed:
             raise IllegalStateException("the producer is closed; create a new one")
         session = self._session
@@ -158,21 +128,9 @@ class MessageProducer:
                 f"send() takes a Message, got {type(message).__name__}; wrap data with "
                 "session.create_text_message() or create_bytes_message()"
             )
-        if self.destination is not None:
-            if destination is not None and destination != self.destination:
-                raise JMSException(
-                    f"this producer sends to {self.destination}; it cannot also send to "
-                    f"{destination}. Create a producer with no destination to choose per send"
-                )
-            target = self.destination
-        elif destination is None:
-            raise InvalidDestinationException(
-                "this producer has no destination: pass one to send(message, destination)"
-            )
-        elif not isinstance(destination, Destination):
-            raise InvalidDestinationException(f"expected a Queue or Topic, got {destination!r}")
-        else:
-            target = destination
+        target = self.destination
+        if destination is not None or target is None:
+            target = self._target(destination)
         mode = self._delivery_mode if delivery_mode is None else _check_mode(delivery_mode)
         prio = self._priority if priority is None else _check_priority(priority)
         ttl = self._time_to_live if time_to_live is None else _check_seconds(
@@ -190,11 +148,28 @@ class MessageProducer:
         message.priority = prio
         message.expiration = now + int(ttl * 1000) if ttl > 0 else 0
         message.delivery_time = now + int(delay * 1000) if delay > 0 else now
-        tx = session._tx
+        tx = session.acknowledgement.tx
         if completion_listener is not None:
             connection._send_async(session, message, tx, completion_listener)
         else:
             session._transport.send(message, tx)
+
+    def _target(self, destination: Destination | None) -> Destination:
+        """Where a send with ``destination`` goes (or why it cannot)."""
+        if self.destination is not None:
+            if destination is not None and destination != self.destination:
+                raise JMSException(
+                    f"this producer sends to {self.destination}; it cannot also send to "
+                    f"{destination}. Create a producer with no destination to choose per send"
+                )
+            return self.destination
+        if destination is None:
+            raise InvalidDestinationException(
+                "this producer has no destination: pass one to send(message, destination)"
+            )
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationException(f"expected a Queue or Topic, got {destination!r}")
+        return destination
 
     def close(self) -> None:
         self._closed = True

@@ -9,7 +9,8 @@ Consumers that receive a message while they have a listener put themselves on th
 session's ready queue (:meth:`SessionDispatcher._schedule`); the thread pops one consumer
 at a time and hands it to the compiled ``drain`` twin (``jmspy/_pure/dispatch.py`` says
 how it runs listeners and coalesces AUTO acknowledgements). :class:`~jmspy.session.Session`
-inherits this; the acknowledgement side stays in the session module.
+inherits this; what acknowledging means is the session's acknowledgement strategy
+(``jmspy/acknowledgement.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from . import _speedups
 from .errors import JMSException
 
 if TYPE_CHECKING:
+    from .acknowledgement import Acknowledgement
     from .connection import Connection
     from .consumer import ListenerType, MessageConsumer
     from .dispatch_protocol import DrainFunction
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["SessionDispatcher"]
 
 _drain: DrainFunction = _speedups.load("dispatch").drain
-#: Session.AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE (the session module imports this one).
-_AUTO_ACKNOWLEDGE, _DUPS_OK_ACKNOWLEDGE = 1, 3
 
 
 class SessionDispatcher:
@@ -39,7 +39,7 @@ class SessionDispatcher:
 
     _connection: Connection
     _closing: bool
-    _auto_ack_batch: int
+    acknowledgement: Acknowledgement
 
     def _init_dispatcher(self) -> None:
         self._dispatch_cond = threading.Condition(threading.Lock())
@@ -51,37 +51,29 @@ class SessionDispatcher:
         self._deferred: list[MessageConsumer | None] = []  # None = close the session
 
     # -- hooks the session implements -------------------------------------------------
-    ack_mode: int
-
     def _do_close(self) -> None:
         raise NotImplementedError
 
     def _close_consumer(self, consumer: MessageConsumer) -> None:
         raise NotImplementedError
 
-    def _flush_dups(self) -> None:
-        raise NotImplementedError
-
-    def _processing_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
-        raise NotImplementedError
-
     # -- what drain calls back (jmspy.dispatch_protocol.DrainSession) --------------------
     def _flush_acks(self) -> None:
         """The dispatcher's flush: a failure goes to the exception listener."""
         try:
-            self._flush_dups()
+            self.acknowledgement.flush()
         except JMSException as exc:
             self._connection._report(exc)
 
     def _listener_done(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
-        """The dispatcher's ``_processing_done``: a failure goes to the exception listener."""
+        """The listener returned (``ok``) or raised: a failure goes to the exception listener."""
         try:
-            self._processing_done(consumer, message, ok)
+            self.acknowledgement.processed(consumer, message, ok)
         except JMSException as exc:
             self._connection._report(exc)
 
     def _listener_failed(self, listener: ListenerType, message: Message, exc: Exception) -> None:
-        redelivered = self.ack_mode in (_AUTO_ACKNOWLEDGE, _DUPS_OK_ACKNOWLEDGE)
+        redelivered = self.acknowledgement.redelivers_failures
         self._connection._report(
             JMSException(
                 f"message listener {listener!r} raised {type(exc).__name__}: {exc} "
@@ -141,7 +133,7 @@ class SessionDispatcher:
                 consumer._scheduled = False
                 self._draining = consumer
             try:
-                drain(self, conn, consumer, self._auto_ack_batch)  # type: ignore[arg-type]
+                drain(self, conn, consumer)  # type: ignore[arg-type]
             finally:
                 self._draining = None
             if self._deferred:

@@ -76,7 +76,7 @@ def _n(message: Any) -> int:
 
 
 def _real(n: int) -> Message:
-    """A real jmspy Message: the compiled drain reads and writes its slots directly."""
+    """A real jmspy Message (the slotted class drain meets in use)."""
     message = Message()
     message._delivery_tag = 1000 + n
     return message
@@ -86,26 +86,39 @@ def _ack_marker(_message: Any) -> None:
     """Stands in for the session's acknowledger (compared by identity)."""
 
 
+class Ack:
+    """The session's acknowledgement strategy as drain sees it (jmspy.dispatch_protocol.
+    DrainAck): ``batch`` > 0 lets drain queue acks, as AutoAcknowledge does."""
+
+    def __init__(self, session: Session, batch: int) -> None:
+        self.session = session
+        self.batch = batch
+        self.acknowledger = _ack_marker
+        self.recover_requested = False
+        self.pending: list[tuple[Any, int]] = []
+
+    def delivered(self, consumer: Any, message: Any) -> None:
+        self.session.trace.append(("app", _n(message), self.session._current is consumer))
+        message._acknowledger = "set-by-session"
+
+    def hold(self, consumer: Any, tag: int) -> None:
+        self.pending.append((consumer, tag))
+
+
 class Session:
     """Records every call drain makes; acknowledgement bookkeeping as the real one does."""
 
-    def __init__(self, ack_mode: int, consumer: Consumer) -> None:
+    def __init__(self, ack_mode: int, consumer: Consumer, ack_batch: int) -> None:
         self.ack_mode = ack_mode
         self._closing = False
         self._closed = False
         self._ready: deque[object] = deque()
         self._deferred: list[object] = []
         self._current: Any = None
-        self._recover_current = False
-        self._acknowledger = _ack_marker
-        self._ack_lock = threading.Lock()
-        self._dups_pending: list[tuple[Any, int]] = []
+        # Only AUTO_ACKNOWLEDGE's strategy lets drain queue acknowledgements.
+        self.acknowledgement = Ack(self, ack_batch if ack_mode == 1 else 0)
         self.consumer = consumer
         self.trace: list[tuple[Any, ...]] = []
-
-    def _delivered_to_app(self, consumer: Any, message: Any) -> None:
-        self.trace.append(("app", _n(message), self._current is consumer))
-        message._acknowledger = "set-by-session"
 
     def _listener_done(self, consumer: Any, message: Any, ok: bool) -> None:
         # _current names the consumer only while its listener runs (see _flush_acks)
@@ -117,7 +130,8 @@ class Session:
         self.trace.append(("failed", _n(message), type(exc).__name__, self._current is not None))
 
     def _flush_acks(self) -> None:
-        items, self._dups_pending = self._dups_pending, []
+        ack = self.acknowledgement
+        items, ack.pending = ack.pending, []
         # None: an exception listener reached from here must not see a listener running
         self.trace.append(("flush", [tag for _, tag in items], self._current))
         if items:
@@ -164,7 +178,7 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
 
     push(script.initial)
     consumer = Consumer(buf)
-    session = Session(script.ack_mode, consumer)
+    session = Session(script.ack_mode, consumer, script.ack_batch)
     conn = Conn(script.flow_enabled)
     actions = iter(script.actions)
 
@@ -176,7 +190,7 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
         if action == "raise":
             raise ValueError("boom")
         if action == "recover":
-            session._recover_current = True
+            session.acknowledgement.recover_requested = True
         elif action == "defer":
             session._deferred.append(consumer)
         elif action == "closing":
@@ -199,14 +213,14 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
             handle(message)
 
     consumer._listener = Listener() if script.on_message else handle
-    handled = drain(session, conn, consumer, script.ack_batch)
+    handled = drain(session, conn, consumer)
     assert session._current is None, "drain must not leave a listener marked as running"
     # Each run has its own Consumer object: name it, so runs compare by behaviour.
     return (
         handled,
         _named(session.trace, consumer),
         buf.stats(),
-        _named(session._dups_pending, consumer),
+        _named(session.acknowledgement.pending, consumer),
     )
 
 

@@ -1,14 +1,18 @@
-"""The session's dispatcher half (jmspy/session_dispatch.py) and the session agree."""
+"""The session's dispatcher half (jmspy/session_dispatch.py) asks the acknowledgement
+strategy, never the mode number."""
 
 from __future__ import annotations
 
+import inspect
+
 from jmspy import session_dispatch
+from jmspy._pure import dispatch
 from jmspy.session import Session
 
 
-def test_the_dispatcher_uses_the_sessions_ack_mode_numbers() -> None:
-    # session_dispatch cannot import Session (the session module imports it), so it keeps
-    # its own copies of the two modes whose failed listeners get their message again.
-    assert session_dispatch._AUTO_ACKNOWLEDGE == Session.AUTO_ACKNOWLEDGE
-    assert session_dispatch._DUPS_OK_ACKNOWLEDGE == Session.DUPS_OK_ACKNOWLEDGE
+def test_the_dispatcher_and_drain_never_compare_ack_mode_numbers() -> None:
+    for module in (session_dispatch, dispatch):
+        source = inspect.getsource(module)
+        assert "ack_mode" not in source, module.__name__
+        assert "AUTO_ACKNOWLEDGE =" not in source, module.__name__
     assert issubclass(Session, session_dispatch.SessionDispatcher)

@@ -6,5 +6,4 @@ repository root as include path). After editing, touch cython_ext/dispatch.pyx.
 """
 
 
-cpdef Py_ssize_t drain(object session, object connection, object consumer,
-                       Py_ssize_t ack_batch) except -1
+cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1

@@ -29,7 +29,9 @@ message back to the broker or let the application observe the gap:
 
 A consumer closed from another thread takes its queued tags with it and acknowledges
 them (``Session._close_consumer``), so a processed message is never redelivered because
-its acknowledgement was still queued. Coalescing is off in pull mode (limit 0: every
+its acknowledgement was still queued. The session's acknowledgement strategy
+(``jmspy/acknowledgement.py``) owns the queue and says how long it may grow (its
+``batch``: 0 in every mode but AUTO). Coalescing is off in pull mode (limit 0: every
 consumption must pull the next message) and with the connection-wide flow limit (a
 consumption there may feed a starved consumer elsewhere, which must not wait).
 """
@@ -40,33 +42,24 @@ from typing import Any
 
 from jmspy.dispatch_protocol import DrainConnection, DrainConsumer, DrainFunction, DrainSession
 
-__all__ = ["AUTO_ACKNOWLEDGE", "drain"]
-
-#: ``Session.AUTO_ACKNOWLEDGE`` (not imported: the session imports this module).
-AUTO_ACKNOWLEDGE = 1
+__all__ = ["drain"]
 
 
-def drain(
-    session: DrainSession,
-    connection: DrainConnection,
-    consumer: DrainConsumer,
-    ack_batch: int,
-) -> int:
+def drain(session: DrainSession, connection: DrainConnection, consumer: DrainConsumer) -> int:
     """Run ``consumer``'s listener over its buffered messages; returns how many ran.
 
     Always takes at least one message if there is one (the caller popped this consumer
     from the ready queue for it), then continues while nothing else needs the thread.
     """
     ready = session._ready
+    ack = session.acknowledgement
     lock = consumer._lock
     buf = consumer._buffer
     limit = buf.limit
-    coalesce = (
-        session.ack_mode == AUTO_ACKNOWLEDGE and limit > 0 and not connection._flow.enabled
-    )
+    ack_batch = ack.batch  # > 0 only for AUTO_ACKNOWLEDGE: acks may be queued
+    coalesce = ack_batch > 0 and limit > 0 and not connection._flow.enabled
     trigger = limit * buf.threshold
-    acknowledger = session._acknowledger
-    ack_lock = session._ack_lock
+    acknowledger = ack.acknowledger
     pending = 0
     handled = 0
     last_listener: Any = None
@@ -105,19 +98,18 @@ def drain(
                 if coalesce:
                     message._acknowledger = acknowledger
                 else:
-                    session._delivered_to_app(consumer, message)
+                    ack.delivered(consumer, message)
                 call(message)
             except Exception as exc:
                 ok = False
                 session._listener_failed(listener, message, exc)
-            if session._recover_current:
-                session._recover_current = False
+            if ack.recover_requested:
+                ack.recover_requested = False
                 ok = False
             if session._closed:
                 return handled
             if coalesce and ok:
-                with ack_lock:
-                    session._dups_pending.append((consumer, message._delivery_tag))
+                ack.hold(consumer, message._delivery_tag)
                 pending += 1
                 if (
                     pending >= ack_batch

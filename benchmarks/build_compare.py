@@ -1,0 +1,96 @@
+"""Part (a)'s vm:// workload on several builds and twin choices, interleaved, side by side.
+
+    python -m benchmarks.build_compare --runs 7
+    python -m benchmarks.build_compare --runs 7 --build before=/path/to/other/venv/bin/python
+    python -m benchmarks.build_compare --runs 7 --without message_new
+
+Each ``--build NAME=PYTHON`` is an interpreter with some jmspy installed (another checkout,
+say); ``this`` is the running interpreter's. ``--without TWIN`` adds, for this build, a
+variant whose ``TWIN`` is the pure one while every other twin stays compiled: how much that
+one compiled module is worth (only twins the client calls through a module global can be
+swapped this way; the worker says so if it cannot). Every round runs each variant once in a
+fresh process, in turn, so machine drift hits all alike; the table gives the medians of
+the end-to-end and listener-path rates (part_a_vm.py says what they measure) and each
+variant's median ratio to the first one, paired round by round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from statistics import median
+from typing import Any
+
+from .common import Spec, neutral_dir, worker_env, worker_main
+
+#: Twins the worker can swap for the pure one: (module holding the global, global name).
+SWAPPABLE = {"message_new": ("jmspy.session", "_new_text_message", "new_text_message")}
+
+
+def variant_run(spec: Spec) -> dict[str, Any]:
+    """The part (a) worker, after swapping the twins named in ``spec['pure']``."""
+    import importlib
+
+    for twin in spec.get("pure", []):
+        module_name, global_name, attr = SWAPPABLE[twin]
+        module = importlib.import_module(module_name)
+        pure = importlib.import_module(f"jmspy._pure.{twin}")
+        setattr(module, global_name, getattr(pure, attr))
+    from .part_a_vm import vm_run
+
+    return vm_run(spec)
+
+
+def _run(python: str, spec: Spec) -> dict[str, Any]:
+    proc = subprocess.run(
+        [python, "-m", "benchmarks.build_compare", json.dumps(spec)],
+        env=worker_env(), cwd=neutral_dir(), capture_output=True, text=True, timeout=600,
+    )
+    for line in reversed(proc.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    return {"error": " | ".join(proc.stderr.strip().splitlines()[-3:])}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.build_compare")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--count", type=int, default=50_000, help="messages per run")
+    parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHON")
+    parser.add_argument("--without", action="append", default=[], choices=sorted(SWAPPABLE))
+    args = parser.parse_args(argv)
+    variants: list[tuple[str, str, list[str]]] = [("this", sys.executable, [])]
+    variants += [("this without " + t, sys.executable, [t]) for t in args.without]
+    for build in args.build:
+        name, _, python = build.partition("=")
+        variants.append((name, python, []))
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
+    for rnd in range(args.runs):
+        for name, python, pure in variants:
+            got = _run(python, {"role": "variant", "count": args.count, "pure": pure})
+            if "error" in got:
+                raise SystemExit(f"{name}: {got['error']}")
+            results[name].append(got)
+            print(f"round {rnd + 1}/{args.runs} {name}: end to end {got['rate']:,.0f}/s, "
+                  f"listener {got['listener']:,.0f}/s", file=sys.stderr, flush=True)
+    first = variants[0][0]
+    print(f"{'variant':28} {'end to end/s':>14} {'listener/s':>12} {'e2e ratio':>10} "
+          f"{'listener ratio':>15}   ({args.runs} rounds, {args.count:,} msgs, medians)")
+    for name, _, _ in variants:
+        runs = results[name]
+        e2e = [r["rate"] / b["rate"] for r, b in zip(runs, results[first], strict=True)]
+        lis = [r["listener"] / b["listener"] for r, b in zip(runs, results[first], strict=True)]
+        print(f"{name:28} {median(r['rate'] for r in runs):>14,.0f} "
+              f"{median(r['listener'] for r in runs):>12,.0f} {median(e2e):>10.3f} "
+              f"{median(lis):>15.3f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1].startswith("{"):
+        worker_main({"variant": variant_run})
+    else:
+        main()

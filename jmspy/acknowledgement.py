@@ -1,0 +1,466 @@
+"""Acknowledgement modes as strategies: one object per mode, chosen when a session is made.
+
+What "consumed" means (which is what opens the flow-control window), when the broker hears
+of it, and what ``recover()``, a failed listener, a closed consumer and a dropped connection
+do all differ per mode. Each class below owns its own bookkeeping of delivered but not yet
+acknowledged messages; the session and its dispatcher only call the interface
+(``delivered / processed / acknowledge / take_unacknowledged / connection_interrupted`` and
+the transaction calls), as Qpid JMS's ``JmsTransactionContext`` keeps local and no
+transactions apart. No code outside this module asks which mode a session is in.
+
+* AUTO_ACKNOWLEDGE: consumed when ``receive()`` returns / the listener returns normally.
+  A listener that raises gets its message redelivered (the broker counts the attempt).
+  Over in-process transports the dispatcher may queue up to :data:`AUTO_ACK_BATCH`
+  acknowledgements (``jmspy/_pure/dispatch.py`` says when they are sent).
+* DUPS_OK_ACKNOWLEDGE: like AUTO, acknowledged in batches (``dupsOkBatchSize``) and
+  whenever the consumer's buffer runs dry, so a crash may redeliver a few.
+* CLIENT_ACKNOWLEDGE: ``message.acknowledge()`` consumes everything the session delivered.
+* INDIVIDUAL_ACKNOWLEDGE: ``message.acknowledge()`` consumes that message only.
+* SESSION_TRANSACTED: ``commit()`` consumes everything received in the transaction and
+  publishes everything sent in it; ``rollback()`` redelivers and discards.
+* NO_ACKNOWLEDGE: the broker forgets a message once delivered (at-most-once, like
+  Artemis's pre-acknowledge); consumed when handed to the application. Messages still
+  prefetched when the consumer closes are gone too: keep imqConsumerFlowLimit small.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+from collections.abc import Callable
+from enum import IntEnum
+from operator import itemgetter
+from typing import TYPE_CHECKING, Protocol
+
+from .errors import IllegalStateException, JMSException, TransactionRolledBackException
+
+if TYPE_CHECKING:
+    from .connection import Connection
+    from .consumer import MessageConsumer
+    from .message import Message
+    from .transport import Transport
+
+__all__ = [
+    "AUTO_ACK_BATCH",
+    "AckHost",
+    "AckMode",
+    "Acknowledgement",
+    "AutoAcknowledge",
+    "ClientAcknowledge",
+    "DupsOkAcknowledge",
+    "IndividualAcknowledge",
+    "LocalTransaction",
+    "NoAcknowledge",
+    "new_acknowledgement",
+]
+
+
+class AckMode(IntEnum):
+    """The JMS acknowledgement modes (``Session.AUTO_ACKNOWLEDGE`` etc. are these)."""
+
+    SESSION_TRANSACTED = 0
+    AUTO_ACKNOWLEDGE = 1
+    CLIENT_ACKNOWLEDGE = 2
+    DUPS_OK_ACKNOWLEDGE = 3
+    INDIVIDUAL_ACKNOWLEDGE = 4
+    #: Not in JMS: Open MQ's and Artemis's pre-acknowledge (at-most-once).
+    NO_ACKNOWLEDGE = 100
+
+
+#: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
+#: them. Only over in-process transports (Capability.IN_PROCESS), where the client cannot
+#: crash without the broker: over a network JMS AUTO allows at most the last message to be
+#: redelivered after a client crash, so there every message is acknowledged on its own.
+AUTO_ACK_BATCH = 128
+
+#: (consumer, delivery tag): a message delivered to the application, in delivery order.
+Delivered = tuple["MessageConsumer", int]
+
+_tx_ids = itertools.count(1)
+_consumer_of = itemgetter(0)
+_tag_of = itemgetter(1)
+
+
+def _no_op_ack(message: Message) -> None:
+    """``message.acknowledge()`` where it has nothing to do (AUTO, DUPS_OK, transacted)."""
+
+
+class AckHost(Protocol):
+    """What a strategy needs of its session (``jmspy.session.Session`` implements it)."""
+
+    @property
+    def _connection(self) -> Connection: ...
+
+    @property
+    def _transport(self) -> Transport: ...
+
+    def _check_open(self) -> None: ...
+
+    def _in_listener(self) -> bool:
+        """Whether the caller is the session's listener, inside ``on_message``."""
+
+    def _return_to_broker(self, items: list[Delivered], *, rollback: str | None) -> None:
+        """Hand back ``items`` and everything prefetched (rolling back ``rollback``)."""
+
+    def _redeliver(self, consumer: MessageConsumer, message: Message) -> None:
+        """AUTO/DUPS_OK: a listener failed (or called recover()): deliver it again."""
+
+
+class Acknowledgement:
+    """The interface, and what the modes share: a lock, a list of queued acknowledgements
+    (AUTO coalesced by the dispatcher, DUPS_OK batches) and counting consumption."""
+
+    mode: AckMode = AckMode.AUTO_ACKNOWLEDGE
+    #: A listener that raises gets its message again (AUTO and DUPS_OK).
+    redelivers_failures = False
+    #: The broker forgets a message at delivery (NO_ACKNOWLEDGE): nothing to hand back.
+    broker_forgets = False
+    #: How many acknowledgements the listener dispatcher may queue (0: none; AUTO only).
+    batch = 0
+
+    def __init__(self, host: AckHost) -> None:
+        self._host = host
+        self._lock = threading.Lock()
+        self._pending: list[Delivered] = []  # queued acknowledgements, sent by flush()
+        #: The callable a delivered message's ``acknowledge()`` runs.
+        self.acknowledger: Callable[[Message], None] = _no_op_ack
+        #: recover() was called inside a listener: the dispatcher redelivers its message.
+        self.recover_requested = False
+        #: The open local transaction's id (sends and acks go in it), or None. Read by
+        #: every send; written only by :class:`LocalTransaction`.
+        self.tx: str | None = None
+
+    # -- a message's way through the application -------------------------------------
+    def delivered(self, consumer: MessageConsumer, message: Message) -> None:
+        """``message`` is being handed to the application (receive or listener)."""
+        if self._host._connection._dead(message._delivery_tag):
+            # taken just as the connection dropped: already forgotten, nothing to ack
+            message._acknowledger = _no_op_ack
+            return
+        message._acknowledger = self.acknowledger
+        self._remember(consumer, message._delivery_tag)
+
+    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
+        """The mode's bookkeeping for a delivered message (nothing by default)."""
+
+    def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        """``receive()`` returned ``message``, or its listener returned (``ok``) or raised."""
+
+    def hold(self, consumer: MessageConsumer, tag: int) -> None:
+        """Queue an acknowledgement for :meth:`flush` (the dispatcher's coalesced AUTO)."""
+        with self._lock:
+            self._pending.append((consumer, tag))
+
+    def flush(self) -> None:
+        """Send the queued acknowledgements."""
+        with self._lock:
+            items, self._pending = self._pending, []
+        if items:
+            self._host._transport.ack(list(map(_tag_of, items)))
+            self._count_consumed(items)
+
+    # -- the application's calls ------------------------------------------------------
+    def acknowledge(self) -> None:
+        """``session.acknowledge()``: everything this session delivered and did not ack."""
+        self._host._check_open()
+        items = self.take_unacknowledged()
+        if items:
+            self._host._transport.ack([tag for _, tag in items])
+            self._count_consumed(items)
+
+    def take_unacknowledged(self) -> list[Delivered]:
+        """Forget and return the delivered, unacknowledged messages, in delivery order."""
+        return []
+
+    def recover(self) -> None:
+        """``session.recover()``: redeliver from the oldest unacknowledged message."""
+        self._host._return_to_broker(self.take_unacknowledged(), rollback=None)
+
+    def commit(self) -> None:
+        raise IllegalStateException(
+            "commit() called on a non-transacted session; create it with "
+            "connection.create_session(transacted=True)"
+        )
+
+    def rollback(self) -> None:
+        raise IllegalStateException(
+            "rollback() called on a non-transacted session; use recover() to redeliver "
+            "unacknowledged messages, or create the session with transacted=True"
+        )
+
+    # -- the session's life ------------------------------------------------------------
+    def forget(self, consumer: MessageConsumer) -> list[int]:
+        """``consumer`` closes: drop what it delivered; returns its queued acks' tags (they
+        were processed, so the caller acknowledges them rather than let them redeliver)."""
+        with self._lock:
+            mine = [tag for c, tag in self._pending if c is consumer]
+            self._pending = [(c, t) for c, t in self._pending if c is not consumer]
+            self._forget(consumer)
+        return mine
+
+    def _forget(self, consumer: MessageConsumer) -> None:
+        """The mode's part of :meth:`forget` (called under the lock)."""
+
+    def connection_interrupted(self) -> None:
+        """The connection dropped: the broker redelivers everything unacknowledged."""
+        with self._lock:
+            self._pending = []
+            self._interrupted()
+
+    def _interrupted(self) -> None:
+        """The mode's part of :meth:`connection_interrupted` (called under the lock)."""
+
+    def connection_resumed(self) -> None:
+        """The connection is back (the transacted mode needs a new transaction)."""
+
+    def close(self) -> None:
+        """The session closes: settle what is queued (the transaction rolls back)."""
+        self.flush()
+
+    def _count_consumed(self, items: list[Delivered]) -> None:
+        """Tell each consumer how many of ``items`` it delivered were consumed, in the
+        order the consumers first appear in ``items``."""
+        floor = self._host._connection._dead_tag_floor  # see Connection._dead
+        if floor > 0:  # forgotten when the connection dropped
+            items = [item for item in items if item[1] > floor]
+        if len(items) == 1:
+            items[0][0]._consumed(1)
+            return
+        for consumer, n in Counter(map(_consumer_of, items)).items():
+            consumer._consumed(n)
+
+
+class AutoAcknowledge(Acknowledgement):
+    mode = AckMode.AUTO_ACKNOWLEDGE
+    redelivers_failures = True
+
+    def __init__(self, host: AckHost, batch: int) -> None:
+        super().__init__(host)
+        self.batch = batch
+
+    def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        if self._host._connection._dead(message._delivery_tag):
+            return  # its connection dropped: the broker redelivers it
+        if ok:
+            self._host._transport.ack([message._delivery_tag])
+            consumer._consumed(1)
+        else:
+            self._host._redeliver(consumer, message)
+
+    def recover(self) -> None:
+        # Only the message a listener is handling right now is unacknowledged.
+        if self._host._in_listener():
+            self.recover_requested = True
+
+
+class DupsOkAcknowledge(AutoAcknowledge):
+    mode = AckMode.DUPS_OK_ACKNOWLEDGE
+
+    def __init__(self, host: AckHost, dups_batch: int) -> None:
+        super().__init__(host, 0)
+        self._dups_batch = dups_batch
+
+    def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
+        if self._host._connection._dead(message._delivery_tag):
+            return
+        if ok:
+            with self._lock:
+                self._pending.append((consumer, message._delivery_tag))
+                flush = len(self._pending) >= self._dups_batch
+            if flush or not consumer._has_buffered():
+                self.flush()
+        else:
+            self.flush()
+            self._host._redeliver(consumer, message)
+
+
+class ClientAcknowledge(Acknowledgement):
+    mode = AckMode.CLIENT_ACKNOWLEDGE
+
+    def __init__(self, host: AckHost) -> None:
+        super().__init__(host)
+        self._unacked: list[Delivered] = []
+        self.acknowledger = self._acknowledge_message
+
+    def _acknowledge_message(self, _message: Message) -> None:
+        self.acknowledge()
+
+    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
+        with self._lock:
+            self._unacked.append((consumer, tag))
+
+    def take_unacknowledged(self) -> list[Delivered]:
+        with self._lock:
+            items, self._unacked = self._unacked, []
+        return items
+
+    def _forget(self, consumer: MessageConsumer) -> None:
+        self._unacked = [(c, t) for c, t in self._unacked if c is not consumer]
+
+    def _interrupted(self) -> None:
+        self._unacked = []
+
+
+class IndividualAcknowledge(Acknowledgement):
+    mode = AckMode.INDIVIDUAL_ACKNOWLEDGE
+
+    def __init__(self, host: AckHost) -> None:
+        super().__init__(host)
+        self._unacked: dict[int, MessageConsumer] = {}  # tag -> consumer, delivery order
+        self.acknowledger = self._acknowledge_one
+
+    def _acknowledge_one(self, message: Message) -> None:
+        self._host._check_open()
+        tag = message._delivery_tag
+        with self._lock:
+            consumer = self._unacked.pop(tag, None)
+        if consumer is not None and not self._host._connection._dead(tag):
+            self._host._transport.ack([tag])
+            consumer._consumed(1)
+
+    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
+        with self._lock:
+            self._unacked[tag] = consumer
+
+    def take_unacknowledged(self) -> list[Delivered]:
+        with self._lock:
+            items = [(c, tag) for tag, c in self._unacked.items()]
+            self._unacked.clear()
+        return items
+
+    def _forget(self, consumer: MessageConsumer) -> None:
+        self._unacked = {t: c for t, c in self._unacked.items() if c is not consumer}
+
+    def _interrupted(self) -> None:
+        self._unacked = {}
+
+
+class NoAcknowledge(Acknowledgement):
+    mode = AckMode.NO_ACKNOWLEDGE
+    broker_forgets = True
+
+    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
+        consumer._consumed(1)
+
+    def recover(self) -> None:
+        """Nothing to redeliver: the broker has already forgotten every delivered message."""
+
+
+class LocalTransaction(Acknowledgement):
+    """SESSION_TRANSACTED: received messages and sends belong to the open transaction."""
+
+    mode = AckMode.SESSION_TRANSACTED
+
+    def __init__(self, host: AckHost) -> None:
+        super().__init__(host)
+        self._unacked: list[Delivered] = []
+        self._lost = False  # the connection dropped during the open transaction
+        self.tx = self._begin()
+
+    def _begin(self) -> str:
+        tx = f"tx-{self._host._connection._instance}-{next(_tx_ids)}"
+        self._host._transport.begin(tx)
+        return tx
+
+    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
+        with self._lock:
+            self._unacked.append((consumer, tag))
+
+    def take_unacknowledged(self) -> list[Delivered]:
+        with self._lock:
+            items, self._unacked = self._unacked, []
+        return items
+
+    def acknowledge(self) -> None:
+        """Acknowledgement is the commit's job here; ``session.acknowledge()`` is a no-op."""
+        self._host._check_open()
+
+    def recover(self) -> None:
+        raise IllegalStateException(
+            "recover() is not allowed on a transacted session; use rollback()"
+        )
+
+    def commit(self) -> None:
+        host = self._host
+        with self._lock:
+            items, self._unacked = self._unacked, []
+            lost, self._lost = self._lost, False
+        if lost:
+            self._lost_transaction()
+        tx = self.tx
+        assert tx is not None
+        try:
+            if items:
+                host._transport.ack([tag for _, tag in items], tx)
+            host._transport.commit(tx)
+        except JMSException as exc:
+            host._return_to_broker(items, rollback=tx)
+            try:
+                self.tx = self._begin()
+            except Exception:  # the broker closed after refusing: why the commit failed
+                pass  # is the news; the next call on this session meets the closed link
+            raise TransactionRolledBackException(
+                f"commit failed and the transaction was rolled back: {exc}"
+            ) from exc
+        self.tx = self._begin()
+        self._count_consumed(items)
+
+    def rollback(self) -> None:
+        host = self._host
+        with self._lock:
+            items, self._unacked = self._unacked, []
+            self._lost = False
+        host._return_to_broker(items, rollback=self.tx)
+        self.tx = self._begin()
+
+    def _lost_transaction(self) -> None:
+        """commit() after the connection dropped: the broker discarded the transaction
+        (and will redeliver what it delivered), so the commit must fail, not half-happen."""
+        try:
+            if self.tx is not None:
+                self._host._transport.rollback(self.tx)  # what was sent since the reconnect
+        except JMSException:
+            pass
+        try:
+            self.tx = self._begin()
+        except JMSException:
+            self._lost = True  # still down: the next commit fails the same way
+        raise TransactionRolledBackException(
+            "the connection to the broker was interrupted during this transaction, so the "
+            "broker rolled it back: messages sent in it were discarded and messages "
+            "received in it will be redelivered"
+        )
+
+    def _forget(self, consumer: MessageConsumer) -> None:
+        self._unacked = [(c, t) for c, t in self._unacked if c is not consumer]
+
+    def _interrupted(self) -> None:
+        self._unacked = []
+        self._lost = True
+
+    def connection_resumed(self) -> None:
+        self.tx = self._begin()
+
+    def close(self) -> None:
+        super().close()
+        if self.tx is not None:
+            self._host._return_to_broker(self.take_unacknowledged(), rollback=self.tx)
+
+
+def new_acknowledgement(
+    host: AckHost, mode: AckMode, *, auto_batch: int, dups_batch: int
+) -> Acknowledgement:
+    """The strategy for ``mode``; ``auto_batch`` bounds the dispatcher's coalesced AUTO
+    acknowledgements, ``dups_batch`` is DUPS_OK's batch (``dupsOkBatchSize``)."""
+    if mode is AckMode.AUTO_ACKNOWLEDGE:
+        return AutoAcknowledge(host, auto_batch)
+    if mode is AckMode.DUPS_OK_ACKNOWLEDGE:
+        return DupsOkAcknowledge(host, dups_batch)
+    if mode is AckMode.CLIENT_ACKNOWLEDGE:
+        return ClientAcknowledge(host)
+    if mode is AckMode.INDIVIDUAL_ACKNOWLEDGE:
+        return IndividualAcknowledge(host)
+    if mode is AckMode.NO_ACKNOWLEDGE:
+        return NoAcknowledge(host)
+    return LocalTransaction(host)
