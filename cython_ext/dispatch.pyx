@@ -7,13 +7,22 @@ scripted sessions and requires identical traces. Change one, change the other.
 
 What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
 arithmetic) runs as C, and when the consumer's buffer is the compiled ``PrefetchBuffer``
-its ``pop`` and counters are typed field reads through its ``.pxd``. The listener, the
-locks, the acknowledgement strategy and the session calls stay Python calls.
+its ``pop`` and counters are typed field reads through its ``.pxd``; a delivered
+:class:`~jmspy.message.Message`'s acknowledger and delivery tag are written and read at
+their slot offsets (``jmspy/_cext/slots.pxd``). The listener, the locks, the session calls
+and the strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C ``append``.
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
+from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
+
+from jmspy.message import Message
 
 __all__ = ["drain"]
+
+cdef object _Message = Message
+cdef Py_ssize_t M_ACK = slot_offset(Message, "_acknowledger")
+cdef Py_ssize_t M_TAG = slot_offset(Message, "_delivery_tag")
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
@@ -39,8 +48,8 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
     cdef Py_ssize_t unconsumed, outstanding
     cdef object last_listener = None
     cdef object call = None
-    cdef object listener, message
-    cdef bint ok
+    cdef object listener, message, tag
+    cdef bint ok, fast
     cdef bint current = False  # session._current is consumer (see the pure twin)
     try:
         while True:
@@ -69,10 +78,14 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if not current:
                 session._current = consumer
                 current = True
+            fast = isinstance(message, _Message)
             ok = True
             try:
                 if coalesce:
-                    message._acknowledger = acknowledger
+                    if fast:
+                        set_slot(message, M_ACK, acknowledger)
+                    else:
+                        message._acknowledger = acknowledger
                 else:
                     delivered(consumer, message)
                 call(message)
@@ -85,7 +98,8 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if session._closed:
                 return handled
             if coalesce and ok:
-                hold(consumer, message._delivery_tag)
+                tag = get_slot(message, M_TAG, "_delivery_tag") if fast else message._delivery_tag
+                hold((consumer, tag))
                 pending += 1
                 if cbuf is not None:
                     unconsumed = cbuf.unconsumed

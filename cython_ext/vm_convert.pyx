@@ -1,7 +1,8 @@
 # cython: language_level=3
 """``vm://`` message mapping: client Message <-> broker ServerMessage (compiled twin).
 
-The pure twin ``jmspy/_pure/vm_convert.py`` documents the semantics;
+The pure twin ``jmspy/transports/vm_convert.py`` (beside the vm transport) documents the
+semantics;
 ``tests/test_vm_convert_twins.py`` converts the same random messages with both and
 requires identical results. Change one, change the other.
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from enum import IntEnum
 from operator import itemgetter
@@ -122,7 +122,13 @@ class Acknowledgement:
     def __init__(self, host: AckHost) -> None:
         self._host = host
         self._lock = threading.Lock()
-        self._pending: list[Delivered] = []  # queued acknowledgements, sent by flush()
+        # Queued acknowledgements, sent by flush(). A deque: the dispatcher appends from
+        # its thread while another may flush or forget, and deque appends and pops are
+        # atomic, so the per-message append needs no lock (see hold).
+        self._pending: deque[Delivered] = deque()
+        #: Queue a ``(consumer, tag)`` acknowledgement for :meth:`flush` (the dispatcher's
+        #: coalesced AUTO): the deque's own ``append``, a C call per message.
+        self.hold: Callable[[Delivered], None] = self._pending.append
         #: The callable a delivered message's ``acknowledge()`` runs.
         self.acknowledger: Callable[[Message], None] = _no_op_ack
         #: recover() was called inside a listener: the dispatcher redelivers its message.
@@ -147,15 +153,15 @@ class Acknowledgement:
     def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
         """``receive()`` returned ``message``, or its listener returned (``ok``) or raised."""
 
-    def hold(self, consumer: MessageConsumer, tag: int) -> None:
-        """Queue an acknowledgement for :meth:`flush` (the dispatcher's coalesced AUTO)."""
-        with self._lock:
-            self._pending.append((consumer, tag))
+    def _take_pending(self) -> list[Delivered]:
+        """Pop what is queued now, oldest first (appends meanwhile stay queued)."""
+        pending = self._pending
+        popleft = pending.popleft
+        return [popleft() for _ in range(len(pending))]
 
     def flush(self) -> None:
         """Send the queued acknowledgements."""
-        with self._lock:
-            items, self._pending = self._pending, []
+        items = self._take_pending()
         if items:
             self._host._transport.ack(list(map(_tag_of, items)))
             self._count_consumed(items)
@@ -193,19 +199,20 @@ class Acknowledgement:
     def forget(self, consumer: MessageConsumer) -> list[int]:
         """``consumer`` closes: drop what it delivered; returns its queued acks' tags (they
         were processed, so the caller acknowledges them rather than let them redeliver)."""
+        items = self._take_pending()
+        # what stays goes back in front of anything appended meanwhile (it is older)
+        self._pending.extendleft(reversed([(c, t) for c, t in items if c is not consumer]))
         with self._lock:
-            mine = [tag for c, tag in self._pending if c is consumer]
-            self._pending = [(c, t) for c, t in self._pending if c is not consumer]
             self._forget(consumer)
-        return mine
+        return [tag for c, tag in items if c is consumer]
 
     def _forget(self, consumer: MessageConsumer) -> None:
         """The mode's part of :meth:`forget` (called under the lock)."""
 
     def connection_interrupted(self) -> None:
         """The connection dropped: the broker redelivers everything unacknowledged."""
+        self._take_pending()
         with self._lock:
-            self._pending = []
             self._interrupted()
 
     def _interrupted(self) -> None:
@@ -265,10 +272,8 @@ class DupsOkAcknowledge(AutoAcknowledge):
         if self._host._connection._dead(message._delivery_tag):
             return
         if ok:
-            with self._lock:
-                self._pending.append((consumer, message._delivery_tag))
-                flush = len(self._pending) >= self._dups_batch
-            if flush or not consumer._has_buffered():
+            self._pending.append((consumer, message._delivery_tag))
+            if len(self._pending) >= self._dups_batch or not consumer._has_buffered():
                 self.flush()
         else:
             self.flush()

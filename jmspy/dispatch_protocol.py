@@ -52,9 +52,10 @@ class DrainAck(Protocol):
     #: Set by ``recover()`` inside a listener: drain treats the message as failed.
     recover_requested: bool
 
-    def delivered(self, consumer: Any, message: Any) -> None: ...
+    #: Queue a ``(consumer, delivery tag)`` acknowledgement (sent by ``_flush_acks``).
+    hold: Callable[[tuple[Any, int]], None]
 
-    def hold(self, consumer: Any, tag: int) -> None: ...
+    def delivered(self, consumer: Any, message: Any) -> None: ...
 
 
 class DrainSession(Protocol):

@@ -22,8 +22,8 @@ TWINS: tuple[str, ...] = tuple(sorted(p.stem for p in (_ROOT / "cython_ext").glo
 
 def _twin_problems() -> list[str]:
     problems: list[str] = []
-    want = "jmspy._pure" if _speedups.PURE_PYTHON else "jmspy._cext"
     for name in TWINS:
+        want = _speedups.pure_module(name) if _speedups.PURE_PYTHON else f"jmspy._cext.{name}"
         try:
             module = _speedups.load(name)
         except ImportError as exc:
@@ -31,8 +31,8 @@ def _twin_problems() -> list[str]:
             continue
         path = getattr(module, "__file__", None) or ""
         compiled = path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-        if module.__name__ != f"{want}.{name}" or compiled == _speedups.PURE_PYTHON:
-            problems.append(f"{name}: expected {want}.{name}, got {module.__name__} ({path})")
+        if module.__name__ != want or compiled == _speedups.PURE_PYTHON:
+            problems.append(f"{name}: expected {want}, got {module.__name__} ({path})")
     return problems
 
 

@@ -153,7 +153,7 @@ def test_held_acks_go_out_together_on_flush_in_order() -> None:
     host, auto = make(AckMode.AUTO_ACKNOWLEDGE)
     a, b = Consumer("a"), Consumer("b")
     for tag, c in ((1, a), (2, b), (3, a)):
-        auto.hold(c, tag)
+        auto.hold((c, tag))
     assert host._transport.calls == []
     auto.flush()
     assert host._transport.calls == [("ack", [1, 2, 3], None)]
@@ -236,9 +236,9 @@ def test_a_message_of_a_dropped_connection_is_not_acknowledged() -> None:
 def test_closing_a_consumer_hands_back_its_held_acks_only() -> None:
     _, auto = make(AckMode.AUTO_ACKNOWLEDGE)
     a, b = Consumer("a"), Consumer("b")
-    auto.hold(a, 1)
-    auto.hold(b, 2)
-    auto.hold(a, 3)
+    auto.hold((a, 1))
+    auto.hold((b, 2))
+    auto.hold((a, 3))
     assert auto.forget(a) == [1, 3]
     assert auto.forget(a) == []
     assert auto.forget(b) == [2]

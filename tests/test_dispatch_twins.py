@@ -101,8 +101,8 @@ class Ack:
         self.session.trace.append(("app", _n(message), self.session._current is consumer))
         message._acknowledger = "set-by-session"
 
-    def hold(self, consumer: Any, tag: int) -> None:
-        self.pending.append((consumer, tag))
+    def hold(self, item: tuple[Any, int]) -> None:
+        self.pending.append(item)
 
 
 class Session:

@@ -1,4 +1,5 @@
-"""Differential tests for the vm:// message-mapping twins (``jmspy._cext/_pure.vm_convert``).
+"""Differential tests for the vm:// message-mapping twins (``jmspy._cext.vm_convert`` and
+``jmspy.transports.vm_convert``).
 
 Random client messages of every body type (with properties, reply-to, correlation id,
 type, priority, expiry and delivery delay) go through ``to_server_message`` with both
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import jmspy._cext.vm_convert as cext
-import jmspy._pure.vm_convert as pure
+import jmspy.transports.vm_convert as pure
 from jmspy.broker_ref.core.api import BodyType, DestinationKind, ServerMessage
 from jmspy.destinations import Queue, TemporaryQueue, Topic
 from jmspy.errors import MessageNotWriteableException

@@ -8,6 +8,7 @@ is not thread-safe: hosts serialise calls (see :mod:`.api`).
 from .api import (
     DEAD_LETTER_REASON,
     ORIGINAL_DESTINATION,
+    TEMP_PREFIX,
     AddressSettings,
     BodyType,
     ConsumerInfo,
@@ -19,7 +20,7 @@ from .api import (
     SessionCallback,
 )
 from .broker import Broker
-from .connection import TEMP_PREFIX, ServerConnection
+from .connection import ServerConnection
 from .errors import (
     AccessDenied,
     BrokerError,

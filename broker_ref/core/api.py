@@ -30,6 +30,7 @@ from typing import Any, Protocol
 __all__ = [
     "DEAD_LETTER_REASON",
     "ORIGINAL_DESTINATION",
+    "TEMP_PREFIX",
     "AddressSettings",
     "BatchSessionCallback",
     "BodyType",
@@ -47,6 +48,8 @@ __all__ = [
 DEAD_LETTER_REASON = "JMS_jmspy_DeadLetterReason"
 #: Property holding the destination a dead-lettered or expired message first went to.
 ORIGINAL_DESTINATION = "JMS_jmspy_OriginalDestination"
+#: How a temporary queue's name starts (``ServerConnection.create_temporary_queue``).
+TEMP_PREFIX = "temp-queue://"
 
 
 class DestinationKind(enum.Enum):

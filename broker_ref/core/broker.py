@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 from .api import (
     DEAD_LETTER_REASON,
     ORIGINAL_DESTINATION,
+    TEMP_PREFIX,
     AddressSettings,
     DestinationKind,
     DestinationStats,
     ServerMessage,
     SessionCallback,
 )
-from .connection import TEMP_PREFIX, ServerConnection
+from .connection import ServerConnection
 from .errors import DestinationNotFound, IllegalBrokerState, InvalidClientId, InvalidDestination
 from .queue import EXPIRED_REASON, MessageRef, Queue, compile_filter
 from .settings import SettingsRegistry, is_wildcard
@@ -79,6 +80,9 @@ class Broker:
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
         self._queues: dict[str, Queue] = {}
+        #: The queues by name, read-only (connections look up a send's queue here; the
+        #: dict itself, typed read-only: a proxy's ``get`` costs a method call per send).
+        self.queues: Mapping[str, Queue] = self._queues
         self._topics: dict[str, Topic] = {}
         #: topics named by a wildcard pattern, which concrete topics' messages also reach
         self._wildcards = WildcardRoutes()
@@ -358,10 +362,6 @@ class Broker:
             taken += wild.route(message, client_id)
         if not taken:
             topic.unrouted += 1
-
-    def _client_id_of(self, connection_id: int) -> str | None:
-        conn = self._connections.get(connection_id)
-        return None if conn is None else conn.client_id
 
     # --- subscriptions
 

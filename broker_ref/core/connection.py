@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 
 from jmspy import _speedups
 
-from .api import ConsumerInfo, DestinationKind, DestinationStats, ServerMessage, SessionCallback
+from .api import (
+    TEMP_PREFIX,
+    ConsumerInfo,
+    DestinationKind,
+    DestinationStats,
+    ServerMessage,
+    SessionCallback,
+)
 from .errors import (
     AccessDenied,
     BrokerError,
@@ -31,15 +38,12 @@ if TYPE_CHECKING:
     from .broker import Broker
     from .security import Action, Principal, SecurityPolicy
 
-__all__ = ["TEMP_PREFIX", "ServerConnection"]
+__all__ = ["ServerConnection"]
 
-#: Acknowledges a list of tags, and routes the common send (compiled twin;
-#: jmspy/_pure/queue_run.py documents both).
+#: Acknowledges a run of tags and enqueues the common send (compiled twin; queue_run.py
+#: beside this module documents both). Looked up per call (see queue.py's ``_twin``).
 _queue_run = _speedups.load("queue_run")
-_acknowledge_tags = _queue_run.acknowledge_tags
-_route_send = _queue_run.route_send
-
-TEMP_PREFIX = "temp-queue://"
+_QUEUE = DestinationKind.QUEUE
 
 
 def _may_consume_topic(policy: SecurityPolicy) -> Callable[[Principal | None, str], bool]:
@@ -188,12 +192,20 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ producing
 
-    #: ``send(message, tx=None)``: route (or stage) a message, stamping
-    #: ``producer_connection`` for no_local. It *is* ``queue_run.route_send`` (compiled
-    #: twin), bound as this method to save a Python frame per send: a message to an
-    #: existing queue outside a transaction is routed there, the rest goes to
-    #: :meth:`_send_full`.
-    send = _route_send
+    def send(self, message: ServerMessage, tx: str | None = None) -> None:
+        """Route (or stage in ``tx``) a message, stamping ``producer_connection`` for
+        no_local. The common case, a message to an existing queue outside a transaction
+        on an open broker without a security policy, goes straight to the queue; the
+        rest takes :meth:`_send_full`, the reference for every step."""
+        broker = self._broker
+        if (tx is None and not self.closed and message.kind is _QUEUE and not broker.closed
+                and broker.security is None):
+            q = broker.queues.get(message.destination)
+            if q is not None:
+                message.producer_connection = self._id
+                _queue_run.enqueue(q, message)
+                return
+        self._send_full(message, tx)
 
     def _send_full(self, message: ServerMessage, tx: str | None) -> None:
         """Every step of :meth:`send`, for every message."""
@@ -436,10 +448,10 @@ class ServerConnection:
         self._check_tags(delivery_tags)
         store = self._broker.store
         if store is None:  # no store: no batch to open (a nullcontext per ack was measurable)
-            touched = _acknowledge_tags(owners, delivery_tags)
+            touched = _queue_run.acknowledge_tags(owners, delivery_tags)
         else:
             with store.batch():
-                touched = _acknowledge_tags(owners, delivery_tags)
+                touched = _queue_run.acknowledge_tags(owners, delivery_tags)
         for q in touched:
             q.dispatch()
 

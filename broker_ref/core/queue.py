@@ -1,6 +1,7 @@
 """One anycast queue: priority levels, consumers, credit-based dispatch, expiry, schedule.
 
-Everything that decides *which consumer gets which message when* lives in this file; it
+Everything that decides *which consumer gets which message when* lives in this file and in
+its hot half beside it, :mod:`.queue_run` (whose compiled twin is what runs by default); it
 does not know about connections, transactions or topics (a topic subscription is just a
 ``Queue`` fed by a :class:`~.topic.Topic`). The broker drives it and provides the clock,
 timers, the store and dead-letter routing through :class:`QueueHost`.
@@ -35,10 +36,12 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
+    PRIORITIES,
     READY,
     SCHEDULED,
     DeliveryChannel,
     MessageRef,
+    QueueRecord,
     ServerConsumer,
     effective_flow_limit,
 )
@@ -48,10 +51,10 @@ from .ring import effective_ring_size, evict_head, replace
 from .store import Store
 
 #: The per-message step of dispatch, the common enqueue and the fast dispatch loop
-#: (compiled twin, or pure under JMSPY_PUREPYTHON).
-_queue_run = _speedups.load("queue_run")
-_enqueue = _queue_run.enqueue
-_dispatch_fast = _queue_run.dispatch_fast
+#: (``queue_run.py`` beside this file, or its compiled twin).
+#: Looked up per call, not bound at import: the compiled twin imports the broker core
+#: while it is itself being imported, so its functions may not exist yet at this point.
+_twin = _speedups.load("queue_run")
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [
@@ -74,9 +77,6 @@ __all__ = [
     "filter_accepts",
 ]
 
-PRIORITIES = 10
-
-
 class QueueHost(Protocol):
     """What a queue needs from the broker."""
 
@@ -98,14 +98,15 @@ TIMER_EXPIRE = 0
 TIMER_RELEASE = 1
 
 
-class Queue:
-    """A queue or a topic subscription's queue. Not thread-safe (the broker isn't)."""
+class Queue(QueueRecord):
+    """A queue or a topic subscription's queue. Not thread-safe (the broker isn't).
+
+    The fields dispatch touches per message are the :class:`~.records.QueueRecord` it
+    derives from (typed C fields under the compiled twins); the rest are its own."""
 
     __slots__ = (
-        "_backlogs", "_dispatching", "_filtered", "_levels", "_persist", "_policy", "_ring",
-        "_ring_size", "_scheduled", "address", "consumers", "dead_lettered", "deleted",
-        "delivering_count", "dequeued", "durable", "enqueued", "expired", "host", "kind",
-        "messages_replaced", "name", "owner_connection", "ready_count", "ring_override",
+        "_backlogs", "_scheduled", "address", "consumers", "dead_lettered", "durable",
+        "expired", "kind", "messages_replaced", "owner_connection", "ring_override",
         "settings",
     )  # fmt: skip
 
@@ -254,7 +255,7 @@ class Queue:
 
         The common case (no policy, no expiry or delay) is walked by ``queue_run.enqueue``
         (compiled twin); it hands everything else to :meth:`_enqueue_full`."""
-        _enqueue(self, message)
+        _twin.enqueue(self, message)
 
     def _enqueue_full(self, message: ServerMessage) -> None:
         """Every step of :meth:`enqueue`, for every kind of message and queue."""
@@ -374,8 +375,8 @@ class Queue:
     def _dispatch_fast(self) -> None:
         """Round-robin one message per consumer turn; a consumer alone in the ring gets a
         run of messages handed to its host in one call. The loop is ``queue_run``'s
-        ``dispatch_fast`` (compiled twin; the pure one in jmspy/_pure/queue_run.py)."""
-        _dispatch_fast(self)
+        ``dispatch_fast`` (compiled twin; the pure one is queue_run.py beside this file)."""
+        _twin.dispatch_fast(self)
 
     @staticmethod
     def _hand_over(

@@ -60,8 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NoReturn, TextIO
 
-from .api import DestinationKind, DestinationStats, ServerMessage
-from .connection import TEMP_PREFIX
+from .api import TEMP_PREFIX, DestinationKind, DestinationStats, ServerMessage
 from .errors import AccessDenied, AuthenticationFailed
 from .settings import pattern_matches
 

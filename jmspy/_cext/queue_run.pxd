@@ -1,13 +1,11 @@
 # cython: language_level=3
-"""Typed interface of jmspy._cext.queue_run (the compiled twin of jmspy._pure.queue_run).
+"""Typed interface of jmspy._cext.queue_run (the compiled twin of
+jmspy.broker_ref.core.queue_run). After editing, touch cython_ext/queue_run.pyx."""
 
-Beside the module's .pyi, where Cython finds it by qualified name (setup.py passes the
-repository root as include path). After editing, touch cython_ext/queue_run.pyx.
-"""
+from jmspy._cext.records cimport QueueRecord, ServerConsumer
 
 
-cpdef tuple take_run(object queue, object c, Py_ssize_t room)
+cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room)
 cpdef list acknowledge_tags(dict owners, list tags)
-cpdef enqueue(object queue, object message)
-cpdef dispatch_fast(object queue)
-cpdef route_send(object conn, object message, object tx=*)
+cpdef enqueue(QueueRecord queue, object message)
+cpdef dispatch_fast(QueueRecord queue)

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Typed interface of jmspy._cext.vm_convert (the compiled twin of jmspy._pure.vm_convert).
+"""Typed interface of jmspy._cext.vm_convert (the compiled twin of
+jmspy.transports.vm_convert).
 
 Beside the module's .pyi, where Cython finds it by qualified name (setup.py passes the
 repository root as include path). After editing, touch cython_ext/vm_convert.pyx.

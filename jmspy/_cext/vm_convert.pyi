@@ -1,6 +1,6 @@
 """Stub for the compiled twin built from cython_ext/vm_convert.pyx.
 
-Same functions as :mod:`jmspy._pure.vm_convert`.
+Same functions as :mod:`jmspy.transports.vm_convert` (the pure twin).
 """
 
 from jmspy.broker_ref.core.api import DestinationKind, ServerMessage

@@ -60,6 +60,7 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
     coalesce = ack_batch > 0 and limit > 0 and not connection._flow.enabled
     trigger = limit * buf.threshold
     acknowledger = ack.acknowledger
+    hold = ack.hold
     pending = 0
     handled = 0
     last_listener: Any = None
@@ -109,7 +110,7 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
             if session._closed:
                 return handled
             if coalesce and ok:
-                ack.hold(consumer, message._delivery_tag)
+                hold((consumer, message._delivery_tag))
                 pending += 1
                 if (
                     pending >= ack_batch

@@ -1,4 +1,5 @@
-"""The broker's per-message dispatch step for one consumer (pure twin).
+"""The hot half of :class:`~.queue.Queue`'s dispatch: the per-message step, the common
+enqueue, the fast dispatch loop, a run of acknowledgements (pure twin).
 
 The compiled twin is ``cython_ext/queue_run.pyx`` (``jmspy._cext.queue_run``);
 ``tests/test_queue_run_twins.py`` runs both over the same random queues and requires the
@@ -16,48 +17,31 @@ A run stops early at a message whose expiry time has passed: it is taken off the
 and returned so that the caller hands over the run *first* and expires that message
 after, the order in which one-at-a-time dispatch did the two.
 
-Why :func:`route_send`, :func:`enqueue` and :func:`dispatch_fast` live here too: a
+Why :func:`enqueue` and :func:`dispatch_fast` live here too: a
 message sent to a queue with a waiting consumer went through eight small Python methods
 of ``Queue`` (enqueue, accept, add to the tail, dispatch, the fast dispatch loop, two
 ``can_receive`` checks, the hand-over) before reaching the host; the compiled twin does
 that walk in one C call. Only the common case is walked here (no AMPS policy, no expiry
 or delivery delay, queue not deleted, no selector on the queue's consumers); everything
-else takes ``Queue``'s own
-methods, which stay the reference for what each step means. :func:`route_send` is the
-step before: ``ServerConnection.send`` of a message to an existing queue outside a
-transaction, on a broker without a security policy, was four more Python frames (send,
-two open checks, ``Broker._route``).
+else takes ``Queue``'s own methods, which stay the reference for what each step means.
+:func:`acknowledge_tags` is ``ServerConnection.ack``'s loop over a run of tags.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .api import ServerMessage
+from .consumer import DELIVERING, GONE, PRIORITIES, READY, MessageRef, ServerConsumer
 
 if TYPE_CHECKING:
-    from jmspy.broker_ref.core.api import ServerMessage
-    from jmspy.broker_ref.core.consumer import MessageRef, ServerConsumer
+    from .queue import Queue
 
-__all__ = [
-    "DELIVERING", "GONE", "READY", "acknowledge_tags", "dispatch_fast", "enqueue",
-    "route_send", "take_run",
-]
-
-#: ``MessageRef.state`` values (the same numbers as ``broker_ref.core.consumer``, which
-#: cannot be imported here without a cycle through the queue module).
-READY = 0
-DELIVERING = 2
-GONE = 3
-#: Number of JMS priority levels (``broker_ref.core.queue.PRIORITIES``).
-PRIORITIES = 10
-
-#: ``MessageRef``, imported on first use: this module is loaded while the broker core is
-#: still being imported (the same cycle as the state numbers above).
-_MessageRef: Any = None
-_QUEUE: Any = None  # DestinationKind.QUEUE, imported on first use for the same reason
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "take_run"]
 
 
 def take_run(
-    queue: Any, c: ServerConsumer, room: int
+    queue: Queue, c: ServerConsumer, room: int
 ) -> tuple[list[ServerMessage], list[int], int, MessageRef | None]:
     """Deliver up to ``room`` ready messages of ``queue`` to ``c``, in queue order.
 
@@ -120,7 +104,7 @@ def take_run(
     return messages, counts, first_tag, None
 
 
-def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[Any]:
+def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[Queue]:
     """Acknowledge delivery ``tags`` of one connection, in order, outside a transaction.
 
     ``owners`` is the connection's tag -> consumer index; the caller has validated the
@@ -128,8 +112,8 @@ def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list
     and is acknowledged by its consumer's queue (``Queue.acknowledge``). Returns the
     queues touched, in the order first touched: the caller dispatches each afterwards.
     """
-    touched: list[Any] = []
-    seen: set[Any] = set()
+    touched: list[Queue] = []
+    seen: set[Queue] = set()
     for tag in tags:
         c = owners.pop(tag)
         q = c.queue
@@ -140,27 +124,26 @@ def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list
     return touched
 
 
-def enqueue(queue: Any, message: ServerMessage) -> None:
+def enqueue(queue: Queue, message: ServerMessage) -> None:
     """``Queue.enqueue``: store, make ready at the tail of its level, dispatch.
 
     The same steps in the same order as ``Queue._enqueue_full`` for a message without
     expiry or delivery delay on a queue without an AMPS policy; anything else is handed
     to ``Queue._enqueue_full`` whole.
     """
-    global _MessageRef
     if (queue.deleted or queue._policy is not None or message.expiration
             or message.deliver_at):
         queue._enqueue_full(message)
         return
     if queue._persist and message.persistent:
-        queue.host.store.add_message(queue.name, message)
+        store = queue.host.store
+        assert store is not None  # _persist: durable, on a host with a store
+        store.add_message(queue.name, message)
     queue.enqueued += 1
     p = message.priority
     if p < 0 or p >= PRIORITIES:
         p = 0 if p < 0 else PRIORITIES - 1
-    if _MessageRef is None:
-        from jmspy.broker_ref.core.consumer import MessageRef as _MessageRef
-    ref = _MessageRef(message, PRIORITIES - 1 - p, 0, READY)
+    ref = MessageRef(message, PRIORITIES - 1 - p, 0, READY)
     size = queue._ring_size
     if size > 0 and queue.ready_count >= size:
         queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
@@ -178,7 +161,7 @@ def enqueue(queue: Any, message: ServerMessage) -> None:
             queue._dispatching = False
 
 
-def dispatch_fast(queue: Any) -> None:
+def dispatch_fast(queue: Queue) -> None:
     """``Queue._dispatch_fast``: round-robin one message per consumer turn; a consumer
     alone in the ring gets a run of messages, as many as its credit and flow limit allow,
     handed to its host in one call (same order and tags: nobody else was waiting for a
@@ -220,25 +203,3 @@ def dispatch_fast(queue: Any) -> None:
             ring.append(c)
         else:
             c.in_ring = False
-
-
-def route_send(conn: Any, message: ServerMessage, tx: str | None = None) -> None:
-    """``ServerConnection.send`` (see its ``_send_full``): for a message to an existing
-    queue, outside a transaction, with no security policy and both the connection and
-    the broker open, stamp the producing connection (for no_local) and :func:`enqueue`;
-    anything else goes to ``conn._send_full`` whole."""
-    global _QUEUE
-    if _QUEUE is None:
-        from jmspy.broker_ref.core.api import DestinationKind
-        _QUEUE = DestinationKind.QUEUE
-    broker = conn._broker
-    if (conn.closed or broker.closed or broker.security is not None or tx is not None
-            or message.kind is not _QUEUE):
-        conn._send_full(message, tx)
-        return
-    q = broker._queues.get(message.destination)
-    if q is None:
-        conn._send_full(message, tx)  # created on first use, by the full path
-        return
-    message.producer_connection = conn._id
-    enqueue(q, message)

@@ -1,0 +1,112 @@
+"""The records dispatch runs on: a message's place in a queue, a consumer, a connection's
+delivery channel (pure twin).
+
+Plain slotted dataclasses with no behaviour beyond ``can_receive``: what happens to them is
+:mod:`.queue`'s (dispatch) and :mod:`.connection`'s (acks, transactions). The compiled twin
+declares the same records as ``cdef class``\\ es with typed fields in
+``jmspy/_cext/records.pxd`` (implemented in ``cython_ext/records.pyx``), so that the
+compiled dispatch loop (``cython_ext/queue_run.pyx``) reads and writes them as C fields:
+that typed access, not compilation as such, is what makes the compiled loop faster.
+:mod:`.consumer` hands out one twin or the other; ``tests/test_records_twins.py`` holds
+them to the same fields, defaults and behaviour. Change one, change the other.
+
+The state numbers and the number of priority levels are defined here, once; the compiled
+twins read them from this module when they are imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from .api import DeliverMany, ServerMessage, SessionCallback
+    from .filters import Filter
+    from .queue import Queue
+
+__all__ = [
+    "DELIVERING",
+    "GONE",
+    "PRIORITIES",
+    "READY",
+    "SCHEDULED",
+    "DeliveryChannel",
+    "MessageRef",
+    "QueueRecord",
+    "ServerConsumer",
+]
+
+#: MessageRef.state values
+READY: Final = 0
+SCHEDULED: Final = 1
+DELIVERING: Final = 2
+GONE: Final = 3
+#: Number of JMS priority levels: a queue keeps one deque per level.
+PRIORITIES: Final = 10
+
+
+@dataclass(slots=True, eq=False)
+class MessageRef:
+    """A message's place in one queue (a topic message has one ref per subscription).
+
+    ``delivery_count`` is the number of counted deliveries so far; a delivery carries
+    ``delivery_count + 1``.
+    """
+
+    message: ServerMessage
+    priority: int
+    delivery_count: int = 0
+    state: int = READY
+
+
+@dataclass(slots=True, eq=False)
+class DeliveryChannel:
+    """The per-connection part of delivery: tag sequence, tag owner index, callback.
+
+    ``deliver_many`` is the callback's optional batch entry point (see
+    :class:`~.api.BatchSessionCallback`), looked up once here rather than per delivery.
+    """
+
+    connection_id: int
+    callback: SessionCallback
+    next_tag: int = 1
+    tags: dict[int, ServerConsumer] = field(default_factory=dict)
+    deliver_many: DeliverMany | None = None
+
+    def __post_init__(self) -> None:
+        if self.deliver_many is None:
+            self.deliver_many = getattr(self.callback, "deliver_many", None)
+
+
+@dataclass(slots=True, eq=False)
+class ServerConsumer:
+    consumer_id: int
+    channel: DeliveryChannel
+    queue: Queue
+    filter: Filter | None
+    auto_ack: bool
+    flow_limit: int | None
+    credit: int = 0
+    #: tag -> ref, in delivery order (dicts keep insertion order).
+    delivering: dict[int, MessageRef] = field(default_factory=dict)
+    in_ring: bool = False
+    closed: bool = False
+
+    def can_receive(self) -> bool:
+        if self.closed or self.credit <= 0:
+            return False
+        limit = self.flow_limit
+        return limit is None or len(self.delivering) < limit
+
+
+class QueueRecord:
+    """The fields of a :class:`~.queue.Queue` that dispatch reads and writes per message.
+
+    ``Queue`` derives from this record (the compiled twin's typed ``cdef class``, or this
+    slotted class) and sets every field in its ``__init__``; the compiled dispatch loop
+    then reaches them as C fields. Behaviour stays ``Queue``'s."""
+
+    __slots__ = (
+        "_dispatching", "_filtered", "_levels", "_persist", "_policy", "_ring", "_ring_size",
+        "deleted", "delivering_count", "dequeued", "enqueued", "host", "name", "ready_count",
+    )  # fmt: skip

@@ -1,0 +1,82 @@
+# cython: language_level=3
+"""The broker's dispatch records with typed fields (compiled twin).
+
+The pure twin ``jmspy/broker_ref/core/records.py`` says what each record is and why the
+twin exists; the fields are declared in ``jmspy/_cext/records.pxd``.
+``tests/test_records_twins.py`` holds both to the same constructor, defaults, repr and
+behaviour. Change one, change the other.
+"""
+
+from jmspy.broker_ref.core.records import READY
+
+__all__ = ["DeliveryChannel", "MessageRef", "QueueRecord", "ServerConsumer"]
+
+cdef int _READY = READY
+
+
+cdef class MessageRef:
+    """A message's place in one queue; see the pure twin."""
+
+    def __init__(self, message, Py_ssize_t priority, Py_ssize_t delivery_count=0,
+                 int state=_READY):
+        self.message = message
+        self.priority = priority
+        self.delivery_count = delivery_count
+        self.state = state
+
+    def __repr__(self):
+        return (f"MessageRef(message={self.message!r}, priority={self.priority!r}, "
+                f"delivery_count={self.delivery_count!r}, state={self.state!r})")
+
+
+cdef class DeliveryChannel:
+    """The per-connection part of delivery; see the pure twin."""
+
+    def __init__(self, connection_id, callback, Py_ssize_t next_tag=1, dict tags=None,
+                 deliver_many=None):
+        self.connection_id = connection_id
+        self.callback = callback
+        self.next_tag = next_tag
+        self.tags = {} if tags is None else tags
+        self.deliver_many = (getattr(callback, "deliver_many", None)
+                             if deliver_many is None else deliver_many)
+
+    def __repr__(self):
+        return (f"DeliveryChannel(connection_id={self.connection_id!r}, "
+                f"callback={self.callback!r}, next_tag={self.next_tag!r}, "
+                f"tags={self.tags!r}, deliver_many={self.deliver_many!r})")
+
+
+cdef class ServerConsumer:
+    """A consumer as a queue sees it; see the pure twin."""
+
+    def __init__(self, consumer_id, DeliveryChannel channel, queue, filter, bint auto_ack,
+                 flow_limit, Py_ssize_t credit=0, dict delivering=None, bint in_ring=False,
+                 bint closed=False):
+        self.consumer_id = consumer_id
+        self.channel = channel
+        self.queue = queue
+        self.filter = filter
+        self.auto_ack = auto_ack
+        self.flow_limit = flow_limit
+        self.credit = credit
+        self.delivering = {} if delivering is None else delivering
+        self.in_ring = in_ring
+        self.closed = closed
+
+    cpdef bint can_receive(self):
+        if self.closed or self.credit <= 0:
+            return False
+        limit = self.flow_limit
+        return limit is None or len(self.delivering) < limit
+
+    def __repr__(self):
+        return (f"ServerConsumer(consumer_id={self.consumer_id!r}, channel={self.channel!r}, "
+                f"queue={self.queue!r}, filter={self.filter!r}, auto_ack={self.auto_ack!r}, "
+                f"flow_limit={self.flow_limit!r}, credit={self.credit!r}, "
+                f"delivering={self.delivering!r}, in_ring={self.in_ring!r}, "
+                f"closed={self.closed!r})")
+
+
+cdef class QueueRecord:
+    """The per-message fields of a queue (``Queue`` derives from it); see the pure twin."""

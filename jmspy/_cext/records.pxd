@@ -1,0 +1,55 @@
+# cython: language_level=3
+"""The broker's dispatch records as typed C structs (the compiled twin of
+jmspy/broker_ref/core/records.py, whose docstring says why).
+
+Declared once, here; ``cython_ext/records.pyx`` implements them and the compiled dispatch
+loop (``cython_ext/queue_run.pyx``) cimports them to read and write the fields directly.
+After editing, touch both .pyx files.
+"""
+
+
+cdef class MessageRef:
+    cdef public object message
+    cdef public Py_ssize_t priority
+    cdef public Py_ssize_t delivery_count
+    cdef public int state
+
+
+cdef class DeliveryChannel:
+    cdef public object connection_id
+    cdef public object callback
+    cdef public Py_ssize_t next_tag
+    cdef public dict tags
+    cdef public object deliver_many
+
+
+cdef class ServerConsumer:
+    cdef public object consumer_id
+    cdef public DeliveryChannel channel
+    cdef public object queue
+    cdef public object filter
+    cdef public bint auto_ack
+    cdef public object flow_limit
+    cdef public Py_ssize_t credit
+    cdef public dict delivering
+    cdef public bint in_ring
+    cdef public bint closed
+
+    cpdef bint can_receive(self)
+
+
+cdef class QueueRecord:
+    cdef public object name
+    cdef public object host
+    cdef public bint _persist
+    cdef public list _levels
+    cdef public object _ring
+    cdef public Py_ssize_t _filtered
+    cdef public bint _dispatching
+    cdef public Py_ssize_t ready_count
+    cdef public Py_ssize_t delivering_count
+    cdef public Py_ssize_t enqueued
+    cdef public Py_ssize_t dequeued
+    cdef public bint deleted
+    cdef public Py_ssize_t _ring_size
+    cdef public object _policy

@@ -1,0 +1,11 @@
+"""Stub for the compiled twin built from cython_ext/records.pyx: the same classes as
+:mod:`jmspy.broker_ref.core.records` (the pure twin), with typed fields."""
+
+from jmspy.broker_ref.core.records import (
+    DeliveryChannel,
+    MessageRef,
+    QueueRecord,
+    ServerConsumer,
+)
+
+__all__ = ["DeliveryChannel", "MessageRef", "QueueRecord", "ServerConsumer"]
