@@ -158,6 +158,22 @@ class MessageConsumer:
         session._processing_done(self, message, ok=True)
         return message
 
+    def messages(self, timeout: float | None = None) -> Iterator[Message]:
+        """Iterate over received messages (like nats' ``subscription.messages``).
+
+        Each step is ``receive(timeout)``: the iteration ends when no message arrives
+        within ``timeout`` seconds (None: wait for ever) or the consumer is closed, and
+        each message is acknowledged as ``receive`` would (per the session's mode)::
+
+            for message in consumer.messages(timeout=5):
+                handle(message)
+        """
+        while not self._closed:
+            message = self.receive(timeout)
+            if message is None:
+                return
+            yield message
+
     def receive_no_wait(self) -> Message | None:
         """A message if one is buffered (or, in pull mode, immediately available)."""
         return self.receive(timeout=0.0)

@@ -300,10 +300,6 @@ class Message:
             )
         ack(self)
 
-    def _make_read_only(self) -> None:
-        self._props_read_only = True
-        self._body_read_only = True
-
     def __repr__(self) -> str:
         return (
             f"<{type(self).__name__} id={self.message_id} dest={self.destination} "

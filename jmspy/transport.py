@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
-from .destinations import Destination, Queue, Topic
+from .destinations import Destination, Queue
 from .errors import JMSException, UnknownTransportException
 from .message import Message
 
@@ -221,8 +221,3 @@ def create_transport(url: str, properties: Mapping[str, Any]) -> Transport:
             )
         factory = _load(ref)
     return factory(parts, properties)
-
-
-def destination_kind(destination: Destination) -> str:
-    """"queue" or "topic" (temporary queues are queues)."""
-    return "topic" if isinstance(destination, Topic) else "queue"

@@ -61,6 +61,7 @@ from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
+from .broker_errors import ERROR_CODE_HEADER, class_for_code
 from .capabilities import native_flags, require
 from .stomp_admin import _RABBIT_DURABLE, StompAdmin
 from .stomp_mapping import (
@@ -298,8 +299,10 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
                 low = text.lower()
                 if "version" in low and version == "1.2":
                     return False  # a 1.1-only broker: try again with 1.1
-                if any(w in low for w in ("auth", "login", "password", "access refused",
-                                          "credentials", "not authorized", "security")):
+                coded = class_for_code(err[0].get(ERROR_CODE_HEADER))  # jmspy broker
+                if coded is errors.JMSSecurityException or (coded is None and any(
+                        w in low for w in ("auth", "login", "password", "access refused",
+                                           "credentials", "not authorized", "security"))):
                     raise errors.JMSSecurityException(
                         f"STOMP broker at {self.where} refused the login for user {user!r}: "
                         f"{text}; check the user name and password"

@@ -16,8 +16,10 @@ W > 1 a refusal is raised by the next send, commit or close of the connection.
 Transacted sends do not wait: COMMIT (receipted) is their point of confirmation, as on
 ActiveMQ, whose transacted sends are asynchronous too.
 
-A refusal becomes the JMS class that names it (:func:`refusal`): permissions ->
-``JMSSecurityException``, limits -> ``ResourceAllocationException``.
+A refusal becomes the JMS class that names it (:func:`refusal`): jmspy broker names the
+refusing error's code in a ``jmspy-error`` header, mapped through the table of
+:mod:`.broker_errors`; for other brokers, permissions -> ``JMSSecurityException`` and
+limits -> ``ResourceAllocationException`` by their ERROR text.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jmspy import errors
+
+from .broker_errors import ERROR_CODE_HEADER, class_for_code
 
 __all__ = ["StompReceipts", "refusal"]
 
@@ -56,7 +60,10 @@ def refusal(where: str, what: str, headers: Mapping[str, str], text: str
     # jmspy's broker repeats the message header at the start of the body
     detail = text.strip() if text.startswith(message) else f"{message} {text}".strip()
     cls: type[errors.JMSException] = errors.JMSException
-    if _SECURITY.search(detail):
+    coded = class_for_code(headers.get(ERROR_CODE_HEADER))
+    if coded is not None:
+        cls = coded
+    elif _SECURITY.search(detail):
         cls = errors.JMSSecurityException
     elif _LIMIT.search(detail):
         cls = errors.ResourceAllocationException

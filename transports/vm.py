@@ -32,6 +32,7 @@ from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, retry_with_backoff
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
+from .broker_errors import translate
 from .capabilities import native_flags
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
@@ -134,7 +135,7 @@ def stop_broker(name: str = "embedded") -> None:
 
 
 # -- message mapping ----------------------------------------------------------------------
-# The per-message conversions are twins (jmspy/_pure/vm_convert.py documents them).
+# The per-message conversions are twins (vm_convert.py beside this module documents them).
 _convert = _speedups.load("vm_convert")
 to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_message
 to_client_message: Callable[..., Message] = _convert.to_client_message
@@ -144,29 +145,8 @@ _to_client_messages: Callable[[list[ServerMessage], int, list[int]], list[Messag
 _dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
 
 
-# -- errors -------------------------------------------------------------------------------
-_ERROR_MAP: Mapping[str, type[errors.JMSException]] = {
-    "DestinationNotFound": errors.InvalidDestinationException,
-    "InvalidDestination": errors.InvalidDestinationException,
-    "AccessDenied": errors.JMSSecurityException,
-    "AuthenticationFailed": errors.JMSSecurityException,
-    "ResourceLimitExceeded": errors.ResourceAllocationException,
-    "IllegalBrokerState": errors.IllegalStateException,
-    "InvalidSubscription": errors.InvalidDestinationException,
-    "TransactionError": errors.IllegalStateException,
-    "SelectorError": errors.InvalidSelectorException,
-    "InvalidClientId": errors.InvalidClientIDException,
-}
-
-
-def _translate(exc: Exception) -> errors.JMSException:
-    if isinstance(exc, errors.JMSException):
-        return exc
-    for klass in type(exc).__mro__:
-        mapped = _ERROR_MAP.get(klass.__name__)
-        if mapped is not None:
-            return mapped(str(exc))
-    return errors.JMSException(f"broker error: {exc}")
+# -- errors: the broker core's exception classes map to JMS ones (broker_errors.py) ------
+_translate = translate
 
 
 class _Callback:

@@ -179,7 +179,7 @@ class StompSession:
                 self._error(str(exc), exc.detail, frame.header("receipt"))
             except BrokerError as exc:
                 self._error(exc.message.split(";")[0][:200], exc.message,
-                            frame.header("receipt"))
+                            frame.header("receipt"), code=exc.code)
             except FrameError as exc:  # a reply this version cannot carry: not a traceback
                 self._error("unencodable reply", f"{exc}. Send header values this STOMP "
                             f"version can carry back. {CLOSED}")
@@ -316,9 +316,15 @@ class StompSession:
             f"cannot carry back in a header; use a {name} without line breaks (or STOMP 1.2, "
             "which escapes them)")
 
-    def _error(self, message: str, detail: str, receipt: str | None = None) -> None:
+    def _error(self, message: str, detail: str, receipt: str | None = None,
+               code: str | None = None) -> None:
+        """An ERROR frame, then close. ``code``: the refusing broker error's stable code,
+        in the ``jmspy-error`` header, so the jmspy client maps it to its JMS exception
+        class without reading the text (transports/broker_errors.py)."""
         headers = [("message", message.replace("\n", " ").replace("\r", " ")),
                    ("content-type", "text/plain")]
+        if code is not None:
+            headers.append(("jmspy-error", code))
         if receipt is not None:
             headers.append(("receipt-id", receipt.replace("\n", " ").replace("\r", " ")))
         try:
@@ -365,18 +371,19 @@ class StompSession:
         try:
             self._finish_connect(request, principal)
         except BrokerError as exc:
-            self._error(exc.message.split(";")[0][:200], exc.message)
+            self._error(exc.message.split(";")[0][:200], exc.message, code=exc.code)
         if not self.closing:
             self._process(self._parser)
         if self.closing:
             self.connection_lost()
 
-    def refuse(self, message: str, detail: str) -> None:
+    def refuse(self, message: str, detail: str, code: str | None = None) -> None:
         """The host refuses this client (failed login, connection limits, CONNECT not
-        completed in time): an ERROR frame, then the host closes."""
+        completed in time): an ERROR frame, then the host closes. ``code``: the broker
+        error's code, when a broker error is why."""
         self.login_request = None
         if not self.closing:
-            self._error(message, detail)
+            self._error(message, detail, code=code)
         self.connection_lost()
 
     def _finish_connect(self, request: LoginRequest, principal: Principal | None) -> None:

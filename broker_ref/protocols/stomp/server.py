@@ -111,9 +111,9 @@ class _Connection(asyncio.Protocol):
         self.flush()
         self.close()
 
-    def _refuse_quietly(self, message: str, detail: str) -> None:
+    def _refuse_quietly(self, message: str, detail: str, code: str | None = None) -> None:
         """Like :meth:`_refuse`, for refusals the broker already logs its own way."""
-        self._guard(lambda: self.session.refuse(message, detail))
+        self._guard(lambda: self.session.refuse(message, detail, code))
         self.flush()
         self.close()
 
@@ -154,7 +154,7 @@ class _Connection(asyncio.Protocol):
             if request.user or request.password:
                 server.throttle.failed(self.address, request.user)
             if not self._closed:
-                self._refuse_quietly(exc.message.split(";")[0][:200], exc.message)
+                self._refuse_quietly(exc.message.split(";")[0][:200], exc.message, exc.code)
             return
         server.throttle.succeeded(self.address, request.user)
         if self._closed:
