@@ -316,7 +316,7 @@ class Connection:
                     consumer._pull_one()
             except JMSException as exc:
                 self._report(exc)
-        where = getattr(self._transport, "where", self._transport.scheme)
+        where = self._transport.where
         self._report(
             JMSException(
                 f"reconnected to {where}; subscriptions were re-created and "
@@ -365,7 +365,7 @@ class Connection:
             else:
                 listener(message, error)  # type: ignore[operator]
 
-        send_async = getattr(self._transport, "send_async", None)
+        send_async = self._transport.send_async
         if send_async is not None:
             # The transport keeps several sends in flight and calls ``done`` in send order
             # (on its own thread): the listener still runs on the notifier, counted from

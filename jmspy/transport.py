@@ -116,11 +116,25 @@ class TransportListener(Protocol):
         """
 
 
+#: ``send_async(message, tx, done)``: see :attr:`Transport.send_async`.
+SendAsync = Callable[[Message, str | None, Callable[[Exception | None], None]], None]
+
+
 class Transport(Protocol):
     """What a transport does for the core. Every method may raise JMSException."""
 
     scheme: str
     capabilities: frozenset[str]
+
+    @property
+    def where(self) -> str:
+        """What the transport talks to, for messages ("host:port", "vm://name")."""
+
+    @property
+    def send_async(self) -> SendAsync | None:
+        """Keeps several sends in flight and calls ``done(error or None)`` for each, in
+        send order, on the transport's own thread; None where the transport has no such
+        path (the connection then sends asynchronously on its notifier thread)."""
 
     def open(
         self,

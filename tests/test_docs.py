@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from jmspy.properties import reference_table
@@ -20,45 +19,6 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "```sh\nbash .ci/test\n```" in readme
     assert ci.rstrip().splitlines()[-1] == "bash .ci/test"
-
-
-# Modules that must stay sans-I/O: they compute, they never touch sockets or threads.
-SANS_IO = [
-    "jmspy/errors.py",
-    "jmspy/message.py",
-    "jmspy/destinations.py",
-    "jmspy/properties.py",
-    "jmspy/prefetch_protocol.py",
-    "jmspy/stomp_frames.py",
-    "jmspy/selector",
-    "jmspy/_pure",
-    "broker_ref/core",
-]
-FORBIDDEN = {"socket", "asyncio", "threading", "selectors", "subprocess", "multiprocessing",
-             "ssl", "concurrent"}
-
-
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def test_sans_io_modules_import_no_network_or_thread_code():
-    offenders = []
-    for entry in SANS_IO:
-        target = ROOT / entry
-        files = sorted(target.rglob("*.py")) if target.is_dir() else [target]
-        assert files, f"{entry} has no Python files: update SANS_IO"
-        for file in files:
-            bad = _imports(file) & FORBIDDEN
-            if bad:
-                offenders.append(f"{file.relative_to(ROOT)}: {sorted(bad)}")
-    assert offenders == []
 
 
 def test_readme_broker_config_example_loads(tmp_path):

@@ -46,10 +46,10 @@ def test_a_slow_listener_does_not_hold_up_another_sessions_consumer(vm_factory):
         producer = fast_session.create_producer(None)
         producer.send(fast_session.create_text_message("block"), slow_q)
         assert started.wait(2.0)
-        t0 = time.monotonic()
         producer.send(fast_session.create_text_message("go"), fast_q)
+        # received while the slow listener still holds its session's thread
         assert fast.receive(2.0).text == "go"
-        assert time.monotonic() - t0 < 1.0
+        assert not release.is_set()
         release.set()
 
 

@@ -177,6 +177,8 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
     """The Transport interface over one stomp.py connection."""
 
     scheme = "stomp"
+    #: No asynchronous send path of its own (persistent sends use the receipt window).
+    send_async = None
     capabilities: frozenset[str] = frozenset({Capability.QUEUES, Capability.TRANSACTIONS})
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:

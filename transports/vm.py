@@ -192,6 +192,8 @@ class VmTransport:
     """The Transport interface over an in-process :class:`BrokerHost`."""
 
     scheme = "vm"
+    #: Sends are synchronous calls into the broker: no in-flight window.
+    send_async = None
     #: Everything the capability matrix marks native for vm://, and in-process acks.
     capabilities = native_flags("vm", "embedded") | {Capability.IN_PROCESS}
 

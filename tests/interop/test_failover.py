@@ -24,9 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect

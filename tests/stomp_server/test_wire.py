@@ -42,7 +42,8 @@ def test_silent_client_is_dropped(server: ServerHandle) -> None:
         assert c.connect(heart_beat="100,0").command == "CONNECTED"
         started = time.monotonic()
         assert c.closed_by_server(timeout=3)
-        assert 0.15 < time.monotonic() - started < 2
+        # not at once: only after the missed heart-beats (the wait above bounds a hang)
+        assert time.monotonic() - started > 0.15
 
 
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
