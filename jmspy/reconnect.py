@@ -1,21 +1,30 @@
 """Reconnect policy shared by the network transports (``imqReconnect*`` properties).
 
 The transports know how to connect and re-subscribe; this module owns what is common to
-them: the factory properties turned into waits, and the loop that retries with them, so
-stomp:// and mqtt:// back off, count attempts and give up alike.
+them: the factory properties turned into waits, the loop that retries with them, and the
+thread that runs it (:func:`reconnect_in_background`), so stomp://, mqtt:// and vm:// back
+off, count attempts, give up and resume alike.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import JMSException, JMSSecurityException
 
-__all__ = ["CLOSED", "MAX_INTERVAL", "ReconnectPolicy", "retry_with_backoff"]
+__all__ = [
+    "CLOSED",
+    "MAX_INTERVAL",
+    "ReconnectPolicy",
+    "Reconnecting",
+    "reconnect_in_background",
+    "retry_with_backoff",
+]
 
 #: What :func:`retry_with_backoff` returns when the connection was closed meanwhile.
 CLOSED = "closed"
@@ -80,3 +89,49 @@ def retry_with_backoff(
             continue
         return None
     return f"gave up after {attempts} reconnect attempts: {last}"
+
+
+class Reconnecting(Protocol):
+    """What :func:`reconnect_in_background` drives: a transport whose connection dropped."""
+
+    @property
+    def reconnect(self) -> ReconnectPolicy: ...
+
+    def _reconnect_closing(self) -> bool:
+        """Whether the transport was closed (stop trying)."""
+
+    def _reconnect_once(self) -> None:
+        """One attempt: connect and re-create every subscription; raise JMSException to be
+        tried again (JMSSecurityException: stop at once)."""
+
+    def _reconnected(self) -> None:
+        """An attempt succeeded: tell the core (or, closed meanwhile, drop the new link)."""
+
+    def _reconnect_failed(self, why: str) -> None:
+        """Every attempt failed: ``why`` says how often and the last reason."""
+
+
+def reconnect_in_background(
+    transport: Reconnecting, name: str, *, before: Callable[[], None] | None = None,
+    on_closed: Callable[[], None] | None = None,
+) -> threading.Thread:
+    """Start the thread that reconnects ``transport`` (``before`` runs first on it; a close
+    while waiting ends it, calling ``on_closed``)."""
+
+    def run() -> None:
+        if before is not None:
+            before()
+        outcome = retry_with_backoff(
+            transport.reconnect, transport._reconnect_once, transport._reconnect_closing
+        )
+        if outcome == CLOSED:
+            if on_closed is not None:
+                on_closed()
+        elif outcome is not None:
+            transport._reconnect_failed(outcome)
+        else:
+            transport._reconnected()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread

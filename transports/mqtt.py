@@ -57,7 +57,7 @@ from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
+from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .capabilities import native_flags, supports
@@ -98,6 +98,14 @@ _SECURITY_REASONS = (
     "banned",
     "bad authentication method",
 )
+
+
+def _stop_loop(old: Any) -> None:
+    """Stop a dropped paho client's network thread (it ends by itself: no auto-reconnect)."""
+    try:
+        old.loop_stop()
+    except Exception:
+        pass
 
 
 class MqttTransport(Inbound, Outbound):
@@ -313,10 +321,8 @@ class MqttTransport(Inbound, Outbound):
                     error_code="CONNECTION_INTERRUPTED",
                 )
             )
-        threading.Thread(
-            target=self._reconnect_loop, args=(client,),
-            name=f"jmspy-mqtt-reconnect-{self.port}", daemon=True,
-        ).start()
+        reconnect_in_background(
+            self, f"jmspy-mqtt-reconnect-{self.port}", before=lambda: _stop_loop(client))
 
     def _drop_deliveries(self) -> None:
         # Lock held. Every tag and PUBACK owed on the dropped connection is dead.
@@ -341,19 +347,14 @@ class MqttTransport(Inbound, Outbound):
                 errors.JMSException(self._lost, error_code="CONNECTION_LOST")
             )
 
-    def _reconnect_loop(self, old: Any) -> None:
-        """Its own thread: back off, connect a new client, re-subscribe, tell the core."""
-        try:
-            old.loop_stop()  # paho's thread ends by itself (reconnect_on_failure=False)
-        except Exception:
-            pass
-        outcome = retry_with_backoff(self.reconnect, self._reconnect_once,
-                                     lambda: self._closing)
-        if outcome == CLOSED:
-            return
-        if outcome is not None:
-            self._give_up(outcome)
-            return
+    # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
+    def _reconnect_closing(self) -> bool:
+        return self._closing
+
+    def _reconnect_failed(self, why: str) -> None:
+        self._give_up(why)
+
+    def _reconnected(self) -> None:
         if self._closing:  # closed while we reconnected: do not leak the new client
             client = self._client
             if client is not None:

@@ -21,7 +21,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from jmspy import errors
-from jmspy.reconnect import CLOSED, ReconnectPolicy, retry_with_backoff
+from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import TransportListener
 
 if TYPE_CHECKING:
@@ -79,10 +79,7 @@ class StompFailover:
                 f"lost the STOMP connection to {self.where}; reconnecting (unacknowledged "
                 "messages will be redelivered by the broker)",
                 error_code="CONNECTION_INTERRUPTED"))
-        threading.Thread(
-            target=self._reconnect_loop, name=f"jmspy-stomp-reconnect-{self.port}",
-            daemon=True,
-        ).start()
+        reconnect_in_background(self, f"jmspy-stomp-reconnect-{self.port}")
 
     def _drop_deliveries(self) -> None:
         # Lock held. Every tag of the dropped connection is dead; credit is gone with it.
@@ -106,15 +103,14 @@ class StompFailover:
             self._listener.on_connection_interrupted(
                 errors.JMSException(self._lost, error_code="CONNECTION_LOST"))
 
-    def _reconnect_loop(self) -> None:
-        """Its own thread: back off, reconnect, re-subscribe, tell the core."""
-        outcome = retry_with_backoff(self.reconnect, self._reconnect_once,
-                                     lambda: self._closing)
-        if outcome == CLOSED:
-            return
-        if outcome is not None:
-            self._give_up(outcome)
-            return
+    # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
+    def _reconnect_closing(self) -> bool:
+        return self._closing
+
+    def _reconnect_failed(self, why: str) -> None:
+        self._give_up(why)
+
+    def _reconnected(self) -> None:
         if self._closing:  # closed while we reconnected: do not leak the new socket
             self.close()
             return

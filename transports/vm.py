@@ -29,7 +29,7 @@ from jmspy.broker_ref.core.api import (
 )
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.reconnect import ReconnectPolicy, retry_with_backoff
+from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
 
 from .broker_errors import translate
@@ -208,6 +208,7 @@ class VmTransport:
         self._specs: dict[int, ConsumerSpec] = {}  # re-created on the restarted broker
         self._opened_with: tuple[TransportListener, dict[str, str | None]] | None = None
         self._settled = threading.Event()  # set unless a stopped broker is awaited
+        self._resume_tag = 1  # the first delivery tag after a reconnect
         self._settled.set()
         self._lost: str | None = None
         self._closing = False
@@ -275,27 +276,33 @@ class VmTransport:
             listener.on_connection_interrupted(errors.JMSException(
                 f"the in-process broker {self.where} was stopped; reconnecting once a broker "
                 "of that name is started again", error_code="CONNECTION_INTERRUPTED"))
-        threading.Thread(target=self._reconnect_loop, daemon=True,
-                         name=f"jmspy-vm-reconnect-{self.host.name}").start()
-
-    def _reconnect_loop(self) -> None:
         conn = self._conn
         if conn is None:
             return
-        first_tag = conn._channel.next_tag
-        outcome = retry_with_backoff(
-            self.reconnect,
-            lambda: self._attach(get_broker(self.host.name, create=False), first_tag),
-            lambda: self._closing,
-        )
+        self._resume_tag = conn._channel.next_tag  # tags keep rising across the reconnect
+        reconnect_in_background(self, f"jmspy-vm-reconnect-{self.host.name}",
+                                on_closed=self.close)
+
+    # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
+    def _reconnect_closing(self) -> bool:
+        return self._closing
+
+    def _reconnect_once(self) -> None:
+        self._attach(get_broker(self.host.name, create=False), self._resume_tag)
+
+    def _reconnect_failed(self, why: str) -> None:
+        if self._closing:
+            self.close()  # closed meanwhile
+        else:
+            self._give_up(why)
+
+    def _reconnected(self) -> None:
         if self._closing:
             self.close()  # closed meanwhile: leave no connection behind on the new broker
-        elif outcome is not None:
-            self._give_up(outcome)
-        else:
-            self._settled.set()
-            if self._opened_with is not None:
-                self._opened_with[0].on_connection_resumed()
+            return
+        self._settled.set()
+        if self._opened_with is not None:
+            self._opened_with[0].on_connection_resumed()
 
     def _give_up(self, why: str) -> None:
         self._lost = (f"the in-process broker {self.where} was stopped; {why}; create a "
