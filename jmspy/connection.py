@@ -20,7 +20,7 @@ from .errors import IllegalStateException, InvalidClientIDException, JMSExceptio
 from .flow import ConnectionFlow
 from .message import Message
 from .properties import FactoryProperties
-from .transport import Transport, create_transport
+from .transport import Credentials, Transport, create_transport
 
 if TYPE_CHECKING:
     from .consumer import MessageConsumer
@@ -116,7 +116,7 @@ class Connection:
         #: raise it instead of waiting for messages that can no longer come
         self._lost: JMSException | None = None
         self.client_id: str | None = properties["clientID"]
-        transport.open(self, client_id=self.client_id, user=user, password=password)
+        transport.open(self, Credentials(self.client_id, user, password))
 
     # -- public API -------------------------------------------------------------------
     def set_client_id(self, client_id: str) -> None:

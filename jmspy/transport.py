@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
@@ -116,6 +116,16 @@ class TransportListener(Protocol):
         """
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who a connection is: its JMS client id (None: none) and login (None: anonymous).
+    Kept by a transport to log in again when it reconnects."""
+
+    client_id: str | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+
 #: ``send_async(message, tx, done)``: see :attr:`Transport.send_async`.
 SendAsync = Callable[[Message, str | None, Callable[[Exception | None], None]], None]
 
@@ -136,14 +146,9 @@ class Transport(Protocol):
         send order, on the transport's own thread; None where the transport has no such
         path (the connection then sends asynchronously on its notifier thread)."""
 
-    def open(
-        self,
-        listener: TransportListener,
-        *,
-        client_id: str | None,
-        user: str | None,
-        password: str | None,
-    ) -> None: ...
+    def open(self, listener: TransportListener, credentials: Credentials) -> None:
+        """Connect as ``credentials`` say; deliveries and connection events go to
+        ``listener``. Raises JMSException (JMSSecurityException for a refused login)."""
 
     def close(self) -> None: ...
 

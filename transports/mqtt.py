@@ -58,7 +58,13 @@ from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
-from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+from jmspy.transport import (
+    Capability,
+    ConsumerSpec,
+    Credentials,
+    RemoteConsumer,
+    TransportListener,
+)
 
 from .capabilities import native_flags, supports
 from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
@@ -178,21 +184,15 @@ class MqttTransport(Inbound, Outbound):
         self._suback_cond = threading.Condition()
         self._subacks: dict[int, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
-        self._credentials: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
 
     # -- connection -----------------------------------------------------------------------
-    def open(
-        self,
-        listener: TransportListener,
-        *,
-        client_id: str | None,
-        user: str | None,
-        password: str | None,
-    ) -> None:
+    def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
-        self._credentials = (client_id, user, password)
+        self._credentials = credentials
+        client_id, user, password = credentials.client_id, credentials.user, credentials.password
         self.persistent_session = client_id is not None
         versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
         for version in versions[self.requested_version]:
@@ -365,7 +365,8 @@ class MqttTransport(Inbound, Outbound):
             self._listener.on_connection_resumed()
 
     def _reconnect_once(self) -> None:
-        client_id, user, password = self._credentials
+        c = self._credentials
+        client_id, user, password = c.client_id, c.user, c.password
         try:
             connected = self._try_connect(self.version, client_id, user, password)
             if connected:

@@ -59,7 +59,13 @@ from jmspy.capabilities import Feature
 from jmspy.destinations import Queue, Topic
 from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
-from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+from jmspy.transport import (
+    Capability,
+    ConsumerSpec,
+    Credentials,
+    RemoteConsumer,
+    TransportListener,
+)
 
 from .broker_errors import ERROR_CODE_HEADER, class_for_code
 from .capabilities import native_flags, require
@@ -224,7 +230,7 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         self._writer: FrameWriter | None = None  # SEND/ACK frames of the live connection
         self._replies: dict[str, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
-        self._credentials: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._credentials = Credentials()
         # set while connected, or once reconnecting gave up: waiting calls wake on it
         self._settled = threading.Event()
         self._lost: str | None = None  # why the connection is gone for good
@@ -234,16 +240,10 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         return f"{self.host}:{self.port}"
 
     # -- connection -----------------------------------------------------------------------
-    def open(
-        self,
-        listener: TransportListener,
-        *,
-        client_id: str | None,
-        user: str | None,
-        password: str | None,
-    ) -> None:
+    def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
-        self._credentials = (client_id, user, password)
+        self._credentials = credentials
+        client_id, user, password = credentials.client_id, credentials.user, credentials.password
         versions = [self.version] if self.version == "1.1" else ["1.2", "1.1"]
         for version in versions:
             if self._try_connect(version, client_id, user, password):

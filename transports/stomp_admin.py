@@ -21,6 +21,8 @@ from jmspy.message import Message
 from .stomp_mapping import TEMP_QUEUE_PREFIX, BrokerProfile, from_frame, stomp_destination
 
 if TYPE_CHECKING:
+    from jmspy.transport import Credentials
+
     from .stomp import StompTransport, _Sub
 
 __all__ = ["StompAdmin"]
@@ -40,7 +42,7 @@ class StompAdmin:
     _lock: threading.RLock
     _subs: dict[int, _Sub]
     _replies: dict[str, list[Any]]
-    _credentials: tuple[str | None, str | None, str | None]
+    _credentials: Credentials
 
     if TYPE_CHECKING:
         @property
@@ -88,7 +90,7 @@ class StompAdmin:
         """RabbitMQ: the queue behind durable subscription ``name`` (``x-queue-name``).
         Named from the client id and the name, as JMS identifies a durable subscription,
         so that ``unsubscribe(name)`` finds it without knowing its topic."""
-        return f"jmspy-durable.{self._credentials[0] or ''}.{name}"
+        return f"jmspy-durable.{self._credentials.client_id or ''}.{name}"
 
     def _rabbit_unsubscribe(self, name: str) -> None:
         """RabbitMQ deletes a durable subscription's queue only on an UNSUBSCRIBE with

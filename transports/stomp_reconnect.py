@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmspy import errors
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
-from jmspy.transport import TransportListener
+from jmspy.transport import Credentials, TransportListener
 
 if TYPE_CHECKING:
     from .stomp import _Sub
@@ -49,7 +49,7 @@ class StompFailover:
     _by_sid: dict[str, _Sub]
     _tag_owner: dict[int, _Sub]
     _tag_key: dict[int, str]
-    _credentials: tuple[str | None, str | None, str | None]
+    _credentials: Credentials
 
     if TYPE_CHECKING:
         @property
@@ -119,7 +119,8 @@ class StompFailover:
             self._listener.on_connection_resumed()
 
     def _reconnect_once(self) -> None:
-        client_id, user, password = self._credentials
+        c = self._credentials
+        client_id, user, password = c.client_id, c.user, c.password
         self._try_connect(self.version, client_id, user, password)
         try:
             with self._lock:

@@ -30,7 +30,13 @@ from jmspy.broker_ref.core.api import (
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
-from jmspy.transport import Capability, ConsumerSpec, RemoteConsumer, TransportListener
+from jmspy.transport import (
+    Capability,
+    ConsumerSpec,
+    Credentials,
+    RemoteConsumer,
+    TransportListener,
+)
 
 from .broker_errors import translate
 from .capabilities import native_flags
@@ -206,7 +212,7 @@ class VmTransport:
         self._conn: Any = None
         self.reconnect = ReconnectPolicy.from_properties(properties)
         self._specs: dict[int, ConsumerSpec] = {}  # re-created on the restarted broker
-        self._opened_with: tuple[TransportListener, dict[str, str | None]] | None = None
+        self._opened_with: tuple[TransportListener, Credentials] | None = None
         self._settled = threading.Event()  # set unless a stopped broker is awaited
         self._resume_tag = 1  # the first delivery tag after a reconnect
         self._settled.set()
@@ -229,16 +235,8 @@ class VmTransport:
             raise _translate(exc) from exc
 
     # Transport interface ----------------------------------------------------------------
-    def open(
-        self,
-        listener: TransportListener,
-        *,
-        client_id: str | None,
-        user: str | None,
-        password: str | None,
-    ) -> None:
-        self._opened_with = (listener, {"client_id": client_id, "user": user,
-                                        "password": password})
+    def open(self, listener: TransportListener, credentials: Credentials) -> None:
+        self._opened_with = (listener, credentials)
         self._attach(self.host, 1)
 
     def _attach(self, host: BrokerHost, first_tag: int) -> None:
@@ -249,8 +247,8 @@ class VmTransport:
         try:
             with host.lock:
                 conn = host.broker.connect(
-                    _Callback(listener), client_id=credentials["client_id"],
-                    user=credentials["user"], password=credentials["password"])
+                    _Callback(listener), client_id=credentials.client_id,
+                    user=credentials.user, password=credentials.password)
                 conn._channel.next_tag = first_tag
                 for spec in self._specs.values():
                     conn.create_consumer(**self._consumer_args(spec))
