@@ -25,7 +25,7 @@
     [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
     consumer-flow-limit = 100       # kebab-case names of AddressSettings fields
 
-    [security]                       # handed to broker_ref.core.security.parse_security
+    [security]                       # handed to broker_ref.security_config.parse_security
 
 Address-settings keys are derived from :class:`AddressSettings` with
 :func:`dataclasses.fields`, so a field added to the core is configurable at once. Every
@@ -260,11 +260,11 @@ def _table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:
 def _security(table: dict[str, Any], source: str) -> Any:
     """Imported lazily: only brokers configured with security need that module."""
     try:
-        from .core.security import parse_security  # type: ignore[import-not-found,unused-ignore]
+        from .security_config import parse_security  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise ConfigError(
             f"{source}: a [security] table is present but this jmspy has no security "
-            f"support (jmspy.broker_ref.core.security: {exc}); remove [security] or upgrade"
+            f"support (jmspy.broker_ref.security_config: {exc}); remove [security] or upgrade"
         ) from exc
     try:
         return parse_security(table, source)

@@ -1,4 +1,5 @@
-"""``jmspy broker`` and ``jmspy stat``: the bundled broker over STOMP, and its counters.
+"""``jmspy broker``, ``jmspy stat`` and ``jmspy hash-password``: the bundled broker over
+STOMP, its counters, and a password hash for its ``[security]`` config.
 
 The broker modules are imported only when a command runs (``jmspy demo`` need not load
 asyncio and the STOMP server), and through :func:`importlib.import_module` because
@@ -8,9 +9,10 @@ asyncio and the STOMP server), and through :func:`importlib.import_module` becau
 from __future__ import annotations
 
 import argparse
+import getpass
 import importlib
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = ["add_commands"]
 
@@ -48,7 +50,7 @@ def _stat(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Register ``broker`` and ``stat`` on the ``jmspy`` argparse sub-parsers."""
+    """Register ``broker``, ``stat`` and ``hash-password`` on ``jmspy``'s sub-parsers."""
     broker = sub.add_parser("broker", help="run the bundled broker over STOMP (127.0.0.1:61613)")
     broker.add_argument("--config", help="TOML config file (default: embedded config)")
     broker.add_argument("--host", help="listen address (overrides [broker] host)")
@@ -64,3 +66,28 @@ def add_commands(sub: Any) -> None:
     stat.add_argument("--password")
     stat.add_argument("--timeout", type=float, default=5.0)
     stat.set_defaults(func=_stat)
+    hashing = sub.add_parser(
+        "hash-password", help="print a pbkdf2_sha256 hash for a [security] password-hash key")
+    hashing.add_argument("--iterations", type=int, default=None,
+                         help="PBKDF2 rounds (default: the broker's DEFAULT_ITERATIONS)")
+    hashing.set_defaults(func=hash_password_command)
+
+
+def hash_password_command(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
+    """Read a password (no echo on a terminal; one line from a pipe) and print its hash
+    for a ``password-hash`` key. The password is never printed."""
+    security: Any = importlib.import_module("jmspy.broker_ref.core.security")
+    stream = stdin if stdin is not None else sys.stdin
+    if stream.isatty():
+        plain = getpass.getpass("password: ")
+        if getpass.getpass("again: ") != plain:
+            print("the passwords differ; nothing printed", file=sys.stderr)
+            return 1
+    else:
+        plain = stream.readline().rstrip("\r\n")
+    if not plain:
+        print("empty password; nothing printed", file=sys.stderr)
+        return 1
+    iterations = args.iterations or security.DEFAULT_ITERATIONS
+    print(security.hash_password(plain, iterations=iterations))
+    return 0

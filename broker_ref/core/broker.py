@@ -35,7 +35,7 @@ from .settings import SettingsRegistry, is_wildcard
 from .store import Store, SubscriptionRecord
 from .topic import Subscription, SubscriptionKey, Topic, WildcardRoutes
 
-if TYPE_CHECKING:  # a type only: keeps `python -m ...core.security` free of runpy warnings
+if TYPE_CHECKING:
     from .security import Principal, SecurityPolicy
 
 __all__ = ["Broker", "ServerConnection"]

@@ -18,13 +18,12 @@ from jmspy.broker_ref.core.errors import AuthenticationFailed
 from jmspy.broker_ref.core.security import (
     DEFAULT_ITERATIONS,
     HASH_SCHEME,
-    SecurityConfigError,
     SecurityPolicy,
     hash_password,
-    main,
-    parse_security,
     verify_password,
 )
+from jmspy.broker_ref.security_config import SecurityConfigError, parse_security
+from jmspy.cli import main
 
 FAST = 1_000
 SECRET = "s3cret-Pa55"
@@ -289,8 +288,11 @@ def test_malformed_hash_is_refused_without_quoting_it() -> None:
         SecurityPolicy().add_user("bob", password_hash="md5$1$2$3")
 
 
-def test_hash_password_cli_prints_a_verifiable_hash(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["hash-password", "--iterations", str(FAST)], io.StringIO("hunter2\n")) == 0
+def test_hash_password_cli_prints_a_verifiable_hash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("hunter2\n"))  # a pipe: one line, no echo
+    assert main(["hash-password", "--iterations", str(FAST)]) == 0
     printed = capsys.readouterr().out.strip()
     assert verify_password("hunter2", printed) and "hunter2" not in printed
 
