@@ -253,3 +253,22 @@ def test_close_gives_up_on_a_silent_broker_after_close_timeout(
                r.getMessage() for r in caplog.records)
     with pytest.raises(JMSException):  # closed for good
         conn.create_session()
+
+
+def test_rollback_on_a_socket_the_broker_just_closed_is_no_error() -> None:
+    """A commit refused by the broker fails with TransactionRolledBackException, whose
+    rollback may meet the socket the broker closed after its ERROR before stomp.py has
+    reported the drop: the ABORT's OSError must not replace the refusal (a STOMP broker
+    aborts the transactions of a connection that ends)."""
+    from urllib.parse import urlsplit
+
+    from jmspy.transports.stomp import StompTransport
+
+    class ClosedSocketConnection:
+        def abort(self, tx: str) -> None:
+            raise OSError(9, "Bad file descriptor")
+
+    transport = StompTransport(urlsplit("stomp://127.0.0.1:1"), {})
+    transport._conn = ClosedSocketConnection()
+    transport._settled.set()
+    transport.rollback("tx-1")  # returns: nothing is left open on the broker

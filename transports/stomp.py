@@ -703,7 +703,13 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
     def rollback(self, tx: str) -> None:
         if self._conn is None and self._lost:  # gone for good: so is the transaction
             return  # (a commit failing on a refused send rolls back after the close)
-        self._c().abort(tx)
+        try:
+            self._c().abort(tx)
+        except OSError:
+            # The socket closed under the ABORT (the broker closes right after the ERROR
+            # that failed a commit, before stomp.py reports the drop): a STOMP broker
+            # aborts the transactions of a connection that ends, so nothing is left open.
+            return
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:
         """Transport-side counters of one consumer (for tests and troubleshooting)."""
