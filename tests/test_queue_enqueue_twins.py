@@ -179,7 +179,7 @@ def play(twin: Any, w: dict[str, Any]) -> Any:
                 clock[0] += a
                 if b:
                     broker.process_timers()
-        q = broker._queues["q"]
+        q = broker.queues["q"]
         return (
             rec.got,
             broker.stats("q", DestinationKind.QUEUE).as_dict(),
@@ -226,7 +226,7 @@ def test_enqueue_builds_a_ready_ref_and_counts_the_message(twin: Any) -> None:
     store = MemoryStore()
     broker = Broker(name="b", store=store)
     broker.create_queue("q")
-    q = broker._queues["q"]
+    q = broker.queues["q"]
     m = ServerMessage("m1", DestinationKind.QUEUE, "q", priority=7, persistent=True)
     twin.enqueue(q, m)
     (ref,) = q._levels[2]
@@ -250,7 +250,7 @@ def test_enqueue_hands_unusual_messages_to_the_full_path(
     monkeypatch.setattr(Queue, "_enqueue_full", spy)
     broker = Broker(name="b", clock=lambda: START)
     broker.create_queue("q")
-    q = broker._queues["q"]
+    q = broker.queues["q"]
     twin.enqueue(q, ServerMessage("plain", DestinationKind.QUEUE, "q"))
     twin.enqueue(q, ServerMessage("exp", DestinationKind.QUEUE, "q", expiration=START + 9))
     twin.enqueue(q, ServerMessage("late", DestinationKind.QUEUE, "q", deliver_at=START + 9))

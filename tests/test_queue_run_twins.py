@@ -288,7 +288,7 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
     names = [q.name for q in touched]
     for q in touched:
         q.dispatch()
-    queues = [broker._queues[name] for name in ("q", "q2") if name in broker._queues]
+    queues = [broker.queues[name] for name in ("q", "q2") if name in broker.queues]
     return (names, single.got,
             [broker.stats(q.name, DestinationKind.QUEUE).as_dict() for q in queues],
             [(c.consumer_id, c.in_ring, c.credit, list(c.delivering))

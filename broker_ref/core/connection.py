@@ -33,10 +33,9 @@ from .settings import is_wildcard
 from .topic import Subscription, SubscriptionKey, Topic
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from .broker import Broker
-    from .security import Action, Principal, SecurityPolicy
+    from .security import Action, Principal
 
 __all__ = ["ServerConnection"]
 
@@ -44,16 +43,6 @@ __all__ = ["ServerConnection"]
 #: beside this module documents both). Looked up per call (see queue.py's ``_twin``).
 _queue_run = _speedups.load("queue_run")
 _QUEUE = DestinationKind.QUEUE
-
-
-def _may_consume_topic(policy: SecurityPolicy) -> Callable[[Principal | None, str], bool]:
-    """The question a wildcard subscription asks per concrete topic (see
-    :meth:`Subscription.admits`)."""
-
-    def may(principal: Principal | None, topic: str) -> bool:
-        return policy.allows(principal, "consume", DestinationKind.TOPIC, topic)
-
-    return may
 
 
 @dataclass(slots=True)
@@ -70,21 +59,9 @@ class ServerConnection:
     """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
 
     __slots__ = (
-        "_broker",
-        "_channel",
-        "_consumer_subs",
-        "_consumers",
-        "_id",
-        "_staged",
-        "_temp_queues",
-        "_temp_seq",
-        "_txs",
-        "callback",
-        "client_id",
-        "closed",
-        "principal",
-        "user",
-    )
+        "_broker", "_channel", "_consumer_subs", "_consumers", "_id", "_staged", "_temp_queues",
+        "_temp_seq", "_txs", "callback", "client_id", "closed", "principal", "user",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -127,7 +104,7 @@ class ServerConnection:
             raise IllegalBrokerState(
                 f"connection {self._id} is closed; open a new connection with Broker.connect()"
             )
-        self._broker._check_open()
+        self._broker.check_open()
 
     def _authorize(self, action: Action, kind: DestinationKind, name: str) -> None:
         """Security hook, called before an action has any effect (no routing, no
@@ -183,7 +160,7 @@ class ServerConnection:
         """Cancel in descending tag order so each queue gets its original order back."""
         touched: set[Queue] = set()
         owners = self._channel.tags
-        with self._broker._batch():
+        with self._broker.post_office.batch():
             for tag in sorted(tags, reverse=True):
                 c = owners.pop(tag)
                 c.queue.cancel(c, tag, redelivered)
@@ -217,10 +194,10 @@ class ServerConnection:
         message.producer_connection = self._id
         if tx is not None:
             t = self._tx(tx)
-            self._broker._check_routable(message)
+            self._broker.post_office.check_routable(message)
             t.sends.append(message)
             return
-        self._broker._route(message, self)
+        self._broker.post_office.route(message, self.client_id)
 
     # ------------------------------------------------------------------ consumers
 
@@ -260,7 +237,7 @@ class ServerConnection:
                     f"queue {destination!r} without a subscription name"
                 )
             flt = compile_filter(selector)
-            q = broker._queue(destination, create=True)
+            q = broker.post_office.queue(destination, create=True)
             if q.owner_connection is not None and q.owner_connection != self._id:
                 raise AccessDenied(
                     f"{destination!r} is a temporary queue of another connection; only the "
@@ -269,7 +246,7 @@ class ServerConnection:
         else:
             flt = None
             sub = self._attach(
-                broker._topic(destination),
+                broker.post_office.topic(destination),
                 consumer_id,
                 selector,
                 no_local,
@@ -281,7 +258,7 @@ class ServerConnection:
             if broker.security is not None and broker.security.enabled and is_wildcard(
                 sub.topic
             ):
-                sub.bound_readers(self.principal, _may_consume_topic(broker.security),
+                sub.bound_readers(self.principal, broker.security.may_consume_topic,
                                   alone=not q.consumers)
         c = ServerConsumer(
             consumer_id, self._channel, q, flt, auto_ack, effective_flow_limit(q.settings), credit
@@ -305,7 +282,7 @@ class ServerConnection:
     ) -> Subscription:
         broker = self._broker
         if not durable and not shared:
-            return broker._subscription(
+            return broker.post_office.subscription(
                 topic,
                 None,
                 queue_name=f"nondurable://{self._id}.{consumer_id}/{topic.name}",
@@ -333,9 +310,9 @@ class ServerConnection:
                 "identified by client id + name): set client_id when connecting, or use a "
                 "shared durable subscription"
             )
-        broker._check_name_length(name, "subscription")
+        broker.post_office.check_name_length(name, "subscription")
         key: SubscriptionKey = ("durable" if durable else "shared", self.client_id, name)
-        existing = broker._subscriptions.get(key)
+        existing = broker.post_office.subscription_named(key)
         if existing is not None:
             same = (
                 existing.topic == topic.name
@@ -363,10 +340,10 @@ class ServerConnection:
             # messages, which is consuming them: that needs ``consume`` on the topic they
             # came from, not only on the new one (else a client id is all it takes).
             self._authorize("consume", DestinationKind.TOPIC, existing.topic)
-            broker._delete_subscription(existing)
+            broker.post_office.delete_subscription(existing)
         scheme = "sub://" if durable else "shared://"
         queue_name = scheme + (f"{self.client_id}." if self.client_id else "") + name
-        return broker._subscription(
+        return broker.post_office.subscription(
             topic,
             key,
             queue_name=queue_name,
@@ -406,12 +383,12 @@ class ServerConnection:
         c.queue.remove_consumer(c)
         sub = self._consumer_subs.pop(consumer_id, None)
         if sub is not None and not sub.durable and not sub.queue.consumers:
-            self._broker._delete_subscription(sub)
+            self._broker.post_office.delete_subscription(sub)
 
     def unsubscribe(self, subscription_name: str) -> None:
         self._check_open()
         broker = self._broker
-        sub = broker._subscriptions.get(("durable", self.client_id, subscription_name))
+        sub = broker.post_office.subscription_named(("durable", self.client_id, subscription_name))
         if sub is None:
             raise InvalidSubscription(
                 f"no durable subscription named {subscription_name!r} for client id "
@@ -423,7 +400,7 @@ class ServerConnection:
                 f"durable subscription {subscription_name!r} has an active consumer; close "
                 "it before unsubscribing"
             )
-        broker._delete_subscription(sub)
+        broker.post_office.delete_subscription(sub)
 
     # ------------------------------------------------------------------ acks
 
@@ -467,7 +444,7 @@ class ServerConnection:
         self._check_tags(delivery_tags)
         owners = self._channel.tags
         touched: set[Queue] = set()
-        with self._broker._batch():
+        with self._broker.post_office.batch():
             for tag in delivery_tags:
                 c = owners.pop(tag)
                 c.queue.reject(c, tag, reason)
@@ -493,20 +470,20 @@ class ServerConnection:
         broker = self._broker
         for m in t.sends:
             try:
-                broker._check_routable(m)
+                broker.post_office.check_routable(m)
             except BrokerError as exc:
                 self._undo(t)
                 raise TransactionError(f"transaction {tx!r} was rolled back: {exc}") from exc
         owners = self._channel.tags
         touched: set[Queue] = set()
-        with broker._batch():
+        with broker.post_office.batch():
             for tag in t.acks:
                 del self._staged[tag]
                 c = owners.pop(tag)
                 c.queue.acknowledge(c, tag)
                 touched.add(c.queue)
             for m in t.sends:
-                broker._route(m, self)
+                broker.post_office.route(m, self.client_id)
         for q in touched:
             q.dispatch()
 
@@ -529,13 +506,13 @@ class ServerConnection:
         self._authorize("browse", DestinationKind.QUEUE, destination)
         flt = compile_filter(_norm_selector(selector))
         broker = self._broker
-        q = broker._queues.get(destination)
+        q = broker.queues.get(destination)
         if q is None:
-            if broker._settings.match(destination).auto_create and not destination.startswith(
+            if broker.settings_for(destination).auto_create and not destination.startswith(
                 TEMP_PREFIX
             ):
                 return []  # would be auto-created empty; don't create it just to look
-            broker._queue(destination, create=False)  # raises DestinationNotFound
+            broker.post_office.queue(destination, create=False)  # raises DestinationNotFound
             return []
         if q.owner_connection is not None and q.owner_connection != self._id:
             raise AccessDenied(
@@ -548,14 +525,15 @@ class ServerConnection:
         self._check_open()
         self._temp_seq += 1
         name = f"{TEMP_PREFIX}{self._id}-{self._temp_seq}"
-        self._temp_queues[name] = self._broker._new_queue(name, owner_connection=self._id)
+        post = self._broker.post_office
+        self._temp_queues[name] = post.new_queue(name, owner_connection=self._id)
         return name
 
     def delete_temporary_queue(self, name: str) -> None:
         self._check_open()
         q = self._temp_queues.get(name)
         if q is None:
-            if name in self._broker._queues:
+            if name in self._broker.queues:
                 raise AccessDenied(
                     f"{name!r} belongs to another connection; only its creator may delete it"
                 )
@@ -565,7 +543,7 @@ class ServerConnection:
                 f"temporary queue {name!r} still has consumers; close them before deleting it"
             )
         del self._temp_queues[name]
-        self._broker._queues.pop(name, None)
+        self._broker.post_office.remove_queue(name)
         q.delete()
 
     # ------------------------------------------------------------------ admin
@@ -574,7 +552,8 @@ class ServerConnection:
         """``Broker.stats`` for a client: needs ``admin`` (a subscription queue counts as
         its topic). In-process operators call ``Broker.stats`` unchecked."""
         self._check_open()
-        sub = self._broker._sub_queues.get(name) if kind is DestinationKind.QUEUE else None
+        post = self._broker.post_office
+        sub = post.subscription_of_queue(name) if kind is DestinationKind.QUEUE else None
         if sub is not None:
             self._authorize("admin", DestinationKind.TOPIC, sub.topic)
         else:
@@ -604,12 +583,10 @@ class ServerConnection:
             self._detach(cid, c)
         self._consumers.clear()
         for name, q in self._temp_queues.items():
-            broker._queues.pop(name, None)
+            broker.post_office.remove_queue(name)
             q.delete()
         self._temp_queues.clear()
-        broker._connections.pop(self._id, None)
-        if self.client_id is not None and broker._client_ids.get(self.client_id) == self._id:
-            del broker._client_ids[self.client_id]
+        broker.disconnected(self)
         for q in touched:
             if not q.deleted:
                 q.dispatch()

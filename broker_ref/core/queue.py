@@ -58,24 +58,10 @@ _twin = _speedups.load("queue_run")
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [
-    "DELIVERING",
-    "EXPIRED_REASON",
-    "GONE",
-    "READY",
-    "SCHEDULED",
-    "TIMER_EXPIRE",
-    "TIMER_LEASE",
-    "TIMER_RELEASE",
-    "DeliveryChannel",
-    "Filter",
-    "MessageRef",
-    "Queue",
-    "QueueHost",
-    "ServerConsumer",
-    "compile_filter",
-    "effective_flow_limit",
-    "filter_accepts",
-]
+    "DELIVERING", "EXPIRED_REASON", "GONE", "READY", "SCHEDULED", "TIMER_EXPIRE", "TIMER_LEASE",
+    "TIMER_RELEASE", "DeliveryChannel", "Filter", "MessageRef", "Queue", "QueueHost",
+    "ServerConsumer", "compile_filter", "effective_flow_limit", "filter_accepts",
+]  # fmt: skip
 
 class QueueHost(Protocol):
     """What a queue needs from the broker."""

@@ -350,6 +350,11 @@ class SecurityPolicy:
 
     # -- authorization
 
+    def may_consume_topic(self, principal: Principal | None, topic: str) -> bool:
+        """The question a wildcard subscription asks per concrete topic (see
+        ``Subscription.admits``)."""
+        return self.allows(principal, "consume", DestinationKind.TOPIC, topic)
+
     def allows(
         self, principal: Principal | None, action: Action, kind: DestinationKind, name: str
     ) -> bool:

@@ -60,8 +60,8 @@ def test_message_reaching_only_a_pattern_is_not_unrouted(broker: Broker, rec: Re
     c.send(tmsg("orders.eu", "a"))
     c.send(tmsg("stock.eu", "b"))
     assert len(rec.take()) == 1
-    assert broker._topics["orders.eu"].unrouted == 0
-    assert broker._topics["stock.eu"].unrouted == 1
+    assert broker.post_office.topics["orders.eu"].unrouted == 0
+    assert broker.post_office.topics["stock.eu"].unrouted == 1
 
 
 def test_durable_pattern_subscription_keeps_matches_while_offline(broker: Broker) -> None:
