@@ -15,12 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from jmspy import ConnectionFactory, JMSException, Session
-from jmspy._speedups import load
+from jmspy import ConnectionFactory, JMSException, Session, twins
 from jmspy.destinations import Queue
 from jmspy.stomp_frames import Frame
 
-_codec = load("stomp_codec")
+_codec = twins.stomp_codec
 
 
 def encode(command: str, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:

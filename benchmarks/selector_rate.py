@@ -56,12 +56,12 @@ def _timed(loop: Any, seconds: float) -> float:
 
 
 def selector_run(spec: Spec) -> dict[str, Any]:
-    from jmspy import _speedups
+    from jmspy import twins
     from jmspy.broker_ref.core.api import DestinationKind, ServerMessage
     from jmspy.broker_ref.core.filters import compile_filter, filter_accepts
     from jmspy.selector import compile_selector
 
-    twin = _speedups.load("selector_eval").__name__
+    twin = twins.selector_eval.__name__
     if twin.startswith("jmspy._pure") != bool(spec["pure"]):
         return {"error": f"expected the {'pure' if spec['pure'] else 'compiled'} twin, got {twin}"}
     seconds = float(spec["seconds"])

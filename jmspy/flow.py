@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from . import _speedups
+from . import twins
 from .prefetch_protocol import PrefetchBufferProtocol
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConnectionFlow", "FlowStats", "FlowedConsumer", "new_prefetch_buffer"]
 
-_prefetch = _speedups.load("prefetch")
+_prefetch = twins.prefetch
 
 
 def new_prefetch_buffer(limit: int, threshold: int) -> PrefetchBufferProtocol:

@@ -1,7 +1,7 @@
 """The interface both prefetch-buffer twins satisfy.
 
 ``jmspy._cext.prefetch.PrefetchBuffer`` (Cython) and ``jmspy._pure.prefetch.PrefetchBuffer``
-(pure Python) are interchangeable; ``jmspy._speedups.load("prefetch")`` picks one. Code
+(pure Python) are interchangeable; ``jmspy.twins.prefetch`` is the one running. Code
 above them (the consumer) types against this protocol, never against a twin.
 """
 

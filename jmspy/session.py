@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from . import _speedups
+from . import twins
 from .acknowledgement import (
     AUTO_ACK_BATCH,
     AckMode,
@@ -36,7 +36,7 @@ __all__ = ["AUTO_ACK_BATCH", "Session"]
 
 #: TextMessage(text, properties) (compiled twin, or pure under JMSPY_PUREPYTHON).
 _new_text_message: Callable[[str | None, dict[str, PropertyValue] | None], TextMessage] = (
-    _speedups.load("message_new").new_text_message
+    twins.message_new.new_text_message
 )
 
 

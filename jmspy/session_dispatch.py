@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from . import _speedups
+from . import twins
 from .errors import JMSException
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionDispatcher"]
 
-_drain: DrainFunction = _speedups.load("dispatch").drain
+_drain: DrainFunction = twins.dispatch.drain
 
 
 class SessionDispatcher:

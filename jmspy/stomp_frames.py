@@ -1,8 +1,8 @@
 """STOMP frame vocabulary shared by both codec twins.
 
 The byte scanning lives in ``jmspy._pure.stomp_codec`` and its compiled twin
-``jmspy._cext.stomp_codec`` (pick one with ``jmspy._speedups.load("stomp_codec")``). Both
-import this module, so a frame, an error, a limit or a heartbeat is the *same* Python object
+``jmspy._cext.stomp_codec`` (``jmspy.twins.stomp_codec`` is the one running). Both import
+this module, so a frame, an error, a limit or a heartbeat is the *same* Python object
 whichever twin produced it, and the rare paths whose behaviour must match to the byte
 (header unescaping, content-length validation) are written once, here.
 

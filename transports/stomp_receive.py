@@ -37,18 +37,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jmspy._speedups import load
+from jmspy import twins
 from jmspy.stomp_frames import (
     DEFAULT_MAX_FRAME_BYTES,
-    HEARTBEAT,
     CodecLimits,
     FrameError,
+    Heartbeat,
     header_dict,
 )
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
-_codec = load("stomp_codec")
+_codec = twins.stomp_codec
 
 # DEFAULT_MAX_FRAME_BYTES (re-exported): the largest message body a stomp:// client accepts
 # unless the URL says otherwise (``max_frame_bytes``), the same as the broker's default.
@@ -121,7 +121,7 @@ class FrameReader:
                 frame = parser.next_frame()
                 if frame is None:
                     break
-                if frame is HEARTBEAT:
+                if isinstance(frame, Heartbeat):  # the HEARTBEAT singleton
                     t.notify("heartbeat")
                     continue
                 if frame.command == "MESSAGE":

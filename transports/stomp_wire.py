@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from jmspy._speedups import load
+from jmspy import twins
 from jmspy.stomp_frames import Frame
 
 __all__ = ["FrameWriter"]
 
-_codec = load("stomp_codec")
+_codec = twins.stomp_codec
 
 
 class FrameWriter:

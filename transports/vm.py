@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qs
 
-from jmspy import _speedups, errors
+from jmspy import errors, twins
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.api import (
     Delivery,
@@ -142,7 +142,7 @@ def stop_broker(name: str = "embedded") -> None:
 
 # -- message mapping ----------------------------------------------------------------------
 # The per-message conversions are twins (vm_convert.py beside this module documents them).
-_convert = _speedups.load("vm_convert")
+_convert = twins.vm_convert
 to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_message
 to_client_message: Callable[..., Message] = _convert.to_client_message
 _to_client_messages: Callable[[list[ServerMessage], int, list[int]], list[Message]] = (

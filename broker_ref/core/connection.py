@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from jmspy import _speedups
+from jmspy import twins
 
 from .api import (
     TEMP_PREFIX,
@@ -41,7 +41,7 @@ __all__ = ["ServerConnection"]
 
 #: Acknowledges a run of tags and enqueues the common send (compiled twin; queue_run.py
 #: beside this module documents both). Looked up per call (see queue.py's ``_twin``).
-_queue_run = _speedups.load("queue_run")
+_queue_run = twins.queue_run
 _QUEUE = DestinationKind.QUEUE
 
 

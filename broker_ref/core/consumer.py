@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jmspy import _speedups
+from jmspy import twins
 
 from .api import AddressSettings
 from .records import DELIVERING, GONE, PRIORITIES, READY, SCHEDULED
@@ -17,7 +17,7 @@ from .records import DELIVERING, GONE, PRIORITIES, READY, SCHEDULED
 if TYPE_CHECKING:
     from .records import DeliveryChannel, MessageRef, QueueRecord, ServerConsumer
 else:
-    _records = _speedups.load("records")
+    _records = twins.records
     DeliveryChannel = _records.DeliveryChannel
     MessageRef = _records.MessageRef
     QueueRecord = _records.QueueRecord

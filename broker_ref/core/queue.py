@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
-from jmspy import _speedups
+from jmspy import twins
 
 from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (
@@ -54,7 +54,7 @@ from .store import Store
 #: (``queue_run.py`` beside this file, or its compiled twin).
 #: Looked up per call, not bound at import: the compiled twin imports the broker core
 #: while it is itself being imported, so its functions may not exist yet at this point.
-_twin = _speedups.load("queue_run")
+_twin = twins.queue_run
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [

@@ -10,7 +10,7 @@ version cannot carry is left out (``carriable_headers``) rather than losing the 
 
 from __future__ import annotations
 
-from jmspy._speedups import load
+from jmspy import twins
 from jmspy.broker_ref.core import ServerMessage
 from jmspy.broker_ref.protocols.stomp.mapping import (
     carriable_headers,
@@ -21,7 +21,7 @@ from jmspy.stomp_frames import Frame, FrameError
 
 __all__ = ["encode_message"]
 
-_codec = load("stomp_codec")
+_codec = twins.stomp_codec
 
 
 def encode_message(

@@ -35,9 +35,9 @@ from JMS 2.0 section 3.8.1.1:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Protocol
 
-from jmspy import _speedups
+from jmspy import twins
 from jmspy.selector.headers import NULL_HEADERS, SELECTABLE_HEADERS
 from jmspy.selector.nodes import Node
 
@@ -72,7 +72,7 @@ class SelectorEvalModule(Protocol):
     def compile_predicate(self, node: Node | None) -> Predicate: ...
 
 
-_twin = cast(SelectorEvalModule, _speedups.load("selector_eval"))
+_twin: SelectorEvalModule = twins.selector_eval
 
 
 def compile_predicate(node: Node | None) -> Predicate:

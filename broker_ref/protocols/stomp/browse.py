@@ -10,9 +10,7 @@ these headers, so one client code path browses both brokers.
 
 from __future__ import annotations
 
-from typing import Any
-
-from jmspy import _speedups
+from jmspy import twins
 from jmspy.stomp_frames import Frame
 
 from ...core import DestinationKind, ServerConnection
@@ -21,7 +19,7 @@ from .mapping import Target
 
 __all__ = ["browse_frames"]
 
-_codec: Any = _speedups.load("stomp_codec")
+_codec = twins.stomp_codec
 
 
 def browse_frames(
@@ -38,7 +36,7 @@ def browse_frames(
         raise mapping.HeaderError(
             "browser:true on a topic",
             "a browser looks at a queue's messages; a topic keeps none: subscribe instead")
-    encode_message: Any = _speedups.load("stomp_message").encode_message
+    encode_message = twins.stomp_message.encode_message
     destination = mapping.render_destination(target.kind, target.name, local_temps)
     out = []
     for n, message in enumerate(conn.browse(target.name, selector), 1):

@@ -13,14 +13,14 @@ import socket
 import time
 from typing import Any
 
-from jmspy import _speedups
+from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, Frame
 
 from .mapping import STATS_DESTINATION
 
 __all__ = ["COLUMNS", "fetch_stats", "format_table"]
 
-_codec: Any = _speedups.load("stomp_codec")
+_codec = twins.stomp_codec
 
 #: (header, key in DestinationStats.as_dict())
 COLUMNS = (

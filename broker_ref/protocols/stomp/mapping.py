@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from jmspy._speedups import load
+from jmspy import twins
 from jmspy.stomp_frames import Frame, FrameError
 
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
 
-_codec = load("stomp_codec")
+_codec = twins.stomp_codec
 
 __all__ = [
     "REMOTE_TEMP",

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jmspy import _speedups
+from jmspy import twins
 from jmspy.stomp_frames import (
     HEARTBEAT,
     CodecLimits,
@@ -64,10 +64,10 @@ from .subscription import AUTO, CLIENT, Subscription
 
 __all__ = ["SUPPORTED_VERSIONS", "LoginRequest", "ProtocolError", "StompSession"]
 
-_codec: Any = _speedups.load("stomp_codec")
+_codec = twins.stomp_codec
 # Used as _message.encode_message at call time: the twins import .mapping, so when one
 # of them is imported first this module runs while it is still half-initialised.
-_message: Any = _speedups.load("stomp_message")
+_message = twins.stomp_message
 SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
 _SERVER = "jmspy-broker_ref/0.1"
 #: Most destination headers a session remembers parsed (then it starts over).

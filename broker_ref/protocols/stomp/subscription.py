@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from jmspy import _speedups
+from jmspy import twins
 from jmspy.stomp_frames import Frame
 
 from .mapping import header_int
@@ -27,7 +27,7 @@ INDIVIDUAL: Final = "client-individual"
 DEFAULT_LIMIT: Final = 1000
 _MAX: Final = 2**31 - 1
 
-_prefetch: Any = _speedups.load("prefetch")
+_prefetch = twins.prefetch
 
 
 def _header_int(frame: Frame, name: str, low: int, high: int) -> int | None:

@@ -1,0 +1,52 @@
+"""Every twin module, typed, loaded in one place.
+
+``from jmspy import twins`` then ``twins.stomp_codec`` is the running twin of
+``stomp_codec`` (compiled, or pure under ``JMSPY_PUREPYTHON``; :mod:`jmspy._speedups`
+chooses). To the type checker each name *is* the pure twin's module: the pure twin is the
+contract, and every compiled twin's ``.pyi`` stub re-states its signatures, so callers are
+typed without ``Any`` and without a Protocol per module.
+
+Loading is lazy (PEP 562 ``__getattr__``): a twin is imported when first named, not when
+this module is, so a compiled twin that imports the broker core while the core imports it
+meets no cycle. Bind a twin to a module global once (``_codec = twins.stomp_codec``) rather
+than naming it per call.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from . import _speedups
+
+__all__ = [
+    "dispatch",
+    "message_new",
+    "prefetch",
+    "queue_run",
+    "records",
+    "selector_eval",
+    "stomp_codec",
+    "stomp_message",
+    "vm_convert",
+]
+
+if TYPE_CHECKING:
+    from jmspy._pure import (
+        dispatch,
+        message_new,
+        prefetch,
+        selector_eval,
+        stomp_codec,
+        stomp_message,
+    )
+    from jmspy.broker_ref.core import queue_run, records
+    from jmspy.transports import vm_convert
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _speedups.load(name)
+    globals()[name] = module  # later lookups find it without this call
+    return module
