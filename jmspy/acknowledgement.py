@@ -280,16 +280,13 @@ class DupsOkAcknowledge(AutoAcknowledge):
             self._host._redeliver(consumer, message)
 
 
-class ClientAcknowledge(Acknowledgement):
-    mode = AckMode.CLIENT_ACKNOWLEDGE
+class _Unacknowledged(Acknowledgement):
+    """The modes that remember every delivered message until it is settled as a whole
+    (CLIENT's acknowledge(), the transaction's commit or rollback), in delivery order."""
 
     def __init__(self, host: AckHost) -> None:
         super().__init__(host)
         self._unacked: list[Delivered] = []
-        self.acknowledger = self._acknowledge_message
-
-    def _acknowledge_message(self, _message: Message) -> None:
-        self.acknowledge()
 
     def _remember(self, consumer: MessageConsumer, tag: int) -> None:
         with self._lock:
@@ -305,6 +302,17 @@ class ClientAcknowledge(Acknowledgement):
 
     def _interrupted(self) -> None:
         self._unacked = []
+
+
+class ClientAcknowledge(_Unacknowledged):
+    mode = AckMode.CLIENT_ACKNOWLEDGE
+
+    def __init__(self, host: AckHost) -> None:
+        super().__init__(host)
+        self.acknowledger = self._acknowledge_message
+
+    def _acknowledge_message(self, _message: Message) -> None:
+        self.acknowledge()
 
 
 class IndividualAcknowledge(Acknowledgement):
@@ -352,14 +360,13 @@ class NoAcknowledge(Acknowledgement):
         """Nothing to redeliver: the broker has already forgotten every delivered message."""
 
 
-class LocalTransaction(Acknowledgement):
+class LocalTransaction(_Unacknowledged):
     """SESSION_TRANSACTED: received messages and sends belong to the open transaction."""
 
     mode = AckMode.SESSION_TRANSACTED
 
     def __init__(self, host: AckHost) -> None:
         super().__init__(host)
-        self._unacked: list[Delivered] = []
         self._lost = False  # the connection dropped during the open transaction
         self.tx = self._begin()
 
@@ -367,15 +374,6 @@ class LocalTransaction(Acknowledgement):
         tx = f"tx-{self._host._connection._instance}-{next(_tx_ids)}"
         self._host._transport.begin(tx)
         return tx
-
-    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
-        with self._lock:
-            self._unacked.append((consumer, tag))
-
-    def take_unacknowledged(self) -> list[Delivered]:
-        with self._lock:
-            items, self._unacked = self._unacked, []
-        return items
 
     def acknowledge(self) -> None:
         """Acknowledgement is the commit's job here; ``session.acknowledge()`` is a no-op."""
@@ -437,11 +435,8 @@ class LocalTransaction(Acknowledgement):
             "received in it will be redelivered"
         )
 
-    def _forget(self, consumer: MessageConsumer) -> None:
-        self._unacked = [(c, t) for c, t in self._unacked if c is not consumer]
-
     def _interrupted(self) -> None:
-        self._unacked = []
+        super()._interrupted()
         self._lost = True
 
     def connection_resumed(self) -> None:

@@ -81,22 +81,14 @@ class MessageConsumer:
 
     # -- called by the transport (any thread; must only buffer) -------------------------
     def _deliver(self, message: Message) -> None:
+        self._deliver_many([message])
+
+    def _deliver_many(self, messages: list[Message]) -> None:
+        """Buffer a run of messages under one lock round trip and wake their reader."""
         with self._lock:
             if self._closed:
                 # Late delivery after close: the broker has it as delivered; the close
                 # path cancels everything unacknowledged, so just drop our copy.
-                return
-            self._buffer.push(message)
-            has_listener = self._listener is not None
-            if not has_listener and self._receiving:
-                self._cond.notify()
-        if has_listener:
-            self._session._schedule(self)
-
-    def _deliver_many(self, messages: list[Message]) -> None:
-        """:meth:`_deliver` for a run of messages, under one lock round trip."""
-        with self._lock:
-            if self._closed:
                 return
             self._buffer.push_many(messages)
             has_listener = self._listener is not None
