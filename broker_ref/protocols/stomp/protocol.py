@@ -5,24 +5,8 @@
 threads: the host (:mod:`.server`) owns I/O, heart-beat timers and back-pressure, and
 calls everything from one thread, which keeps the core single-threaded.
 
-Flow control (why the credit bookkeeping looks the way it does):
-
-* ``ack:client`` / ``client-individual``: each subscription owns a
-  :class:`~jmspy._pure.prefetch.PrefetchBuffer` used only for its counters, fed exactly
-  as the jmspy client feeds its own, so a STOMP consumer is topped up by the Open MQ rule
-  (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
-  default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
-  the window full); else 1000/100. The destination's ``consumerFlowLimit`` wins when lower.
-  A limit of 0 means 1: STOMP has no pull request.
-* ``jmspy-backlog`` asks an AMPS-style queue for a per-subscription backlog; the broker
-  grants the lower of it and the queue's ``max_per_subscription_backlog`` (default 1).
-* On an at-most-once queue the core settles each message when it is sent; a client-mode
-  ACK then only reopens the window and a NACK cannot requeue (the message is gone).
-* ``ack:auto``: the core acknowledges on delivery (``auto_ack``); the window is refilled
-  when the host takes the frames in :meth:`data_to_send`, i.e. when they are written.
-* While the host says its socket is congested (:meth:`pause_credit`) no credit is granted;
-  what would have been granted is owed and paid on :meth:`resume_credit`. So a client
-  that stops reading holds at most one window per subscription, never an unbounded queue.
+Flow control: see :mod:`.subscription` for why the credit bookkeeping looks the way it
+does (the Open MQ window, backlogs, at-most-once queues, ``ack:auto``, congestion).
 
 Protocol errors send an ERROR frame (``message`` header plus a body saying what to do)
 and set :attr:`closing`; the host writes what is pending and closes the socket.
@@ -33,17 +17,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from jmspy import twins
-from jmspy.stomp_frames import (
-    HEARTBEAT,
-    CodecLimits,
-    Frame,
-    FrameError,
-    header_dict,
-)
+from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 
 from ...core import (
     BodyType,
@@ -57,43 +34,19 @@ from ...core import (
 from ...core.security import Principal
 from . import mapping
 from .browse import browse_frames
+from .connect import SUPPORTED_VERSIONS, LoginRequest, negotiate
 from .dialects import subscription_naming, unsubscribe_naming
 from .mapping import HeaderError, Target
 from .refusals import CLOSED, ProtocolError, frame_problem
 from .subscription import AUTO, CLIENT, Subscription
 
-__all__ = ["SUPPORTED_VERSIONS", "LoginRequest", "ProtocolError", "StompSession"]
+__all__ = ["ProtocolError", "StompSession"]
 
 _codec = twins.stomp_codec
-# Used as _message.encode_message at call time: the twins import .mapping, so when one
-# of them is imported first this module runs while it is still half-initialised.
-_message = twins.stomp_message
-SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
+_message = twins.stomp_message  # .encode_message read per call: see twins' import order
 _SERVER = "jmspy-broker_ref/0.1"
 #: Most destination headers a session remembers parsed (then it starts over).
 _TARGET_CACHE = 256
-
-
-@dataclass(frozen=True, slots=True)
-class LoginRequest:
-    """A CONNECT waiting for its credentials to be checked (see ``defer_login``)."""
-
-    user: str | None
-    password: str | None = field(repr=False)
-    client_id: str | None
-    version: str
-    cx: int
-    cy: int
-
-
-def _negotiate(accept: str | None) -> str | None:
-    if accept is None:
-        return "1.0"
-    offered = {v.strip() for v in accept.split(",")}
-    for version in reversed(SUPPORTED_VERSIONS):
-        if version in offered:
-            return version
-    return None
 
 
 class StompSession:
@@ -110,8 +63,7 @@ class StompSession:
         self.version = "1.0"
         self.heartbeat_ms = heartbeat_ms
         #: negotiated intervals in ms (0 = off): server -> client, client -> server
-        self.send_interval = 0
-        self.recv_interval = 0
+        self.send_interval = self.recv_interval = 0
         self.connected = False
         self.closing = False  #: no more input is read; the host closes after writing
         self._limits = limits or CodecLimits()
@@ -335,7 +287,7 @@ class StompSession:
         self.closing = True  # receive_data (or the host) then closes the core connection
 
     def _on_connect(self, frame: Frame) -> None:
-        version = _negotiate(frame.header("accept-version"))
+        version = negotiate(frame.header("accept-version"))
         if version is None:
             self._out.append(_codec.encode_frame(Frame(
                 "ERROR",
@@ -469,9 +421,7 @@ class StompSession:
                                 f"{mapping.STATS_DESTINATION} needs a reply-to header naming "
                                 "where the JSON stats message should go")
         kind, name = self._reply(reply)
-        conn = self._core
-        # The connection's view, not the broker's: it holds the same ``admin`` check as
-        # every other path to the counters (security on: only what the user administers).
+        conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
         conn.send(ServerMessage(
             message_id=self._next_message_id(),

@@ -33,7 +33,8 @@ from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker, BrokerError
 from ...core.throttle import LoginThrottle, ThrottleSettings
-from .protocol import LoginRequest, StompSession
+from .connect import LoginRequest
+from .protocol import StompSession
 
 __all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
 

@@ -7,7 +7,24 @@ message acknowledges every earlier unacknowledged message of the subscription.
 The credit rule is jmspy's own :class:`PrefetchBuffer` (compiled or pure twin), used for
 its counters only: the server tops a STOMP consumer up exactly as the jmspy client would
 top up itself (Open MQ: refill to ``limit`` once unconsumed falls to ``limit *
-threshold%``).
+threshold%``). How the session (:mod:`.protocol`) uses it, and why:
+
+* ``ack:client`` / ``client-individual``: each subscription owns a
+  :class:`~jmspy._pure.prefetch.PrefetchBuffer` used only for its counters, fed exactly
+  as the jmspy client feeds its own, so a STOMP consumer is topped up by the Open MQ rule
+  (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
+  default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
+  the window full); else 1000/100. The destination's ``consumerFlowLimit`` wins when lower.
+  A limit of 0 means 1: STOMP has no pull request.
+* ``jmspy-backlog`` asks an AMPS-style queue for a per-subscription backlog; the broker
+  grants the lower of it and the queue's ``max_per_subscription_backlog`` (default 1).
+* On an at-most-once queue the core settles each message when it is sent; a client-mode
+  ACK then only reopens the window and a NACK cannot requeue (the message is gone).
+* ``ack:auto``: the core acknowledges on delivery (``auto_ack``); the window is refilled
+  when the host takes the frames in ``StompSession.data_to_send``, i.e. when written.
+* While the host says its socket is congested (``StompSession.pause_credit``) no credit is
+  granted; what would have been granted is owed and paid on ``resume_credit``. So a client
+  that stops reading holds at most one window per subscription, never an unbounded queue.
 """
 
 from __future__ import annotations
