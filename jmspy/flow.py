@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from . import twins
+from .flow_cap import FlowCap
 from .prefetch_protocol import PrefetchBufferProtocol
 
 if TYPE_CHECKING:
@@ -77,7 +78,9 @@ class ConnectionFlow:
         self.limit = limit
         self.lock = threading.Lock()
         self._consumers: dict[int, FlowedConsumer] = {}
-        self._starved: dict[int, FlowedConsumer] = {}  # insertion order = who waited first
+        #: who gets the free capacity (the rule the broker's STOMP session applies too);
+        #: a disabled cap still exists, so the flow stats never need a None check
+        self._cap: FlowCap[FlowedConsumer] = FlowCap(max(1, limit))
 
     def add(self, consumer: FlowedConsumer) -> None:
         with self.lock:
@@ -86,7 +89,7 @@ class ConnectionFlow:
     def remove(self, consumer: FlowedConsumer) -> None:
         with self.lock:
             self._consumers.pop(consumer.consumer_id, None)
-            self._starved.pop(consumer.consumer_id, None)
+            self._cap.forget(consumer)
         if self.enabled:
             self.top_up(None)  # its capacity is free now: feed whoever waited
 
@@ -107,6 +110,16 @@ class ConnectionFlow:
                 total += buf.unconsumed + buf.outstanding
         return total
 
+    def _wanted(self, consumer: FlowedConsumer) -> int:
+        # Caller holds self.lock. A closed consumer wants nothing. A consumer's want only
+        # grows between this read and the grant (consuming raises it, a delivery moves
+        # credit into unconsumed), and that consumer calls top_up itself afterwards: a
+        # stale read never over-grants.
+        if consumer.consumer_id not in self._consumers:
+            return 0
+        with consumer._lock:
+            return int(consumer._buffer.wanted())
+
     def top_up(self, consumer: FlowedConsumer | None) -> None:
         """Grant what ``consumer`` (and any starved consumer) should have now.
 
@@ -124,28 +137,14 @@ class ConnectionFlow:
                 self.transport.grant_credit(consumer.consumer_id, want)
             return
         with self.lock:
-            available = self.limit - self._committed()
-            # Consumers that waited for connection capacity go first: without this the
-            # consumer that happens to consume would take back every freed slot.
-            order = [c for c in self._starved.values() if c is not consumer]
-            if consumer is not None:
-                order.append(consumer)
-            for cand in order:
-                if cand.consumer_id not in self._consumers:
-                    continue
+            shares = self._cap.share(self._committed(), consumer, self._wanted)
+            for share in shares:
+                cand = share.key
                 with cand._lock:
-                    want = cand._buffer.wanted()
-                    grant = max(0, min(want, available))
-                    if grant > 0:
-                        cand._buffer.granted(grant)
-                        available -= grant
-                    if grant < want:
+                    if share.granted > 0:
+                        cand._buffer.granted(share.granted)
+                        grants.append((cand.consumer_id, share.granted))
+                    if share.granted < share.wanted:
                         cand._connection_capped += 1
-                if grant < want:
-                    self._starved[cand.consumer_id] = cand
-                else:
-                    self._starved.pop(cand.consumer_id, None)
-                if grant > 0:
-                    grants.append((cand.consumer_id, grant))
         for consumer_id, grant in grants:
             self.transport.grant_credit(consumer_id, grant)
