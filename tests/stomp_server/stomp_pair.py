@@ -27,18 +27,22 @@ _codec = twins.stomp_codec
 class StompClient:
     """One connected client: frames in, the session's answers out."""
 
-    def __init__(self, pair: StompPair, version: str) -> None:
+    def __init__(self, pair: StompPair, version: str, connect: dict[str, str]) -> None:
         self.pair = pair
         self.version = version
         self.session = StompSession(pair.broker)
         self.parser = _codec.FrameParser(version, None, False)
         #: every MESSAGE received so far, in order
         self.messages: list[Frame] = []
+        #: message-id -> bytes of its (latest) MESSAGE frame, as the session wrote it
+        self.sizes: dict[str, int] = {}
         #: every other frame received so far (RECEIPT, ERROR...), in order
         self.others: list[Frame] = []
         pair.clients.append(self)
-        connected = self.frame("CONNECT", {"accept-version": version, "host": "/"})
-        assert [f.command for f in connected] == ["CONNECTED"], connected
+        answer = self.frame("CONNECT", {"accept-version": version, "host": "/", **connect})
+        assert [f.command for f in answer] == ["CONNECTED"], answer
+        #: the CONNECTED frame's headers
+        self.connected = header_dict(answer[0].headers)
 
     def frame(self, command: str, headers: dict[str, str] | None = None,
               body: bytes = b"") -> list[Frame]:
@@ -60,6 +64,12 @@ class StompClient:
                 continue
             out.append(f)
             (self.messages if f.command == "MESSAGE" else self.others).append(f)
+            if f.command == "MESSAGE":
+                self.sizes[header_dict(f.headers)["message-id"]] = len(
+                    _codec.encode_frame(f, self.version))
+        if all(f.command == "MESSAGE" for f in out):  # the sizes are the bytes written
+            assert sum(self.sizes[header_dict(f.headers)["message-id"]] for f in out) == len(
+                data)
         return out
 
     # -- the frames tests send most --------------------------------------------------------
@@ -73,10 +83,16 @@ class StompClient:
                                         **headers})
 
     def ack(self, message: Frame, **headers: str) -> list[Frame]:
+        return self.frame("ACK", {**self._names(message), **headers})
+
+    def nack(self, message: Frame, **headers: str) -> list[Frame]:
+        return self.frame("NACK", {**self._names(message), **headers})
+
+    def _names(self, message: Frame) -> dict[str, str]:
+        """The headers an ACK or NACK of ``message`` names it by, in this version."""
         h = header_dict(message.headers)
-        ids = ({"id": h["ack"]} if self.version == "1.2"
-               else {"message-id": h["message-id"], "subscription": h["subscription"]})
-        return self.frame("ACK", {**ids, **headers})
+        return ({"id": h["ack"]} if self.version == "1.2"
+                else {"message-id": h["message-id"], "subscription": h["subscription"]})
 
     def disconnect(self) -> None:
         """The socket went away (no DISCONNECT frame): what the host reports."""
@@ -95,8 +111,9 @@ class StompPair:
         self.broker = Broker(settings=settings, clock=self.clock)
         self.clients: list[StompClient] = []
 
-    def client(self, version: str = "1.2") -> StompClient:
-        return StompClient(self, version)
+    def client(self, version: str = "1.2", **connect: str) -> StompClient:
+        """A connected client; ``connect``: extra CONNECT headers."""
+        return StompClient(self, version, connect)
 
     def pump(self) -> list[Frame]:
         """Take what every session wrote (a frame to one session may deliver to others;

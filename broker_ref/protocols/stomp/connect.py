@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["SUPPORTED_VERSIONS", "LoginRequest", "negotiate"]
+__all__ = ["CONNECTION_FLOW_LIMIT", "SUPPORTED_VERSIONS", "LoginRequest", "negotiate"]
 
 SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
+#: CONNECT header: Open MQ's imqConnectionFlowLimit, enforced by this broker over the
+#: connection's client-acknowledged subscriptions (echoed on CONNECTED when accepted).
+CONNECTION_FLOW_LIMIT = "jmspy-connection-flow-limit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +24,7 @@ class LoginRequest:
     version: str
     cx: int
     cy: int
+    flow_limit: int = 0  #: jmspy-connection-flow-limit (0: no connection-wide cap)
 
 
 def negotiate(accept: str | None) -> str | None:

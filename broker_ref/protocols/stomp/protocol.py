@@ -34,11 +34,12 @@ from ...core import (
 from ...core.security import Principal
 from . import mapping
 from .browse import browse_frames
-from .connect import SUPPORTED_VERSIONS, LoginRequest, negotiate
+from .connect import CONNECTION_FLOW_LIMIT, SUPPORTED_VERSIONS, LoginRequest, negotiate
+from .credit import SessionCredit
 from .dialects import subscription_naming, unsubscribe_naming
-from .mapping import HeaderError, Target
+from .mapping import HeaderError, Target, header_int
 from .refusals import CLOSED, ProtocolError, frame_problem
-from .subscription import AUTO, CLIENT, Subscription
+from .subscription import AUTO, CLIENT, MAX_LIMIT, Subscription
 
 __all__ = ["ProtocolError", "StompSession"]
 
@@ -85,9 +86,8 @@ class StompSession:
         self._temps: dict[str, str] = {}  # client name -> core temp queue name
         self._temp_names: dict[str, str] = {}  # core name -> client name
         self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
-        self._unwritten: set[Subscription] = set()
+        self._credit = SessionCredit(self._grant_core)
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
-        self._paused = False
         self.frames_in = 0
         #: called when output appears outside receive_data (another connection's send,
         #: a timer): the host schedules a flush
@@ -146,33 +146,20 @@ class StompSession:
 
     def written(self) -> None:
         """The bytes from :meth:`data_to_send` were handed to the socket: ack:auto windows
-        are refilled by the frames written (owed instead while credit is paused). The host
-        calls this *after* its write, so a write that congests the socket pauses credit
-        first and one window per subscription is the most that can pile up."""
-        if self._unwritten:
-            subs = self._unwritten
-            self._unwritten = set()
-            for sub in subs:
-                n, sub.unwritten = sub.unwritten, 0
-                self._grant(sub, n)
+        (and byte windows) are refilled by the frames written. The host calls this *after*
+        its write, so a write that congests the socket pauses credit first and one window
+        per subscription is the most that can pile up."""
+        self._credit.written()
 
     def has_output(self) -> bool:
         return bool(self._out)
 
     def pause_credit(self) -> None:
         """The socket is congested: grant no credit until :meth:`resume_credit`."""
-        self._paused = True
+        self._credit.pause()
 
     def resume_credit(self) -> None:
-        self._paused = False
-        for sub in list(self._subs.values()):
-            if sub.closed:
-                continue
-            if sub.ack_mode == AUTO:
-                n, sub.owed = sub.owed, 0
-                self._grant(sub, n)
-            else:
-                self._grant(sub, sub.wanted())
+        self._credit.resume()
 
     def connection_lost(self) -> None:
         """Socket gone (or session over): roll back, cancel, free. Idempotent."""
@@ -201,20 +188,18 @@ class StompSession:
         version = self.version
         temps = self._temp_names
         auto = sub.ack_mode == AUTO
-        if auto:
-            sub.unwritten += len(messages)
-            self._unwritten.add(sub)
+        self._credit.delivered(sub, len(messages))
         tag = first_tag
         encode_message = _message.encode_message
         for msg, count in zip(messages, delivery_counts, strict=True):
-            if not auto:
-                sub.delivered(tag, msg.message_id)
-                self._tag_owner[tag] = sub
             reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], temps)
                      if msg.reply_to is not None else None)
             data = encode_message(
                 msg, mapping.render_destination(msg.kind, msg.destination, temps), sub.id,
                 str(tag), count, reply, version)
+            if not auto:
+                sub.delivered(tag, msg.message_id, len(data))
+                self._tag_owner[tag] = sub
             out.append(data)
             tag += 1
 
@@ -306,8 +291,11 @@ class StompSession:
         except ValueError:
             raise ProtocolError("invalid heart-beat header", f"heart-beat:{hb!r} must be "
                                 "two non-negative integers 'cx,cy' (milliseconds)") from None
+        flow = frame.header("jmspy-connection-flow-limit")
         request = LoginRequest(frame.header("login"), frame.header("passcode"),
-                               frame.header("client-id"), version, cx, cy)
+                               frame.header("client-id"), version, cx, cy,
+                               header_int(CONNECTION_FLOW_LIMIT, flow, 0, MAX_LIMIT)
+                               if flow else 0)
         policy = self.broker.security
         if self.defer_login and policy is not None and policy.enabled:
             self.login_request = request  # the host authenticates, then login_done()
@@ -353,6 +341,9 @@ class StompSession:
         self.connected = True
         headers = [("version", version), ("server", _SERVER),
                    ("session", f"{self.broker.name}-{self._conn.connection_id}")]
+        if request.flow_limit:  # echoed: the client knows the cap is enforced here
+            self._credit.set_connection_limit(request.flow_limit)
+            headers.append((CONNECTION_FLOW_LIMIT, str(request.flow_limit)))
         if version != "1.0":
             sx = self.heartbeat_ms
             self.send_interval = max(sx, cy) if sx and cy else 0
@@ -474,17 +465,11 @@ class StompSession:
         sub.start(cid, info.destination_flow_limit)
         self._subs[sid] = sub
         self._by_consumer[cid] = sub
-        self._grant(sub, sub.initial_credit())
+        self._credit.start(sub)
 
-    def _grant(self, sub: Subscription, n: int) -> None:
-        if n <= 0 or sub.closed or self._conn is None:
-            return
-        if self._paused:
-            if sub.ack_mode == AUTO:
-                sub.owed += n
-            return  # client modes recompute wanted() on resume
-        sub.granted(n)
-        self._conn.grant_credit(sub.consumer_id, n)
+    def _grant_core(self, consumer_id: int, n: int) -> None:
+        if self._conn is not None:
+            self._conn.grant_credit(consumer_id, n)
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
@@ -499,10 +484,10 @@ class StompSession:
         if sub is not None:
             sub.closed = True
             del self._by_consumer[sub.consumer_id]
-            self._unwritten.discard(sub)
             self._core.close_consumer(sub.consumer_id)
             for tag in sub.drop_unacked():
                 self._tag_owner.pop(tag, None)
+            self._credit.closed(sub)
         if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
             self._core.unsubscribe(name)
 
@@ -540,13 +525,13 @@ class StompSession:
         tags = self._take(sub, tag)
         tx = self._tx(headers)
         if sub.broker_settles:  # at-most-once: already settled when it was sent
-            self._grant(sub, sub.consumed(len(tags)))
+            self._credit.consumed(sub, len(tags))
             return
         self._core.ack(tags, tx)
         if tx is not None:
             self._tx_consumed[tx].append((sub, len(tags)))
         else:
-            self._grant(sub, sub.consumed(len(tags)))
+            self._credit.consumed(sub, len(tags))
 
     def _on_nack(self, frame: Frame, headers: dict[str, str]) -> None:
         sub, tag = self._find(frame, headers)
@@ -556,7 +541,7 @@ class StompSession:
                 self._core.reject(tags, "rejected by the consumer (NACK with requeue:false)")
             else:
                 self._core.cancel(tags, redelivered=True)
-        self._grant(sub, sub.consumed(len(tags)))
+        self._credit.consumed(sub, len(tags))
 
     def _on_begin(self, frame: Frame, headers: dict[str, str]) -> None:
         tx = headers.get("transaction")
@@ -576,7 +561,7 @@ class StompSession:
         else:
             self._core.rollback(tx)
         for sub, n in consumed:
-            self._grant(sub, sub.consumed(n))
+            self._credit.consumed(sub, n)
 
     def _on_commit(self, frame: Frame, headers: dict[str, str]) -> None:
         self._end_tx(frame, headers, True)

@@ -14,8 +14,17 @@ threshold%``). How the session (:mod:`.protocol`) uses it, and why:
   as the jmspy client feeds its own, so a STOMP consumer is topped up by the Open MQ rule
   (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
   default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
-  the window full); else 1000/100. The destination's ``consumerFlowLimit`` wins when lower.
-  A limit of 0 means 1: STOMP has no pull request.
+  the window full); else ``prefetch-count`` (RabbitMQ; 0 = no limit); else Artemis's
+  ``consumer-window-size`` in *bytes* (see below); else 1000/100. The destination's
+  ``consumerFlowLimit`` wins when lower. A limit of 0 means 1: STOMP has no pull request.
+* ``consumer-window-size: N`` (Artemis) bounds the bytes of MESSAGE frames sent and not yet
+  acknowledged, as Artemis counts its consumer credits: a message is sent while fewer than
+  N bytes are unacknowledged, so the window overshoots by at most one message and a message
+  larger than the window still gets through, alone. ``-1`` means no window; ``0`` (which
+  would never send) is served as one message at a time. The message credit given to the
+  core is one at a time, refilled after each write and each acknowledgement.
+* ``jmspy-connection-flow-limit`` on CONNECT caps the sum over the connection's
+  client-acknowledged subscriptions: see :mod:`.credit`.
 * ``jmspy-backlog`` asks an AMPS-style queue for a per-subscription backlog; the broker
   grants the lower of it and the queue's ``max_per_subscription_backlog`` (default 1).
 * On an at-most-once queue the core settles each message when it is sent; a client-mode
@@ -36,13 +45,14 @@ from jmspy.stomp_frames import Frame
 
 from .mapping import header_int
 
-__all__ = ["AUTO", "CLIENT", "DEFAULT_LIMIT", "INDIVIDUAL", "Subscription"]
+__all__ = ["AUTO", "CLIENT", "DEFAULT_LIMIT", "INDIVIDUAL", "MAX_LIMIT", "Subscription"]
 
 AUTO: Final = "auto"
 CLIENT: Final = "client"
 INDIVIDUAL: Final = "client-individual"
 DEFAULT_LIMIT: Final = 1000
-_MAX: Final = 2**31 - 1
+MAX_LIMIT: Final = 2**31 - 1  #: largest window a header may ask for
+_MAX: Final = MAX_LIMIT
 
 _prefetch = twins.prefetch
 
@@ -57,7 +67,10 @@ class Subscription:
 
     __slots__ = (
         "_buf",
+        "_byte_window",
+        "_bytes",
         "_limit",
+        "_sizes",
         "_threshold",
         "ack_mode",
         "broker_settles",
@@ -72,7 +85,8 @@ class Subscription:
     )
 
     def __init__(
-        self, sid: str, ack_mode: str, limit: int, threshold: int, durable_name: str | None
+        self, sid: str, ack_mode: str, limit: int, threshold: int, durable_name: str | None,
+        byte_window: int | None = None,
     ) -> None:
         self.id = sid
         self.ack_mode = ack_mode
@@ -80,6 +94,10 @@ class Subscription:
         self._limit = limit
         self._threshold = threshold
         self._buf: Any = None
+        #: consumer-window-size (bytes), when that is the window; else None
+        self._byte_window = byte_window if ack_mode != AUTO else None
+        self._bytes = 0  # bytes of MESSAGE frames delivered and not yet acked (byte window)
+        self._sizes: dict[int, int] = {}  # delivery tag -> its frame's bytes (byte window)
         self.consumer_id = 0
         self.closed = False
         #: delivery tag -> message id, oldest first (client modes)
@@ -97,21 +115,28 @@ class Subscription:
     ) -> Subscription:
         """Window from ``jmspy-flow-limit``/``-threshold``; else a peer's prefetch header,
         kept full as that peer does: ``activemq.prefetchSize`` (ActiveMQ; 0 means pull,
-        served as 1) or ``prefetch-count`` (RabbitMQ; 0 means no limit)."""
+        served as 1), ``prefetch-count`` (RabbitMQ; 0 means no limit) or
+        ``consumer-window-size`` (Artemis; bytes, -1 means no limit)."""
         limit = _header_int(frame, "jmspy-flow-limit", 0, _MAX)
         threshold = _header_int(frame, "jmspy-flow-threshold", 0, 100)
+        byte_window: int | None = None
         if limit is None:
             limit = _header_int(frame, "activemq.prefetchSize", 0, _MAX)
             if limit is None:
                 limit = _header_int(frame, "prefetch-count", 0, _MAX)
                 if limit == 0:
                     limit = _MAX
+            if limit is None:
+                window = _header_int(frame, "consumer-window-size", -1, _MAX)
+                if window is not None:
+                    limit = _MAX
+                    byte_window = None if window == -1 else max(window, 1)
             if threshold is None:
                 threshold = 100  # the peers keep the prefetch window full
         if limit is None:
             limit = DEFAULT_LIMIT
         return cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
-                   durable_name)
+                   durable_name, byte_window)
 
     @property
     def limit(self) -> int:
@@ -125,48 +150,75 @@ class Subscription:
         if self.ack_mode != AUTO:
             self._buf = _prefetch.PrefetchBuffer(self._limit, self._threshold)
 
+    @property
+    def byte_window(self) -> int | None:
+        """Artemis's ``consumer-window-size`` in bytes, when that is this window."""
+        return self._byte_window
+
+    @property
+    def committed(self) -> int:
+        """What this subscription holds against the connection flow limit: delivered and
+        unconsumed plus credit the core may still use (0 in auto mode, which has no
+        consumption to wait for)."""
+        buf = self._buf
+        return 0 if buf is None else int(buf.unconsumed + buf.outstanding)
+
     def initial_credit(self) -> int:
         if self._buf is None:
             return self._limit
         n: int = self._buf.initial_credit()
         self._buf.revoked(n)  # counted as outstanding only once granted (see granted())
-        return n
+        return self.wanted()
 
     def granted(self, n: int) -> None:
         if self._buf is not None:
             self._buf.granted(n)
 
     def wanted(self) -> int:
-        return 0 if self._buf is None else int(self._buf.wanted())
+        """Credit to give the core now (client modes): the Open MQ top-up, or for a byte
+        window one more message while the unacknowledged bytes are under it."""
+        buf = self._buf
+        if buf is None or self.closed:
+            return 0
+        if self._byte_window is None:
+            return int(buf.wanted())
+        free = (buf.outstanding == 0 and self._bytes < self._byte_window
+                and buf.unconsumed < self._limit)
+        return 1 if free else 0
 
-    def delivered(self, tag: int, message_id: str) -> None:
+    def delivered(self, tag: int, message_id: str, size: int) -> None:
+        """Delivery ``tag`` was written as a MESSAGE frame of ``size`` bytes."""
         buf = self._buf
         buf.push(tag)
         buf.pop()
         self.unacked[tag] = message_id
         self.by_message_id[message_id] = tag
+        if self._byte_window is not None:
+            self._sizes[tag] = size
+            self._bytes += size
 
-    def consumed(self, n: int) -> int:
-        """``n`` deliveries left the consumer (acked, committed, nacked): the top-up."""
-        if self._buf is None or n <= 0:
-            return 0
-        return int(self._buf.consumed(n))
+    def consumed(self, n: int) -> None:
+        """``n`` deliveries left the consumer (acked, committed, nacked)."""
+        if self._buf is not None and n > 0:
+            self._buf.consumed(n)
 
     def take(self, tag: int) -> list[int]:
         """Remove and return the tags an ACK/NACK of ``tag`` covers (cumulative in
         ``client`` mode)."""
         unacked = self.unacked
         if self.ack_mode != CLIENT:
-            mid = unacked.pop(tag)
-            self.by_message_id.pop(mid, None)
-            return [tag]
-        tags: list[int] = []
-        for t in unacked:
-            tags.append(t)
-            if t == tag:
-                break
+            tags = [tag]
+        else:
+            tags = []
+            for t in unacked:
+                tags.append(t)
+                if t == tag:
+                    break
         for t in tags:
             self.by_message_id.pop(unacked.pop(t), None)
+        if self._byte_window is not None:
+            sizes = self._sizes
+            self._bytes -= sum(sizes.pop(t) for t in tags)
         return tags
 
     def drop_unacked(self) -> list[int]:
@@ -174,4 +226,6 @@ class Subscription:
         tags = list(self.unacked)
         self.unacked.clear()
         self.by_message_id.clear()
+        self._sizes.clear()
+        self._bytes = 0
         return tags
