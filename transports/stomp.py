@@ -230,6 +230,11 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
         self._writer: FrameWriter | None = None  # SEND/ACK frames of the live connection
         self._replies: dict[str, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
+        #: imqConnectionFlowLimit, asked of the broker on CONNECT (0: not enabled); jmspy
+        #: broker enforces it, other brokers ignore the header and the client stash does
+        self.connection_flow_limit = (
+            int(properties.get("imqConnectionFlowLimit", 0))
+            if properties.get("imqConnectionFlowLimitEnabled") else 0)
         self._credentials = Credentials()
         # set while connected, or once reconnecting gave up: waiting calls wake on it
         self._settled = threading.Event()
@@ -273,6 +278,8 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
             transport, version, self._on_message, self._on_stream_error,
             max_frame_bytes=self.max_frame_bytes))
         headers = {"client-id": client_id} if client_id else {}
+        if self.connection_flow_limit:
+            headers["jmspy-connection-flow-limit"] = str(self.connection_flow_limit)
         self._error = None
         try:
             # stomp.py's own wait (wait=True) has no deadline: a server that accepts TCP

@@ -413,7 +413,8 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
     )
     return {
         Feature.CONSUMER_WINDOW: window,
-        Feature.CONNECTION_FLOW_LIMIT: emulated(
+        Feature.CONNECTION_FLOW_LIMIT: native("`jmspy-connection-flow-limit` on CONNECT")
+        if p.family == "jmspy" else emulated(
             "the client stash; the broker's window is per subscription"),
         Feature.QUEUES: native("`/queue/NAME`"),
         Feature.TOPIC_SELECTORS: (

@@ -1,0 +1,44 @@
+"""The jmspy stomp:// client's connection flow limit, as the bundled broker enforces it:
+``imqConnectionFlowLimit`` travels in CONNECT, so the broker itself holds back (not only
+the client's stash), which is what makes the capability cell native."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from jmspy import ConnectionFactory
+
+
+def _delivering(server: Any, names: list[str]) -> int:
+    return sum(server.stats(n)["deliveringCount"] for n in names)
+
+
+def test_connection_flow_limit_is_enforced_by_the_broker_across_consumers(server: Any) -> None:
+    factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
+                                imqConnectionFlowLimitEnabled=True, imqConnectionFlowLimit=3,
+                                imqConsumerFlowLimit=10)
+    names = ["cf.a", "cf.b"]
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        queues = [s.create_queue(n) for n in names]
+        consumers = [s.create_consumer(q) for q in queues]
+        conn.start()
+        producer = s.create_producer()
+        for q in queues:
+            for i in range(4):
+                producer.send(s.create_text_message(f"{q.name}-{i}"), q)
+        deadline = time.monotonic() + 10
+        while _delivering(server, names) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)  # waits for the broker to push what the cap allows
+        # each consumer's own window (10) would take all 8; the broker stops at 3
+        assert _delivering(server, names) == 3
+        assert sum(server.stats(n)["messageCount"] for n in names) == 8
+        got = {q.name: [] for q in queues}
+        while sum(map(len, got.values())) < 8 and time.monotonic() < deadline + 10:
+            for q, c in zip(queues, consumers, strict=True):
+                m = c.receive(0.05)
+                if m is not None:
+                    got[q.name].append(m.text)
+                    assert _delivering(server, names) <= 3
+        assert got == {q.name: [f"{q.name}-{i}" for i in range(4)] for q in queues}
