@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from . import twins
 from .flow_cap import FlowCap
 from .prefetch_protocol import PrefetchBufferProtocol
+from .transport import Capability
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -123,10 +124,12 @@ class ConnectionFlow:
     def top_up(self, consumer: FlowedConsumer | None) -> None:
         """Grant what ``consumer`` (and any starved consumer) should have now.
 
-        Without the connection cap this is just the consumer's own threshold rule.
+        Without the connection cap, or when the broker enforces it (stomp:// to jmspy
+        broker: one owner of the decision, never two that could disagree), this is just
+        the consumer's own threshold rule.
         """
         grants: list[tuple[int, int]] = []
-        if not self.enabled:
+        if not self.enabled or Capability.BROKER_CONNECTION_FLOW in self.transport.capabilities:
             if consumer is None:
                 return
             with consumer._lock:

@@ -43,6 +43,9 @@ class Capability:
 
     CREDIT_WINDOW = "credit-window"
     CONNECTION_FLOW_LIMIT = "connection-flow-limit"
+    #: The broker enforces imqConnectionFlowLimit itself (it said so when connecting): the
+    #: client caps nothing more, so the two never share the capacity out differently.
+    BROKER_CONNECTION_FLOW = "broker-connection-flow"
     SELECTORS = "selectors"
     TRANSACTIONS = "transactions"
     QUEUES = "queues"

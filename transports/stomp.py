@@ -256,6 +256,8 @@ class StompTransport(StompFailover, StompRedelivery, StompAdmin, StompReceipts):
                 break
         self.profile = detect_broker(self._connected_headers.get("server"), self.dialect)
         self.capabilities = _capabilities(self.profile)
+        if self._connected_headers.get("jmspy-connection-flow-limit"):  # jmspy broker caps
+            self.capabilities |= {Capability.BROKER_CONNECTION_FLOW}
         self._settled.set()
 
     def _try_connect(

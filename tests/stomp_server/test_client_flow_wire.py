@@ -42,3 +42,29 @@ def test_connection_flow_limit_is_enforced_by_the_broker_across_consumers(server
                     got[q.name].append(m.text)
                     assert _delivering(server, names) <= 3
         assert got == {q.name: [f"{q.name}-{i}" for i in range(4)] for q in queues}
+
+
+def test_the_client_leaves_the_connection_cap_to_the_broker_that_enforces_it(
+    server_factory: Any,
+) -> None:
+    """Two owners of one cap could share it out differently: here the broker knows qa's
+    consumerFlowLimit (1) and gives qb the other two slots, while a client-side cap, not
+    knowing it, would have given qa all three and left qb's messages in its stash."""
+    from jmspy.broker_ref.core import AddressSettings
+
+    server = server_factory(settings={"cf.a": AddressSettings(consumer_flow_limit=1)})
+    factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
+                                imqConnectionFlowLimitEnabled=True, imqConnectionFlowLimit=3,
+                                imqConsumerFlowLimit=10)
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        qa, qb = s.create_queue("cf.a"), s.create_queue("cf.b")
+        s.create_consumer(qa)
+        cb = s.create_consumer(qb)
+        conn.start()
+        producer = s.create_producer()
+        producer.send(s.create_text_message("a0"), qa)
+        for i in range(2):
+            producer.send(s.create_text_message(f"b{i}"), qb)
+        got = [cb.receive(10), cb.receive(10)]
+        assert [m.text if m else None for m in got] == ["b0", "b1"]
