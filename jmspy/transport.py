@@ -198,7 +198,7 @@ TransportFactory = Callable[[SplitResult, Mapping[str, Any]], Transport]
 
 _BUILTIN: dict[str, str] = {
     "vm": "jmspy.transports.vm:VmTransport",
-    "stomp": "jmspy.transports.stomp:StompTransport",
+    "stomp": "jmspy.transports.stomp.transport:StompTransport",
     "mqtt": "jmspy.transports.mqtt:MqttTransport",
 }
 _REGISTERED: dict[str, TransportFactory] = {}

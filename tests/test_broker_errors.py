@@ -15,7 +15,7 @@ from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core import errors as core
 from jmspy.broker_ref.protocols.stomp.protocol import StompSession
 from jmspy.transports.broker_errors import BY_CLASS, BY_CODE, class_for_code, translate
-from jmspy.transports.stomp_receipts import refusal
+from jmspy.transports.stomp.receipts import refusal
 
 _codec: Any = _speedups.load("stomp_codec")
 

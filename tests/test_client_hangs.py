@@ -262,7 +262,7 @@ def test_rollback_on_a_socket_the_broker_just_closed_is_no_error() -> None:
     aborts the transactions of a connection that ends)."""
     from urllib.parse import urlsplit
 
-    from jmspy.transports.stomp import StompTransport
+    from jmspy.transports.stomp.transport import StompTransport
 
     class ClosedSocketConnection:
         def abort(self, tx: str) -> None:

@@ -1,5 +1,5 @@
 """stomp:// reads the broker's frames with jmspy's codec, not stomp.py's parser
-(transports/stomp_receive.py).
+(transports/stomp/receive.py).
 
 A scripted broker on a loopback socket (it parses what the client sends with the same
 codec, server side) lets each test send exactly the bytes it needs: many frames in one

@@ -1,4 +1,4 @@
-"""The stomp:// transport's SEND/ACK writer (transports/stomp_wire.py) against stomp.py.
+"""The stomp:// transport's SEND/ACK writer (transports/stomp/wire.py) against stomp.py.
 
 The writer replaces stomp.py's own encoding for the per-message frames, so whatever it
 writes must read back, through stomp.py's parser (what a peer using stomp.py sees), as the
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stomp import utils as stomp_utils
 
-from jmspy.transports.stomp_wire import FrameWriter
+from jmspy.transports.stomp.wire import FrameWriter
 
 
 class _Transport:

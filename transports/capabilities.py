@@ -2,7 +2,7 @@
 
 Everything that decides whether a feature is carried natively, emulated on the client or
 refused lives here (the STOMP columns are read off the broker profiles in
-:mod:`.stomp_mapping`, which also choose the headers). The transports ask
+:mod:`.stomp.mapping`, which also choose the headers). The transports ask
 :func:`require` at every place they would refuse a feature, so changing a cell changes
 the behaviour, the error message and docs/capabilities.md together; tests check that
 the document is the rendering of this table and that every cell behaves as it says.
@@ -36,7 +36,7 @@ from jmspy.capabilities import (
 )
 from jmspy.transport import Capability
 
-from .stomp_mapping import STOMP_TARGETS, stomp_cells
+from .stomp.mapping import STOMP_TARGETS, stomp_cells
 
 __all__ = [
     "TARGETS",

@@ -460,7 +460,7 @@ def test_stomp_cell_behaves_as_the_matrix_says(
     RefusedFeatureException (naming stomp://, the broker and what to do instead); native
     and emulated cells pass their behavioural probe (tests/capability_probes.py)."""
     from jmspy import ConnectionFactory
-    from jmspy.transports.stomp_mapping import profile_key
+    from jmspy.transports.stomp.mapping import profile_key
 
     key, _, dialect = key.partition(":")  # "jmspy:activemq": ActiveMQ's headers to jmspy
     if key == "jmspy":
@@ -555,8 +555,8 @@ def test_activemq_browse(activemq: Any) -> None:
 def test_missing_stomp_py_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     from jmspy import ConnectionFactory
     from jmspy.errors import InvalidConfigurationException
-    from jmspy.transports import stomp as stomp_transport
+    from jmspy.transports.stomp import connect as stomp_connect
 
-    monkeypatch.setattr(stomp_transport, "_stomp", None)
+    monkeypatch.setattr(stomp_connect, "_stomp", None)
     with pytest.raises(InvalidConfigurationException, match=r"pip install 'jmspy\[stomp\]'"):
         ConnectionFactory("stomp://127.0.0.1:1").create_connection()

@@ -28,7 +28,7 @@ def _hold_receiver(transport: Any, hold_from: str) -> tuple[threading.Event, lis
     MESSAGE whose body is ``hold_from`` (and so on every frame after it) until the
     returned event is set; the list collects the bodies held so far."""
     gate = threading.Event()
-    reader = transport._reader  # jmspy's frame reader hands each MESSAGE on (stomp_receive)
+    reader = transport._reader  # jmspy's frame reader hands each MESSAGE on (stomp/receive.py)
     original = reader._on_message
     holding: list[bytes] = []
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from jmspy import errors
 from jmspy.destinations import Destination, Topic
 
-if TYPE_CHECKING:
-    from .stomp import StompTransport
+from .mapping import BrokerProfile
 
 __all__ = ["query_stats"]
 
@@ -45,9 +45,13 @@ def _activemq_map(text: str) -> dict[str, Any]:
 
 
 def query_stats(
-    t: StompTransport, destination: Destination, timeout: float = 10.0
+    conn: Any, profile: BrokerProfile, where: str,
+    replies: dict[str, Callable[[dict[str, str], bytes], None]], destination: Destination,
+    timeout: float = 10.0,
 ) -> dict[str, Any]:
-    family = t.profile.family
+    """Ask the broker behind ``conn`` (a stomp.py connection) for ``destination``'s
+    counters; ``replies`` routes the answer's subscription to this call."""
+    family = profile.family
     sid = f"stats-{uuid.uuid4().hex[:8]}"
     reply_to = f"/temp-queue/jmspy-stats-{uuid.uuid4().hex[:8]}"
     done = threading.Event()
@@ -57,9 +61,8 @@ def query_stats(
         answer.append(body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body))
         done.set()
 
-    t._replies[sid] = [collect]
+    replies[sid] = collect
     sub_headers = {"transformation": "jms-map-json"} if family == "ActiveMQ" else {}
-    conn = t._c()
     conn.subscribe(reply_to, id=sid, ack="auto", headers=sub_headers)
     try:
         if family == "ActiveMQ":
@@ -71,10 +74,10 @@ def query_stats(
             hint = (" (is <statisticsBrokerPlugin/> in activemq.xml?)"
                     if family == "ActiveMQ" else "")
             raise errors.JMSException(
-                f"no statistics answer from {t.profile.server} at {t.where} within "
+                f"no statistics answer from {profile.server} at {where} within "
                 f"{timeout:.0f}s{hint}")
     finally:
-        t._replies.pop(sid, None)
+        replies.pop(sid, None)
         conn.unsubscribe(id=sid)
     if family == "ActiveMQ":
         stats = _activemq_map(answer[0])

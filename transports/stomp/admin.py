@@ -3,59 +3,70 @@ subscriptions, temporary queues and destination stats.
 
 They share one shape -- a short-lived subscription or a request with a RECEIPT beside the
 consumers' traffic -- and RabbitMQ needs each of them done its own way (queues declared
-and deleted through SUBSCRIBE/UNSUBSCRIBE headers). Kept apart from :mod:`.stomp` so the
-steady-state path (subscribe, deliver, ack, send) reads on its own.
+and deleted through SUBSCRIBE/UNSUBSCRIBE headers). :class:`StompAdmin` owns their reply
+subscriptions; the transport routes a MESSAGE to it when :meth:`StompAdmin.reply_handler`
+knows the subscription id.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 
-from .stomp_mapping import TEMP_QUEUE_PREFIX, BrokerProfile, from_frame, stomp_destination
+from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, from_frame, stomp_destination
+from .receipts import Receipts
+from .stats import query_stats
+from .subscription import RABBIT_DURABLE
 
-if TYPE_CHECKING:
-    from jmspy.transport import Credentials
+__all__ = ["AdminHost", "ReplyHandler", "StompAdmin"]
 
-    from .stomp import StompTransport, _Sub
+#: Called on the receiver thread with each MESSAGE of a reply subscription.
+ReplyHandler = Callable[[dict[str, str], bytes], None]
 
-__all__ = ["StompAdmin"]
-
-#: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
-#: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
-_RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
 #: RabbitMQ queue properties of an emulated TemporaryQueue (see create_temporary_queue)
 _RABBIT_TEMPORARY = {"durable": "false", "auto-delete": "false", "exclusive": "true"}
 
 
-class StompAdmin:
-    """Mixin of :class:`~jmspy.transports.stomp.StompTransport`. The attributes below are
-    the transport's; declared for the type checker only."""
+class AdminHost(Protocol):
+    """What :class:`StompAdmin` asks of the transport."""
 
     profile: BrokerProfile
-    _lock: threading.RLock
-    _subs: dict[int, _Sub]
-    _replies: dict[str, list[Any]]
-    _credentials: Credentials
 
-    if TYPE_CHECKING:
-        @property
-        def where(self) -> str: ...
+    @property
+    def where(self) -> str: ...
 
-        def _c(self, wait: bool = True) -> Any: ...
+    def connection(self) -> Any:
+        """The live stomp.py connection (waits out a reconnect; raises when down)."""
 
-        def _require(self, feature: Feature, detail: str = "") -> None: ...
+    def require(self, feature: Feature, detail: str = "") -> None:
+        """Raise the capability matrix's refusal when the broker cannot carry it."""
 
-        def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None: ...
+    def has_durable_consumer(self, name: str) -> bool: ...
+
+
+class StompAdmin:
+    """Browsing, durable subscriptions, temporary queues and stats of one transport."""
+
+    def __init__(self, host: AdminHost, receipts: Receipts, client_id: Callable[[], str | None]
+                 ) -> None:
+        self._host = host
+        self._receipts = receipts
+        self._client_id = client_id
+        self._replies: dict[str, ReplyHandler] = {}
+
+    def reply_handler(self, sid: str) -> ReplyHandler | None:
+        """The handler of reply subscription ``sid``, if it is one of ours."""
+        return self._replies.get(sid)
 
     def browse(self, queue: Queue, selector: str | None) -> list[Message]:
-        self._require(Feature.BROWSER)
+        self._host.require(Feature.BROWSER)
         sid = f"browse-{uuid.uuid4().hex[:8]}"
         done = threading.Event()
         found: list[Message] = []
@@ -66,31 +77,33 @@ class StompAdmin:
             else:
                 found.append(from_frame(headers, body))
 
-        self._replies[sid] = [collect]
+        self._replies[sid] = collect
         headers = {"browser": "true"}
         if selector:
             headers["selector"] = selector
-        self._c().subscribe(stomp_destination(queue), id=sid, ack="auto", headers=headers)
+        self._host.connection().subscribe(stomp_destination(queue), id=sid, ack="auto",
+                                          headers=headers)
         try:
             if not done.wait(30):
-                raise errors.JMSException(f"browsing {queue} at {self.where} timed out")
+                raise errors.JMSException(f"browsing {queue} at {self._host.where} timed out")
         finally:
             self._replies.pop(sid, None)
-            self._c().unsubscribe(id=sid)
+            self._host.connection().unsubscribe(id=sid)
         return found
 
     def unsubscribe(self, name: str) -> None:
-        self._require(Feature.UNSUBSCRIBE, "unsubscribing durable subscriptions")
-        if self.profile.durable_header == "durable":  # RabbitMQ
+        self._host.require(Feature.UNSUBSCRIBE, "unsubscribing durable subscriptions")
+        if self._host.profile.durable_header == "durable":  # RabbitMQ
             self._rabbit_unsubscribe(name)
         else:
-            self._c().unsubscribe(id=name, headers={self.profile.durable_header: name})
+            header = self._host.profile.durable_header
+            self._host.connection().unsubscribe(id=name, headers={header: name})
 
-    def _durable_queue(self, name: str) -> str:
+    def durable_queue(self, name: str) -> str:
         """RabbitMQ: the queue behind durable subscription ``name`` (``x-queue-name``).
         Named from the client id and the name, as JMS identifies a durable subscription,
         so that ``unsubscribe(name)`` finds it without knowing its topic."""
-        return f"jmspy-durable.{self._credentials.client_id or ''}.{name}"
+        return f"jmspy-durable.{self._client_id() or ''}.{name}"
 
     def _rabbit_unsubscribe(self, name: str) -> None:
         """RabbitMQ deletes a durable subscription's queue only on an UNSUBSCRIBE with
@@ -99,13 +112,11 @@ class StompAdmin:
         the queue through a throw-away subscription naming it, then UNSUBSCRIBE that
         with ``durable:true`` (:meth:`_rabbit_queue_op`). An unknown name declares and
         deletes an empty queue: RabbitMQ cannot tell jmspy that none existed."""
-        with self._lock:
-            for sub in self._subs.values():
-                if sub.spec.durable and sub.spec.subscription_name == name:
-                    raise errors.IllegalStateException(
-                        f"durable subscription {name!r} has an open consumer on this "
-                        "connection; close it before unsubscribe()")
-        self._rabbit_queue_op(self._durable_queue(name), _RABBIT_DURABLE, delete=True)
+        if self._host.has_durable_consumer(name):
+            raise errors.IllegalStateException(
+                f"durable subscription {name!r} has an open consumer on this "
+                "connection; close it before unsubscribe()")
+        self._rabbit_queue_op(self.durable_queue(name), RABBIT_DURABLE, delete=True)
 
     def _rabbit_queue_op(self, queue: str, declare: dict[str, str], *, delete: bool) -> None:
         """SUBSCRIBE to ``/topic/<queue>`` with ``x-queue-name: <queue>`` (declaring the
@@ -118,21 +129,21 @@ class StompAdmin:
         RabbitMQs name the queue to delete from the UNSUBSCRIBE frame, newer ones from
         the subscription: ``x-queue-name`` goes on both."""
         sid = f"q-{uuid.uuid4().hex[:10]}"
-        self._replies[sid] = [lambda headers, body: None]  # nothing useful can arrive
-        conn = self._c()
+        self._replies[sid] = lambda headers, body: None  # nothing useful can arrive
+        conn = self._host.connection()
         try:
-            self._request(lambda headers: conn.subscribe(
+            self._receipts.request(lambda headers: conn.subscribe(
                 f"/topic/{queue}", id=sid, ack="auto",
                 headers={**declare, "x-queue-name": queue, **headers}))
             extra = {**declare, "durable": "true", "x-queue-name": queue} if delete else {}
-            self._request(lambda headers: conn.unsubscribe(
+            self._receipts.request(lambda headers: conn.unsubscribe(
                 id=sid, headers={**extra, **headers}))
         finally:
             self._replies.pop(sid, None)
 
     def create_temporary_queue(self) -> str:
-        self._require(Feature.TEMPORARY_QUEUES)
-        if self.profile.family == "RabbitMQ":
+        self._host.require(Feature.TEMPORARY_QUEUES)
+        if self._host.profile.family == "RabbitMQ":
             # RabbitMQ's /temp-queue/ names work only in reply-to headers (SUBSCRIBE and
             # SEND refuse them), so a JMS TemporaryQueue is an exclusive (dies with this
             # connection, only it may consume), non-durable queue with a unique name,
@@ -148,11 +159,11 @@ class StompAdmin:
         """Elsewhere temporary queues live as long as the STOMP connection (nothing to
         send); RabbitMQ's emulated ones are deleted now."""
         prefix = f"/amq/queue/{TEMP_QUEUE_PREFIX}"
-        if self.profile.family == "RabbitMQ" and name.startswith(prefix):
+        if self._host.profile.family == "RabbitMQ" and name.startswith(prefix):
             self._rabbit_queue_op(name[len("/amq/queue/"):], _RABBIT_TEMPORARY, delete=True)
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
-        from .stomp_stats import query_stats
-
-        self._require(Feature.DESTINATION_STATS)
-        return query_stats(cast("StompTransport", self), destination)
+        self._host.require(Feature.DESTINATION_STATS)
+        host = self._host
+        return query_stats(host.connection(), host.profile, host.where, self._replies,
+                           destination)

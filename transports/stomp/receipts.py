@@ -2,9 +2,9 @@
 broker's answer, so that what the broker refuses (an ERROR frame) or never confirms (the
 connection dropped, or the time ran out) fails the call that sent it.
 
-A mixin of :class:`~jmspy.transports.stomp.StompTransport`, apart from :mod:`.stomp` so
-the steady-state path reads on its own; SUBSCRIBE (``create_consumer``), COMMIT, the
-management requests of :mod:`.stomp_admin` and persistent SENDs use it.
+One :class:`Receipts` per transport, which owns every receipt it waits for, the ERROR
+frames that answer them and the window below; SUBSCRIBE (``create_consumer``), COMMIT,
+DISCONNECT, the management requests of :mod:`.admin` and persistent SENDs use it.
 
 Persistent sends (JMS: a persistent ``send()`` returns once the broker has the message)
 carry a receipt too, but paying one round trip per message is what asynchronous sends
@@ -31,13 +31,16 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jmspy import errors
 
-from .broker_errors import ERROR_CODE_HEADER, class_for_code
+from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 
-__all__ = ["StompReceipts", "refusal"]
+__all__ = ["Receipts", "refusal"]
+
+#: An ERROR frame as received: its headers and its body as text.
+ErrorFrame = tuple[dict[str, str], str]
 
 #: ERROR texts of a permission refusal: jmspy broker ("user 'x' may not send to ..."),
 #: ActiveMQ ("User x is not authorized to write to: queue://..."), RabbitMQ
@@ -79,43 +82,47 @@ class _InFlight:
     conn: Any
     what: str
     #: the transport's last ERROR when this was sent: only a newer one can be its answer
-    error_before: tuple[dict[str, str], str] | None
+    error_before: ErrorFrame | None
 
 
-class StompReceipts:
-    """Mixin of :class:`~jmspy.transports.stomp.StompTransport`. The attributes below are
-    the transport's; declared for the type checker only."""
+class Receipts:
+    """Receipts of one transport. ``where`` names the broker in errors; ``current()``
+    returns the live stomp.py connection (None while down): a receipt asked for on another
+    connection than the current one can never come."""
 
-    _conn: Any
-    _receipts: dict[str, threading.Event]
-    _error: tuple[dict[str, str], str] | None
-    #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
-    _refused: dict[str, tuple[dict[str, str], str]]
-    _send_window: int
-    _in_flight: deque[_InFlight]
-    _window_lock: threading.Lock
-    _drain_timeout: float
-
-    if TYPE_CHECKING:
-        @property
-        def where(self) -> str: ...
-
-    def _init_receipts(self, properties: Mapping[str, Any]) -> None:
-        self._receipts = {}
-        self._refused = {}
+    def __init__(self, where: str, current: Callable[[], Any],
+                 properties: Mapping[str, Any]) -> None:
+        self.where = where
+        self._current = current
+        self._receipts: dict[str, threading.Event] = {}
+        #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
+        self._refused: dict[str, ErrorFrame] = {}
+        #: the last ERROR frame of the connection (the brokers close after one)
+        self.last_error: ErrorFrame | None = None
         self._send_window = int(properties.get("persistentSendWindow", 1))
-        self._in_flight = deque()
+        self._in_flight: deque[_InFlight] = deque()
         self._window_lock = threading.Lock()
-        self._drain_timeout = float(properties.get("closeTimeout", 30)) or 30.0
+        #: closeTimeout: how long close() waits for the broker's answers
+        self.drain_timeout = float(properties.get("closeTimeout", 30)) or 30.0
 
-    def _on_receipt(self, receipt_id: str) -> None:
+    @property
+    def sends_in_flight(self) -> bool:
+        """Persistent sends are waiting for their RECEIPT."""
+        return bool(self._in_flight)
+
+    def forget(self, receipt: str) -> None:
+        """Stop waiting for ``receipt`` (its wait timed out elsewhere)."""
+        self._receipts.pop(receipt, None)
+
+    def on_receipt(self, receipt_id: str) -> None:
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
 
-    def _on_refusal(self, headers: dict[str, str], text: str) -> None:
+    def on_error(self, headers: dict[str, str], text: str) -> None:
         """An ERROR frame (receiver thread): when it names a receipt we wait for, that
         call fails with it rather than with whatever else is waiting."""
+        self.last_error = (headers, text)
         receipt = headers.get("receipt-id")
         event = self._receipts.pop(receipt, None) if receipt else None
         if event is not None:
@@ -123,35 +130,39 @@ class StompReceipts:
             self._refused[receipt] = (headers, text)
             event.set()
 
-    def _request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
+    def request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
         """Send a frame with a receipt and wait for it, so errors surface here."""
-        receipt, event = self._expect_receipt()
-        conn = self._conn
+        receipt, event = self.expect()
+        conn = self._current()
         fn(*args, headers={"receipt": receipt})
-        self._await_receipt(receipt, event, conn, timeout)
+        self.wait(receipt, event, conn, timeout)
 
-    def _expect_receipt(self, *, reset_error: bool = True) -> tuple[str, threading.Event]:
+    def expect(self, *, reset_error: bool = True) -> tuple[str, threading.Event]:
+        """A fresh receipt id and the event its RECEIPT sets. ``reset_error``: an ERROR
+        before this is not its answer."""
         receipt = f"r-{uuid.uuid4().hex[:10]}"
         event = threading.Event()
         self._receipts[receipt] = event
         if reset_error:
-            self._error = None
+            self.last_error = None
         return receipt, event
 
-    def _await_receipt(
+    def wait(
         self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0,
         *, what: str = "the request",
-        error_before: tuple[dict[str, str], str] | None = None,
+        error_before: ErrorFrame | None = None,
     ) -> None:
+        """Wait for ``receipt``; raise the ERROR that answered it (or any unnamed ERROR,
+        after which the broker closes), the drop of ``conn``, or the time running out."""
         deadline = time.monotonic() + timeout
         while not event.wait(0.2):
-            err = self._error
+            err = self.last_error
             if err is not None and err is not error_before and (
                 err[0].get("receipt-id") in (None, receipt)
             ):  # an ERROR frame for this or for no receipt: the broker closes after it
                 self._receipts.pop(receipt, None)
                 raise refusal(self.where, what, err[0], err[1])
-            if self._conn is not conn:  # dropped: this receipt can never come
+            if self._current() is not conn:  # dropped: this receipt can never come
                 self._receipts.pop(receipt, None)
                 raise errors.JMSException(
                     f"the connection to the STOMP broker at {self.where} dropped before it "
@@ -159,7 +170,7 @@ class StompReceipts:
             if time.monotonic() < deadline:
                 continue
             self._receipts.pop(receipt, None)
-            err = self._error
+            err = self.last_error
             raise errors.JMSException(
                 f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s "
                 f"for {what}" + (f": {err[0].get('message', '')} {err[1]}" if err else "")
@@ -169,7 +180,7 @@ class StompReceipts:
             raise refusal(self.where, what, answer[0], answer[1])
 
     # -- the persistent send window -------------------------------------------------------
-    def _send_confirmed(
+    def send_confirmed(
         self, conn_of: Callable[[], Any], write: Callable[[Any, dict[str, str]], None],
         headers: dict[str, str], what: str,
     ) -> None:
@@ -180,12 +191,12 @@ class StompReceipts:
         connection."""
         with self._window_lock:
             self._raise_refused_locked()
-            if self._in_flight and (self._conn is not self._in_flight[-1].conn
-                                    or self._error is not self._in_flight[-1].error_before):
+            if self._in_flight and (self._current() is not self._in_flight[-1].conn
+                                    or self.last_error is not self._in_flight[-1].error_before):
                 self._settle_locked(0, 5.0)  # an ERROR or a drop since: their outcome first
             conn = conn_of()
-            error_before = self._error
-            receipt, event = self._expect_receipt(reset_error=False)
+            error_before = self.last_error
+            receipt, event = self.expect(reset_error=False)
             headers["receipt"] = receipt
             try:
                 write(conn, headers)
@@ -197,7 +208,7 @@ class StompReceipts:
             self._in_flight.append(_InFlight(receipt, event, conn, what, error_before))
             self._settle_locked(self._send_window - 1)
 
-    def _settle_sends(self, timeout: float | None = None) -> None:
+    def settle_sends(self, timeout: float | None = None) -> None:
         """Wait for every unconfirmed persistent send (before COMMIT and close): raises
         the first refusal or loss among them."""
         with self._window_lock:
@@ -208,7 +219,7 @@ class StompReceipts:
         while len(self._in_flight) > keep:
             sent = self._in_flight[0]
             try:
-                self._await_receipt(
+                self.wait(
                     sent.receipt, sent.event, sent.conn,
                     30.0 if timeout is None else timeout,
                     what=sent.what, error_before=sent.error_before)

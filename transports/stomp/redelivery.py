@@ -5,112 +5,98 @@ that requeues at the original position (RabbitMQ, jmspy's broker), a re-SUBSCRIB
 makes the broker redeliver every unacknowledged message of the subscription in order
 (ActiveMQ 5, where a NACK dead-letters), or -- for an ActiveMQ non-durable topic
 subscription, which a re-SUBSCRIBE would replace -- redelivery from the client's own copy.
-``_seen`` remembers how often the application saw each message, for JMSXDeliveryCount
-where the broker only says ``redelivered``.
+The counts for JMSXDeliveryCount are :class:`~.deliveries.Deliveries`'.
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
-from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .stomp_mapping import BrokerProfile, from_frame
+from .deliveries import Deliveries
+from .mapping import BrokerProfile, from_frame
+from .subscription import StompSubscription
 
-if TYPE_CHECKING:
-    from .stomp import _Sub
-
-__all__ = ["StompRedelivery"]
-
-#: How many message keys the delivery counts remember (oldest forgotten first).
-_REDELIVERY_MEMORY = 10_000
+__all__ = ["Redelivery", "RedeliveryHost"]
 
 
-class StompRedelivery:
-    """Mixin of :class:`~jmspy.transports.stomp.StompTransport`. The attributes below are
-    the transport's; declared for the type checker only."""
+class RedeliveryHost(Protocol):
+    """What :class:`Redelivery` asks of the transport (which holds its lock meanwhile)."""
 
     profile: BrokerProfile
-    _lock: threading.RLock
-    _seen: OrderedDict[str, int]
-    _tags: itertools.count[int]
-    _tag_owner: dict[int, _Sub]
-    _tag_key: dict[int, str]
 
-    if TYPE_CHECKING:
-        def _forget(self, tag: int) -> None: ...
+    def resubscribe(self, sub: StompSubscription) -> None:
+        """UNSUBSCRIBE, then SUBSCRIBE again with a new id."""
 
-        def _subscribe(self, sub: _Sub, *, same_id: bool = False, receipt: str = "") -> None: ...
+    def send_nack(self, ack_id: str, sid: str) -> None: ...
 
-        def _unsubscribe(self, sub: _Sub) -> None: ...
+    def release(self, sub: StompSubscription) -> None:
+        """Hand ``sub``'s stash to the core as its credit allows."""
 
-        def _send_nack(self, ack_id: str, sid: str, receipt: str | None = None) -> None: ...
 
-        def _release(self, sub: _Sub) -> None: ...
+class Redelivery:
+    """Hands deliveries back the way the connected broker takes them. Every call is made
+    with the transport's lock held."""
 
-        def _delivery_count(self, key: str, headers: dict[str, str]) -> int: ...
+    __slots__ = ("_deliveries", "_host")
+
+    def __init__(self, host: RedeliveryHost, deliveries: Deliveries) -> None:
+        self._host = host
+        self._deliveries = deliveries
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         """Hand deliveries back. Deferred while the consumer is paused (no credit), so
         that what the core cancels in two calls (prefetched, then seen) goes back in one
         ordered batch together with the stash."""
-        with self._lock:
-            touched: list[_Sub] = []
-            for tag in delivery_tags:
-                sub = self._tag_owner.get(tag)
-                if sub is None:
-                    continue
-                key = self._tag_key.get(tag)
-                if key is not None:
-                    if redelivered:
-                        self._remember(key)
-                    else:
-                        self._seen.setdefault(key, 0)  # never seen by the app
-                sub.pending_cancel.add(tag)
-                if sub not in touched:
-                    touched.append(sub)
-            for sub in touched:
-                if redelivered or sub.credit > 0:
-                    self._flush_cancels(sub)
+        deliveries = self._deliveries
+        touched: list[StompSubscription] = []
+        for tag in delivery_tags:
+            sub = deliveries.owner(tag)
+            if sub is None:
+                continue
+            key = deliveries.key(tag)
+            if key is not None:
+                if redelivered:
+                    deliveries.seen_again(key)
+                else:
+                    deliveries.never_seen(key)
+            sub.pending_cancel.add(tag)
+            if sub not in touched:
+                touched.append(sub)
+        for sub in touched:
+            if redelivered or sub.credit > 0:
+                self.flush(sub)
 
-    def _remember(self, key: str) -> None:
-        self._seen[key] = self._seen.get(key, 0) + 1
-        self._seen.move_to_end(key)
-        while len(self._seen) > _REDELIVERY_MEMORY:
-            self._seen.popitem(last=False)
-
-    def _flush_cancels(self, sub: _Sub) -> None:
-        # Lock held. The stash goes back too: it is younger than anything cancelled and
-        # would otherwise overtake the redelivered messages.
+    def flush(self, sub: StompSubscription) -> None:
+        """Send back what was cancelled for ``sub``. The stash goes back too: it is younger
+        than anything cancelled and would otherwise overtake the redelivered messages."""
         if not sub.pending_cancel:
             return
+        deliveries = self._deliveries
         tags = set(sub.pending_cancel) | {t for t, _, _ in sub.stash}
         sub.pending_cancel.clear()
         for t, _, _ in sub.stash:
-            key = self._tag_key.get(t)
+            key = deliveries.key(t)
             if key is not None:
-                self._seen.setdefault(key, 0)  # the app never saw it: count stays 1
+                deliveries.never_seen(key)  # the app never saw it: count stays 1
         sub.stash.clear()
         if sub.copies is not None:
             self._redeliver_copies(sub, sorted(tags))
-        elif self.profile.cancel == "resubscribe":
+        elif self._host.profile.cancel == "resubscribe":
             # Every unacked message of the subscription goes back, in order.
             for tag in list(sub.unacked):
                 if tag not in tags:
-                    key = self._tag_key.get(tag)
+                    key = deliveries.key(tag)
                     if key is not None:
-                        self._remember(key)
-                self._forget(tag)
+                        deliveries.seen_again(key)
+                deliveries.forget(tag)
             sub.unacked.clear()
-            self._unsubscribe(sub)
-            self._subscribe(sub)
+            self._host.resubscribe(sub)
         else:
-            self._nack(sub, sorted(tags, reverse=self.profile.nack_order == "desc"),
-                       fence=True)
+            self.nack(sub, sorted(tags, reverse=self._host.profile.nack_order == "desc"),
+                      fence=True)
 
-    def _redeliver_copies(self, sub: _Sub, tags: list[int]) -> None:
-        """Hand ``tags`` (delivery order) back from the client's own copies (lock held).
+    def _redeliver_copies(self, sub: StompSubscription, tags: list[int]) -> None:
+        """Hand ``tags`` (delivery order) back from the client's own copies.
 
         For an ActiveMQ non-durable topic subscription, where a NACK dead-letters and a
         re-SUBSCRIBE makes a new subscription: its unacknowledged messages belong to
@@ -118,25 +104,25 @@ class StompRedelivery:
         broker's copies stay unacknowledged under new tags (each still holds its slot
         in the prefetch window) until the application acknowledges the redelivery."""
         assert sub.copies is not None
+        deliveries = self._deliveries
         for old in tags:
             ack_id = sub.unacked.pop(old, None)
             frame = sub.copies.pop(old, None)
-            key = self._tag_key.get(old)
-            self._forget(old)
+            key = deliveries.key(old)
+            deliveries.forget(old)
             if ack_id is None or frame is None or key is None:
                 continue
             headers, body = frame
             message = from_frame(headers, body)  # a fresh copy: unread body, own flags
             message.delivery_time = message.timestamp
-            tag = next(self._tags)
+            tag = deliveries.new(sub)
+            deliveries.set_key(tag, key)
             sub.unacked[tag] = ack_id
             sub.copies[tag] = frame
-            self._tag_owner[tag] = sub
-            self._tag_key[tag] = key
-            sub.stash.append((tag, message, self._delivery_count(key, headers)))
-        self._release(sub)
+            sub.stash.append((tag, message, deliveries.delivery_count(key, headers)))
+        self._host.release(sub)
 
-    def _nack(self, sub: _Sub, tags: list[int], *, fence: bool = False) -> None:
+    def nack(self, sub: StompSubscription, tags: list[int], *, fence: bool = False) -> None:
         """NACK ``tags`` (lock held). With ``fence``, MESSAGEs for ``sub`` that are not
         redeliveries are NACKed too, until the first redelivery arrives.
 
@@ -157,9 +143,9 @@ class StompRedelivery:
         sent = False
         for tag in tags:
             ack_id = sub.unacked.pop(tag, None)
-            self._forget(tag)
+            self._deliveries.forget(tag)
             if ack_id is not None:
-                self._send_nack(ack_id, sub.sub_id)
+                self._host.send_nack(ack_id, sub.sub_id)
                 sent = True
         if fence and sent:
             sub.fence = True

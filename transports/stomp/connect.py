@@ -1,0 +1,245 @@
+"""Opening one stomp.py connection for ``stomp://``: the URL's options, the CONNECT with a
+deadline, and what a refusal means.
+
+stomp.py's own wait for CONNECTED (``wait=True``) has no deadline, so a server that
+accepts TCP and never answers held ``create_connection()`` forever; here the wait is
+``connect_timeout``. The bytes stomp.py reads become frames in jmspy's codec
+(:mod:`.receive`), which bounds a body by ``max_frame_bytes``. Nagle's algorithm is turned
+off: ACK and SEND frames are small, and an ACK written while an earlier frame was
+unacknowledged waited for the broker's delayed TCP ACK (~40 ms on Linux), so every
+flow-control batch stalled (measured: 134 msgs/s at limit 5 instead of thousands).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import SplitResult, parse_qs
+
+from jmspy import errors
+from jmspy.transport import Credentials
+
+from ..broker_errors import ERROR_CODE_HEADER, class_for_code
+from .mapping import DIALECTS
+from .receipts import Receipts
+from .receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
+
+try:
+    import stomp as _stomp
+except ImportError:  # pragma: no cover - exercised by the packaging test
+    _stomp = None
+
+__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp"]
+
+
+def _int_option(
+    query: dict[str, str], name: str, default: int, *, minimum: int, unit: str
+) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        raise errors.InvalidConfigurationException(
+            f"stomp:// {name}={raw!r}: use a whole number of {unit}, at least {minimum} "
+            f"(default {default})")
+    return int(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectOptions:
+    """What a ``stomp://`` URL and the factory properties say about connecting."""
+
+    host: str
+    port: int
+    version: str  # "1.2" (tries 1.2, then 1.1) or "1.1"
+    heartbeat: int  # ms, both directions
+    vhost: str
+    connect_timeout: float
+    max_frame_bytes: int
+    dialect: str | None
+    queue_selectors_discard: bool
+    #: imqConnectionFlowLimit asked of the broker on CONNECT (0: not enabled); jmspy
+    #: broker enforces it, other brokers ignore the header and the client stash does
+    connection_flow_limit: int
+
+    @classmethod
+    def parse(cls, url: SplitResult, properties: Mapping[str, Any]) -> ConnectOptions:
+        if _stomp is None:
+            raise errors.InvalidConfigurationException(
+                "the stomp:// transport needs the stomp.py package: pip install 'jmspy[stomp]'"
+            )
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        version = query.get("version", "1.2")
+        if version not in ("1.1", "1.2"):
+            raise errors.InvalidConfigurationException(
+                f"stomp:// version={version!r}: use 1.2 (default) or 1.1")
+        dialect = query.get("dialect")
+        if dialect is not None and dialect not in DIALECTS:
+            raise errors.JMSException(
+                f"unknown STOMP dialect {dialect!r} in the URL; use one of "
+                f"{', '.join(DIALECTS)} (or leave it out: the CONNECTED frame tells)")
+        return cls(
+            host=url.hostname or "127.0.0.1",
+            port=url.port or 61613,
+            version=version,
+            heartbeat=_int_option(query, "heartbeat", 10000, minimum=0, unit="milliseconds"),
+            vhost=query.get("vhost", "/"),
+            connect_timeout=float(query.get("connect_timeout", "10")),
+            max_frame_bytes=_int_option(query, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES,
+                                        minimum=1, unit="bytes"),
+            dialect=dialect,
+            queue_selectors_discard=query.get("rabbitmq_queue_selectors") == "discard",
+            connection_flow_limit=(int(properties.get("imqConnectionFlowLimit", 0))
+                                   if properties.get("imqConnectionFlowLimitEnabled") else 0),
+        )
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class ReceiverEvents(Protocol):
+    """What the transport does with the frames stomp.py hands its listener."""
+
+    def on_connected_frame(self, headers: dict[str, str]) -> None: ...
+
+    def on_error_frame(self, headers: dict[str, str], body: Any) -> None: ...
+
+    def on_message_frame(self, headers: dict[str, str], body: bytes) -> None: ...
+
+    def on_receipt(self, receipt_id: str) -> None: ...
+
+    def on_disconnected(self, conn: Any) -> None:
+        """The socket of ``conn`` closed (it may be a connection already replaced)."""
+
+
+class Receiver:
+    """stomp.py's listener: runs on its receiver thread, only converts and buffers.
+    (MESSAGE frames come here only where jmspy's frame reader could not be installed.)"""
+
+    def __init__(self, events: ReceiverEvents) -> None:
+        self.events = events
+        self.conn: Any = None  # the stomp.py connection this receiver belongs to
+        #: set once the broker answered CONNECT (CONNECTED or ERROR) or the socket closed:
+        #: what the connecting thread waits for, at most connect_timeout
+        self.answered = threading.Event()
+
+    def on_connected(self, frame: Any) -> None:
+        self.events.on_connected_frame(dict(frame.headers))
+        self.answered.set()
+
+    def on_error(self, frame: Any) -> None:
+        self.events.on_error_frame(dict(frame.headers), frame.body)
+        self.answered.set()
+
+    def on_message(self, frame: Any) -> None:
+        self.events.on_message_frame(dict(frame.headers), frame.body)
+
+    def on_receipt(self, frame: Any) -> None:
+        self.events.on_receipt(frame.headers.get("receipt-id", ""))
+
+    def on_disconnected(self) -> None:
+        self.answered.set()
+        if self.conn is not None:
+            self.events.on_disconnected(self.conn)
+
+    def on_heartbeat_timeout(self) -> None:
+        """stomp.py's heart-beat thread calls every listener's after closing a socket whose
+        broker went silent; the close itself reaches :meth:`on_disconnected`."""
+
+
+def drop(conn: Any) -> None:
+    """Close a stomp.py connection's socket now, without DISCONNECT or waiting for its
+    threads (the broker did not answer, so nothing graceful can be expected of it)."""
+    try:
+        conn.transport.running = False
+        conn.transport.disconnect_socket()
+    except Exception:
+        pass
+
+
+def _no_delay(conn: Any) -> None:
+    """Turn off Nagle's algorithm on stomp.py's socket (it leaves it on; see above)."""
+    sock = getattr(getattr(conn, "transport", None), "socket", None)
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass  # not a TCP socket (or already closed): nothing to tune
+
+
+_SECURITY_WORDS = ("auth", "login", "password", "access refused", "credentials",
+                   "not authorized", "security")
+
+
+def open_stomp(
+    options: ConnectOptions, version: str, credentials: Credentials, events: ReceiverEvents,
+    receipts: Receipts, make_reader: Callable[[Any], FrameReader],
+) -> tuple[Any, FrameReader | None] | None:
+    """CONNECT speaking ``version``: (the stomp.py connection, its frame reader if one
+    could be installed), or None
+    when the broker does not speak 1.2 (the caller tries 1.1). Raises the JMSException
+    that says why otherwise: no answer in time, login refused, connection refused."""
+    assert _stomp is not None
+    klass = _stomp.Connection12 if version == "1.2" else _stomp.Connection11
+    where = options.where
+    conn = klass(
+        [(options.host, options.port)],
+        heartbeats=(options.heartbeat, options.heartbeat),
+        vhost=options.vhost,
+        auto_decode=False,
+        reconnect_attempts_max=1,
+        timeout=options.connect_timeout,
+    )
+    receiver = Receiver(events)
+    receiver.conn = conn
+    conn.set_listener("jmspy", receiver)
+    reader = install(conn, make_reader)
+    headers = {"client-id": credentials.client_id} if credentials.client_id else {}
+    if options.connection_flow_limit:
+        headers["jmspy-connection-flow-limit"] = str(options.connection_flow_limit)
+    receipts.last_error = None
+    try:
+        conn.connect(credentials.user, credentials.password, wait=False, headers=headers)
+        if not receiver.answered.wait(options.connect_timeout):
+            drop(conn)
+            raise errors.JMSException(
+                f"no answer to CONNECT from {where} within connect_timeout="
+                f"{options.connect_timeout:g} s: the server accepted the TCP connection but "
+                "sent no CONNECTED frame; check that this host:port is a STOMP listener "
+                "(not another protocol's port) and that the broker is not overloaded, "
+                "or raise ?connect_timeout=SECONDS", error_code="CONNECT_TIMEOUT")
+        if not conn.is_connected():
+            raise ConnectionError("the connection closed before CONNECTED arrived")
+    except errors.JMSException:
+        raise
+    except Exception as exc:
+        try:
+            conn.disconnect()
+        except Exception:
+            pass
+        err = receipts.last_error
+        if err is not None:
+            text = f"{err[0].get('message', '')} {err[1]}".strip()
+            low = text.lower()
+            if "version" in low and version == "1.2":
+                return None  # a 1.1-only broker: try again with 1.1
+            coded = class_for_code(err[0].get(ERROR_CODE_HEADER))  # jmspy broker
+            if coded is errors.JMSSecurityException or (
+                    coded is None and any(w in low for w in _SECURITY_WORDS)):
+                raise errors.JMSSecurityException(
+                    f"STOMP broker at {where} refused the login for user "
+                    f"{credentials.user!r}: {text}; check the user name and password"
+                ) from exc
+            raise errors.JMSException(
+                f"STOMP broker at {where} refused the connection: {text}") from exc
+        raise errors.JMSException(
+            f"cannot connect to a STOMP broker at {where} ({type(exc).__name__}): "
+            "check that the broker is running, that it has a STOMP listener on that "
+            "host and port, and that no firewall is in the way"
+        ) from exc
+    _no_delay(conn)
+    return conn, reader

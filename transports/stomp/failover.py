@@ -1,0 +1,115 @@
+"""Failover for ``stomp://`` (``imqReconnectEnabled``): what happens when the connection drops.
+
+When stomp.py reports the socket closed (the broker went away, or missed heart-beats),
+every delivery tag of that connection is dead: the broker redelivers whatever was
+unacknowledged, so the transport drops its unacked/stash state instead of acking into a
+connection that no longer exists. The core is told (``on_connection_interrupted``) and a
+``jmspy-stomp-reconnect`` thread, driven by :func:`jmspy.reconnect.reconnect_in_background`
+(the one reconnect loop of every transport), reconnects with the policy's backoff -- never
+on stomp.py's receiver thread, which is the one that reported the drop and must return for
+the old connection to wind down. It re-SUBSCRIBEs every consumer with its old subscription
+id and headers, then calls ``on_connection_resumed``. Calls made meanwhile wait for the
+outcome; once the attempts are exhausted they fail naming host:port (CONNECTION_LOST).
+With reconnect off there is one CONNECTION_LOST and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from jmspy import errors
+from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
+from jmspy.transport import TransportListener
+
+__all__ = ["Failover", "FailoverHost"]
+
+
+class FailoverHost(Protocol):
+    """The connection state :class:`Failover` steers; the transport owns it."""
+
+    reconnect: ReconnectPolicy
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def listener(self) -> TransportListener | None: ...
+
+    @property
+    def closing(self) -> bool: ...
+
+    def connection_dropped(self) -> bool:
+        """Forget the dead connection and every delivery of it; calls wait from now on.
+        False when there was nothing to forget (closing, or already down)."""
+
+    def connect_again(self) -> None:
+        """CONNECT anew (same version and credentials) and re-SUBSCRIBE every consumer with
+        its old id; on failure, forget the half-made connection again and raise."""
+
+    def settle(self, lost: str | None) -> None:
+        """Release waiting calls: connected again (None) or gone for good (why)."""
+
+    def close(self) -> None: ...
+
+
+class Failover:
+    """The drop-and-reconnect policy of one transport (see the module docstring). It is
+    also what :func:`~jmspy.reconnect.reconnect_in_background` drives."""
+
+    __slots__ = ("_host", "_thread_name")
+
+    def __init__(self, host: FailoverHost, thread_name: str) -> None:
+        self._host = host
+        self._thread_name = thread_name
+
+    def connection_lost(self) -> None:
+        """stomp.py's receiver thread: the socket closed under us."""
+        host = self._host
+        if not host.connection_dropped():
+            return
+        if not host.reconnect.enabled:
+            self._give_up("reconnecting is off (imqReconnectEnabled=False)")
+            return
+        listener = host.listener
+        if listener is not None:
+            listener.on_connection_interrupted(errors.JMSException(
+                f"lost the STOMP connection to {host.where}; reconnecting (unacknowledged "
+                "messages will be redelivered by the broker)",
+                error_code="CONNECTION_INTERRUPTED"))
+        reconnect_in_background(self, self._thread_name)
+
+    def _give_up(self, why: str) -> None:
+        host = self._host
+        lost = (
+            f"lost the STOMP connection to {host.where} ({why}); unacknowledged messages "
+            "will be redelivered by the broker. Create a new connection once it is back"
+        )
+        host.settle(lost)
+        listener = host.listener
+        if listener is not None and not host.closing:
+            listener.on_connection_interrupted(
+                errors.JMSException(lost, error_code="CONNECTION_LOST"))
+
+    # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
+    @property
+    def reconnect(self) -> ReconnectPolicy:
+        return self._host.reconnect
+
+    def _reconnect_closing(self) -> bool:
+        return self._host.closing
+
+    def _reconnect_failed(self, why: str) -> None:
+        self._give_up(why)
+
+    def _reconnected(self) -> None:
+        host = self._host
+        if host.closing:  # closed while we reconnected: do not leak the new socket
+            host.close()
+            return
+        host.settle(None)
+        listener = host.listener
+        if listener is not None:
+            listener.on_connection_resumed()
+
+    def _reconnect_once(self) -> None:
+        self._host.connect_again()

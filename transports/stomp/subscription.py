@@ -1,0 +1,155 @@
+"""One consumer's STOMP subscription, client side: what the broker sent and the core has not
+settled yet, and the credit that decides when the core sees it.
+
+The core runs the Open MQ window and grants credit (``grant_credit``); a broker with only a
+prefetch (or none) may send more than that. Deliveries beyond the credit wait in the
+*stash*, in arrival order, and are handed to the core as credit comes (:meth:`release`).
+``unacked`` maps each delivery tag to the broker's ack id, in delivery order: what an ACK or
+a hand-back names. ``fence`` and ``copies`` belong to redelivery (:mod:`.redelivery`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jmspy.capabilities import Feature
+from jmspy.destinations import Queue, Topic
+from jmspy.message import Message
+from jmspy.transport import ConsumerSpec
+
+from .mapping import BrokerProfile
+
+__all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription"]
+
+#: hand(tag, message, delivery count): give one delivery to the core
+Hand = Callable[[int, Message, int], None]
+#: Artemis counts its window in bytes: a jmspy window of N messages asks for N KiB
+ARTEMIS_BYTES_PER_MESSAGE = 1024
+#: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
+#: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
+RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
+
+
+@dataclass(eq=False)
+class StompSubscription:
+    """Transport-side state of one consumer (one STOMP subscription at a time)."""
+
+    spec: ConsumerSpec
+    sub_id: str
+    headers: dict[str, str]
+    credit: int = 0
+    stash: deque[tuple[int, Message, int]] = field(default_factory=deque)
+    unacked: dict[int, str] = field(default_factory=dict)  # tag -> ack id, delivery order
+    pending_cancel: set[int] = field(default_factory=set)
+    in_flight_max: int = 0  # most deliveries ever unacked at once (what the broker sent)
+    selector_dropped: int = 0
+    client_selector: Any = None
+    #: set by a hand-back (see Redelivery.nack) until the first redelivery for it arrives
+    fence: bool = False
+    #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
+    #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
+    copies: dict[int, tuple[dict[str, str], bytes]] | None = None
+
+    @classmethod
+    def for_spec(
+        cls, spec: ConsumerSpec, p: BrokerProfile, require: Callable[[Feature, str], None],
+        durable_queue: Callable[[str], str], *, discard_queue_selectors: bool,
+    ) -> StompSubscription:
+        """The subscription for ``spec``, with the SUBSCRIBE headers broker ``p`` needs
+        (not yet sent); ``require`` refuses what the broker cannot carry, and
+        ``durable_queue`` names RabbitMQ's queue behind a durable subscription."""
+        headers: dict[str, str] = {}
+        client_selector = None
+        if spec.shared:
+            require(Feature.SHARED_SUBSCRIPTIONS, "")
+            assert spec.subscription_name is not None
+            headers[p.shared_header + ("-durable" if spec.durable else "") + "-subscription"
+                    ] = spec.subscription_name
+        elif spec.durable:
+            require(Feature.DURABLE_SUBSCRIPTIONS, "")
+            assert spec.subscription_name is not None
+            if p.durable_header == "durable":  # RabbitMQ
+                headers.update(RABBIT_DURABLE)
+                headers["x-queue-name"] = durable_queue(spec.subscription_name)
+            else:
+                headers[p.durable_header] = spec.subscription_name
+        if spec.no_local:
+            require(Feature.NO_LOCAL, "")
+            headers[p.no_local_header] = "true"
+        if spec.selector:
+            if p.server_selectors:
+                headers["selector"] = spec.selector
+            else:
+                if isinstance(spec.destination, Queue) and not discard_queue_selectors:
+                    require(Feature.QUEUE_SELECTORS, "a selector on a queue")
+                from jmspy.selector import compile_selector
+
+                client_selector = compile_selector(spec.selector)
+        limit = max(1, spec.flow_limit)
+        if p.window == "jmspy-flow-limit":
+            headers["jmspy-flow-limit"] = str(spec.flow_limit)
+            headers["jmspy-flow-threshold"] = str(spec.flow_threshold)
+        elif p.window_in_bytes:
+            headers[p.window] = str(limit * ARTEMIS_BYTES_PER_MESSAGE)
+        elif p.window:
+            headers[p.window] = str(limit)
+        sub = cls(spec, "", headers, client_selector=client_selector)
+        if p.cancel == "resubscribe" and isinstance(spec.destination, Topic) and not spec.durable:
+            # A re-SUBSCRIBE would make a new topic subscription, and the old one's
+            # unacked messages die with it: recover() redelivers from the client's copy.
+            sub.copies = {}
+        return sub
+
+    def count_key(self, message_key: str) -> str:
+        """What JMSXDeliveryCount is remembered under. A queue message is one message
+        wherever it goes on this connection, so its count follows it from consumer to
+        consumer. Each topic subscription gets its own copy under the same message id, so
+        there the count is the subscription's: recover() in one session must not raise
+        what another subscription's copy says."""
+        spec = self.spec
+        if isinstance(spec.destination, Queue):
+            return message_key
+        return f"{spec.subscription_name or spec.consumer_id}\x00{message_key}"
+
+    def received(self, tag: int, ack_id: str) -> None:
+        """The broker delivered ``tag`` (not yet acknowledged)."""
+        unacked = self.unacked
+        unacked[tag] = ack_id
+        if len(unacked) > self.in_flight_max:
+            self.in_flight_max = len(unacked)
+
+    def release(self, hand: Hand) -> None:
+        """Hand stashed deliveries over, oldest first, while the core's credit allows."""
+        stash = self.stash
+        while stash and self.credit > 0:
+            tag, message, count = stash.popleft()
+            self.credit -= 1
+            hand(tag, message, count)
+
+    def take_credit(self) -> int:
+        """The core takes its unused credit back (a prefetch broker cannot: whatever it
+        still sends waits in the stash until credit is granted again)."""
+        returned, self.credit = self.credit, 0
+        return returned
+
+    def connection_lost(self) -> None:
+        """Every tag of the dropped connection is dead (the broker redelivers them), and
+        credit went with it."""
+        self.unacked.clear()
+        self.stash.clear()
+        self.pending_cancel.clear()
+        self.credit = 0
+        self.fence = False  # the broker redelivers everything after a reconnect
+
+    def state(self) -> dict[str, int]:
+        """Counters for tests and troubleshooting."""
+        return {
+            "unacked": len(self.unacked),
+            "stashed": len(self.stash),
+            "credit": self.credit,
+            "in_flight_max": self.in_flight_max,
+            "selector_dropped": self.selector_dropped,
+        }
