@@ -73,9 +73,14 @@ class StompClient:
         return out
 
     # -- the frames tests send most --------------------------------------------------------
-    def send(self, destination: str, *bodies: str, **headers: str) -> None:
+    def send(self, destination: str, *bodies: str, **headers: str) -> list[Frame]:
+        """SEND each body in order; returns every frame written in answer to them all
+        (the deliveries they caused, to any client)."""
+        out: list[Frame] = []
         for body in bodies:
-            self.frame("SEND", {"destination": destination, **headers}, body.encode())
+            out.extend(self.frame("SEND", {"destination": destination, **headers},
+                                  body.encode()))
+        return out
 
     def subscribe(self, destination: str, sid: str, ack: str = "auto",
                   **headers: str) -> list[Frame]:
@@ -93,6 +98,14 @@ class StompClient:
         h = header_dict(message.headers)
         return ({"id": h["ack"]} if self.version == "1.2"
                 else {"message-id": h["message-id"], "subscription": h["subscription"]})
+
+    def close(self, receipt: str = "bye") -> list[Frame]:
+        """DISCONNECT with a receipt, as stomp.py's ``disconnect()`` does: the session
+        answers the RECEIPT and ends, and the broker closes the connection (its unacked
+        deliveries go back). Returns what was written in answer, to any client."""
+        answer = self.frame("DISCONNECT", {"receipt": receipt})
+        assert self.session.closing
+        return answer
 
     def disconnect(self) -> None:
         """The socket went away (no DISCONNECT frame): what the host reports."""
