@@ -199,7 +199,7 @@ TransportFactory = Callable[[SplitResult, Mapping[str, Any]], Transport]
 _BUILTIN: dict[str, str] = {
     "vm": "jmspy.transports.vm:VmTransport",
     "stomp": "jmspy.transports.stomp.transport:StompTransport",
-    "mqtt": "jmspy.transports.mqtt:MqttTransport",
+    "mqtt": "jmspy.transports.mqtt.transport:MqttTransport",
 }
 _REGISTERED: dict[str, TransportFactory] = {}
 

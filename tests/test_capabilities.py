@@ -14,7 +14,7 @@ from capability_probes import PROBES, Rig, check_cell
 from jmspy.capabilities import Feature, RefusedFeatureException, Support, refused
 from jmspy.transport import Capability
 from jmspy.transports import capabilities as matrix
-from jmspy.transports.mqtt import MqttTransport
+from jmspy.transports.mqtt.transport import MqttTransport
 from jmspy.transports.stomp.mapping import STOMP_TARGETS, detect_broker, profile_key
 from jmspy.transports.vm import VmTransport
 

@@ -20,7 +20,7 @@ from paho.mqtt.properties import Properties
 
 from jmspy import BytesMessage, MapMessage, Message, Queue, TextMessage, Topic
 from jmspy.errors import MessageFormatException
-from jmspy.transports.mqtt_mapping import (
+from jmspy.transports.mqtt.mapping import (
     from_publish,
     mqtt_topic,
     payload_of,

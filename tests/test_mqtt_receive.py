@@ -1,4 +1,4 @@
-"""mqtt:// decodes received PUBLISH packets itself (transports/mqtt_receive.py); paho's
+"""mqtt:// decodes received PUBLISH packets itself (transports/mqtt/receive.py); paho's
 own decoder is the oracle.
 
 Packets whose properties paho's encoder wrote (every property a PUBLISH may carry, in any
@@ -22,7 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from jmspy.transports.mqtt_receive import decode_publish_properties, install
+from jmspy.transports.mqtt.receive import decode_publish_properties, install
 
 SETTINGS = settings(max_examples=400, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -177,6 +177,6 @@ def test_refused_pubacks_and_a_dropped_connection_fail_those_sends_in_order() ->
             assert isinstance(errors[i], JMSException)
             assert "dropped" in str(errors[i]) and str(sent[i]) in str(errors[i])
         transport: Any = conn._transport
-        assert transport._window._value == 10  # every place in the window came back
+        assert transport.outbound.free_places == 10  # every place in the window came back
     finally:
         conn.close()

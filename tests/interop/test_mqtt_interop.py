@@ -50,7 +50,7 @@ def test_negotiates_the_protocol_version(mqtt_target: MqttTarget) -> None:
 def test_send_receive_bodies_and_qos(
     mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Also: every PUBLISH is decoded by jmspy (transports/mqtt_receive.py); paho's own
+    """Also: every PUBLISH is decoded by jmspy (transports/mqtt/receive.py); paho's own
     decoder is made to fail, so a client still using it would lose the messages."""
     import paho.mqtt._packet as paho_packet
 

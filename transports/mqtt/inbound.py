@@ -1,20 +1,35 @@
 """The receiving half of the mqtt:// transport: routing PUBLISH packets to consumers, the
 per-consumer stash that enforces the Open MQ window, and PUBACKs in receipt order.
 
-Split from mqtt.py for size; :class:`Inbound` is a mixin whose state MqttTransport's
-``__init__`` creates. Everything here runs with ``self._lock`` held, on paho's network
-thread (``_on_message``) or on the application thread that acks, grants or cancels; the
-TransportListener calls made here only buffer (see mqtt.py's module docstring).
+:class:`Inbound` owns the receiving state of one transport: its subscriptions and
+consumers, the delivery tags, the PUBLISH records awaiting PUBACK and the backlog of a
+persistent session; it reaches the transport only through :class:`InboundHost`. It runs
+under the transport's lock, on paho's network thread (``on_message``) or on the
+application thread that acks, grants or cancels; the TransportListener calls made here
+only buffer (see the transport's module docstring).
+
+Acknowledgement. paho sends no PUBACK on its own: this transport sends it when the jmspy
+core says a message is *consumed* (``ack``). MQTT requires PUBACKs in the order the
+PUBLISH packets arrived on the connection, so acks the application gives out of order
+(INDIVIDUAL_ACKNOWLEDGE, or several consumers on one connection) are held until every
+earlier message is acknowledged too; a message that is never acknowledged therefore
+holds up the PUBACKs of later ones (and, with Receive Maximum, further deliveries).
+
+Redelivery. MQTT has no NACK: ``cancel`` (recover, rollback of a listener failure) hands
+the same message to the consumer again from the client's copy, still unacknowledged at
+the broker, counted as redelivered. Only a persistent session (a client id) gets
+unacknowledged messages redelivered by the broker, when it reconnects (DUP flag ->
+JMSRedelivered).
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
@@ -22,15 +37,14 @@ from jmspy.destinations import Destination, Topic
 from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, TransportListener
 
-from .capabilities import refusal, require
-from .mqtt_mapping import from_publish, strip_share, topic_of
+from .mapping import filters_overlap, from_publish, strip_share, topic_of
 
 try:
     from paho.mqtt.client import topic_matches_sub as _topic_matches_sub
-except ImportError:  # pragma: no cover - mqtt.py reports the missing package
+except ImportError:  # pragma: no cover - the transport reports the missing package
     _topic_matches_sub = None  # type: ignore[assignment]
 
-__all__ = ["Inbound"]
+__all__ = ["Inbound", "InboundHost", "MqttConsumer", "MqttSubscription"]
 
 
 @dataclass(eq=False)
@@ -45,7 +59,10 @@ class _Publish:
 
 
 @dataclass(eq=False)
-class _Consumer:
+class MqttConsumer:
+    """One jmspy consumer: its stash (deliveries beyond the core's credit) and what it
+    holds unacknowledged (tag -> record, message, delivery count)."""
+
     spec: ConsumerSpec
     topic_filter: str
     selector: Any = None
@@ -56,57 +73,153 @@ class _Consumer:
 
 
 @dataclass(eq=False)
-class _Subscription:
+class MqttSubscription:
     """One MQTT subscription; consumers with the same filter on a connection share it
     (MQTT replaces a subscription to the same filter instead of adding one)."""
 
     topic_filter: str
     sub_id: int
     queue: bool
-    consumers: list[_Consumer] = field(default_factory=list)
+    consumers: list[MqttConsumer] = field(default_factory=list)
     turn: int = 0
     durable_name: str | None = None
 
 
-class Inbound:
-    """Deliveries, credit, acknowledgement and redelivery (mixed into MqttTransport)."""
-
-    _lock: threading.RLock
-    _listener: TransportListener | None
-    _client: Any
-    persistent_session: bool
-    host: str
-    port: int
-    version: str
-    _consumers: dict[int, _Consumer]
-    _subs: dict[str, _Subscription]
-    _by_sub_id: dict[int, _Subscription]
-    _tags: Iterator[int]
-    _tag_owner: dict[int, _Consumer]
-    _inbound: OrderedDict[int, _Publish]
-    _seq: Iterator[int]
-    _orphans: list[tuple[Any, _Publish | None]]
-    _in_flight: int
-    _in_flight_max: int
-    _held_acks_max: int
+class InboundHost(Protocol):
+    """What :class:`Inbound` asks of the transport."""
 
     @property
-    def where(self) -> str:
-        return f"{self.host}:{self.port}"
+    def listener(self) -> TransportListener | None: ...
 
-    def _describe(self) -> str:
-        return f"MQTT {self.version} broker at {self.where}"
+    @property
+    def paho(self) -> Any:
+        """The live paho client, or None while there is none (PUBACKs then die)."""
 
-    def _require(self, feature: Feature, detail: str = "") -> None:
-        """Raise the capability matrix's refusal when this protocol version cannot carry
-        ``feature`` (MQTT cannot name its server, so the column is the version)."""
-        require("mqtt", self.version, feature, detail=detail, where=f"broker at {self.where}")
+    @property
+    def persistent_session(self) -> bool: ...
 
-    def _refusal(self, feature: Feature, detail: str = "") -> RefusedFeatureException:
-        """The matrix's error for a feature this transport has no implementation of."""
-        return refusal("mqtt", self.version, feature, detail=detail,
-                       where=f"broker at {self.where}")
+    @property
+    def where(self) -> str: ...
 
+    def refusal(self, feature: Feature, detail: str = "") -> RefusedFeatureException: ...
+
+
+class Inbound:
+    """Deliveries, credit, acknowledgement and redelivery of one transport."""
+
+    def __init__(self, host: InboundHost, lock: threading.RLock) -> None:
+        self._host = host
+        self._lock = lock  # the transport's: subscribing and closing share it
+        self._consumers: dict[int, MqttConsumer] = {}
+        self._subs: dict[str, MqttSubscription] = {}
+        self._by_sub_id: dict[int, MqttSubscription] = {}
+        self._sub_ids = itertools.count(1)
+        # Tags keep increasing across reconnects: the core treats every tag up to the
+        # last one handed out before a drop as dead.
+        self._tags = itertools.count(1)
+        self._tag_owner: dict[int, MqttConsumer] = {}
+        self._inbound: OrderedDict[int, _Publish] = OrderedDict()  # receipt order
+        self._seq = itertools.count(1)
+        self._orphans: list[tuple[Any, _Publish | None]] = []
+        self._in_flight = 0
+        self._in_flight_max = 0
+        self._held_acks_max = 0
+
+    # -- subscriptions ----------------------------------------------------------------------
+    def subscription(self, topic_filter: str) -> MqttSubscription | None:
+        with self._lock:
+            return self._subs.get(topic_filter)
+
+    def overlapping(self, topic_filter: str) -> str | None:
+        """A subscribed filter that ``topic_filter`` overlaps, if any."""
+        with self._lock:
+            return next((f for f in self._subs if filters_overlap(f, topic_filter)), None)
+
+    def new_subscription(self, topic_filter: str, queue: bool) -> MqttSubscription:
+        """A subscription with the next Subscription Identifier (not yet attached)."""
+        return MqttSubscription(topic_filter, next(self._sub_ids), queue)
+
+    def subscriptions(self) -> list[MqttSubscription]:
+        with self._lock:
+            return list(self._subs.values())
+
+    def attach(self, sub: MqttSubscription, consumer: MqttConsumer) -> None:
+        """``consumer`` receives through ``sub`` (whose SUBSCRIBE the broker confirmed);
+        the backlog of a persistent session that matches it is handed over."""
+        with self._lock:
+            self._subs[sub.topic_filter] = sub
+            self._by_sub_id[sub.sub_id] = sub
+            sub.consumers.append(consumer)
+            self._consumers[consumer.spec.consumer_id] = consumer
+            self._adopt_orphans()
+
+    def detach(self, consumer_id: int) -> str | None:
+        """Close a consumer: what it holds goes to another local consumer of the queue,
+        is set aside for the broker's redelivery (a persistent session), or is finished.
+        Returns the filter to UNSUBSCRIBE when its last consumer went (and it is not a
+        durable subscription's)."""
+        unsubscribe: str | None = None
+        with self._lock:
+            consumer = self._consumers.pop(consumer_id, None)
+            if consumer is None:
+                return None
+            sub = self._subs[consumer.topic_filter]
+            sub.consumers.remove(consumer)
+            leftovers = list(consumer.held.items())
+            consumer.held.clear()
+            consumer.stash.clear()
+            for tag, (rec, message, count) in leftovers:
+                self._tag_owner.pop(tag, None)
+                if sub.queue and sub.consumers:
+                    # Another local consumer of the queue takes it over (a new tag).
+                    if rec is not None:
+                        rec.copies -= 1
+                    self._hand(sub.consumers[0], rec, message, count)
+                    if rec is not None and rec.copies == 0:
+                        self._copy_done(rec, count=False)
+                elif rec is not None and self._host.persistent_session and (
+                        sub.queue or sub.durable_name):
+                    self._set_aside(rec)  # the broker redelivers it to the next session
+                else:
+                    self._copy_done(rec)  # a closed subscription's copy: nothing keeps it
+            if not sub.consumers:
+                del self._subs[sub.topic_filter]
+                self._by_sub_id.pop(sub.sub_id, None)
+                if sub.durable_name is None:
+                    unsubscribe = sub.topic_filter
+            self._flush_acks()
+        return unsubscribe
+
+    def connection_lost(self) -> None:
+        """Every tag and PUBACK owed on the dropped connection is dead."""
+        with self._lock:
+            for consumer in self._consumers.values():
+                consumer.stash.clear()
+                consumer.held.clear()
+                consumer.credit = 0
+            self._tag_owner.clear()
+            self._inbound.clear()
+            self._orphans.clear()
+            self._in_flight = 0
+
+    def flow_counters(self) -> dict[str, int]:
+        with self._lock:
+            return {"in_flight": self._in_flight, "in_flight_max": self._in_flight_max,
+                    "held_acks_max": self._held_acks_max, "orphans": len(self._orphans)}
+
+    def consumer_state(self, consumer_id: int) -> dict[str, int]:
+        with self._lock:
+            consumer = self._consumers.get(consumer_id)
+            if consumer is None:
+                return {}
+            return {
+                "unacked": len(consumer.held),
+                "stashed": len(consumer.stash),
+                "credit": consumer.credit,
+                "selector_dropped": consumer.selector_dropped,
+            }
+
+    # -- credit -------------------------------------------------------------------------------
     def grant_credit(self, consumer_id: int, credits: int) -> None:
         """No wire traffic: MQTT has no per-subscription credit (see module docstring)."""
         with self._lock:
@@ -123,9 +236,9 @@ class Inbound:
             returned, consumer.credit = consumer.credit, 0
             return returned
 
-    def _release(self, consumer: _Consumer) -> None:
+    def _release(self, consumer: MqttConsumer) -> None:
         # Lock held. Hand stashed deliveries over while the core's credit allows.
-        listener = self._listener
+        listener = self._host.listener
         auto = False
         while consumer.stash and consumer.credit > 0 and listener is not None:
             tag, message, count = consumer.stash.popleft()
@@ -138,7 +251,7 @@ class Inbound:
             self._flush_acks()
 
     # -- receiving (paho's network thread) ------------------------------------------------
-    def _on_message(self, client: Any, userdata: Any, msg: Any) -> None:
+    def on_message(self, client: Any, userdata: Any, msg: Any) -> None:
         with self._lock:
             rec: _Publish | None = None
             if msg.qos > 0:
@@ -148,7 +261,7 @@ class Inbound:
                 self._in_flight_max = max(self._in_flight_max, self._in_flight)
             targets = self._route(msg)
             if not targets:
-                if self.persistent_session:
+                if self._host.persistent_session:
                     # A persistent session's backlog arrives before the application
                     # re-creates its consumers: keep it for them (unacknowledged).
                     self._orphans.append((msg, rec))
@@ -164,7 +277,8 @@ class Inbound:
                 except Exception as exc:  # an unreadable packet must not kill the loop
                     self._report(
                         errors.MessageFormatException(
-                            f"unreadable MQTT PUBLISH on {msg.topic!r} from {self.where}: {exc}"
+                            f"unreadable MQTT PUBLISH on {msg.topic!r} from "
+                            f"{self._host.where}: {exc}"
                         )
                     )
                     continue
@@ -173,7 +287,7 @@ class Inbound:
                 self._copy_done(rec, count=False)  # every copy filtered out
             self._flush_acks()
 
-    def _route(self, msg: Any) -> list[_Consumer]:
+    def _route(self, msg: Any) -> list[MqttConsumer]:
         # Lock held. MQTT 5 names the matching subscriptions; 3.1.1 is matched locally.
         ids = None
         if msg.properties is not None:
@@ -186,7 +300,7 @@ class Inbound:
                 for s in self._subs.values()
                 if _topic_matches_sub(strip_share(s.topic_filter), msg.topic)
             ]
-        targets: list[_Consumer] = []
+        targets: list[MqttConsumer] = []
         for sub in subs:
             if not sub.consumers:
                 continue
@@ -197,14 +311,14 @@ class Inbound:
                 targets.extend(sub.consumers)
         return targets
 
-    def _convert(self, msg: Any, consumer: _Consumer) -> Message:
+    def _convert(self, msg: Any, consumer: MqttConsumer) -> Message:
         dest: Destination = consumer.spec.destination
         if isinstance(dest, Topic):
             dest = topic_of(msg.topic)
         return from_publish(msg.topic, msg.payload, msg.qos, msg.properties, dest)
 
     def _hand(
-        self, consumer: _Consumer, rec: _Publish | None, message: Message, count: int
+        self, consumer: MqttConsumer, rec: _Publish | None, message: Message, count: int
     ) -> None:
         # Lock held: one copy of a PUBLISH for one consumer (selector applied here).
         selector = consumer.selector
@@ -233,8 +347,9 @@ class Inbound:
                 self._copy_done(rec, count=False)
 
     def _report(self, error: errors.JMSException) -> None:
-        if self._listener is not None:
-            self._listener.on_transport_error(error)
+        listener = self._host.listener
+        if listener is not None:
+            listener.on_transport_error(error)
 
     # -- acknowledgement ------------------------------------------------------------------
     def _set_aside(self, rec: _Publish) -> None:
@@ -255,7 +370,7 @@ class Inbound:
 
     def _puback(self, rec: _Publish) -> None:
         self._in_flight -= 1
-        client = self._client
+        client = self._host.paho
         if client is not None:
             client.ack(rec.mid, rec.qos)
 
@@ -285,7 +400,7 @@ class Inbound:
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         if tx is not None:
-            raise self._refusal(Feature.TRANSACTIONS)
+            raise self._host.refusal(Feature.TRANSACTIONS)
         with self._lock:
             for tag in delivery_tags:
                 self._ack_tag(tag)

@@ -5,18 +5,8 @@ One paho client (CallbackAPIVersion.VERSION2, ``manual_ack=True``) per jmspy con
 The default tries MQTT 5 and falls back to 3.1.1 when the broker refuses it (ActiveMQ 5.17
 and RabbitMQ 3.10 close the socket on a v5 CONNECT). docs/mqtt.md has the per-broker table.
 
-Acknowledgement. paho sends no PUBACK on its own: this transport sends it when the jmspy
-core says a message is *consumed* (``ack``). MQTT requires PUBACKs in the order the
-PUBLISH packets arrived on the connection, so acks the application gives out of order
-(INDIVIDUAL_ACKNOWLEDGE, or several consumers on one connection) are held until every
-earlier message is acknowledged too; a message that is never acknowledged therefore
-holds up the PUBACKs of later ones (and, with Receive Maximum, further deliveries).
-
-Redelivery. MQTT has no NACK: ``cancel`` (recover, rollback of a listener failure) hands
-the same message to the consumer again from the client's copy, still unacknowledged at
-the broker, counted as redelivered. Only a persistent session (a client id) gets
-unacknowledged messages redelivered by the broker, when it reconnects (DUP flag ->
-JMSRedelivered).
+Acknowledgement (PUBACKs in receipt order) and redelivery (MQTT has no NACK): see
+:mod:`.inbound`, which does both.
 
 Flow control. MQTT 5's Receive Maximum (a CONNECT property, per connection) bounds the
 QoS 1 messages the broker has in flight to us; it carries ``imqConnectionFlowLimit``
@@ -34,7 +24,10 @@ with the policy's backoff, re-subscribes every subscription (the broker may have
 session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``.
 Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
 
-Sending (mqtt_outbound.py). A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
+Parts. :class:`~.inbound.Inbound` owns receiving and :class:`~.outbound.Outbound`
+sending; each reaches the transport through a small Protocol.
+
+Sending (outbound.py). A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
 broker's PUBACK is in (``sync_send=false``: at once); NON_PERSISTENT is QoS 0. A send with a
 CompletionListener keeps up to ``send_window`` PUBLISHes in flight and completes in send
 order after each PUBACK.
@@ -46,15 +39,13 @@ so a slow listener does not stop PINGREQs (keepalive) or acks.
 
 from __future__ import annotations
 
-import itertools
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
-from jmspy.capabilities import Feature
+from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
@@ -66,16 +57,11 @@ from jmspy.transport import (
     TransportListener,
 )
 
-from .capabilities import native_flags, supports
-from .mqtt_inbound import Inbound, _Consumer, _Publish, _Subscription
-from .mqtt_mapping import (
-    check_v311,
-    filters_overlap,
-    mqtt_filter,
-    unsupported_in_message,
-)
-from .mqtt_outbound import Done, Outbound
-from .mqtt_receive import install as install_publish_decoder
+from ..capabilities import native_flags, refusal, require, supports
+from .inbound import Inbound, MqttConsumer, MqttSubscription
+from .mapping import check_v311, mqtt_filter, unsupported_in_message
+from .outbound import Done, Outbound
+from .receive import install as install_publish_decoder
 
 _paho: Any
 try:
@@ -114,7 +100,7 @@ def _stop_loop(old: Any) -> None:
         pass
 
 
-class MqttTransport(Inbound, Outbound):
+class MqttTransport:
     """The Transport interface over one paho-mqtt client."""
 
     scheme = "mqtt"
@@ -144,7 +130,8 @@ class MqttTransport(Inbound, Outbound):
                 f"mqtt:// send_window={window!r}: the number of asynchronous sends in "
                 "flight, 1 to 65535 (default 100)"
             )
-        self._init_outbound(int(window))
+        self.outbound = Outbound(self, int(window))
+        self.send_window = int(window)
         self.queue_selectors_discard = query.get("queue_selectors") == "discard"
         self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
         if properties.get("imqConnectionFlowLimitEnabled"):
@@ -159,23 +146,12 @@ class MqttTransport(Inbound, Outbound):
             )
         self.receive_maximum = min(65535, max(1, limit))
         self.server = ""
-        self.persistent_session = False
+        self._persistent_session = False
         self._client: Any = None
         self._listener: TransportListener | None = None
         self._lock = threading.RLock()
-        self._consumers: dict[int, _Consumer] = {}
-        self._subs: dict[str, _Subscription] = {}
-        self._by_sub_id: dict[int, _Subscription] = {}
+        self.inbound = Inbound(self, self._lock)
         self._durable: dict[str, str] = {}  # subscription name -> filter
-        self._sub_ids = itertools.count(1)
-        self._tags = itertools.count(1)
-        self._tag_owner: dict[int, _Consumer] = {}
-        self._inbound: OrderedDict[int, _Publish] = OrderedDict()  # receipt order
-        self._seq = itertools.count(1)
-        self._orphans: list[tuple[Any, _Publish | None]] = []
-        self._in_flight = 0
-        self._in_flight_max = 0
-        self._held_acks_max = 0
         self._closing = False
         self._connected = threading.Event()
         self._connack: tuple[Any, bool] | None = None
@@ -188,12 +164,43 @@ class MqttTransport(Inbound, Outbound):
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
 
+    # -- what Inbound and Outbound ask ------------------------------------------------------
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def listener(self) -> TransportListener | None:
+        return self._listener
+
+    @property
+    def paho(self) -> Any:
+        return self._client
+
+    @property
+    def persistent_session(self) -> bool:
+        """A client id was given: the broker keeps the session (and what it holds)."""
+        return self._persistent_session
+
+    def describe(self) -> str:
+        return f"MQTT {self.version} broker at {self.where}"
+
+    def require(self, feature: Feature, detail: str = "") -> None:
+        """Raise the capability matrix's refusal when this protocol version cannot carry
+        ``feature`` (MQTT cannot name its server, so the column is the version)."""
+        require("mqtt", self.version, feature, detail=detail, where=f"broker at {self.where}")
+
+    def refusal(self, feature: Feature, detail: str = "") -> RefusedFeatureException:
+        """The matrix's error for a feature this transport has no implementation of."""
+        return refusal("mqtt", self.version, feature, detail=detail,
+                       where=f"broker at {self.where}")
+
     # -- connection -----------------------------------------------------------------------
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
         self._credentials = credentials
         client_id, user, password = credentials.client_id, credentials.user, credentials.password
-        self.persistent_session = client_id is not None
+        self._persistent_session = client_id is not None
         versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
         for version in versions[self.requested_version]:
             if self._try_connect(version, client_id, user, password):
@@ -221,11 +228,11 @@ class MqttTransport(Inbound, Outbound):
             manual_ack=True,
             **kwargs,
         )
-        install_publish_decoder(client)  # jmspy decodes PUBLISH (see .mqtt_receive)
+        install_publish_decoder(client)  # jmspy decodes PUBLISH (see .receive)
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
-        client.on_message = self._on_message
-        client.on_publish = self._on_publish
+        client.on_message = self.inbound.on_message
+        client.on_publish = self.outbound.on_publish
         client.on_subscribe = self._on_subscribe
         client.on_unsubscribe = self._on_subscribe
         client.max_inflight_messages_set(self.send_window)
@@ -304,8 +311,8 @@ class MqttTransport(Inbound, Outbound):
         with self._lock:
             self._settled.clear()
             self._opened = False
-            self._drop_deliveries()
-        self._fail_sends(f"the connection to {self.where} dropped ({reason})")
+            self.inbound.connection_lost()
+        self.outbound.fail_all(f"the connection to {self.where} dropped ({reason})")
         kept = (
             "the broker redelivers unacknowledged messages when this client id reconnects"
             if self.persistent_session
@@ -323,17 +330,6 @@ class MqttTransport(Inbound, Outbound):
             )
         reconnect_in_background(
             self, f"jmspy-mqtt-reconnect-{self.port}", before=lambda: _stop_loop(client))
-
-    def _drop_deliveries(self) -> None:
-        # Lock held. Every tag and PUBACK owed on the dropped connection is dead.
-        for consumer in self._consumers.values():
-            consumer.stash.clear()
-            consumer.held.clear()
-            consumer.credit = 0
-        self._tag_owner.clear()
-        self._inbound.clear()
-        self._orphans.clear()
-        self._in_flight = 0
 
     def _give_up(self, why: str) -> None:
         self._lost = (
@@ -370,9 +366,7 @@ class MqttTransport(Inbound, Outbound):
         try:
             connected = self._try_connect(self.version, client_id, user, password)
             if connected:
-                with self._lock:
-                    subs = list(self._subs.values())
-                for sub in subs:
+                for sub in self.inbound.subscriptions():
                     no_local = any(c.spec.no_local for c in sub.consumers)
                     self._subscribe(sub, no_local, wait=False)
         except errors.JMSSecurityException:
@@ -405,9 +399,9 @@ class MqttTransport(Inbound, Outbound):
         finally:
             client.loop_stop()
             self._client = None
-            self._fail_sends("the connection was closed first")
+            self.outbound.fail_all("the connection was closed first")
 
-    def _c(self, wait: bool = True) -> Any:
+    def client(self, wait: bool = True) -> Any:
         """The live paho client; during a reconnect, wait for its outcome first."""
         if wait and not self._closing:
             self._settled.wait()
@@ -423,56 +417,52 @@ class MqttTransport(Inbound, Outbound):
         dest = spec.destination
         share: str | None = None
         if isinstance(dest, Queue):
-            self._require(Feature.QUEUES, "a Queue (competing consumers)")
+            self.require(Feature.QUEUES, "a Queue (competing consumers)")
         elif spec.shared:
-            self._require(Feature.SHARED_SUBSCRIPTIONS)
+            self.require(Feature.SHARED_SUBSCRIPTIONS)
             share = spec.subscription_name
         competing = isinstance(dest, Queue) or spec.shared
         if spec.selector and competing and not self.queue_selectors_discard:
-            self._require(Feature.QUEUE_SELECTORS, "a selector on a queue")
+            self.require(Feature.QUEUE_SELECTORS, "a selector on a queue")
         if spec.durable and not self.persistent_session:
             raise errors.IllegalStateException(
                 "a durable subscription over MQTT lives in the broker's session for this "
                 "client id: create the connection with a client id (clientID=...)"
             )
         if spec.no_local:
-            self._require(Feature.NO_LOCAL)
+            self.require(Feature.NO_LOCAL)
         selector = None
         if spec.selector:
             from jmspy.selector import compile_selector
 
             selector = compile_selector(spec.selector)
         topic_filter = mqtt_filter(dest, share)
-        consumer = _Consumer(spec, topic_filter, selector)
-        with self._lock:
-            sub = self._subs.get(topic_filter)
-            new = sub is None
-            if new and not supports("mqtt", self.version, Feature.OVERLAPPING_SUBSCRIPTIONS):
-                other = next((f for f in self._subs if filters_overlap(f, topic_filter)), None)
-                if other is not None:
-                    self._require(
-                        Feature.OVERLAPPING_SUBSCRIPTIONS,
-                        f"a second subscription {topic_filter!r} overlapping {other!r} on one "
-                        "connection",
-                    )
-            if sub is None:
-                sub = _Subscription(topic_filter, next(self._sub_ids), competing)
-            if spec.durable:
-                sub.durable_name = spec.subscription_name
+        consumer = MqttConsumer(spec, topic_filter, selector)
+        inbound = self.inbound
+        sub = inbound.subscription(topic_filter)
+        new = sub is None
+        if new and not supports("mqtt", self.version, Feature.OVERLAPPING_SUBSCRIPTIONS):
+            other = inbound.overlapping(topic_filter)
+            if other is not None:
+                self.require(
+                    Feature.OVERLAPPING_SUBSCRIPTIONS,
+                    f"a second subscription {topic_filter!r} overlapping {other!r} on one "
+                    "connection",
+                )
+        if sub is None:
+            sub = inbound.new_subscription(topic_filter, competing)
+        if spec.durable:
+            sub.durable_name = spec.subscription_name
         if new:
             self._subscribe(sub, spec.no_local)
-        with self._lock:
-            self._subs[topic_filter] = sub
-            self._by_sub_id[sub.sub_id] = sub
-            sub.consumers.append(consumer)
-            self._consumers[spec.consumer_id] = consumer
-            if spec.durable and spec.subscription_name:
+        if spec.durable and spec.subscription_name:
+            with self._lock:
                 self._durable[spec.subscription_name] = topic_filter
-            self._adopt_orphans()
+        inbound.attach(sub, consumer)
         return RemoteConsumer(destination_flow_limit=None)
 
-    def _subscribe(self, sub: _Subscription, no_local: bool, wait: bool = True) -> None:
-        client = self._c(wait)
+    def _subscribe(self, sub: MqttSubscription, no_local: bool, wait: bool = True) -> None:
+        client = self.client(wait)
         if self.version == "5":
             props = _props(_PacketTypes.SUBSCRIBE)
             props.SubscriptionIdentifier = sub.sub_id
@@ -490,12 +480,12 @@ class MqttTransport(Inbound, Outbound):
             codes = self._subacks.pop(mid, [])
         if not got:
             raise errors.JMSException(
-                f"the {self._describe()} did not confirm the subscription to {sub.topic_filter!r}"
+                f"the {self.describe()} did not confirm the subscription to {sub.topic_filter!r}"
             )
         failed = [c for c in codes if getattr(c, "is_failure", False)]
         if failed:
             raise errors.JMSException(
-                f"the {self._describe()} refused the subscription to {sub.topic_filter!r}: "
+                f"the {self.describe()} refused the subscription to {sub.topic_filter!r}: "
                 f"{failed[0]}"
             )
 
@@ -505,60 +495,43 @@ class MqttTransport(Inbound, Outbound):
             self._suback_cond.notify_all()
 
     def close_consumer(self, consumer_id: int) -> None:
-        unsubscribe: str | None = None
-        with self._lock:
-            consumer = self._consumers.pop(consumer_id, None)
-            if consumer is None:
-                return
-            sub = self._subs[consumer.topic_filter]
-            sub.consumers.remove(consumer)
-            leftovers = list(consumer.held.items())
-            consumer.held.clear()
-            consumer.stash.clear()
-            for tag, (rec, message, count) in leftovers:
-                self._tag_owner.pop(tag, None)
-                if sub.queue and sub.consumers:
-                    # Another local consumer of the queue takes it over (a new tag).
-                    if rec is not None:
-                        rec.copies -= 1
-                    self._hand(sub.consumers[0], rec, message, count)
-                    if rec is not None and rec.copies == 0:
-                        self._copy_done(rec, count=False)
-                elif (
-                    rec is not None and self.persistent_session and (sub.queue or sub.durable_name)
-                ):
-                    self._set_aside(rec)  # the broker redelivers it to the next session
-                else:
-                    self._copy_done(rec)  # a closed subscription's copy: nothing keeps it
-            if not sub.consumers:
-                del self._subs[sub.topic_filter]
-                self._by_sub_id.pop(sub.sub_id, None)
-                if sub.durable_name is None:
-                    unsubscribe = sub.topic_filter
-            self._flush_acks()
+        unsubscribe = self.inbound.detach(consumer_id)
         if unsubscribe is not None and self._client is not None:
             self._client.unsubscribe(unsubscribe)
+
+    # -- receiving: Inbound ---------------------------------------------------------------
+    def grant_credit(self, consumer_id: int, credits: int) -> None:
+        self.inbound.grant_credit(consumer_id, credits)
+
+    def revoke_credit(self, consumer_id: int) -> int:
+        return self.inbound.revoke_credit(consumer_id)
+
+    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+        self.inbound.ack(delivery_tags, tx)
+
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+        self.inbound.cancel(delivery_tags, redelivered=redelivered)
 
     # -- sending --------------------------------------------------------------------------
     def send_async(self, message: Message, tx: str | None, done: Done) -> None:
         """JMS 2 asynchronous send with up to ``send_window`` PUBLISHes in flight;
-        ``done`` hears the outcome in send order (mqtt_outbound.py). Errors found before
+        ``done`` hears the outcome in send order (mqtt/outbound.py). Errors found before
         the PUBLISH (refused features, a lost connection) are raised here."""
         self.send(message, tx, done)
 
     def send(self, message: Message, tx: str | None = None, done: Done | None = None) -> None:
         if tx is not None:
-            raise self._refusal(Feature.TRANSACTIONS)
+            raise self.refusal(Feature.TRANSACTIONS)
         assert message.destination is not None
         problem = unsupported_in_message(message)
         if problem is None and self.version != "5":  # v5 carries the rest
             problem = check_v311(message)
         if problem is not None:
-            self._require(*problem)
+            self.require(*problem)
         if done is not None:
-            self._publish_async(message, done)
+            self.outbound.publish_async(message, done)
             return
-        info, qos = self._publish(message)
+        info, qos = self.outbound.publish(message)
         if qos and not self.sync_send:
             self._last_publish = info
         elif qos:
@@ -566,30 +539,30 @@ class MqttTransport(Inbound, Outbound):
                 info.wait_for_publish(30.0)
             except (RuntimeError, ValueError) as exc:
                 raise errors.JMSException(
-                    f"the {self._describe()} did not take message {message.message_id}: {exc}"
+                    f"the {self.describe()} did not take message {message.message_id}: {exc}"
                 ) from exc
             if not info.is_published():
                 raise errors.JMSException(
-                    f"no PUBACK from the {self._describe()} within 30s for {message.message_id}"
+                    f"no PUBACK from the {self.describe()} within 30s for {message.message_id}"
                 )
 
     # -- refused / not applicable ---------------------------------------------------------
     def begin(self, tx: str) -> None:
-        raise self._refusal(Feature.TRANSACTIONS, "transactions (SESSION_TRANSACTED)")
+        raise self.refusal(Feature.TRANSACTIONS, "transactions (SESSION_TRANSACTED)")
 
     def commit(self, tx: str) -> None:
-        raise self._refusal(Feature.TRANSACTIONS)
+        raise self.refusal(Feature.TRANSACTIONS)
 
     def rollback(self, tx: str) -> None:
-        raise self._refusal(Feature.TRANSACTIONS)
+        raise self.refusal(Feature.TRANSACTIONS)
 
     def browse(self, queue: Queue, selector: str | None) -> list[Message]:
-        raise self._refusal(Feature.BROWSER, "queue browsing")
+        raise self.refusal(Feature.BROWSER, "queue browsing")
 
     def unsubscribe(self, name: str) -> None:
         with self._lock:
             topic_filter = self._durable.get(name)
-            active = topic_filter in self._subs if topic_filter else False
+        active = topic_filter is not None and self.inbound.subscription(topic_filter) is not None
         if topic_filter is None:
             raise errors.InvalidDestinationException(
                 f"no durable subscription named {name!r} was created on this MQTT connection; "
@@ -600,41 +573,28 @@ class MqttTransport(Inbound, Outbound):
             raise errors.IllegalStateException(
                 f"durable subscription {name!r} still has an open consumer; close it first"
             )
-        self._c().unsubscribe(topic_filter)
+        self.client().unsubscribe(topic_filter)
         with self._lock:
             self._durable.pop(name, None)
 
     def create_temporary_queue(self) -> str:
-        raise self._refusal(Feature.TEMPORARY_QUEUES)
+        raise self.refusal(Feature.TEMPORARY_QUEUES)
 
     def delete_temporary_queue(self, name: str) -> None:
-        raise self._refusal(Feature.TEMPORARY_QUEUES)
+        raise self.refusal(Feature.TEMPORARY_QUEUES)
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
-        raise self._refusal(Feature.DESTINATION_STATS)
+        raise self.refusal(Feature.DESTINATION_STATS)
 
     # -- introspection --------------------------------------------------------------------
     def flow_state(self) -> dict[str, Any]:
         """Connection-level counters: Receive Maximum and what the broker has in flight."""
-        with self._lock:
-            return {
-                "version": self.version,
-                "receive_maximum": self.receive_maximum if self.version == "5" else None,
-                "receive_maximum_source": self.receive_maximum_source,
-                "in_flight": self._in_flight,
-                "in_flight_max": self._in_flight_max,
-                "held_acks_max": self._held_acks_max,
-                "orphans": len(self._orphans),
-            }
+        return {
+            "version": self.version,
+            "receive_maximum": self.receive_maximum if self.version == "5" else None,
+            "receive_maximum_source": self.receive_maximum_source,
+            **self.inbound.flow_counters(),
+        }
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:
-        with self._lock:
-            consumer = self._consumers.get(consumer_id)
-            if consumer is None:
-                return {}
-            return {
-                "unacked": len(consumer.held),
-                "stashed": len(consumer.stash),
-                "credit": consumer.credit,
-                "selector_dropped": consumer.selector_dropped,
-            }
+        return self.inbound.consumer_state(consumer_id)

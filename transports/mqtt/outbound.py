@@ -1,8 +1,9 @@
 """The sending half of the mqtt:// transport: PUBLISH, and asynchronous sends that keep
 several QoS 1 PUBLISHes in flight.
 
-Split from mqtt.py for size; :class:`Outbound` is a mixin whose state MqttTransport's
-``__init__`` creates (``_init_outbound``).
+:class:`Outbound` owns the sending state of one transport (the window, the FIFO of
+outstanding sends, PUBACKs that beat their ``publish()``); it reaches the transport only
+through :class:`OutboundHost`.
 
 Asynchronous send (JMS 2 ``send(..., completion_listener)``). The core calls
 ``send_async(message, tx, done)``; the PUBLISH leaves at once and ``done(None)`` is called
@@ -33,14 +34,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from jmspy import errors
 from jmspy.message import Message
 
-from .mqtt_mapping import mqtt_topic, payload_of, to_publish_v5
+from .mapping import mqtt_topic, payload_of, to_publish_v5
 
-__all__ = ["Outbound"]
+__all__ = ["Done", "Outbound", "OutboundHost"]
 
 Done = Callable[[Exception | None], None]
 
@@ -58,14 +59,24 @@ class _Pending:
         self.error: Exception | None = None
 
 
+class OutboundHost(Protocol):
+    """What :class:`Outbound` asks of the transport."""
+
+    @property
+    def version(self) -> str: ...
+
+    def client(self, wait: bool = True) -> Any:
+        """The live paho client (waits out a reconnect; raises when there is none)."""
+
+    def describe(self) -> str:
+        """"MQTT <version> broker at host:port", for errors."""
+
+
 class Outbound:
-    """PUBLISH and the asynchronous-send window (mixed into MqttTransport)."""
+    """PUBLISH and the asynchronous-send window of one transport."""
 
-    version: str
-    _describe: Callable[[], str]
-    _c: Callable[..., Any]
-
-    def _init_outbound(self, window: int) -> None:
+    def __init__(self, host: OutboundHost, window: int) -> None:
+        self._host = host
         self.send_window = window
         self._send_lock = threading.Lock()
         self._window = threading.Semaphore(window)
@@ -74,31 +85,32 @@ class Outbound:
         self._early_acks: dict[int, Exception | None] = {}
         self._publishing = 0
 
-    def _publish(self, message: Message) -> tuple[Any, int]:
+    def publish(self, message: Message) -> tuple[Any, int]:
         """PUBLISH ``message`` (already checked); (paho's MQTTMessageInfo, QoS)."""
         assert message.destination is not None
         topic = mqtt_topic(message.destination)
         qos = 1 if message.delivery_mode == 2 else 0
         properties: Any = None
-        if self.version == "5":
+        if self._host.version == "5":
             payload, properties = to_publish_v5(message)
         else:
             payload = payload_of(message)[0]
-        info = self._c().publish(topic, payload, qos=qos, retain=False, properties=properties)
+        info = self._host.client().publish(topic, payload, qos=qos, retain=False,
+                                           properties=properties)
         if info.rc != 0:
             from paho.mqtt.client import error_string
 
             raise errors.JMSException(
-                f"publishing to {topic!r} on the {self._describe()} failed: "
+                f"publishing to {topic!r} on the {self._host.describe()} failed: "
                 f"{error_string(info.rc)}"
             )
         return info, qos
 
-    def _publish_async(self, message: Message, done: Done) -> None:
+    def publish_async(self, message: Message, done: Done) -> None:
         """The second half of ``send(message, done=...)``: the message is checked."""
         if not self._window.acquire(timeout=30.0):
             raise errors.JMSException(
-                f"the {self._describe()} confirmed none of the {self.send_window} messages "
+                f"the {self._host.describe()} confirmed none of the {self.send_window} messages "
                 "in flight for 30s (send_window); is it overloaded?"
             )
         entry = _Pending(done, message.message_id)
@@ -108,13 +120,13 @@ class Outbound:
         info: Any = None
         error: Exception | None = None
         try:
-            info, qos = self._publish(message)
+            info, qos = self.publish(message)
         except Exception as exc:
             error = exc
         with self._send_lock:
             self._publishing -= 1
             if entry.finished:
-                pass  # the connection dropped meanwhile: _fail_sends failed it
+                pass  # the connection dropped meanwhile: fail_all failed it
             elif error is not None:
                 self._finish(entry, error)
             elif qos == 0:
@@ -129,12 +141,19 @@ class Outbound:
                 self._early_acks.clear()  # PUBACKs of synchronous sends meanwhile
             self._complete_in_order()
 
-    def _on_publish(self, client: Any, userdata: Any, mid: int, reason: Any, props: Any) -> None:
+    @property
+    def free_places(self) -> int:
+        """Places left in the window (for tests and troubleshooting): every send holds
+        one from ``publish_async`` until its completion is called."""
+        with self._send_lock:
+            return self.send_window - len(self._sends)
+
+    def on_publish(self, client: Any, userdata: Any, mid: int, reason: Any, props: Any) -> None:
         """paho's network thread: a PUBACK (QoS 1) or a QoS 0 PUBLISH written out."""
         error: Exception | None = None
         if getattr(reason, "is_failure", False):
             error = errors.JMSException(
-                f"the {self._describe()} refused the message (PUBACK reason: {reason})"
+                f"the {self._host.describe()} refused the message (PUBACK reason: {reason})"
             )
         with self._send_lock:
             entry = self._sends_by_mid.pop(mid, None)
@@ -147,7 +166,7 @@ class Outbound:
             self._finish(entry, error)
             self._complete_in_order()
 
-    def _fail_sends(self, why: str) -> None:
+    def fail_all(self, why: str) -> None:
         """The connection dropped or closed: every outstanding send failed."""
         with self._send_lock:
             for entry in self._sends:
