@@ -69,7 +69,7 @@ class AckMode(IntEnum):
 
 
 #: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending
-#: them. Only over in-process transports (Capability.IN_PROCESS), where the client cannot
+#: them. Only over in-process transports (``Transport.in_process``), where the client cannot
 #: crash without the broker: over a network JMS AUTO allows at most the last message to be
 #: redelivered after a client crash, so there every message is acknowledged on its own.
 AUTO_ACK_BATCH = 128

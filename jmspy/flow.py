@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Protocol
 from . import twins
 from .flow_cap import FlowCap
 from .prefetch_protocol import PrefetchBufferProtocol
-from .transport import Capability
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -129,7 +128,7 @@ class ConnectionFlow:
         the consumer's own threshold rule.
         """
         grants: list[tuple[int, int]] = []
-        if not self.enabled or Capability.BROKER_CONNECTION_FLOW in self.transport.capabilities:
+        if not self.enabled or self.transport.broker_connection_flow:
             if consumer is None:
                 return
             with consumer._lock:

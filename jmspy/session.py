@@ -27,7 +27,7 @@ from .errors import IllegalStateException, InvalidDestinationException, JMSExcep
 from .message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
-from .transport import Capability, ConsumerSpec
+from .transport import ConsumerSpec
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -76,7 +76,7 @@ class Session(SessionDispatcher):
         self.acknowledgement: Acknowledgement = new_acknowledgement(
             self, mode,
             auto_batch=(
-                AUTO_ACK_BATCH if Capability.IN_PROCESS in self._transport.capabilities else 1
+                AUTO_ACK_BATCH if self._transport.in_process else 1
             ),
             dups_batch=connection._properties["dupsOkBatchSize"],
         )

@@ -21,12 +21,12 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
+from .capabilities import Feature
 from .destinations import Destination, Queue
 from .errors import JMSException, UnknownTransportException
 from .message import Message
 
 __all__ = [
-    "Capability",
     "ConsumerSpec",
     "RemoteConsumer",
     "Transport",
@@ -36,29 +36,6 @@ __all__ = [
     "known_schemes",
     "register_transport",
 ]
-
-
-class Capability:
-    """Names of features a transport may carry natively (see DESIGN §5)."""
-
-    CREDIT_WINDOW = "credit-window"
-    CONNECTION_FLOW_LIMIT = "connection-flow-limit"
-    #: The broker enforces imqConnectionFlowLimit itself (it said so when connecting): the
-    #: client caps nothing more, so the two never share the capacity out differently.
-    BROKER_CONNECTION_FLOW = "broker-connection-flow"
-    SELECTORS = "selectors"
-    TRANSACTIONS = "transactions"
-    QUEUES = "queues"
-    DURABLE_SUBSCRIPTIONS = "durable-subscriptions"
-    SHARED_SUBSCRIPTIONS = "shared-subscriptions"
-    TEMPORARY_QUEUES = "temporary-queues"
-    BROWSE = "browse"
-    DELIVERY_DELAY = "delivery-delay"
-    PRIORITY = "priority"
-    STATS = "stats"
-    #: Acknowledgements cannot be lost apart from the broker (it runs in this process):
-    #: AUTO_ACKNOWLEDGE may group them without widening JMS's duplicate window.
-    IN_PROCESS = "in-process"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +114,18 @@ class Transport(Protocol):
     """What a transport does for the core. Every method may raise JMSException."""
 
     scheme: str
-    capabilities: frozenset[str]
+    #: The capability matrix's features this transport carries natively on the broker it
+    #: is connected to (jmspy.transports.capabilities; set when the connection opens).
+    capabilities: frozenset[Feature]
+    #: The broker runs in this process: acknowledgements cannot be lost apart from it, so
+    #: AUTO_ACKNOWLEDGE may group them without widening JMS's duplicate window.
+    in_process: bool
+
+    @property
+    def broker_connection_flow(self) -> bool:
+        """The broker enforces imqConnectionFlowLimit itself (it said so when connecting):
+        the client caps nothing more, so the two never share the capacity out
+        differently."""
 
     @property
     def where(self) -> str:

@@ -169,11 +169,11 @@ def test_auto_ack_over_a_network_transport_acknowledges_each_message_before_the_
     import threading
 
     from jmspy import ConnectionFactory
-    from jmspy.transport import Capability, register_transport
+    from jmspy.transport import register_transport
     from jmspy.transports.vm import VmTransport
 
     class NetworkLikeVm(VmTransport):
-        capabilities = VmTransport.capabilities - {Capability.IN_PROCESS}
+        in_process = False
 
     register_transport("vmnet", lambda url, props: NetworkLikeVm(url, props))
     queue = Queue("auto.network")

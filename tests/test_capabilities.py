@@ -12,7 +12,6 @@ import pytest
 from capability_probes import PROBES, Rig, check_cell
 
 from jmspy.capabilities import Feature, RefusedFeatureException, Support, refused
-from jmspy.transport import Capability
 from jmspy.transports import capabilities as matrix
 from jmspy.transports.mqtt.transport import MqttTransport
 from jmspy.transports.stomp.mapping import STOMP_TARGETS, detect_broker, profile_key
@@ -98,11 +97,12 @@ def test_a_refusal_site_the_matrix_contradicts_says_so() -> None:
     assert "marks it native" in str(err) and "jmspy bug" in str(err)
 
 
-def test_transport_capability_flags_come_from_the_matrix() -> None:
-    assert VmTransport.capabilities == (
-        matrix.native_flags("vm", "embedded") | {Capability.IN_PROCESS})
-    assert Capability.QUEUES in matrix.native_flags("mqtt", "5")
-    assert Capability.QUEUES not in matrix.native_flags("mqtt", "3.1.1")
+def test_transport_capabilities_are_the_matrix_native_features() -> None:
+    assert VmTransport.capabilities == matrix.native_features("vm", "embedded")
+    assert Feature.BROWSER in VmTransport.capabilities
+    assert Feature.QUEUES in matrix.native_features("mqtt", "5")
+    assert Feature.QUEUES not in matrix.native_features("mqtt", "3.1.1")
+    assert Feature.CONNECTION_FLOW_LIMIT not in matrix.native_features("stomp", "rabbitmq")
     assert MqttTransport.capabilities == frozenset()  # set per connection from the matrix
 
 

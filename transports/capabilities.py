@@ -34,7 +34,6 @@ from jmspy.capabilities import (
     native,
     refused,
 )
-from jmspy.transport import Capability
 
 from .stomp.mapping import STOMP_TARGETS, stomp_cells
 
@@ -44,7 +43,7 @@ __all__ = [
     "cell",
     "column",
     "main",
-    "native_flags",
+    "native_features",
     "refusal",
     "render_markdown",
     "require",
@@ -214,30 +213,11 @@ def refusal(
     )
 
 
-#: The transport-interface capability flag each natively carried feature sets.
-_FLAGS: Final = {
-    _F.CONSUMER_WINDOW: Capability.CREDIT_WINDOW,
-    _F.CONNECTION_FLOW_LIMIT: Capability.CONNECTION_FLOW_LIMIT,
-    _F.TOPIC_SELECTORS: Capability.SELECTORS,
-    _F.TRANSACTIONS: Capability.TRANSACTIONS,
-    _F.QUEUES: Capability.QUEUES,
-    _F.DURABLE_SUBSCRIPTIONS: Capability.DURABLE_SUBSCRIPTIONS,
-    _F.SHARED_SUBSCRIPTIONS: Capability.SHARED_SUBSCRIPTIONS,
-    _F.TEMPORARY_QUEUES: Capability.TEMPORARY_QUEUES,
-    _F.BROWSER: Capability.BROWSE,
-    _F.DELIVERY_DELAY: Capability.DELIVERY_DELAY,
-    _F.PRIORITY: Capability.PRIORITY,
-    _F.DESTINATION_STATS: Capability.STATS,
-}
-
-
-def native_flags(transport: str, key: str) -> frozenset[str]:
-    """``Transport.capabilities`` for a target: the flags of the features it carries
-    natively (emulated ones are left out: the broker does not do them)."""
+def native_features(transport: str, key: str) -> frozenset[Feature]:
+    """``Transport.capabilities`` for a target: the features it carries natively
+    (emulated ones are left out: the broker does not do them)."""
     cells = column(transport, key).cells
-    return frozenset(
-        flag for feature, flag in _FLAGS.items() if cells[feature].support is Support.NATIVE
-    )
+    return frozenset(f for f, c in cells.items() if c.support is Support.NATIVE)
 
 
 # -- docs/capabilities.md ------------------------------------------------------------------

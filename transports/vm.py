@@ -31,7 +31,6 @@ from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import (
-    Capability,
     ConsumerSpec,
     Credentials,
     RemoteConsumer,
@@ -39,7 +38,7 @@ from jmspy.transport import (
 )
 
 from .broker_errors import translate
-from .capabilities import native_flags
+from .capabilities import native_features
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
 
@@ -201,7 +200,10 @@ class VmTransport:
     #: Sends are synchronous calls into the broker: no in-flight window.
     send_async = None
     #: Everything the capability matrix marks native for vm://, and in-process acks.
-    capabilities = native_flags("vm", "embedded") | {Capability.IN_PROCESS}
+    capabilities = native_features("vm", "embedded")
+    in_process = True
+    #: the core's credit is the only window: the client's ConnectionFlow is the cap
+    broker_connection_flow = False
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         name = url.netloc or url.path.strip("/") or "embedded"

@@ -50,14 +50,13 @@ from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import (
-    Capability,
     ConsumerSpec,
     Credentials,
     RemoteConsumer,
     TransportListener,
 )
 
-from ..capabilities import native_flags, refusal, require, supports
+from ..capabilities import native_features, refusal, require, supports
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, unsupported_in_message
 from .outbound import Done, Outbound
@@ -104,7 +103,8 @@ class MqttTransport:
     """The Transport interface over one paho-mqtt client."""
 
     scheme = "mqtt"
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
+    in_process = False
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         if _paho is None:
@@ -169,6 +169,11 @@ class MqttTransport:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
+    #: MQTT 5 carries imqConnectionFlowLimit as Receive Maximum, but Mosquitto 2.0 sends
+    #: past it once PUBACKs flow (see tests/interop/test_mqtt_interop.py): the client
+    #: keeps its own cap.
+    broker_connection_flow = False
+
     @property
     def listener(self) -> TransportListener | None:
         return self._listener
@@ -206,9 +211,9 @@ class MqttTransport:
             if self._try_connect(version, client_id, user, password):
                 self.version = version
                 break
-        caps = native_flags("mqtt", self.version)
+        caps = native_features("mqtt", self.version)
         if not self.persistent_session:  # a durable subscription needs a client id
-            caps -= {Capability.DURABLE_SUBSCRIPTIONS}
+            caps -= {Feature.DURABLE_SUBSCRIPTIONS}
         self.capabilities = caps
         self._settled.set()
 

@@ -50,14 +50,13 @@ from jmspy.destinations import Destination, Queue
 from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy
 from jmspy.transport import (
-    Capability,
     ConsumerSpec,
     Credentials,
     RemoteConsumer,
     TransportListener,
 )
 
-from ..capabilities import native_flags, require
+from ..capabilities import native_features, require
 from .admin import StompAdmin
 from .connect import ConnectOptions, drop, open_stomp
 from .deliveries import Deliveries
@@ -87,7 +86,8 @@ class StompTransport:
     scheme = "stomp"
     #: No asynchronous send path of its own (persistent sends use the receipt window).
     send_async = None
-    capabilities: frozenset[str] = frozenset({Capability.QUEUES, Capability.TRANSACTIONS})
+    capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
+    in_process = False
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         self.options = options = ConnectOptions.parse(url, properties)
@@ -118,6 +118,11 @@ class StompTransport:
         return f"{self.host}:{self.port}"
 
     @property
+    def broker_connection_flow(self) -> bool:
+        """jmspy broker echoed ``jmspy-connection-flow-limit``: it enforces the cap."""
+        return bool(self._connected_headers.get("jmspy-connection-flow-limit"))
+
+    @property
     def listener(self) -> TransportListener | None:
         return self._listener
 
@@ -136,10 +141,7 @@ class StompTransport:
                 break
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
-        caps = native_flags("stomp", profile_key(self.profile))
-        if self._connected_headers.get("jmspy-connection-flow-limit"):  # jmspy broker caps
-            caps |= {Capability.BROKER_CONNECTION_FLOW}
-        self.capabilities = caps
+        self.capabilities = native_features("stomp", profile_key(self.profile))
         self._settled.set()
 
     def _connect(self, version: str) -> bool:
