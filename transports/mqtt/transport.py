@@ -134,17 +134,10 @@ class MqttTransport:
         self.send_window = int(window)
         self.queue_selectors_discard = query.get("queue_selectors") == "discard"
         self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
-        if properties.get("imqConnectionFlowLimitEnabled"):
-            limit, self.receive_maximum_source = (
-                int(properties.get("imqConnectionFlowLimit", 1000)),
-                "imqConnectionFlowLimit",
-            )
-        else:
-            limit, self.receive_maximum_source = (
-                int(properties.get("imqConsumerFlowLimit", 1000)),
-                "imqConsumerFlowLimit",
-            )
-        self.receive_maximum = min(65535, max(1, limit))
+        self.receive_maximum_source = source = (
+            "imqConnectionFlowLimit" if properties.get("imqConnectionFlowLimitEnabled")
+            else "imqConsumerFlowLimit")
+        self.receive_maximum = min(65535, max(1, int(properties.get(source, 1000))))
         self.server = ""
         self._persistent_session = False
         self._client: Any = None
@@ -169,10 +162,8 @@ class MqttTransport:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
-    #: MQTT 5 carries imqConnectionFlowLimit as Receive Maximum, but Mosquitto 2.0 sends
-    #: past it once PUBACKs flow (see tests/interop/test_mqtt_interop.py): the client
-    #: keeps its own cap.
-    broker_connection_flow = False
+    #: Receive Maximum carries imqConnectionFlowLimit, but Mosquitto 2.0 overshoots it
+    broker_connection_flow = False  # once PUBACKs flow: the client keeps its own cap
 
     @property
     def listener(self) -> TransportListener | None:
