@@ -94,6 +94,15 @@ class Store(Protocol):
         """Everything persisted, for a broker starting up."""
         ...
 
+    @property
+    def pending(self) -> bool:
+        """Writes are waiting for :meth:`commit` (a store with group commit)."""
+        ...
+
+    def commit(self) -> None:
+        """Make every write so far durable: a host calls it before any reply that promises
+        durability (a RECEIPT) leaves. A no-op for stores that commit each write."""
+
     def close(self) -> None:
         """Release resources; a later ``load()`` on a reopened store sees the same data."""
 
@@ -156,6 +165,11 @@ class MemoryStore:
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         yield
+
+    pending = False  # every write is "durable" at once
+
+    def commit(self) -> None:
+        pass
 
     def load(self) -> RecoveredState:
         self.closed = False

@@ -1,17 +1,42 @@
-"""Persistence through the Store interface, using MemoryStore as the "disk"."""
+"""Persistence through the Store interface, on each store: MemoryStore (the "disk" of
+embedded brokers and tests) and SqliteStore (the crash-safe one). A restart is a new
+Broker on the store reopened from the same file, the old one never closed (a crash)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
 from core_support import FakeClock, Recorder, msg, tmsg
 
 from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
+from jmspy.broker_ref.core.sqlite_store import SqliteStore
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC
 
 
-def test_persistent_messages_recovered_by_new_broker(clock: FakeClock) -> None:
-    store = MemoryStore()
+class Disk:
+    """A store and how to get it back after a crash."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind, self.path = kind, path
+        self.store: Any = MemoryStore() if kind == "memory" else SqliteStore(path)
+
+    def reopen(self) -> Any:
+        if self.kind == "memory":
+            return self.store
+        return SqliteStore(self.path)  # the old connection is left as a crash leaves it
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def disk(request: pytest.FixtureRequest, tmp_path: Path) -> Disk:
+    return Disk(request.param, tmp_path / "messages.sqlite")
+
+
+def test_persistent_messages_recovered_by_new_broker(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b1 = Broker(store=store, clock=clock)
     c1 = b1.connect(Recorder())
     c1.send(msg("q", "p1", priority=2))
@@ -19,7 +44,7 @@ def test_persistent_messages_recovered_by_new_broker(clock: FakeClock) -> None:
     c1.send(msg("q", "p2", priority=7))
     # b1 "crashes": never closed
     rec = Recorder()
-    b2 = Broker(store=store, clock=clock)
+    b2 = Broker(store=disk.reopen(), clock=clock)
     assert b2.queue_names() == ["q"]
     c2 = b2.connect(rec)
     c2.create_consumer(1, Q, "q", credit=10)
@@ -28,16 +53,17 @@ def test_persistent_messages_recovered_by_new_broker(clock: FakeClock) -> None:
     assert all(d.delivery_count == 2 for d in got)  # recovered: marked redelivered
 
 
-def test_non_persistent_not_stored(broker: Broker) -> None:
-    store = MemoryStore()
+def test_non_persistent_not_stored(disk: Disk) -> None:
+    store = disk.store
     b = Broker(store=store)
     b.connect(Recorder()).send(msg("q", "np", persistent=False))
-    assert store.writes == 0
+    if disk.kind == "memory":
+        assert store.writes == 0
     assert store.message_ids("q") == []
 
 
-def test_ack_removes_from_store(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_ack_removes_from_store(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b = Broker(store=store, clock=clock)
     rec = Recorder()
     c = b.connect(rec)
@@ -50,8 +76,8 @@ def test_ack_removes_from_store(clock: FakeClock) -> None:
     assert store.message_ids("q") == [m2.message_id]
 
 
-def test_cancel_updates_delivery_count_in_store(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_cancel_updates_delivery_count_in_store(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b = Broker(store=store, clock=clock)
     rec = Recorder()
     c = b.connect(rec)
@@ -62,16 +88,16 @@ def test_cancel_updates_delivery_count_in_store(clock: FakeClock) -> None:
         c.cancel([rec.take()[0].delivery_tag])
     assert store.delivery_count("q", m.message_id) == 3
     rec.take()
-    b2 = Broker(store=store, clock=clock)
+    b2 = Broker(store=disk.reopen(), clock=clock)
     rec2 = Recorder()
     b2.connect(rec2).create_consumer(1, Q, "q", credit=10)
     assert rec2.take()[0].delivery_count == 4
 
 
-def test_dead_lettered_message_moves_in_store(clock: FakeClock) -> None:
+def test_dead_lettered_message_moves_in_store(clock: FakeClock, disk: Disk) -> None:
     from jmspy.broker_ref.core import AddressSettings
 
-    store = MemoryStore()
+    store = disk.store
     b = Broker(store=store, clock=clock, default_settings=AddressSettings(max_delivery_attempts=1))
     rec = Recorder()
     c = b.connect(rec)
@@ -83,8 +109,8 @@ def test_dead_lettered_message_moves_in_store(clock: FakeClock) -> None:
     assert store.message_ids("DLQ") == [m.message_id]
 
 
-def test_durable_subscription_recovered_with_messages(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_durable_subscription_recovered_with_messages(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b1 = Broker(store=store, clock=clock)
     c1 = b1.connect(Recorder(), client_id="app")
     c1.create_consumer(1, T, "news", subscription_name="s", durable=True)
@@ -93,8 +119,9 @@ def test_durable_subscription_recovered_with_messages(clock: FakeClock) -> None:
     c1.send(tmsg("news", "p"))
     c1.send(tmsg("news", "np", persistent=False))
     b1.close()
-    assert store.closed
-    b2 = Broker(store=store, clock=clock)
+    if disk.kind == "memory":
+        assert store.closed
+    b2 = Broker(store=disk.reopen(), clock=clock)
     assert b2.stats("news", T).subscription_count == 1
     rec = Recorder()
     c2 = b2.connect(rec, client_id="app")
@@ -102,21 +129,21 @@ def test_durable_subscription_recovered_with_messages(clock: FakeClock) -> None:
     assert rec.bodies() == ["p"]
 
 
-def test_unsubscribe_forgets_stored_subscription(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_unsubscribe_forgets_stored_subscription(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b1 = Broker(store=store, clock=clock)
     c1 = b1.connect(Recorder(), client_id="app")
     c1.create_consumer(1, T, "news", subscription_name="s", durable=True)
     c1.close_consumer(1)
     c1.send(tmsg("news", "p"))
     c1.unsubscribe("s")
-    b2 = Broker(store=store, clock=clock)
+    b2 = Broker(store=disk.reopen(), clock=clock)
     assert b2.topic_names() == []  # topics are not persisted; only subscriptions are
     assert store.load().queues == {}
 
 
-def test_transaction_commit_persists_and_removes(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_transaction_commit_persists_and_removes(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b = Broker(store=store, clock=clock)
     rec = Recorder()
     c = b.connect(rec)
@@ -133,11 +160,11 @@ def test_transaction_commit_persists_and_removes(clock: FakeClock) -> None:
     assert store.message_ids("out") == [m_out.message_id]
 
 
-def test_scheduled_persistent_message_recovered_as_scheduled(clock: FakeClock) -> None:
-    store = MemoryStore()
+def test_scheduled_persistent_message_recovered_as_scheduled(clock: FakeClock, disk: Disk) -> None:
+    store = disk.store
     b1 = Broker(store=store, clock=clock)
     b1.connect(Recorder()).send(msg("q", "later", deliver_at=clock.now + 1000))
-    b2 = Broker(store=store, clock=clock)
+    b2 = Broker(store=disk.reopen(), clock=clock)
     assert b2.stats("q").scheduled_count == 1
     clock.advance(1000)
     b2.process_timers()

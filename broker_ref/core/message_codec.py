@@ -1,0 +1,97 @@
+"""A ServerMessage as bytes, for the store: explicit, versioned JSON rather than pickle.
+
+Pickle would tie the data directory to this version's classes (and run code when read);
+a store written by an older jmspy must stay readable, and a damaged row must be a clear
+error for that row, not a crash. Every field is named; unknown fields are ignored on
+read, missing ones take their defaults. A body is stored under the key of its shape --
+``text`` (a str), ``bytes`` (base64) or ``map`` -- so none can be mistaken for another; a
+bytes value inside a map is base64 under ``{"$b": ...}``, which no JMS map value (always a
+primitive) can look like.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from .api import BodyType, DestinationKind, ServerMessage
+
+__all__ = ["FORMAT", "CodecError", "decode_message", "encode_message"]
+
+#: Written with every row; a reader refuses rows of a newer format it cannot know.
+FORMAT = 1
+
+
+class CodecError(ValueError):
+    """A stored row that cannot be read back (damaged, or from a newer jmspy)."""
+
+
+def _out(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return {"$b": base64.b64encode(bytes(value)).decode("ascii")}
+    return value
+
+
+def _in(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"$b"}:
+        return base64.b64decode(value["$b"])
+    return value
+
+
+def encode_message(m: ServerMessage) -> bytes:
+    body = m.body
+    row: dict[str, Any] = {
+        "v": FORMAT, "id": m.message_id, "kind": m.kind.value, "dest": m.destination,
+        "type": m.body_type.value, "props": m.properties,
+        "persistent": m.persistent, "priority": m.priority, "ts": m.timestamp,
+        "exp": m.expiration, "at": m.deliver_at, "corr": m.correlation_id,
+        "reply": [m.reply_to[0].value, m.reply_to[1]] if m.reply_to is not None else None,
+        "jms_type": m.jms_type, "size": m.size,
+    }
+    if isinstance(body, dict):
+        row["map"] = {k: _out(v) for k, v in body.items()}
+    elif isinstance(body, bytes | bytearray):
+        row["bytes"] = base64.b64encode(bytes(body)).decode("ascii")
+    elif body is not None:
+        row["text"] = body
+    return json.dumps(row, separators=(",", ":")).encode()
+
+
+def decode_message(data: bytes) -> ServerMessage:
+    try:
+        row = json.loads(data)
+        if not isinstance(row, dict):
+            raise CodecError("a stored message is not a JSON object")
+        version = row.get("v", 1)
+        if version > FORMAT:
+            raise CodecError(f"stored message format {version} is newer than this jmspy "
+                             f"reads ({FORMAT}); upgrade jmspy to read this data directory")
+        body: Any = row.get("text")
+        if "bytes" in row:
+            body = base64.b64decode(row["bytes"])
+        elif "map" in row:
+            body = {k: _in(v) for k, v in row["map"].items()}
+        reply = row.get("reply")
+        return ServerMessage(
+            message_id=row["id"],
+            kind=DestinationKind(row["kind"]),
+            destination=row["dest"],
+            body_type=BodyType(row.get("type", "message")),
+            body=body,
+            properties=dict(row.get("props") or {}),
+            persistent=bool(row.get("persistent", True)),
+            priority=int(row.get("priority", 4)),
+            timestamp=int(row.get("ts", 0)),
+            expiration=int(row.get("exp", 0)),
+            deliver_at=int(row.get("at", 0)),
+            correlation_id=row.get("corr"),
+            reply_to=(DestinationKind(reply[0]), reply[1]) if reply else None,
+            jms_type=row.get("jms_type"),
+            size=int(row.get("size", 0)),
+        )
+    except CodecError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise CodecError(f"a stored message cannot be read: {type(exc).__name__}: {exc}"
+                         ) from None
