@@ -18,6 +18,7 @@ import dataclasses
 import heapq
 import itertools
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,10 @@ class Broker:
                 f"{max_destination_length!r}"
             )
         self.name = name
+        #: this run of the broker, in the message ids it makes: connection ids and
+        #: sequence numbers start again at a restart, and a store holds messages of
+        #: earlier runs whose ids must not be reused (ActiveMQ puts its start time there)
+        self.run_id = uuid.uuid4().hex[:8]
         #: longest destination (or subscription) name accepted, in UTF-8 bytes: routing
         #: and settings lookups cost time per word, so a name's size is bounded
         self.max_destination_length = max_destination_length

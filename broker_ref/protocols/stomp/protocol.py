@@ -75,7 +75,7 @@ class StompSession:
         self._by_consumer: dict[int, Subscription] = {}
         self._consumer_ids = itertools.count(1)
         self._msg_seq = itertools.count(1)
-        self._id_prefix = ""  # "ID:<broker>-<connection>-", set on CONNECT
+        self._id_prefix = ""  # "ID:<broker>-<run>-<connection>-", set on CONNECT
         #: Set by a host that authenticates off its event loop: CONNECT then stops at
         #: :attr:`login_request` (no frame after it is acted on) until the host calls
         #: :meth:`login_done` or :meth:`refuse`.
@@ -336,7 +336,8 @@ class StompSession:
             principal=principal,
         )
         self.version = version
-        self._id_prefix = f"ID:{self.broker.name}-{self._conn.connection_id}-"
+        self._id_prefix = (
+            f"ID:{self.broker.name}-{self.broker.run_id}-{self._conn.connection_id}-")
         self._parser.set_version(version)
         self.connected = True
         headers = [("version", version), ("server", _SERVER),
