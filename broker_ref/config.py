@@ -88,6 +88,8 @@ class BrokerConfig:
     port: int = 61613
     name: str = "jmspy"
     loop: str = "asyncio"  #: one of EVENT_LOOPS
+    #: where persistent messages are kept (None: in memory, lost when the broker stops)
+    data_dir: str | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_headers: int = 1000
     max_header_bytes: int = 64 * 1024
@@ -117,7 +119,7 @@ class BrokerConfig:
 
 
 _TOP = {"broker", "limits", "address-settings", "security"}
-_BROKER = {"host": str, "port": int, "name": str, "loop": str}
+_BROKER = {"host": str, "port": int, "name": str, "loop": str, "data-dir": str}
 _LIMITS = {
     "max-frame-bytes": "max_frame_bytes",
     "max-headers": "max_headers",
@@ -228,7 +230,7 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         tp = _BROKER.get(key)
         if tp is None:
             raise _unknown(key, "broker", source, _BROKER)
-        setattr(cfg, key, _convert(value, tp, key, "broker", source))
+        setattr(cfg, key.replace("-", "_"), _convert(value, tp, key, "broker", source))
     for key, value in _table(data, "limits", source).items():
         attr = _LIMITS.get(key)
         if attr is None:

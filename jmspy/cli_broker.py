@@ -27,8 +27,15 @@ def _broker(args: argparse.Namespace) -> int:
         config.port = args.port
     if args.loop is not None:
         config.loop = args.loop
+    if args.data_dir is not None:
+        config.data_dir = args.data_dir
+    if args.in_memory:
+        config.data_dir = None
     try:
         result: int = runner.run_broker(config)
+    except runner.StoreError as exc:
+        print(f"jmspy: error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"jmspy: error: cannot listen on {config.host}:{config.port}: {exc.strerror}",
               file=sys.stderr)
@@ -58,6 +65,13 @@ def add_commands(sub: Any) -> None:
     broker.add_argument("--loop", choices=("asyncio", "uvloop"),
                         help="event loop (overrides [broker] loop; default asyncio); "
                         "uvloop is faster and must be installed (pip install uvloop)")
+    where = broker.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", metavar="DIR",
+                       help="keep persistent messages, acks and durable subscriptions in DIR "
+                       "(created if missing; overrides [broker] data-dir): they survive a "
+                       "restart or a crash, and a RECEIPT means the message is on disk")
+    where.add_argument("--in-memory", action="store_true",
+                       help="keep everything in memory, ignoring [broker] data-dir")
     broker.set_defaults(func=_broker)
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")

@@ -13,6 +13,7 @@ applications that need settings start their own with :func:`start_broker`.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +28,8 @@ from jmspy.broker_ref.core.api import (
     DestinationStats,
     ServerMessage,
 )
+from jmspy.broker_ref.core.sqlite_store import StoreError
+from jmspy.broker_ref.data_dir import DataDirectory
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
@@ -57,6 +60,8 @@ class BrokerHost:
         self.lock = threading.Lock()
         self._timer_cond = threading.Condition(self.lock)
         self._running = True
+        #: the locked data directory of a persistent broker (start_broker(data_dir=...))
+        self.data_dir: DataDirectory | None = None
         #: open vm connections, told by stop() that the broker went away
         self.transports: set[VmTransport] = set()
         self._timer = threading.Thread(
@@ -98,21 +103,42 @@ class BrokerHost:
             for transport in stranded:
                 transport._server_closed()
             self.broker.close()
+            if self.data_dir is not None:
+                self.data_dir.release()
         if self._timer is not threading.current_thread():
             self._timer.join(5.0)
         for transport in stranded:
             transport._broker_stopped()
 
 
-def start_broker(name: str = "embedded", **broker_options: Any) -> BrokerHost:
-    """Start a named in-process broker (``vm://NAME``) with core options (settings...)."""
+def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | None = None,
+                 **broker_options: Any) -> BrokerHost:
+    """Start a named in-process broker (``vm://NAME``) with core options (settings...).
+
+    ``data_dir``: keep persistent messages, acks and durable subscriptions there (as
+    ``jmspy broker --data-dir``), each operation durable when its call returns; they are
+    recovered when a broker starts on the directory again. One broker per directory."""
     with _registry_lock:
         if name in _hosts:
             raise errors.IllegalStateException(
                 f"an in-process broker named {name!r} is already running; stop_broker({name!r}) "
                 "first or pick another name"
             )
-        host = BrokerHost(name, Broker(name=name, **broker_options))
+        data = None
+        if data_dir is not None:
+            try:
+                data = DataDirectory(data_dir, group_commit=False)
+            except StoreError as exc:
+                raise errors.InvalidConfigurationException(str(exc)) from exc
+            broker_options["store"] = data.store
+        try:
+            host = BrokerHost(name, Broker(name=name, **broker_options))
+        except BaseException:
+            if data is not None:
+                data.store.close()
+                data.release()
+            raise
+        host.data_dir = data
         _hosts[name] = host
         return host
 

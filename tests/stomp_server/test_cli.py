@@ -35,7 +35,8 @@ def broker_process(request: pytest.FixtureRequest) -> Iterator[tuple[subprocess.
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.strip() == f"jmspy broker listening on 127.0.0.1:{port}", line
+        assert line.strip() == (f"jmspy broker listening on 127.0.0.1:{port} "
+                                "(in memory: --data-dir DIR keeps messages)"), line
         yield proc, port
     finally:
         if proc.poll() is None:
@@ -141,3 +142,29 @@ def test_config_maps_address_settings(tmp_path: Path) -> None:
     s = kwargs["settings"]["orders.#"]
     assert s.consumer_flow_limit == 7 and s.dead_letter_address == "DLQ.orders"
     assert load_config(None).port == 61613
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_data_dir_from_config_and_in_memory_override_say_where_messages_are(
+    tmp_path: Path, in_memory: bool
+) -> None:
+    data = tmp_path / "data"
+    config = tmp_path / "broker.toml"
+    config.write_text(f'[broker]\ndata-dir = "{data}"\n')
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jmspy", "broker", "--config", str(config), "--port", str(port),
+         *(["--in-memory"] if in_memory else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    if in_memory:
+        assert line.endswith("(in memory: --data-dir DIR keeps messages)"), line
+        assert not data.exists()
+    else:
+        assert line.endswith(f"(persistent messages in {data.resolve()})"), line
+        assert (data / "messages.sqlite").exists()

@@ -7,14 +7,17 @@ import importlib
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ...config import BrokerConfig, ConfigError
 from ...core import Broker
+from ...core.sqlite_store import StoreError
 from ...core.throttle import ThrottleSettings
+from ...data_dir import DataDirectory
 from .server import ConnectionLimits, StompServer
 
-__all__ = ["loop_factory", "run_broker", "serve"]
+__all__ = ["StoreError", "loop_factory", "run_broker", "serve"]
 
 
 async def serve(
@@ -25,7 +28,15 @@ async def serve(
     """Serve until ``stop`` is set, then close listeners, connections and the broker."""
     from jmspy.stomp_frames import CodecLimits
 
-    broker = Broker(**config.broker_kwargs())
+    data = DataDirectory(config.data_dir) if config.data_dir is not None else None
+    try:
+        broker = Broker(**config.broker_kwargs(),
+                        store=data.store if data is not None else None)
+    except BaseException:
+        if data is not None:
+            data.store.close()
+            data.release()
+        raise
     server = StompServer(
         broker,
         limits=CodecLimits(
@@ -50,13 +61,17 @@ async def serve(
         host, port = await server.start(config.host, config.port)
     except BaseException:
         broker.close()
+        if data is not None:
+            data.release()
         raise
     try:
         if on_ready is not None:
             on_ready(host, port)
         await stop.wait()
     finally:
-        await server.stop()
+        await server.stop()  # closes the broker, and so the store
+        if data is not None:
+            data.release()
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -83,7 +98,9 @@ def run_broker(config: BrokerConfig) -> int:
     """Blocking: print the listening address, serve until SIGINT/SIGTERM, return 0."""
 
     def ready(host: str, port: int) -> None:
-        print(f"jmspy broker listening on {host}:{port}", flush=True)
+        where = (f"persistent messages in {Path(config.data_dir).resolve()}"
+                 if config.data_dir is not None else "in memory: --data-dir DIR keeps messages")
+        print(f"jmspy broker listening on {host}:{port} ({where})", flush=True)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -190,7 +190,13 @@ class _Connection(asyncio.Protocol):
             self._after_connect()
         elif session.login_request is not None and not self._reading_paused:
             self._start_login(session.login_request)
-        self.flush()
+        store = self.server.broker.store
+        if store is not None and store.pending:
+            # Group commit: other connections' reads of this loop turn go into the same
+            # commit, made by the first flush (one fsync for all of them).
+            self._wakeup()
+        else:
+            self.flush()
         self.server.reschedule_timers()
 
     def eof_received(self) -> bool | None:
@@ -228,6 +234,7 @@ class _Connection(asyncio.Protocol):
             return
         data = self._guard(self.session.data_to_send)
         if data:
+            self.server.make_durable()  # no RECEIPT leaves before what it promises is
             transport.write(data)  # may call pause_writing() synchronously
             self.last_send = self.loop.time()
             self._guard(self.session.written)
@@ -349,6 +356,23 @@ class StompServer:
         )
         addr = self._server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
+
+    def make_durable(self) -> None:
+        """Commit the store's pending writes (one fsync for everything since the last
+        commit). A store that cannot commit (disk full, I/O error) must not be answered
+        with RECEIPTs: the broker stops, loudly, rather than promise what is not kept."""
+        store = self.broker.store
+        if store is None or not store.pending:
+            return
+        try:
+            store.commit()
+        except Exception:
+            log.critical("cannot commit the message store; stopping the broker so that no "
+                         "RECEIPT promises a message that is not on disk", exc_info=True)
+            for conn in list(self.connections):  # unanswered: clients see the connection drop
+                if conn.transport is not None:
+                    conn.transport.abort()
+            raise
 
     def reschedule_timers(self) -> None:
         """Arm one loop timer for the broker's next deadline (expiry, scheduled delivery)."""
