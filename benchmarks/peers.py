@@ -70,8 +70,10 @@ def start_jmspy(loop: str = "asyncio") -> Any:
     if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise RuntimeError("uvloop is not installed (pip install uvloop)")
     name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
+    # in memory, like the peers' non-persistent workloads these rows measure
     return _spawn_local(name, [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1",
-                               "--port", "{port}", "--loop", loop], env=worker_env())
+                               "--port", "{port}", "--loop", loop, "--in-memory"],
+                        env=worker_env())
 
 
 def ensure_coilmq(log: Callable[[str], None]) -> str:

@@ -153,7 +153,8 @@ def run_broker(config: str, body: Callable[[int], None]) -> None:
         conf = Path(tmp) / "broker.toml"
         conf.write_text(config.format(port=port))
         proc = subprocess.Popen([sys.executable, "-m", "jmspy", "broker", "--config",
-                                 str(conf)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 str(conf), "--in-memory"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
             assert proc.stdout is not None

@@ -65,6 +65,11 @@ __all__ = [
 #: the broker's time when consumers ACK one message at a time.
 EVENT_LOOPS = ("asyncio", "uvloop")
 
+#: Where ``jmspy broker`` keeps persistent messages unless told otherwise (relative to the
+#: working directory): a broker that forgets what it acknowledged with a RECEIPT when it
+#: restarts would break JMS's promise, so persistence is the default, as on ActiveMQ.
+DEFAULT_DATA_DIR = "jmspy-data"
+
 DEFAULT_CONFIG = """\
 [broker]
 host = "127.0.0.1"
@@ -89,7 +94,7 @@ class BrokerConfig:
     name: str = "jmspy"
     loop: str = "asyncio"  #: one of EVENT_LOOPS
     #: where persistent messages are kept (None: in memory, lost when the broker stops)
-    data_dir: str | None = None
+    data_dir: str | None = DEFAULT_DATA_DIR
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_headers: int = 1000
     max_header_bytes: int = 64 * 1024

@@ -68,10 +68,11 @@ def add_commands(sub: Any) -> None:
     where = broker.add_mutually_exclusive_group()
     where.add_argument("--data-dir", metavar="DIR",
                        help="keep persistent messages, acks and durable subscriptions in DIR "
-                       "(created if missing; overrides [broker] data-dir): they survive a "
-                       "restart or a crash, and a RECEIPT means the message is on disk")
+                       "(default ./jmspy-data, created if missing; overrides [broker] "
+                       "data-dir): they survive a restart or a crash, and a RECEIPT means "
+                       "the message is on disk")
     where.add_argument("--in-memory", action="store_true",
-                       help="keep everything in memory, ignoring [broker] data-dir")
+                       help="keep everything in memory (lost when the broker stops)")
     broker.set_defaults(func=_broker)
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")

@@ -56,7 +56,7 @@ class JmspyBroker:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "jmspy", "broker", "--host", HOST,
-                 "--port", str(self.port)],
+                 "--port", str(self.port), "--in-memory"],  # a restart forgets, by design
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + 20

@@ -99,7 +99,7 @@ def run_broker(config: BrokerConfig) -> int:
 
     def ready(host: str, port: int) -> None:
         where = (f"persistent messages in {Path(config.data_dir).resolve()}"
-                 if config.data_dir is not None else "in memory: --data-dir DIR keeps messages")
+                 if config.data_dir is not None else "in memory: messages are lost at exit")
         print(f"jmspy broker listening on {host}:{port} ({where})", flush=True)
 
     async def main() -> None:
