@@ -31,6 +31,8 @@ def _broker(args: argparse.Namespace) -> int:
         config.data_dir = args.data_dir
     if args.in_memory:
         config.data_dir = None
+    if args.check:
+        return _check(config.data_dir)
     try:
         result: int = runner.run_broker(config)
     except runner.StoreError as exc:
@@ -41,6 +43,22 @@ def _broker(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return result
+
+
+def _check(data_dir: str | None) -> int:
+    data_mod: Any = importlib.import_module("jmspy.broker_ref.data_dir")
+    store_mod: Any = importlib.import_module("jmspy.broker_ref.core.sqlite_store")
+    if data_dir is None:
+        print("jmspy: error: --check verifies a data directory; --in-memory has none",
+              file=sys.stderr)
+        return 2
+    try:
+        intact, lines = data_mod.check(data_dir)
+    except store_mod.StoreError as exc:
+        print(f"jmspy: error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0 if intact else 1
 
 
 def _stat(args: argparse.Namespace) -> int:
@@ -73,6 +91,9 @@ def add_commands(sub: Any) -> None:
                        "the message is on disk")
     where.add_argument("--in-memory", action="store_true",
                        help="keep everything in memory (lost when the broker stops)")
+    broker.add_argument("--check", action="store_true",
+                        help="do not serve: verify the data directory's store offline (exit "
+                        "0 intact, 1 damaged rows, 2 unusable or in use)")
     broker.set_defaults(func=_broker)
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")

@@ -178,3 +178,34 @@ def test_a_data_directory_that_is_a_file_is_a_clear_error(tmp_path: Path) -> Non
          "--data-dir", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert f"the data directory {path.resolve()} is a file" in out.stderr
+
+
+def test_check_verifies_a_store_offline_and_names_damaged_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
+    from jmspy.broker_ref.data_dir import DataDirectory
+
+    data = DataDirectory(tmp_path, group_commit=False)
+    for mid in ("a", "b"):
+        data.store.add_message("orders", ServerMessage(mid, DestinationKind.QUEUE, "orders",
+                                                        BodyType.TEXT, "x"))
+    data.store.close()
+    data.release()
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "jmspy", "broker", "--check",
+                               "--data-dir", str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+
+    ok = check()
+    assert ok.returncode == 0, ok.stderr
+    assert "  orders: 2 messages" in ok.stdout and "2 messages, 0 durable" in ok.stdout
+    db = sqlite3.connect(str(tmp_path / "messages.sqlite"))
+    db.execute("UPDATE messages SET data = ? WHERE id = 'b'", (b"{torn",))
+    db.commit()
+    db.close()
+    damaged = check()
+    assert damaged.returncode == 1
+    assert "DAMAGED: message b of orders" in damaged.stdout
+    assert "1 messages, 0 durable subscriptions, 1 damaged rows" in damaged.stdout
