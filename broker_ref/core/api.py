@@ -145,6 +145,8 @@ class DestinationStats:
     dead_lettered: int = 0
     messages_replaced: int = 0  # ring queues (issue 3); 0 otherwise
     subscription_count: int = 0
+    #: persistent messages the store holds for it (what survives a restart)
+    stored_count: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counters under their JMX-style names (messageCount, deliveringCount...)."""
@@ -161,6 +163,7 @@ class DestinationStats:
             "deadLettered": self.dead_lettered,
             "messagesReplaced": self.messages_replaced,
             "subscriptionCount": self.subscription_count,
+            "storedCount": self.stored_count,
         }
 
 

@@ -19,7 +19,7 @@ import heapq
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .api import (
@@ -171,20 +171,32 @@ class Broker:
             topic = po.topics.get(name)
             if topic is None:
                 raise DestinationNotFound(f"no topic named {name!r}; see topic_names()")
-            return topic.stats()
+            return self._stored(topic.stats(), topic.subscriptions)
         q = self.queues.get(name)
         if q is None:
             sub = po.subscription_of_queue(name)
             if sub is None:
                 raise DestinationNotFound(f"no queue named {name!r}; see queue_names()")
             q = sub.queue
-        return q.stats()
+        return self._stored(q.stats(), (q.name,))
 
     def all_stats(self) -> list[DestinationStats]:
         queues, topics = self.queues, self.post_office.topics
-        out = [queues[n].stats() for n in sorted(queues)]
-        out.extend(topics[n].stats() for n in sorted(topics))
+        counts = self.store.stored_counts() if self.store is not None else {}
+        out = [self._stored(queues[n].stats(), (n,), counts) for n in sorted(queues)]
+        out.extend(self._stored(topics[n].stats(), topics[n].subscriptions, counts)
+                   for n in sorted(topics))
         return out
+
+    def _stored(self, stats: DestinationStats, queue_names: Iterable[str],
+                counts: Mapping[str, int] | None = None) -> DestinationStats:
+        """``stats`` with what the store holds for those queues (a topic: its
+        subscriptions' queues)."""
+        if self.store is not None:
+            if counts is None:
+                counts = self.store.stored_counts()
+            stats.stored_count = sum(counts.get(n, 0) for n in queue_names)
+        return stats
 
     def queue_names(self) -> list[str]:
         return sorted(self.queues)

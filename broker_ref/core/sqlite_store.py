@@ -183,6 +183,10 @@ class SqliteStore:
 
     # -- diagnostics ------------------------------------------------------------------------
 
+    def stored_counts(self) -> dict[str, int]:
+        return {q: int(n) for q, n in self._db.execute(
+            "SELECT queue, count(*) FROM messages GROUP BY queue")}
+
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""
         return [r[0] for r in self._db.execute(

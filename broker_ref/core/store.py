@@ -99,6 +99,10 @@ class Store(Protocol):
         """Writes are waiting for :meth:`commit` (a store with group commit)."""
         ...
 
+    def stored_counts(self) -> dict[str, int]:
+        """Messages held per queue name (for stats; subscriptions under their queue)."""
+        ...
+
     def commit(self) -> None:
         """Make every write so far durable: a host calls it before any reply that promises
         durability (a RECEIPT) leaves. A no-op for stores that commit each write."""
@@ -167,6 +171,9 @@ class MemoryStore:
         yield
 
     pending = False  # every write is "durable" at once
+
+    def stored_counts(self) -> dict[str, int]:
+        return {q: len(rows) for q, rows in self._messages.items()}
 
     def commit(self) -> None:
         pass

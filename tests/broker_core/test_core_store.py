@@ -169,3 +169,16 @@ def test_scheduled_persistent_message_recovered_as_scheduled(clock: FakeClock, d
     clock.advance(1000)
     b2.process_timers()
     assert b2.stats("q").scheduled_count == 0
+
+
+def test_stats_count_what_the_store_holds_per_queue_and_topic(clock: FakeClock,
+                                                               disk: Disk) -> None:
+    b = Broker(store=disk.store, clock=clock)
+    c = b.connect(Recorder(), client_id="app")
+    c.create_consumer(1, T, "news", subscription_name="s", durable=True)
+    c.send(msg("q", "p"))
+    c.send(msg("q", "np", persistent=False))
+    c.send(tmsg("news", "p"))
+    stats = {s.name: s.stored_count for s in b.all_stats()}
+    assert (stats["q"], stats["news"]) == (1, 1)
+    assert b.stats("q").stored_count == 1 and b.stats("q").message_count == 2

@@ -58,7 +58,7 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
     conn.send("/queue/cli", "over tcp")
     m = lst.wait_messages(1)[0]
     conn.ack(m.headers["ack"])
-    conn.send("/queue/kept", "stays", receipt="r")
+    conn.send("/queue/kept", "stays", receipt="r", headers={"persistent": "true"})
     lst.wait_receipt("r")
     out = subprocess.run(
         [sys.executable, "-m", "jmspy", "stat", "--port", str(port)],
@@ -68,10 +68,11 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["destination", "kind", "messageCount", "deliveringCount",
                                 "scheduledCount", "messagesReplaced", "consumers", "expired",
-                                "deadLettered"]
+                                "deadLettered", "stored"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["kept"][1:4] == ["queue", "1", "0"]
-    assert rows["cli"][2] == "0"
+    assert rows["kept"][-1] == "1"  # on disk in the default data directory
+    assert rows["cli"][2] == "0" and rows["cli"][-1] == "0"
     conn.disconnect()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0

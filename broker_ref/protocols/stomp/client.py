@@ -33,6 +33,7 @@ COLUMNS = (
     ("consumers", "consumerCount"),
     ("expired", "expired"),
     ("deadLettered", "deadLettered"),
+    ("stored", "storedCount"),
 )
 
 
