@@ -16,6 +16,11 @@ and nothing else. Two workloads:
   with prefetch 1000 and 1 for everyone. Ratio: jmspy broker over CoilMQ (target 5x), with
   ActiveMQ and RabbitMQ in the note.
 
+* **persistent, receipt per SEND** (STOMP 1.1, ``persistent:true``, the producer waits for
+  each RECEIPT, an ``ack:auto`` consumer drains): the store's price. ``jmspy broker
+  --data-dir`` (SQLite, fsync'd before each RECEIPT leaves) against ActiveMQ 5 with KahaDB
+  (target 2x), with the in-memory jmspy broker beside it.
+
 The jmspy broker is measured twice: on asyncio's event loop (the default) and on uvloop
 (``jmspy broker --loop uvloop``, an optional dependency); a missing uvloop makes its rows
 "not available" and says how to install it.
@@ -33,11 +38,12 @@ STREAMING = [("client-individual", 1000), ("client-individual", 1), ("auto", 100
 RECEIPTED = [("client", 1000), ("client", 1), ("auto", 1000)]
 JMSPY = ("jmspy", "jmspy-uvloop")
 PEERS = ("activemq", "rabbitmq", "coilmq")
-LABEL = {**BROKER_LABEL, "jmspy-uvloop": "jmspy broker (uvloop)"}
+LABEL = {**BROKER_LABEL, "jmspy-uvloop": "jmspy broker (uvloop)",
+         "jmspy-persistent": "jmspy broker --data-dir", "activemq-kahadb": "ActiveMQ 5 (KahaDB)"}
 
 
 def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
-            receipts: bool) -> Any:
+            receipts: bool, persistent: bool = False) -> Any:
     def run(_rnd: int) -> dict[str, Any]:
         ep = peers.get(broker)
         if isinstance(ep, str):
@@ -46,6 +52,7 @@ def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
         if receipts:  # the CoilMQ workload, for every broker alike
             for spec in (consumer, producer):
                 spec.update(version="1.1", receipts=True)
+        producer["persistent"] = persistent
         return run_pair("workers", consumer, producer)
 
     return run
@@ -82,6 +89,15 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
                 row.also = [(f"c/activemq/{tag}", "ActiveMQ (target 1.0x)"),
                             (f"c/rabbitmq/{tag}", "RabbitMQ")]
             out.append(Config(row, _runner(peers, broker, ack, window, count, True)))
+    count = 500 if quick else 3_000
+    config = f"STOMP 1.1, persistent:true, receipt per SEND, ack:auto, {count:,} msgs"
+    for broker in ("jmspy-persistent", "activemq-kahadb", "jmspy"):
+        row = Row("c", f"c/{broker}/persistent", f"stomp.py -> {LABEL[broker]}", config,
+                  short="persistent, receipt/SEND")
+        if broker == "jmspy-persistent":
+            row.baseline, row.target = "c/activemq-kahadb/persistent", 2.0
+            row.also = [("c/jmspy/persistent", "jmspy broker in memory")]
+        out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True)))
     return out
 
 

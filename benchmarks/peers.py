@@ -64,15 +64,19 @@ def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -
     return broker
 
 
-def start_jmspy(loop: str = "asyncio") -> Any:
+def start_jmspy(loop: str = "asyncio", *, persistent: bool = False) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
-    (``uvloop`` must be installed; ``pip install uvloop``)."""
+    (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
+    non-persistent workloads, or ``persistent`` with a fresh data directory."""
     if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise RuntimeError("uvloop is not installed (pip install uvloop)")
     name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
-    # in memory, like the peers' non-persistent workloads these rows measure
+    where = ["--in-memory"]
+    if persistent:
+        name += "-persistent"
+        where = ["--data-dir", tempfile.mkdtemp(prefix="jmspy-bench-data-")]
     return _spawn_local(name, [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1",
-                               "--port", "{port}", "--loop", loop, "--in-memory"],
+                               "--port", "{port}", "--loop", loop, *where],
                         env=worker_env())
 
 
@@ -103,6 +107,10 @@ class Peers:
             return start_jmspy
         if name == "jmspy-uvloop":
             return lambda: start_jmspy("uvloop")
+        if name == "jmspy-persistent":
+            return lambda: start_jmspy(persistent=True)
+        if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)
+            return lambda: _interop().ActiveMQ(persistent=True).start()
         if name == "coilmq":
             return lambda: start_coilmq(self.log)
         return getattr(_interop(), f"start_{name}")  # type: ignore[no-any-return]

@@ -80,6 +80,8 @@ def stomp_producer(spec: Spec) -> dict[str, Any]:
     t_start = now()
     for i in range(spec["count"]):
         headers = {"ts": repr(now())}
+        if spec.get("persistent"):  # the broker's store, not its memory
+            headers["persistent"] = "true"
         if receipts:  # CoilMQ: one frame in flight at a time (PEERS.md)
             headers["receipt"] = f"r{i}"
         conn.send(destination=spec["dest"], body=BODY, headers=headers)
