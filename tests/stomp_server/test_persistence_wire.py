@@ -73,6 +73,8 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 ROUND = 1_000_000
 #: SENDs the producer keeps unconfirmed at most (as persistentSendWindow does)
 WINDOW = 100
+#: Broker kills, each after 1,500-2,500 more receipts: about 20,000 receipted SENDs in all
+KILLS = 10
 
 
 def _produce(broker: Broker, start: int, confirmed: set[int], stop: threading.Event) -> None:
@@ -110,7 +112,7 @@ def test_receipted_sends_and_acks_survive_kill_9(broker: Broker) -> None:
     confirmed: set[int] = set()  # SENDs whose RECEIPT came
     acked: set[int] = set()  # ACKs whose RECEIPT came
     next_n = 0
-    for _ in range(3):
+    for _ in range(KILLS):
         stop = threading.Event()
         producer = threading.Thread(target=_produce, args=(broker, next_n, confirmed, stop))
         producer.start()
@@ -127,7 +129,7 @@ def test_receipted_sends_and_acks_survive_kill_9(broker: Broker) -> None:
             lst.wait_receipt(f"a{n}", timeout=30)
             acked.add(n)
         # kill after a few more receipts, while the producer is still sending
-        kill_after = sum(n >= next_n for n in list(confirmed)) + rng.randint(10, 300)
+        kill_after = sum(n >= next_n for n in list(confirmed)) + rng.randint(1500, 2500)
         deadline = time.monotonic() + 60
         while sum(n >= next_n for n in list(confirmed)) < kill_after:
             assert time.monotonic() < deadline, f"only {len(confirmed)} receipts in 60 s"
@@ -148,6 +150,7 @@ def test_receipted_sends_and_acks_survive_kill_9(broker: Broker) -> None:
         threading.Event().wait(0.01)  # waits for the drain's MESSAGE frames
         with lst.lock:
             seen = {int(f.headers["n"]) for f in lst.messages}
+    assert len(confirmed) >= KILLS * 1500  # the harness really ran at size
     assert not acked & seen, "an ACK that got its RECEIPT was delivered again"
     assert expected <= seen, f"SENDs that got their RECEIPT were lost: {sorted(expected - seen)}"
     # Everything drained came back through a restart: the broker cannot know whether it
@@ -155,7 +158,7 @@ def test_receipted_sends_and_acks_survive_kill_9(broker: Broker) -> None:
     with lst.lock:
         assert all(f.headers.get("redelivered") == "true" for f in lst.messages)
     print(f"\n{len(confirmed)} receipted sends ({len(seen)} recovered), {len(acked)} "
-          "receipted acks over 3 kill -9: 0 lost, 0 redelivered after a receipted ack")
+          f"receipted acks over {KILLS} kill -9: 0 lost, 0 redelivered after a receipted ack")
     conn.disconnect()
 
 

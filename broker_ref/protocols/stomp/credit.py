@@ -78,11 +78,8 @@ class SessionCredit:
             return
         subs, self._refill = self._refill, {}
         for sub in subs:
-            if sub.ack_mode == AUTO:
-                n, sub.unwritten = sub.unwritten, 0
-                self._give_auto(sub, n)
-            else:
-                self._top_up(sub)
+            n, sub.unwritten = sub.unwritten, 0
+            self._refill_window(sub, n)
 
     def consumed(self, sub: Subscription, n: int) -> None:
         """``n`` deliveries of ``sub`` were acknowledged, committed or nacked."""
@@ -104,13 +101,18 @@ class SessionCredit:
     def resume(self) -> None:
         self._paused = False
         for sub in list(self._subs):
-            if sub.ack_mode == AUTO:
-                n, sub.owed = sub.owed, 0
-                self._give_auto(sub, n)
-            else:
-                self._top_up(sub)
+            n, sub.owed = sub.owed, 0
+            self._refill_window(sub, n)
 
     # -- decisions ---------------------------------------------------------------------------
+
+    def _refill_window(self, sub: Subscription, auto_credit: int) -> None:
+        """Auto mode: give back ``auto_credit`` (what was written, or owed); client modes:
+        what the window wants now (``unwritten`` and ``owed`` stay 0 for them)."""
+        if sub.ack_mode == AUTO:
+            self._give_auto(sub, auto_credit)
+        else:
+            self._top_up(sub)
 
     def _give_auto(self, sub: Subscription, n: int) -> None:
         if n <= 0 or sub.closed:
