@@ -70,8 +70,8 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
     every row back as a starting broker would. Returns (intact, report lines); a broker
     using the directory makes it fail (the lock), as does a row that cannot be read."""
     data = DataDirectory(path, group_commit=False)
+    store = data.store
     try:
-        store = data.store
         state = store.load()
         lines = [f"{store.path}: {store.size_bytes():,} bytes"]
         for queue, messages in sorted(state.queues.items()):
@@ -86,7 +86,7 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
         lines.append(f"{total:,} messages, {len(state.subscriptions)} durable subscriptions"
                      + ("" if intact else f", {len(store.dropped)} damaged rows (a broker "
                         "starting here drops them and keeps the rest)"))
-        store.close()
         return intact, lines
     finally:
+        store.close()
         data.release()

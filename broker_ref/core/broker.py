@@ -19,7 +19,7 @@ import heapq
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from .api import (
@@ -188,13 +188,13 @@ class Broker:
                    for n in sorted(topics))
         return out
 
-    def _stored(self, stats: DestinationStats, queue_names: Iterable[str],
+    def _stored(self, stats: DestinationStats, queue_names: Collection[str],
                 counts: Mapping[str, int] | None = None) -> DestinationStats:
         """``stats`` with what the store holds for those queues (a topic: its
-        subscriptions' queues)."""
+        subscriptions' queues); ``counts``: every queue's, when all stats are wanted."""
         if self.store is not None:
             if counts is None:
-                counts = self.store.stored_counts()
+                counts = self.store.stored_counts(queue_names)
             stats.stored_count = sum(counts.get(n, 0) for n in queue_names)
         return stats
 

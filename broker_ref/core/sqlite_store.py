@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from .api import ServerMessage
@@ -183,9 +183,15 @@ class SqliteStore:
 
     # -- diagnostics ------------------------------------------------------------------------
 
-    def stored_counts(self) -> dict[str, int]:
-        return {q: int(n) for q, n in self._db.execute(
-            "SELECT queue, count(*) FROM messages GROUP BY queue")}
+    def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
+        if queues is None:
+            rows = self._db.execute("SELECT queue, count(*) FROM messages GROUP BY queue")
+        else:  # one destination's stats: count its queues only (the (queue, id) index)
+            names = list(queues)
+            rows = self._db.execute(
+                "SELECT queue, count(*) FROM messages WHERE queue IN "
+                f"({', '.join('?' * len(names))}) GROUP BY queue", names)
+        return {q: int(n) for q, n in rows}
 
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -99,8 +99,9 @@ class Store(Protocol):
         """Writes are waiting for :meth:`commit` (a store with group commit)."""
         ...
 
-    def stored_counts(self) -> dict[str, int]:
-        """Messages held per queue name (for stats; subscriptions under their queue)."""
+    def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
+        """Messages held per queue name (for stats; subscriptions under their queue):
+        every queue's, or only those of ``queues``."""
         ...
 
     def commit(self) -> None:
@@ -172,8 +173,9 @@ class MemoryStore:
 
     pending = False  # every write is "durable" at once
 
-    def stored_counts(self) -> dict[str, int]:
-        return {q: len(rows) for q, rows in self._messages.items()}
+    def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
+        return {q: len(rows) for q, rows in self._messages.items()
+                if queues is None or q in queues}
 
     def commit(self) -> None:
         pass
