@@ -73,16 +73,17 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
     store = data.store
     try:
         state = store.load()
+        counts = store.verify()
         lines = [f"{store.path}: {store.size_bytes():,} bytes"]
-        for queue, messages in sorted(state.queues.items()):
-            lines.append(f"  {queue}: {len(messages):,} messages")
+        for queue in sorted(state.runs):
+            lines.append(f"  {queue}: {counts.get(queue, 0):,} messages")
         for sub in state.subscriptions:
             lines.append(f"  durable subscription {sub.name!r} on topic {sub.topic!r} "
                          f"(client id {sub.client_id!r})")
         for queue, message_id, why in store.dropped:
             lines.append(f"  DAMAGED: message {message_id} of {queue}: {why}")
         intact = not store.dropped
-        total = sum(len(m) for m in state.queues.values())
+        total = sum(counts.values())
         lines.append(f"{total:,} messages, {len(state.subscriptions)} durable subscriptions"
                      + ("" if intact else f", {len(store.dropped)} damaged rows (a broker "
                         "starting here drops them and keeps the rest)"))

@@ -15,9 +15,15 @@ fields (``QueueRecord``, which ``Queue`` derives from); the message is read as a
 object.
 """
 
-from jmspy._cext.records cimport DeliveryChannel, MessageRef, QueueRecord, ServerConsumer
+from jmspy._cext.records cimport (
+    DeliveryChannel,
+    MessageRef,
+    PageBudget,
+    QueueRecord,
+    ServerConsumer,
+)
 
-from jmspy.broker_ref.core.records import DELIVERING, GONE, PRIORITIES, READY
+from jmspy.broker_ref.core.records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY
 
 __all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "take_run"]
 
@@ -25,6 +31,7 @@ cdef int _READY = READY
 cdef int _DELIVERING = DELIVERING
 cdef int _GONE = GONE
 cdef Py_ssize_t _PRIORITIES = PRIORITIES
+cdef Py_ssize_t _OVERHEAD = PAGE_OVERHEAD
 cdef object _MISSING = object()
 
 
@@ -46,12 +53,18 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
     cdef Py_ssize_t dequeued = queue.dequeued
     cdef Py_ssize_t in_delivery = queue.delivering_count
     cdef Py_ssize_t taken = 0
+    cdef Py_ssize_t freed = 0
+    cdef Py_ssize_t paged = queue._paged_levels
+    cdef Py_ssize_t i = -1
     cdef long long now = -1
     cdef object message, level, expiration, key, popleft
     cdef MessageRef ref
     try:
         for level in queue._levels:
+            i += 1
             if not level:
+                if paged >> i & 1:
+                    return messages, counts, first_tag, None  # page it in first
                 continue
             popleft = level.popleft  # bound once per level: a method call per message was
             while level:             # a lookup on the deque type each time
@@ -60,6 +73,7 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
                     continue  # a tombstone (expired by a timer while queued)
                 ready -= 1
                 message = ref.message
+                freed += <Py_ssize_t>message.size + _OVERHEAD
                 expiration = message.expiration
                 if expiration:
                     if now < 0:
@@ -85,10 +99,13 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
                 taken += 1
                 if taken >= room or not ready:
                     return messages, counts, first_tag, None
+            if paged >> i & 1:  # the rest of this level is paged out: page it in first
+                return messages, counts, first_tag, None
         ready = 0  # only tombstones were left: resync the count
         return messages, counts, first_tag, None
     finally:
         queue.ready_count = ready
+        queue._budget.used -= freed
         c.credit = credit
         ch.next_tag = tag
         queue.dequeued = dequeued
@@ -138,9 +155,12 @@ cpdef list acknowledge_tags(dict owners, list tags):
 
 cpdef enqueue(QueueRecord queue, object message):
     """``Queue.enqueue`` for the common case; see the pure twin."""
+    cdef PageBudget budget = queue._budget
+    cdef Py_ssize_t cost = <Py_ssize_t>message.size + _OVERHEAD
     if (queue.deleted or queue._policy is not None or message.expiration
-            or message.deliver_at):
-        queue._enqueue_full(message)
+            or message.deliver_at or queue._pages is not None
+            or budget.used + cost > budget.limit):
+        queue._enqueue_full(message)  # including every case that may page
         return
     if queue._persist and message.persistent:
         queue.host.store.add_message(queue.name, message)
@@ -162,6 +182,7 @@ cpdef enqueue(QueueRecord queue, object message):
     else:
         queue._levels[ref.priority].append(ref)
         queue.ready_count = ready + 1
+        budget.used += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()

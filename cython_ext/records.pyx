@@ -9,7 +9,7 @@ behaviour. Change one, change the other.
 
 from jmspy.broker_ref.core.records import READY
 
-__all__ = ["DeliveryChannel", "MessageRef", "QueueRecord", "ServerConsumer"]
+__all__ = ["DeliveryChannel", "MessageRef", "PageBudget", "QueueRecord", "ServerConsumer"]
 
 cdef int _READY = READY
 
@@ -76,6 +76,17 @@ cdef class ServerConsumer:
                 f"flow_limit={self.flow_limit!r}, credit={self.credit!r}, "
                 f"delivering={self.delivering!r}, in_ring={self.in_ring!r}, "
                 f"closed={self.closed!r})")
+
+
+cdef class PageBudget:
+    """The RAM budget of ready messages shared by a broker's queues; see the pure twin."""
+
+    def __init__(self, Py_ssize_t limit, Py_ssize_t used=0):
+        self.limit = limit
+        self.used = used
+
+    def __repr__(self):
+        return f"PageBudget(limit={self.limit!r}, used={self.used!r})"
 
 
 cdef class QueueRecord:

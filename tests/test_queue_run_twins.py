@@ -3,9 +3,10 @@
 
 ``take_run`` gets two identical random queues (priority levels holding ready refs,
 tombstones and already-expired messages; counts that may overstate what is ready) and a
-consumer with random credit, auto-ack and room; both twins must deliver the same messages
-with the same tags and counts, stop at the same expired message and leave the queue, the
-consumer, the channel and the store in the same state.
+consumer with random credit, auto-ack and room, and random levels that continue on disk
+(paged out); both twins must deliver the same messages with the same tags and counts,
+stop at the same expired message or paged level and leave the queue, the consumer, the
+channel, the RAM budget and the store in the same state.
 
 Then the broker core end to end: the same scripted traffic through a callback that takes
 runs (``deliver_many``) and one that takes single deliveries must produce exactly the
@@ -30,9 +31,11 @@ from jmspy.broker_ref.core.consumer import (
     READY,
     DeliveryChannel,
     MessageRef,
+    PageBudget,
     ServerConsumer,
 )
 from jmspy.broker_ref.core.queue import Queue
+from jmspy.broker_ref.core.spool import Spool
 
 SETTINGS = settings(
     max_examples=300, deadline=None, database=None,
@@ -54,6 +57,8 @@ class Host:
 
     def __init__(self, with_store: bool) -> None:
         self.store: Any = self if with_store else None
+        self.budget = PageBudget(1 << 40, 1 << 30)
+        self.spool = Spool()
         self.removed: list[str] = []
         self.clock_reads = 0
 
@@ -99,6 +104,7 @@ def build(spec: dict[str, Any]) -> tuple[Queue, ServerConsumer, Host]:
         q._levels[level].append(ref)
         ready += state != "tombstone"
     q.ready_count = max(0, ready + spec["count_skew"])
+    q._paged_levels = spec.get("paged", 0)
     q.dequeued = 7
     q.delivering_count = 3
     ch = DeliveryChannel(1, Callback(), next_tag=spec["first_tag"])
@@ -114,7 +120,7 @@ def state(q: Queue, c: ServerConsumer, host: Host) -> Any:
         c.credit, c.channel.next_tag,
         [(t, r.message.message_id, r.state, r.delivery_count) for t, r in c.delivering.items()],
         [(t, o.consumer_id) for t, o in c.channel.tags.items()],
-        host.removed, host.clock_reads > 0,
+        host.removed, host.clock_reads > 0, host.budget.used,
     )
 
 
@@ -139,6 +145,7 @@ def run(twin: Any, spec: dict[str, Any]) -> Any:
         "auto": st.booleans(),
         "store": st.booleans(),
         "first_tag": st.integers(1, 2**40),
+        "paged": st.sampled_from([0] * 4 + [1, 2, 1 << 4, 0b1010010]),
     })
 )
 def test_take_run_twins_agree(spec: dict[str, Any]) -> None:
@@ -155,6 +162,18 @@ def test_take_run_stops_at_an_expired_message_and_hands_it_back() -> None:
         assert ids == ["m0"] and counts == [1] and first == 1
         assert expired == ("m1", READY)  # taken off the queue; the caller expires it
         assert st8[0] == 1  # one ready message left (m2)
+
+
+@needs_compiled_records
+def test_take_run_stops_where_a_level_continues_on_disk() -> None:
+    # level 2 has paged-out messages after m1: m3 (level 5) must wait for them
+    spec = {"refs": [(2, "ready", 0, False), (2, "ready", 0, False), (5, "ready", 0, False)],
+            "count_skew": 0, "room": 10, "credit": 10, "auto": False, "store": False,
+            "first_tag": 1, "paged": 1 << 2}
+    for twin in (cext, pure):
+        ids, _counts, _first, expired, st8 = run(twin, spec)
+        assert ids == ["m0", "m1"] and expired is None
+        assert st8[0] == 1  # m2 still ready: the caller pages level 2 in first
 
 
 # -- the broker core: runs and single deliveries are the same deliveries -----------------

@@ -130,7 +130,8 @@ class DestinationStats:
     """Counters of one destination (for a topic: summed over its subscriptions).
 
     ``message_count`` counts every message the destination holds that is not yet
-    acknowledged: ready, in delivery and scheduled (as Artemis counts it).
+    acknowledged: ready, in delivery and scheduled (as Artemis counts it), in RAM or
+    paged out; ``paged_count`` is the part that is paged out (on disk, not in RAM).
     """
 
     name: str
@@ -147,6 +148,13 @@ class DestinationStats:
     subscription_count: int = 0
     #: persistent messages the store holds for it (what survives a restart)
     stored_count: int = 0
+    #: messages paged out of RAM (seed 002): in the store or the spool file
+    paged_count: int = 0
+
+    @property
+    def in_memory_count(self) -> int:
+        """Messages held in RAM (``message_count`` minus the paged-out ones)."""
+        return self.message_count - self.paged_count
 
     def as_dict(self) -> dict[str, Any]:
         """The counters under their JMX-style names (messageCount, deliveringCount...)."""
@@ -164,6 +172,8 @@ class DestinationStats:
             "messagesReplaced": self.messages_replaced,
             "subscriptionCount": self.subscription_count,
             "storedCount": self.stored_count,
+            "pagedCount": self.paged_count,
+            "inMemoryCount": self.in_memory_count,
         }
 
 

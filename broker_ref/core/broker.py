@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import itertools
+import os
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
@@ -32,10 +33,12 @@ from .api import (
     SessionCallback,
 )
 from .connection import ServerConnection
+from .consumer import PageBudget
 from .errors import DestinationNotFound, IllegalBrokerState, InvalidClientId
 from .postoffice import PostOffice
 from .queue import EXPIRED_REASON, MessageRef, Queue
 from .settings import SettingsRegistry
+from .spool import Spool
 from .store import Store
 
 if TYPE_CHECKING:
@@ -48,6 +51,11 @@ __all__ = ["Broker", "ServerConnection"]
 #: ``max-destination-length``): long enough for any real naming scheme, short enough that
 #: a hostile name cannot make routing or settings lookups expensive.
 DEFAULT_MAX_DESTINATION_LENGTH = 1024
+#: Default ``memory_limit`` (``[system-usage] memory-limit``): ActiveMQ's 64 MB.
+DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+#: Share of ``memory_limit`` ready messages may take in RAM before queues with a backlog
+#: page out (ActiveMQ's ``cursorMemoryHighWaterMark``, 70 %).
+PAGE_HIGH_WATER_PERCENT = 70
 
 
 def _wall_clock_ms() -> int:
@@ -67,12 +75,16 @@ class Broker:
         name: str = "embedded",
         security: SecurityPolicy | None = None,
         max_destination_length: int = DEFAULT_MAX_DESTINATION_LENGTH,
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        spool_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if type(max_destination_length) is not int or max_destination_length < 1:
             raise ValueError(
                 f"max_destination_length must be an int >= 1 (bytes), got "
                 f"{max_destination_length!r}"
             )
+        if type(memory_limit) is not int or memory_limit < 0:
+            raise ValueError(f"memory_limit must be an int >= 0 (bytes), got {memory_limit!r}")
         self.name = name
         #: this run of the broker, in the message ids it makes: connection ids and
         #: sequence numbers start again at a restart, and a store holds messages of
@@ -84,6 +96,11 @@ class Broker:
         #: users and permissions (see .security); None or disabled = no checks at all
         self.security = security
         self.store = store
+        #: RAM for ready messages, shared by every queue; past it backlogs page out to
+        #: the store or to ``spool`` (seed 002, :mod:`.paging`)
+        self.memory_limit = memory_limit
+        self.budget = PageBudget(memory_limit * PAGE_HIGH_WATER_PERCENT // 100)
+        self.spool = Spool(spool_dir)
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
         #: Where messages go: queues, topics and subscriptions, and routing between them.
@@ -265,8 +282,11 @@ class Broker:
             conn.close()
         self.closed = True
         self._timers.clear()
-        if self.store is not None:
-            self.store.close()
+        try:
+            if self.store is not None:
+                self.store.close()
+        finally:
+            self.spool.close()
 
     # ------------------------------------------------------------------ for connections
 

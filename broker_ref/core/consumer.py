@@ -12,25 +12,28 @@ from typing import TYPE_CHECKING
 from jmspy import twins
 
 from .api import AddressSettings
-from .records import DELIVERING, GONE, PRIORITIES, READY, SCHEDULED
+from .records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY, SCHEDULED
 
 if TYPE_CHECKING:
-    from .records import DeliveryChannel, MessageRef, QueueRecord, ServerConsumer
+    from .records import DeliveryChannel, MessageRef, PageBudget, QueueRecord, ServerConsumer
 else:
     _records = twins.records
     DeliveryChannel = _records.DeliveryChannel
     MessageRef = _records.MessageRef
+    PageBudget = _records.PageBudget
     QueueRecord = _records.QueueRecord
     ServerConsumer = _records.ServerConsumer
 
 __all__ = [
     "DELIVERING",
     "GONE",
+    "PAGE_OVERHEAD",
     "PRIORITIES",
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
     "MessageRef",
+    "PageBudget",
     "QueueRecord",
     "ServerConsumer",
     "effective_flow_limit",

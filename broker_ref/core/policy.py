@@ -199,7 +199,7 @@ class QueuePolicy:
                 exp = ref.message.expiration
                 if exp and exp <= now:
                     level.remove(ref)
-                    q.ready_count -= 1
+                    q._unready(ref)
                     q._expire(ref)
                     return True
                 if ref in self.barriers:
@@ -208,7 +208,7 @@ class QueuePolicy:
                 for c in avail:
                     if c.filter is None or filter_accepts(c.filter, ref.message):
                         level.remove(ref)
-                        q.ready_count -= 1
+                        q._unready(ref)
                         self._deliver(c, ref, at_most_once)
                         return True
         return False
@@ -236,7 +236,7 @@ class QueuePolicy:
         if q.delivering_count or not consumers or not all(c.can_receive() for c in consumers):
             return False
         level.remove(ref)
-        q.ready_count -= 1
+        q._unready(ref)
         self.forget(ref)
         ref.state = GONE
         if q._persist and ref.message.persistent:
@@ -315,7 +315,7 @@ class QueuePolicy:
         strict = q.settings.leasing == "strict"
         if ref.state == READY:  # back on the queue, unleased: anyone may consume it
             ref.state = GONE  # left in its deque as a tombstone
-            q.ready_count -= 1
+            q._unready(ref)
         elif ref.state == DELIVERING:
             if strict:
                 raise IllegalBrokerState(

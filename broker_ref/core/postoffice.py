@@ -244,8 +244,9 @@ class PostOffice:
     # --- recovery
 
     def recover(self, store: Store) -> None:
-        """Rebuild durable state. Recovered messages keep their stored delivery count,
-        raised to at least 1: the broker cannot know whether a message was delivered
+        """Rebuild durable state. Stored messages stay on disk until consumers need them
+        (``Queue.recover``); they come back with their stored delivery count raised to at
+        least 1 (``QueuePages``): the broker cannot know whether a message was delivered
         before the crash, so its next delivery says JMSRedelivered (JMS allows false
         positives, never false negatives)."""
         state = store.load()
@@ -272,11 +273,10 @@ class PostOffice:
             topic.subscriptions[rec.queue] = sub
             self._sub_queues[rec.queue] = sub
             self._subscriptions[key] = sub
-        for qname, messages in state.queues.items():
+        for qname, runs in state.runs.items():
             owner = self._sub_queues.get(qname)
             if owner is not None:
                 q = owner.queue
             else:
                 q = self._queues.get(qname) or self.new_queue(qname)
-            for stored in messages:
-                q.recover(stored.message, max(stored.delivery_count, 1))
+            q.recover(runs)

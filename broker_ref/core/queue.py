@@ -20,7 +20,13 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   This is O(ready messages) per dispatch — the price of selectors on a shared queue.
 
 Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: they are
-the only places messages become ready. The AMPS-style settings (seed 001) live in
+the only places messages become ready, apart from paging in.
+
+Massive queues (seed 002, :mod:`.paging`): past the broker's RAM budget, a queue with a
+backlog pages new messages out (:class:`~.paging.QueuePages`) and pages them back in a
+batch at a time ahead of dispatch; ``_paged_levels`` tells the dispatch loop which levels
+continue on disk, so it never passes one. Ring and AMPS queues are bounded by their own
+rules and never page. The AMPS-style settings (seed 001) live in
 :class:`~.policy.QueuePolicy`, which exists only when a queue sets one of them: without it
 the code below pays one ``is None`` test per operation, never per-setting checks.
 """
@@ -36,19 +42,24 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
+    PAGE_OVERHEAD,
     PRIORITIES,
     READY,
     SCHEDULED,
     DeliveryChannel,
     MessageRef,
+    PageBudget,
     QueueRecord,
     ServerConsumer,
     effective_flow_limit,
 )
 from .filters import Filter, compile_filter, filter_accepts
+from .paging import PAGE_BATCH, PAGE_LOW_WATER, Paged, QueuePages
 from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
+from .records import priority_level
 from .ring import effective_ring_size, evict_head, replace
-from .store import Store
+from .spool import Spool
+from .store import PageRun, Store
 
 #: The per-message step of dispatch, the common enqueue and the fast dispatch loop
 #: (``queue_run.py`` beside this file, or its compiled twin).
@@ -67,6 +78,9 @@ class QueueHost(Protocol):
     """What a queue needs from the broker."""
 
     store: Store | None
+    #: the RAM budget every queue of the broker shares, and where non-stored pages go
+    budget: PageBudget
+    spool: Spool
 
     def now(self) -> int: ...
 
@@ -137,6 +151,9 @@ class Queue(QueueRecord):
         #: backlog each consumer asked for (only those that asked)
         self._backlogs: dict[ServerConsumer, int] = {}
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
+        self._budget = host.budget
+        self._pages: QueuePages | None = None
+        self._paged_levels = 0
 
     # ------------------------------------------------------------------ settings/stats
 
@@ -177,7 +194,12 @@ class Queue(QueueRecord):
 
     @property
     def message_count(self) -> int:
-        return self.ready_count + self.delivering_count + len(self._scheduled)
+        return self.ready_count + self.delivering_count + len(self._scheduled) + self.paged_count
+
+    @property
+    def paged_count(self) -> int:
+        """Messages paged out: on disk (store or spool), not in RAM."""
+        return 0 if self._pages is None else self._pages.count
 
     def stats(self) -> DestinationStats:
         return DestinationStats(
@@ -192,6 +214,7 @@ class Queue(QueueRecord):
             expired=self.expired,
             dead_lettered=self.dead_lettered,
             messages_replaced=self.messages_replaced,
+            paged_count=self.paged_count,
         )
 
     # ------------------------------------------------------------------ consumers
@@ -222,6 +245,8 @@ class Queue(QueueRecord):
         if consumer.in_ring:
             self._ring.remove(consumer)
             consumer.in_ring = False
+        if self._pages is not None:
+            self._pages.forget(consumer)
 
     def _offer(self, consumer: ServerConsumer) -> None:
         """Put the consumer in the round-robin ring if it may receive now."""
@@ -252,35 +277,60 @@ class Queue(QueueRecord):
             if admitted is None:
                 return  # the queue's own filter rejects it
             message = admitted
+        seq = 0
         if self._persist and message.persistent:
             store = self.host.store
             assert store is not None
-            store.add_message(self.name, message)
+            seq = store.add_message(self.name, message)
         self.enqueued += 1
-        self._accept(message, 0)
+        self._accept(message, 0, seq)
 
-    def recover(self, message: ServerMessage, delivery_count: int) -> None:
-        """Re-add a message loaded from the store (already persisted, not re-counted)."""
-        self._accept(message, delivery_count)
+    def recover(self, runs: list[PageRun]) -> None:
+        """Take the rows a restarted broker found in the store for this queue (already
+        persisted, not re-counted): left on disk and paged in as consumers need them, or,
+        for a queue that never pages (ring, AMPS), read now."""
+        if self._pageable():
+            pages = self._pages_made()
+            pages.add_runs(runs)
+            self._paged_levels = pages.levels
+            if self._budget.used < self._budget.limit:
+                self._fill()  # the head now (a small store is all back); the rest later
+            return
+        store = self.host.store
+        assert store is not None
+        pages = QueuePages(self.name, store, self.host.spool)
+        pages.add_runs(runs)
+        for level in range(PRIORITIES):
+            while True:
+                batch = pages.take(level, PAGE_BATCH)
+                if not batch:
+                    break
+                for message, count, _ in batch:
+                    self._accept(message, count)
 
-    def _accept(self, message: ServerMessage, delivery_count: int) -> None:
-        p = message.priority
-        if p < 0 or p >= PRIORITIES:
-            p = 0 if p < 0 else PRIORITIES - 1
-        ref = MessageRef(message, PRIORITIES - 1 - p, delivery_count)
+    def _accept(self, message: ServerMessage, delivery_count: int, seq: int = 0) -> None:
+        """Make a new message (``seq``: its store row, 0 if not stored) scheduled, ready
+        or paged out, and dispatch."""
+        ref = MessageRef(message, priority_level(message.priority), delivery_count)
         if self._policy is not None:
             self._policy.accepted(ref)
         host = self.host
-        if message.expiration:
-            if message.expiration <= host.now():
-                self._expire(ref)
-                return
-            host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
+        if message.expiration and message.expiration <= host.now():
+            self._expire(ref)
+            return
         if message.deliver_at and message.deliver_at > host.now():
+            if message.expiration:
+                host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
             ref.state = SCHEDULED
             self._scheduled.add(ref)
             host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
+            if seq and self._pages is not None:
+                self._pages.held_in_ram(ref.priority)
             return
+        if self._page_out(ref, seq):
+            return
+        if message.expiration:
+            host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
         self._add_tail(ref)
         if self._ring:
             self.dispatch()
@@ -291,6 +341,7 @@ class Queue(QueueRecord):
         ref.state = READY
         self._levels[ref.priority].append(ref)
         self.ready_count += 1
+        self._budget.used += ref.message.size + PAGE_OVERHEAD
 
     def _add_head(self, ref: MessageRef) -> None:
         if self._ring_size > 0 and self.ready_count >= self._ring_size:
@@ -299,6 +350,127 @@ class Queue(QueueRecord):
         ref.state = READY
         self._levels[ref.priority].appendleft(ref)
         self.ready_count += 1
+        self._budget.used += ref.message.size + PAGE_OVERHEAD
+
+    def _unready(self, ref: MessageRef) -> None:
+        """``ref`` stops being ready (taken, expired, evicted); its deque may keep it as a
+        tombstone. Every path that lowers ``ready_count`` outside the dispatch run."""
+        self.ready_count -= 1
+        self._budget.used -= ref.message.size + PAGE_OVERHEAD
+
+    # ------------------------------------------------------------------ paging (seed 002)
+
+    def _pageable(self) -> bool:
+        return self._policy is None and self._ring_size <= 0 and not self.deleted
+
+    def _pages_made(self) -> QueuePages:
+        if self._pages is None:
+            host = self.host
+            self._pages = QueuePages(self.name, host.store if self._persist else None,
+                                     host.spool)
+        return self._pages
+
+    def _page_out(self, ref: MessageRef, seq: int) -> bool:
+        """Leave a new ready message on disk if its level already continues there, or if
+        the RAM budget is spent and nobody is waiting for it. True if it was paged out."""
+        pages = self._pages
+        stored = seq > 0
+        level = ref.priority
+        if pages is None or not pages.holds(level, stored):
+            budget = self._budget
+            if budget.used + ref.message.size + PAGE_OVERHEAD <= budget.limit:
+                return False
+            if (self._ring and not self.ready_count) or not self._pageable():
+                return False  # a consumer is waiting for it, or the queue never pages
+            pages = self._pages_made()
+        if stored:
+            pages.add_stored(level, seq)
+        else:
+            pages.add_spooled(level, ref.message, ref.delivery_count)
+        ref.state = GONE  # the ref itself is dropped: the row is the message now
+        self._paged_levels |= 1 << level
+        return True
+
+    def _fill(self) -> None:
+        """Page in ahead of dispatch (the seed's eager loading): every level down to the
+        first that holds a batch in RAM is topped up once it falls below the low water."""
+        pages = self._pages
+        assert pages is not None
+        have = 0
+        for level in range(PRIORITIES):
+            dq = self._levels[level]
+            if self._paged_levels >> level & 1 and len(dq) < PAGE_LOW_WATER:
+                self._paged_in(pages.take(level, PAGE_BATCH - len(dq)))
+            have += len(dq)
+            if have >= PAGE_BATCH:
+                break
+        self._paged_levels = pages.levels
+        if not pages.count:
+            self._pages = None  # all back in RAM: the plain paths again
+
+    def _paged_in(self, batch: list[Paged]) -> None:
+        """Messages back from disk onto the tail of their levels (or scheduled, or expired,
+        for rows recovered after a restart)."""
+        host = self.host
+        now = host.now()
+        for message, count, level in batch:
+            ref = MessageRef(message, level, count)
+            if message.expiration:
+                if message.expiration <= now:
+                    self._expire(ref)
+                    continue
+                host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
+            if message.deliver_at and message.deliver_at > now:
+                ref.state = SCHEDULED
+                self._scheduled.add(ref)
+                host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
+                continue
+            self._add_tail(ref)
+
+    def _dispatch_paged(self) -> None:
+        """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can
+        take more; then let selector consumers look into the paged part."""
+        while self._ring and self._pages is not None:
+            self._fill()
+            if not self.ready_count:
+                break
+            mark = (self.ready_count, self.delivering_count, self.dequeued, self.expired)
+            if self._filtered:
+                self._dispatch_filtered()
+            else:
+                _twin.dispatch_fast(self)
+            if mark == (self.ready_count, self.delivering_count, self.dequeued, self.expired):
+                break
+        if self._pages is None:
+            if self._ring and self.ready_count:  # the last batch came in: the plain path
+                if self._filtered:
+                    self._dispatch_filtered()
+                else:
+                    _twin.dispatch_fast(self)
+            return
+        if self._filtered:
+            self._scan_pages()
+
+    def _scan_pages(self) -> None:
+        """Selector consumers that still have room look for matches in the paged part."""
+        pages = self._pages
+        while pages is not None and self._ring:
+            found = False
+            for c in list(self._ring):
+                if c.filter is None or not c.can_receive():
+                    continue
+                room = c.credit
+                if c.flow_limit is not None:
+                    room = min(room, c.flow_limit - len(c.delivering))
+                batch = pages.scan(c, c.filter, min(room, PAGE_BATCH))
+                if batch:
+                    found = True
+                    self._paged_in(batch)
+            self._paged_levels = pages.levels
+            if not found:
+                return
+            self._dispatch_filtered()
+            pages = self._pages
 
     # ------------------------------------------------------------------ timers
 
@@ -314,7 +486,7 @@ class Queue(QueueRecord):
                 self._policy.lease_due(ref)
             return False
         if ref.state == READY:
-            self.ready_count -= 1  # stays in its deque as a tombstone
+            self._unready(ref)  # stays in its deque as a tombstone
             self._expire(ref)
         elif ref.state == SCHEDULED:
             self._scheduled.discard(ref)
@@ -345,11 +517,13 @@ class Queue(QueueRecord):
 
     def dispatch(self) -> None:
         """Deliver while there are ready messages and consumers that may receive."""
-        if self._dispatching or not self.ready_count or not self._ring:
+        if self._dispatching or not self._ring or not (self.ready_count or self._pages):
             return
         self._dispatching = True
         try:
-            if self._policy is not None:
+            if self._pages is not None:
+                self._dispatch_paged()
+            elif self._policy is not None:
                 self._policy.dispatch()
             elif self._filtered:
                 self._dispatch_filtered()
@@ -385,10 +559,12 @@ class Queue(QueueRecord):
             ring.remove(c)
             c.in_ring = False
         now = self.host.now()
-        for level in self._levels:
+        for i, level in enumerate(self._levels):
             if not ring:
                 return
             if not level:
+                if self._paged_levels >> i & 1:
+                    return  # this level continues on disk: page it in first
                 continue
             kept: list[MessageRef] = []
             while level and ring:
@@ -397,7 +573,7 @@ class Queue(QueueRecord):
                     continue
                 exp = ref.message.expiration
                 if exp and exp <= now:
-                    self.ready_count -= 1
+                    self._unready(ref)
                     self._expire(ref)
                     continue
                 chosen: ServerConsumer | None = None
@@ -409,13 +585,15 @@ class Queue(QueueRecord):
                 if chosen is None:
                     kept.append(ref)  # nobody here wants it; later consumers may
                     continue
-                self.ready_count -= 1
+                self._unready(ref)
                 self._deliver(chosen, ref)
                 if chosen.can_receive():
                     ring.append(chosen)
                 else:
                     chosen.in_ring = False
             level.extendleft(reversed(kept))
+            if not kept and self._paged_levels >> i & 1:
+                return  # this level continues on disk: page it in first
 
     def _deliver(self, c: ServerConsumer, ref: MessageRef, auto: bool = False) -> None:
         ch = c.channel
@@ -553,10 +731,17 @@ class Queue(QueueRecord):
         """Drop everything (temp queue closed, subscription deleted). Deliveries still out
         are acknowledged or cancelled later into the void."""
         self.deleted = True
+        budget = self._budget
         for level in self._levels:
             for ref in level:
+                if ref.state == READY:
+                    budget.used -= ref.message.size + PAGE_OVERHEAD
                 ref.state = GONE
             level.clear()
+        if self._pages is not None:
+            self._pages.drop()
+            self._pages = None
+            self._paged_levels = 0
         for ref in self._scheduled:
             ref.state = GONE
         self._scheduled.clear()
@@ -574,7 +759,7 @@ class Queue(QueueRecord):
         out: list[ServerMessage] = []
         # TargetQueueDepth: only the active (oldest unacknowledged) messages are visible
         active = -1 if self._policy is None else self._policy.active_budget()
-        for level in self._levels:
+        for i, level in enumerate(self._levels):
             for ref in level:
                 if ref.state != READY:
                     continue
@@ -587,4 +772,9 @@ class Queue(QueueRecord):
                     continue
                 if flt is None or filter_accepts(flt, m):
                     out.append(m)
+            if self._pages is not None:
+                for m in self._pages.browse(i):
+                    if (not m.expiration or m.expiration > now) and (
+                            flt is None or filter_accepts(flt, m)):
+                        out.append(m)
         return out

@@ -32,7 +32,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .api import ServerMessage
-from .consumer import DELIVERING, GONE, PRIORITIES, READY, MessageRef, ServerConsumer
+from .consumer import (
+    DELIVERING,
+    GONE,
+    PAGE_OVERHEAD,
+    PRIORITIES,
+    READY,
+    MessageRef,
+    ServerConsumer,
+)
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -49,7 +57,9 @@ def take_run(
     with their delivery counts (tags run from ``first_tag`` consecutively), and the ref
     of an expired message the run stopped at (already off the queue, ``ready_count``
     already lowered; the caller must expire it), or None. Tombstones (refs no longer
-    ready) are dropped on the way. If the levels hold fewer ready refs than
+    ready) are dropped on the way. A run stops where a level runs out in RAM while more of
+    it is paged out (``queue._paged_levels``): lower levels must wait for the caller to
+    page it in. If the levels hold fewer ready refs than
     ``ready_count`` says, ``ready_count`` is set to 0 (the counts are resynchronised).
     """
     messages: list[ServerMessage] = []
@@ -63,16 +73,19 @@ def take_run(
     persist = queue._persist
     delivering = c.delivering
     owners = ch.tags
+    budget = queue._budget
+    paged = queue._paged_levels
     now = -1
     tag = first_tag
     taken = 0
-    for level in queue._levels:
+    for i, level in enumerate(queue._levels):
         while level:
             ref = level.popleft()
             if ref.state != READY:
                 continue  # a tombstone (expired by a timer while queued)
             queue.ready_count -= 1
             message = ref.message
+            budget.used -= message.size + PAGE_OVERHEAD
             exp = message.expiration
             if exp:
                 if now < 0:
@@ -100,6 +113,8 @@ def take_run(
             taken += 1
             if taken >= room or not queue.ready_count:
                 return messages, counts, first_tag, None
+        if paged >> i & 1:  # the rest of this level is paged out: the caller pages it in
+            return messages, counts, first_tag, None  # before any lower priority goes
     queue.ready_count = 0  # only tombstones were left: resync the count
     return messages, counts, first_tag, None
 
@@ -128,12 +143,16 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
     """``Queue.enqueue``: store, make ready at the tail of its level, dispatch.
 
     The same steps in the same order as ``Queue._enqueue_full`` for a message without
-    expiry or delivery delay on a queue without an AMPS policy; anything else is handed
-    to ``Queue._enqueue_full`` whole.
+    expiry or delivery delay on a queue without an AMPS policy or paged-out messages,
+    while the RAM budget has room; anything else is handed to ``Queue._enqueue_full``
+    whole.
     """
+    budget = queue._budget
+    cost = message.size + PAGE_OVERHEAD
     if (queue.deleted or queue._policy is not None or message.expiration
-            or message.deliver_at):
-        queue._enqueue_full(message)
+            or message.deliver_at or queue._pages is not None
+            or budget.used + cost > budget.limit):
+        queue._enqueue_full(message)  # including every case that may page (.paging)
         return
     if queue._persist and message.persistent:
         store = queue.host.store
@@ -150,6 +169,7 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
     else:
         queue._levels[ref.priority].append(ref)
         queue.ready_count += 1
+        budget.used += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()

@@ -27,13 +27,16 @@ if TYPE_CHECKING:
 __all__ = [
     "DELIVERING",
     "GONE",
+    "PAGE_OVERHEAD",
     "PRIORITIES",
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
     "MessageRef",
+    "PageBudget",
     "QueueRecord",
     "ServerConsumer",
+    "priority_level",
 ]
 
 #: MessageRef.state values
@@ -43,6 +46,19 @@ DELIVERING: Final = 2
 GONE: Final = 3
 #: Number of JMS priority levels: a queue keeps one deque per level.
 PRIORITIES: Final = 10
+
+
+def priority_level(priority: int) -> int:
+    """The index of a JMS priority's level in a queue (0 = highest, delivered first);
+    priorities outside 0..9 count as the nearest of them."""
+    if priority < 0:
+        return PRIORITIES - 1
+    return 0 if priority >= PRIORITIES else PRIORITIES - 1 - priority
+
+
+#: Bytes a ready message costs in RAM beyond its ``size`` (its ref, the message object and
+#: its header fields), in the paging budget's accounting.
+PAGE_OVERHEAD: Final = 256
 
 
 @dataclass(slots=True, eq=False)
@@ -99,6 +115,19 @@ class ServerConsumer:
         return limit is None or len(self.delivering) < limit
 
 
+@dataclass(slots=True, eq=False)
+class PageBudget:
+    """The RAM budget of ready messages, shared by every queue of a broker (seed 002's
+    linked caches: one fixed amount of RAM, however many queues draw on it).
+
+    ``used`` is what ready messages in RAM cost (``size + PAGE_OVERHEAD`` each): a queue
+    adds to it when a message becomes ready in RAM and takes it back when the message
+    stops being ready. Past ``limit`` new backlog is paged out (:mod:`.paging`)."""
+
+    limit: int
+    used: int = 0
+
+
 class QueueRecord:
     """The fields of a :class:`~.queue.Queue` that dispatch reads and writes per message.
 
@@ -107,6 +136,21 @@ class QueueRecord:
     then reaches them as C fields. Behaviour stays ``Queue``'s."""
 
     __slots__ = (
-        "_dispatching", "_filtered", "_levels", "_persist", "_policy", "_ring", "_ring_size",
-        "deleted", "delivering_count", "dequeued", "enqueued", "host", "name", "ready_count",
+        "_budget",
+        "_dispatching",
+        "_filtered",
+        "_levels",
+        "_paged_levels",
+        "_pages",
+        "_persist",
+        "_policy",
+        "_ring",
+        "_ring_size",
+        "deleted",
+        "delivering_count",
+        "dequeued",
+        "enqueued",
+        "host",
+        "name",
+        "ready_count",
     )  # fmt: skip

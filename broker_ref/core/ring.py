@@ -55,6 +55,6 @@ def evict_head(queue: Queue) -> None:
         while level:
             ref = level.popleft()
             if ref.state == READY:
-                queue.ready_count -= 1
+                queue._unready(ref)
                 replace(queue, ref)
                 return

@@ -30,11 +30,16 @@ from pathlib import Path
 
 from .api import ServerMessage
 from .message_codec import CodecError, decode_message, encode_message
-from .store import RecoveredState, StoredMessage, SubscriptionRecord
+from .records import priority_level
+from .store import PageRun, RecoveredState, StoredMessage, SubscriptionRecord
 
 __all__ = ["SqliteStore", "StoreError"]
 
 log = logging.getLogger("jmspy.broker.store")
+
+#: The layout this jmspy writes (``PRAGMA user_version``). 1: the first (no ``level``
+#: column); 2: ``level`` and the ``messages_page`` index, read by paging (seed 002).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -43,6 +48,7 @@ CREATE TABLE IF NOT EXISTS messages (
     id TEXT NOT NULL,
     delivery_count INTEGER NOT NULL DEFAULT 0,
     data BLOB NOT NULL,
+    level INTEGER NOT NULL DEFAULT 5,
     UNIQUE (queue, id)
 );
 CREATE TABLE IF NOT EXISTS subscriptions (
@@ -77,22 +83,58 @@ class SqliteStore:
                                        check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            self._migrate()
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the message store {self.path}: {exc}. Check that the data "
                 "directory is a writable directory on a local disk with free space, or "
                 "move the damaged file aside (the broker then starts empty)") from exc
 
+    def _migrate(self) -> None:
+        """Bring a store written by an older jmspy to this layout (a newer one is refused:
+        this version cannot know what it means)."""
+        db = self._db
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the message store {self.path} was written by a newer jmspy (layout "
+                f"{version}, this one reads up to {SCHEMA_VERSION}): upgrade jmspy, or "
+                "point --data-dir elsewhere")
+        columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if columns and "level" not in columns:  # layout 1: the level is in the data
+                db.execute("ALTER TABLE messages ADD COLUMN level INTEGER NOT NULL DEFAULT 5")
+                rows = db.execute("SELECT seq, data FROM messages").fetchall()
+                for seq, data in rows:
+                    try:
+                        level = priority_level(decode_message(data).priority)
+                    except CodecError:
+                        continue  # load() reports it when it reads the row
+                    db.execute("UPDATE messages SET level = ? WHERE seq = ?", (level, seq))
+                log.info("message store %s: upgraded %d rows to layout %d",
+                         self.path, len(rows), SCHEMA_VERSION)
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("CREATE INDEX IF NOT EXISTS messages_page "
+                       "ON messages (queue, level, seq)")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     # -- transactions ---------------------------------------------------------------------
 
-    def _write(self, sql: str, params: tuple[object, ...]) -> None:
+    def _write(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
         if not self._in_tx:
             self._db.execute("BEGIN")
             self._in_tx = True
-        self._db.execute(sql, params)
+        cursor = self._db.execute(sql, params)
         if self._depth == 0 and not self.group_commit:
             self.commit()
+        return cursor
 
     @property
     def pending(self) -> bool:
@@ -127,11 +169,21 @@ class SqliteStore:
 
     # -- the Store interface ----------------------------------------------------------------
 
-    def add_message(self, queue: str, message: ServerMessage) -> None:
-        self._write(
-            "INSERT INTO messages (queue, id, delivery_count, data) VALUES (?, ?, 0, ?) "
-            "ON CONFLICT (queue, id) DO UPDATE SET data = excluded.data, delivery_count = 0",
-            (queue, message.message_id, encode_message(message)))
+    def add_message(self, queue: str, message: ServerMessage) -> int:
+        if not self._in_tx:
+            self._db.execute("BEGIN")
+            self._in_tx = True
+        # RETURNING: the same id again keeps its row (and sequence number), which
+        # lastrowid would not tell
+        (seq,) = self._db.execute(
+            "INSERT INTO messages (queue, id, delivery_count, data, level) "
+            "VALUES (?, ?, 0, ?, ?) ON CONFLICT (queue, id) DO UPDATE SET "
+            "data = excluded.data, delivery_count = 0, level = excluded.level RETURNING seq",
+            (queue, message.message_id, encode_message(message),
+             priority_level(message.priority))).fetchone()
+        if self._depth == 0 and not self.group_commit:
+            self.commit()
+        return int(seq)
 
     def remove_message(self, queue: str, message_id: str) -> None:
         self._write("DELETE FROM messages WHERE queue = ? AND id = ?", (queue, message_id))
@@ -154,19 +206,15 @@ class SqliteStore:
         self._write("DELETE FROM subscriptions WHERE queue = ?", (queue,))
 
     def load(self) -> RecoveredState:
+        """Where the rows are (the ``messages_page`` index alone; no message is read)."""
         self.commit()
         state = RecoveredState()
         self.dropped = []
-        for queue, message_id, count, data in self._db.execute(
-                "SELECT queue, id, delivery_count, data FROM messages ORDER BY seq"):
-            try:
-                message = decode_message(data)
-            except CodecError as exc:
-                self.dropped.append((queue, message_id, str(exc)))
-                log.warning("message store %s: dropped message %s of %s: %s",
-                            self.path, message_id, queue, exc)
-                continue
-            state.queues.setdefault(queue, []).append(StoredMessage(message, count))
+        for queue, level, count, first, last in self._db.execute(
+                "SELECT queue, level, count(*), min(seq), max(seq) FROM messages "
+                "GROUP BY queue, level ORDER BY queue, level"):
+            state.runs.setdefault(queue, []).append(
+                PageRun(int(level), int(first), int(last), int(count), True))
         for row in self._db.execute(
                 "SELECT client_id, name, topic, selector, no_local, shared, queue "
                 "FROM subscriptions ORDER BY rowid"):
@@ -174,6 +222,48 @@ class SqliteStore:
             state.subscriptions.append(SubscriptionRecord(
                 client_id, name, topic, selector, bool(no_local), bool(shared), queue))
         return state
+
+    def _decode(self, queue: str, message_id: str, data: bytes) -> ServerMessage | None:
+        try:
+            return decode_message(data)
+        except CodecError as exc:
+            self.dropped.append((queue, message_id, str(exc)))
+            log.warning("message store %s: dropped message %s of %s: %s",
+                        self.path, message_id, queue, exc)
+            return None
+
+    def page_in(self, queue: str, level: int, first: int, last: int,
+                limit: int) -> list[tuple[int, StoredMessage | None]]:
+        out: list[tuple[int, StoredMessage | None]] = []
+        for seq, message_id, count, data in self._db.execute(
+                "SELECT seq, id, delivery_count, data FROM messages WHERE queue = ? AND "
+                "level = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
+                (queue, level, first, last, limit)):
+            message = self._decode(queue, message_id, data)
+            out.append((seq, None if message is None else StoredMessage(message, count, seq)))
+        return out
+
+    def read_queue(self, queue: str) -> list[StoredMessage]:
+        out = []
+        for seq, message_id, count, data in self._db.execute(
+                "SELECT seq, id, delivery_count, data FROM messages WHERE queue = ? "
+                "ORDER BY seq", (queue,)):
+            message = self._decode(queue, message_id, data)
+            if message is not None:
+                out.append(StoredMessage(message, count, seq))
+        return out
+
+    def verify(self) -> dict[str, int]:
+        """Read every row back (``jmspy broker --check``): readable messages per queue;
+        the unreadable ones are in :attr:`dropped` afterwards."""
+        self.commit()
+        self.dropped = []
+        counts: dict[str, int] = {}
+        for queue, message_id, data in self._db.execute(
+                "SELECT queue, id, data FROM messages ORDER BY seq"):
+            if self._decode(queue, message_id, data) is not None:
+                counts[queue] = counts.get(queue, 0) + 1
+        return counts
 
     def close(self) -> None:
         try:

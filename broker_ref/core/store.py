@@ -10,6 +10,13 @@ rows by ``(queue, message_id)``; ``batch()`` brackets the writes of one broker o
 (a transaction commit, a multi-tag ack) so a SQL store can make them one atomic
 transaction and one fsync. Message ids must be unique within a queue (jmspy generates
 UUIDs); a second message with the same id in the same queue replaces the first row.
+
+The store is also where a massive queue's backlog lives (seed 002, :mod:`.paging`): every
+row has a sequence number, increasing in the order rows were added, and the priority
+level of its message, so that a queue can leave messages on disk and read them back in
+order later (:meth:`Store.page_in`). That is also why ``load()`` returns no messages, only
+where each queue's rows are (:class:`PageRun`): a restart reads them as consumers need
+them, not all before the broker accepts connections.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .api import ServerMessage
+from .records import priority_level
 
 __all__ = [
     "MemoryStore",
+    "PageRun",
     "RecoveredState",
     "Store",
     "StoredMessage",
@@ -53,23 +62,46 @@ class SubscriptionRecord:
 class StoredMessage:
     message: ServerMessage
     delivery_count: int = 0
+    #: the row's sequence number (see the module docstring)
+    seq: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class PageRun:
+    """Rows of one queue and priority level with sequence numbers ``first..last`` (other
+    queues' and levels' rows may lie between), ``count`` of them; a queue pages them in
+    from the front, moving ``first`` on. ``recovered``: written before this broker
+    started, so their stored delivery counts may be behind (see ``PostOffice.recover``)."""
+
+    level: int
+    first: int
+    last: int
+    count: int
+    recovered: bool = False
 
 
 @dataclass(slots=True)
 class RecoveredState:
-    """What ``Store.load()`` returns: messages per queue in enqueue order, and the durable
-    subscriptions (whose messages are in ``queues`` under ``SubscriptionRecord.queue``)."""
+    """What ``Store.load()`` returns: where each queue's stored messages are (one run per
+    priority level, read later with :meth:`Store.page_in`) and the durable subscriptions
+    (whose messages are under ``SubscriptionRecord.queue``)."""
 
-    queues: dict[str, list[StoredMessage]] = field(default_factory=dict)
+    runs: dict[str, list[PageRun]] = field(default_factory=dict)
     subscriptions: list[SubscriptionRecord] = field(default_factory=list)
+
+    @property
+    def message_count(self) -> int:
+        return sum(r.count for runs in self.runs.values() for r in runs)
 
 
 class Store(Protocol):
     """What the broker needs from persistence. Implementations need not be thread-safe:
     the broker (and so its store) is driven by one thread or event loop at a time."""
 
-    def add_message(self, queue: str, message: ServerMessage) -> None:
-        """Persist a message that was just enqueued on ``queue`` (delivery count 0)."""
+    def add_message(self, queue: str, message: ServerMessage) -> int:
+        """Persist a message that was just enqueued on ``queue`` (delivery count 0);
+        returns its row's sequence number."""
+        ...
 
     def remove_message(self, queue: str, message_id: str) -> None:
         """The message was acknowledged, expired or moved away: forget it."""
@@ -91,7 +123,18 @@ class Store(Protocol):
         ...
 
     def load(self) -> RecoveredState:
-        """Everything persisted, for a broker starting up."""
+        """Where everything persisted is, for a broker starting up (no message is read)."""
+        ...
+
+    def page_in(self, queue: str, level: int, first: int, last: int,
+                limit: int) -> list[tuple[int, StoredMessage | None]]:
+        """Up to ``limit`` rows of ``queue`` at priority ``level`` with sequence numbers
+        from ``first`` to ``last``, in order, as ``(seq, row)``; ``row`` is None for a row
+        that cannot be read (the store logs and counts it, and the caller skips it)."""
+        ...
+
+    def read_queue(self, queue: str) -> list[StoredMessage]:
+        """Every message stored for ``queue``, in order (offline checks and tests)."""
         ...
 
     @property
@@ -128,18 +171,26 @@ class MemoryStore:
     ``Broker`` built on the same instance recovers what a crash-safe store would have.
     """
 
-    __slots__ = ("_messages", "_subscriptions", "closed", "writes")
+    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "writes")
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, StoredMessage]] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
+        self._seq = 0
         self.closed = False
         #: Number of write calls, so tests can check what the broker persisted.
         self.writes = 0
 
-    def add_message(self, queue: str, message: ServerMessage) -> None:
+    def add_message(self, queue: str, message: ServerMessage) -> int:
         self.writes += 1
-        self._messages.setdefault(queue, {})[message.message_id] = StoredMessage(_copy(message))
+        rows = self._messages.setdefault(queue, {})
+        old = rows.get(message.message_id)
+        if old is not None:  # the same id again: the row keeps its place (as SQL's upsert)
+            old.message, old.delivery_count = _copy(message), 0
+            return old.seq
+        self._seq += 1
+        rows[message.message_id] = StoredMessage(_copy(message), 0, self._seq)
+        return self._seq
 
     def remove_message(self, queue: str, message_id: str) -> None:
         self.writes += 1
@@ -182,13 +233,32 @@ class MemoryStore:
 
     def load(self) -> RecoveredState:
         self.closed = False
-        return RecoveredState(
-            queues={
-                q: [StoredMessage(_copy(r.message), r.delivery_count) for r in rows.values()]
-                for q, rows in self._messages.items()
-            },
-            subscriptions=list(self._subscriptions.values()),
-        )
+        state = RecoveredState(subscriptions=list(self._subscriptions.values()))
+        for q, rows in self._messages.items():
+            runs: dict[int, PageRun] = {}
+            for row in rows.values():
+                level = priority_level(row.message.priority)
+                run = runs.get(level)
+                if run is None:
+                    runs[level] = PageRun(level, row.seq, row.seq, 1, True)
+                else:
+                    run.first, run.last = min(run.first, row.seq), max(run.last, row.seq)
+                    run.count += 1
+            state.runs[q] = sorted(runs.values(), key=lambda r: r.level)
+        return state
+
+    def page_in(self, queue: str, level: int, first: int, last: int,
+                limit: int) -> list[tuple[int, StoredMessage | None]]:
+        rows = sorted((r for r in self._messages.get(queue, {}).values()
+                       if first <= r.seq <= last
+                       and priority_level(r.message.priority) == level),
+                      key=lambda r: r.seq)[:limit]
+        return [(r.seq, StoredMessage(_copy(r.message), r.delivery_count, r.seq))
+                for r in rows]
+
+    def read_queue(self, queue: str) -> list[StoredMessage]:
+        return [StoredMessage(_copy(r.message), r.delivery_count, r.seq)
+                for r in sorted(self._messages.get(queue, {}).values(), key=lambda r: r.seq)]
 
     def close(self) -> None:
         self.closed = True

@@ -147,6 +147,7 @@ class Topic:
             out.expired += q.expired
             out.dead_lettered += q.dead_lettered
             out.messages_replaced += q.messages_replaced
+            out.paged_count += q.paged_count
         out.subscription_count = len(self.subscriptions)
         return out
 

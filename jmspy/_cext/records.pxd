@@ -38,6 +38,11 @@ cdef class ServerConsumer:
     cpdef bint can_receive(self)
 
 
+cdef class PageBudget:
+    cdef public Py_ssize_t limit
+    cdef public Py_ssize_t used
+
+
 cdef class QueueRecord:
     cdef public object name
     cdef public object host
@@ -53,3 +58,6 @@ cdef class QueueRecord:
     cdef public bint deleted
     cdef public Py_ssize_t _ring_size
     cdef public object _policy
+    cdef public PageBudget _budget
+    cdef public object _pages
+    cdef public Py_ssize_t _paged_levels

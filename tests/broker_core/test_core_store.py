@@ -139,7 +139,7 @@ def test_unsubscribe_forgets_stored_subscription(clock: FakeClock, disk: Disk) -
     c1.unsubscribe("s")
     b2 = Broker(store=disk.reopen(), clock=clock)
     assert b2.topic_names() == []  # topics are not persisted; only subscriptions are
-    assert store.load().queues == {}
+    assert store.load().runs == {}
 
 
 def test_transaction_commit_persists_and_removes(clock: FakeClock, disk: Disk) -> None:

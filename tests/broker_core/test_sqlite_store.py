@@ -85,10 +85,11 @@ def test_every_field_and_body_kind_reads_back_exactly(tmp_path: Path) -> None:
     for msg in messages:
         store.add_message(msg.destination, msg)
     store.update_delivery_count("q", "b", 3)
-    state = SqliteStore(tmp_path / "s.sqlite").load()
-    assert [s.message for s in state.queues["q"]] == messages[:3]
-    assert [s.message for s in state.queues["t.x"]] == messages[3:]
-    assert [s.delivery_count for s in state.queues["q"]] == [0, 3, 0]
+    reopened = SqliteStore(tmp_path / "s.sqlite")
+    q, tx = reopened.read_queue("q"), reopened.read_queue("t.x")
+    assert [s.message for s in q] == messages[:3]
+    assert [s.message for s in tx] == messages[3:]
+    assert [s.delivery_count for s in q] == [0, 3, 0]
 
 
 def test_a_damaged_row_is_dropped_and_named_and_the_rest_recovered(tmp_path: Path) -> None:
@@ -102,8 +103,7 @@ def test_a_damaged_row_is_dropped_and_named_and_the_rest_recovered(tmp_path: Pat
     db.commit()
     db.close()
     reopened = SqliteStore(path)
-    state = reopened.load()
-    assert [s.message.message_id for s in state.queues["q"]] == ["a", "c"]
+    assert [s.message.message_id for s in reopened.read_queue("q")] == ["a", "c"]
     assert [(q, mid) for q, mid, _ in reopened.dropped] == [("q", "b")]
     assert "cannot be read" in reopened.dropped[0][2]
 
@@ -150,6 +150,6 @@ def test_what_was_committed_survives_kill_9_of_the_writer(tmp_path: Path) -> Non
     os.kill(proc.pid, signal.SIGKILL)  # mid-stream: commits in flight, WAL unsynced tail
     proc.wait()
     proc.stdout.close()
-    ids = {s.message.message_id for s in SqliteStore(path).load().queues["q"]}
+    ids = {s.message.message_id for s in SqliteStore(path).read_queue("q")}
     last = int(confirmed[-1][1:])
     assert all(f"m{i}" in ids for i in range(last + 1))  # nothing confirmed is lost

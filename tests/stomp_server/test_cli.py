@@ -68,11 +68,12 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
     lines = out.stdout.splitlines()
     assert lines[0].split() == ["destination", "kind", "messageCount", "deliveringCount",
                                 "scheduledCount", "messagesReplaced", "consumers", "expired",
-                                "deadLettered", "stored"]
+                                "deadLettered", "stored", "inMemory", "paged"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["kept"][1:4] == ["queue", "1", "0"]
-    assert rows["kept"][-1] == "1"  # on disk in the default data directory
-    assert rows["cli"][2] == "0" and rows["cli"][-1] == "0"
+    # stored, in RAM, paged out: on disk in the default data directory, and held in RAM
+    assert rows["kept"][-3:] == ["1", "1", "0"]
+    assert rows["cli"][2] == "0" and rows["cli"][-3] == "0"
     conn.disconnect()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0

@@ -34,6 +34,8 @@ COLUMNS = (
     ("expired", "expired"),
     ("deadLettered", "deadLettered"),
     ("stored", "storedCount"),
+    ("inMemory", "inMemoryCount"),
+    ("paged", "pagedCount"),
 )
 
 
