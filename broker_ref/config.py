@@ -22,6 +22,10 @@
     login-delay-ms = 1000
     login-refuse-after = 10      # ...from this many on, attempts are refused unchecked
 
+    [system-usage]                   # ActiveMQ's names and defaults (sizes: "64 MB", bytes)
+    memory-limit = "64 MB"           # RAM for ready messages; past 70 % backlogs page out
+    store-limit = "100 GB"           # persistent SENDs are refused once the store is this big
+
     [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
     consumer-flow-limit = 100       # kebab-case names of AddressSettings fields
 
@@ -49,7 +53,11 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
 
 from .core.api import AddressSettings
-from .core.broker import DEFAULT_MAX_DESTINATION_LENGTH
+from .core.broker import (
+    DEFAULT_MAX_DESTINATION_LENGTH,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_STORE_LIMIT,
+)
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -58,6 +66,7 @@ __all__ = [
     "ConfigError",
     "load_config",
     "parse_config",
+    "parse_size",
 ]
 
 #: Event loops ``jmspy broker`` can run on: the standard library's, or uvloop (libuv),
@@ -107,6 +116,8 @@ class BrokerConfig:
     login_delay_after: int = 3
     login_delay_ms: int = 1_000
     login_refuse_after: int = 10
+    memory_limit: int = DEFAULT_MEMORY_LIMIT
+    store_limit: int = DEFAULT_STORE_LIMIT
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
     source: str = "<default>"
@@ -117,13 +128,39 @@ class BrokerConfig:
             "name": self.name,
             "settings": dict(self.settings),
             "max_destination_length": self.max_destination_length,
+            "memory_limit": self.memory_limit,
+            "store_limit": self.store_limit,
         }
         if self.security is not None:
             kwargs["security"] = self.security
         return kwargs
 
 
-_TOP = {"broker", "limits", "address-settings", "security"}
+_TOP = {"broker", "limits", "system-usage", "address-settings", "security"}
+_SYSTEM_USAGE = {"memory-limit": "memory_limit", "store-limit": "store_limit"}
+_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def parse_size(value: object, what: str) -> int:
+    """A size as ActiveMQ's configuration writes it: bytes (an int or "4096"), or a number
+    and a unit ("64 MB", "512 KB", "1.5 GB"; units are powers of 1024). ``what`` names the
+    key and file in the error."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number, unit = float(value), ""
+    elif isinstance(value, str):
+        text = value.strip().upper().replace(" ", "")
+        digits = text.rstrip("KMGTB")
+        number_text, unit = digits, text[len(digits):]
+        try:
+            number = float(number_text)
+        except ValueError:
+            number, unit = -1.0, "?"
+    else:
+        number, unit = -1.0, "?"
+    if unit not in _UNITS or number < 0:
+        raise ConfigError(f"{what} = {value!r} is not a size; write bytes (4096) or a number "
+                          "and a unit: \"512 KB\", \"64 MB\", \"100 GB\"")
+    return int(number * _UNITS[unit])
 _BROKER = {"host": str, "port": int, "name": str, "loop": str, "data-dir": str}
 _LIMITS = {
     "max-frame-bytes": "max_frame_bytes",
@@ -245,6 +282,11 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         if number < low:
             raise ConfigError(f"{source}: [limits] {key} = {number} must be >= {low}")
         setattr(cfg, attr, number)
+    for key, value in _table(data, "system-usage", source).items():
+        attr = _SYSTEM_USAGE.get(key)
+        if attr is None:
+            raise _unknown(key, "system-usage", source, _SYSTEM_USAGE)
+        setattr(cfg, attr, parse_size(value, f"{source}: [system-usage] {key}"))
     if cfg.loop not in EVENT_LOOPS:
         raise ConfigError(f"{source}: [broker] loop = {cfg.loop!r} must be one of: "
                           f"{', '.join(EVENT_LOOPS)}")

@@ -57,6 +57,12 @@ class DataDirectory:
             self.release()
             raise
 
+    @property
+    def spool_dir(self) -> Path:
+        """Where the broker's spool file goes (paged-out messages the store does not keep;
+        emptied at every start)."""
+        return self.path / "temp"
+
     def release(self) -> None:
         """Let another broker use the directory (the store must be closed first)."""
         lock, self._lock = self._lock, None

@@ -131,6 +131,7 @@ def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | N
             except StoreError as exc:
                 raise errors.InvalidConfigurationException(str(exc)) from exc
             broker_options["store"] = data.store
+            broker_options.setdefault("spool_dir", data.spool_dir)
         try:
             host = BrokerHost(name, Broker(name=name, **broker_options))
         except BaseException:

@@ -34,7 +34,12 @@ from .api import (
 )
 from .connection import ServerConnection
 from .consumer import PageBudget
-from .errors import DestinationNotFound, IllegalBrokerState, InvalidClientId
+from .errors import (
+    DestinationNotFound,
+    IllegalBrokerState,
+    InvalidClientId,
+    ResourceLimitExceeded,
+)
 from .postoffice import PostOffice
 from .queue import EXPIRED_REASON, MessageRef, Queue
 from .settings import SettingsRegistry
@@ -53,6 +58,11 @@ __all__ = ["Broker", "ServerConnection"]
 DEFAULT_MAX_DESTINATION_LENGTH = 1024
 #: Default ``memory_limit`` (``[system-usage] memory-limit``): ActiveMQ's 64 MB.
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
+#: Default ``store_limit`` (``[system-usage] store-limit``): ActiveMQ's 100 GB.
+DEFAULT_STORE_LIMIT = 100 * 1024**3
+#: Persistent sends between two looks at the store's size on disk.
+_STORE_CHECK_EVERY = 256
+
 #: Share of ``memory_limit`` ready messages may take in RAM before queues with a backlog
 #: page out (ActiveMQ's ``cursorMemoryHighWaterMark``, 70 %).
 PAGE_HIGH_WATER_PERCENT = 70
@@ -76,6 +86,7 @@ class Broker:
         security: SecurityPolicy | None = None,
         max_destination_length: int = DEFAULT_MAX_DESTINATION_LENGTH,
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        store_limit: int = DEFAULT_STORE_LIMIT,
         spool_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if type(max_destination_length) is not int or max_destination_length < 1:
@@ -85,6 +96,8 @@ class Broker:
             )
         if type(memory_limit) is not int or memory_limit < 0:
             raise ValueError(f"memory_limit must be an int >= 0 (bytes), got {memory_limit!r}")
+        if type(store_limit) is not int or store_limit < 1:
+            raise ValueError(f"store_limit must be an int >= 1 (bytes), got {store_limit!r}")
         self.name = name
         #: this run of the broker, in the message ids it makes: connection ids and
         #: sequence numbers start again at a restart, and a store holds messages of
@@ -101,6 +114,10 @@ class Broker:
         self.memory_limit = memory_limit
         self.budget = PageBudget(memory_limit * PAGE_HIGH_WATER_PERCENT // 100)
         self.spool = Spool(spool_dir)
+        #: persistent sends are refused while the store takes this much disk or more
+        self.store_limit = store_limit
+        self._store_checks = 0
+        self._store_full = False
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
         #: Where messages go: queues, topics and subscriptions, and routing between them.
@@ -289,6 +306,25 @@ class Broker:
             self.spool.close()
 
     # ------------------------------------------------------------------ for connections
+
+    def check_store_space(self) -> None:
+        """Refuse a persistent send while the store is at its limit (the producer is told,
+        nothing is dropped). The size on disk is looked at every few hundred sends, and at
+        every send once the limit was reached, so space freed by consumers is seen at once."""
+        store = self.store
+        if store is None:
+            return
+        self._store_checks -= 1
+        if self._store_checks > 0 and not self._store_full:
+            return
+        self._store_checks = _STORE_CHECK_EVERY
+        size = store.size_bytes()
+        self._store_full = size >= self.store_limit
+        if self._store_full:
+            raise ResourceLimitExceeded(
+                f"the message store is full: {store.location} takes {size:,} bytes and "
+                f"store-limit is {self.store_limit:,}; persistent messages are refused "
+                "until consumers take some, or raise [system-usage] store-limit")
 
     def check_open(self) -> None:
         if self.closed:

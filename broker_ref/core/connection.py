@@ -175,6 +175,8 @@ class ServerConnection:
         on an open broker without a security policy, goes straight to the queue; the
         rest takes :meth:`_send_full`, the reference for every step."""
         broker = self._broker
+        if message.persistent and broker.store is not None:
+            broker.check_store_space()
         if (tx is None and not self.closed and message.kind is _QUEUE and not broker.closed
                 and broker.security is None):
             q = broker.queues.get(message.destination)

@@ -1,5 +1,11 @@
 """A ServerMessage as bytes, for the store: explicit, versioned JSON rather than pickle.
 
+Two forms. :func:`to_row` / :func:`from_row` give the store one typed SQL column per field
+(the body as TEXT or BLOB as it is, properties as JSON only when there are any): SQLite
+hands the values back as Python objects from C, so reading a row is a constructor call,
+not a parse -- what paging a massive queue back in costs per message (seed 002). The
+JSON form (:func:`encode_message`) is the spool's, and layout 1 stores' ``data`` column.
+
 Pickle would tie the data directory to this version's classes (and run code when read);
 a store written by an older jmspy must stay readable, and a damaged row must be a clear
 error for that row, not a crash. Every field is named; unknown fields are ignored on
@@ -17,7 +23,10 @@ from typing import Any
 
 from .api import BodyType, DestinationKind, ServerMessage
 
-__all__ = ["FORMAT", "CodecError", "decode_message", "encode_message"]
+__all__ = [
+    "FORMAT", "ROW_COLUMNS", "CodecError", "decode_message", "encode_message", "from_row",
+    "to_row",
+]
 
 #: Written with every row; a reader refuses rows of a newer format it cannot know.
 FORMAT = 1
@@ -93,5 +102,47 @@ def decode_message(data: bytes) -> ServerMessage:
     except CodecError:
         raise
     except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise CodecError(f"a stored message cannot be read: {type(exc).__name__}: {exc}"
+                         ) from None
+
+
+#: The store's message columns, in :func:`to_row` order.
+ROW_COLUMNS = ("kind", "dest", "body_type", "body", "props", "persistent", "priority", "ts",
+               "exp", "at", "corr", "reply_kind", "reply_name", "jms_type", "size")
+
+_KINDS = {k.value: k for k in DestinationKind}
+_BODY_TYPES = {b.value: b for b in BodyType}
+_MAP = BodyType.MAP
+
+
+def to_row(m: ServerMessage) -> tuple[Any, ...]:
+    """``m`` as the values of :data:`ROW_COLUMNS`."""
+    body: Any = m.body
+    if m.body_type is _MAP and body is not None:
+        body = json.dumps({k: _out(v) for k, v in body.items()}, separators=(",", ":"))
+    elif isinstance(body, bytearray):
+        body = bytes(body)
+    reply = m.reply_to
+    return (m.kind.value, m.destination, m.body_type.value, body,
+            json.dumps(m.properties, separators=(",", ":")) if m.properties else None,
+            m.persistent, m.priority, m.timestamp, m.expiration, m.deliver_at,
+            m.correlation_id, None if reply is None else reply[0].value,
+            None if reply is None else reply[1], m.jms_type, m.size)
+
+
+def from_row(message_id: str, row: tuple[Any, ...] | list[Any]) -> ServerMessage:
+    """The message whose :data:`ROW_COLUMNS` values are ``row``."""
+    try:
+        (kind, dest, body_type, body, props, persistent, priority, ts, exp, at, corr,
+         reply_kind, reply_name, jms_type, size) = row
+        btype = _BODY_TYPES[body_type]
+        if btype is _MAP and body is not None:
+            body = {k: _in(v) for k, v in json.loads(body).items()}
+        return ServerMessage(
+            message_id, _KINDS[kind], dest, btype, body,
+            json.loads(props) if props else {}, bool(persistent), priority, ts, exp, at,
+            corr, None if reply_kind is None else (_KINDS[reply_kind], reply_name),
+            jms_type, 0, size)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CodecError(f"a stored message cannot be read: {type(exc).__name__}: {exc}"
                          ) from None

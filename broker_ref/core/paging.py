@@ -158,7 +158,9 @@ class QueuePages:
         while runs and len(out) < goal:
             run = runs[0]
             assert store is not None
-            rows = store.page_in(self.queue, level, run.first, run.last, goal - len(out))
+            dense = 2 * run.count > run.last - run.first + 1
+            rows = store.page_in(self.queue, level, run.first, run.last, goal - len(out),
+                                 dense)
             for seq, row in rows:
                 run.first = seq + 1
                 if seq in self._taken:  # a selector consumer has it already

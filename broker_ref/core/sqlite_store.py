@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from .api import ServerMessage
-from .message_codec import CodecError, decode_message, encode_message
+from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
 from .records import priority_level
 from .store import PageRun, RecoveredState, StoredMessage, SubscriptionRecord
 
@@ -37,9 +37,18 @@ __all__ = ["SqliteStore", "StoreError"]
 
 log = logging.getLogger("jmspy.broker.store")
 
-#: The layout this jmspy writes (``PRAGMA user_version``). 1: the first (no ``level``
-#: column); 2: ``level`` and the ``messages_page`` index, read by paging (seed 002).
-SCHEMA_VERSION = 2
+#: The layout this jmspy writes (``PRAGMA user_version``). 1: the first (the message as
+#: JSON in ``data``, no ``level``); 2: ``level`` and the ``messages_page`` index, read by
+#: paging (seed 002); 3: one column per message field (``message_codec.ROW_COLUMNS``),
+#: ``data`` empty -- rows of layouts 1 and 2 keep their JSON and are read as such.
+SCHEMA_VERSION = 3
+
+_ROW_TYPES = {"kind": "TEXT", "dest": "TEXT", "body_type": "TEXT", "body": "", "props": "TEXT",
+              "persistent": "INTEGER", "priority": "INTEGER", "ts": "INTEGER",
+              "exp": "INTEGER", "at": "INTEGER", "corr": "TEXT", "reply_kind": "TEXT",
+              "reply_name": "TEXT", "jms_type": "TEXT", "size": "INTEGER"}
+_COLUMNS = ", ".join(ROW_COLUMNS)
+_READ = f"seq, id, delivery_count, data, {_COLUMNS}"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -61,6 +70,19 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     shared INTEGER NOT NULL
 );
 """
+
+
+_INSERT = (
+    f"INSERT INTO messages (queue, id, delivery_count, data, level, {_COLUMNS}) VALUES "
+    f"(?, ?, 0, x'', ?, {', '.join('?' * len(ROW_COLUMNS))}) ON CONFLICT (queue, id) DO "
+    "UPDATE SET delivery_count = 0, data = x'', level = excluded.level, "
+    + ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS) + " RETURNING seq")
+
+
+_PAGE = (f"SELECT {_READ} FROM messages WHERE queue = ? AND level = ? AND seq BETWEEN ? "
+         "AND ? ORDER BY seq LIMIT ?")
+_PAGE_DENSE = (f"SELECT {_READ} FROM messages WHERE +queue = ? AND +level = ? AND seq "
+               "BETWEEN ? AND ? ORDER BY seq LIMIT ?")
 
 
 class StoreError(Exception):
@@ -117,6 +139,10 @@ class SqliteStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(messages)")}
+            for name in ROW_COLUMNS:
+                if name not in columns:
+                    db.execute(f"ALTER TABLE messages ADD COLUMN {name} {_ROW_TYPES[name]}")
             db.execute("CREATE INDEX IF NOT EXISTS messages_page "
                        "ON messages (queue, level, seq)")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -175,12 +201,9 @@ class SqliteStore:
             self._in_tx = True
         # RETURNING: the same id again keeps its row (and sequence number), which
         # lastrowid would not tell
-        (seq,) = self._db.execute(
-            "INSERT INTO messages (queue, id, delivery_count, data, level) "
-            "VALUES (?, ?, 0, ?, ?) ON CONFLICT (queue, id) DO UPDATE SET "
-            "data = excluded.data, delivery_count = 0, level = excluded.level RETURNING seq",
-            (queue, message.message_id, encode_message(message),
-             priority_level(message.priority))).fetchone()
+        (seq,) = self._db.execute(_INSERT, (queue, message.message_id,
+                                            priority_level(message.priority),
+                                            *to_row(message))).fetchone()
         if self._depth == 0 and not self.group_commit:
             self.commit()
         return int(seq)
@@ -223,32 +246,35 @@ class SqliteStore:
                 client_id, name, topic, selector, bool(no_local), bool(shared), queue))
         return state
 
-    def _decode(self, queue: str, message_id: str, data: bytes) -> ServerMessage | None:
+    def _decode(self, queue: str, message_id: str, data: bytes,
+                row: tuple[object, ...]) -> ServerMessage | None:
+        """A row back as a message: its columns, or the JSON of an older layout."""
         try:
-            return decode_message(data)
+            return decode_message(data) if data else from_row(message_id, row)
         except CodecError as exc:
             self.dropped.append((queue, message_id, str(exc)))
             log.warning("message store %s: dropped message %s of %s: %s",
                         self.path, message_id, queue, exc)
             return None
 
-    def page_in(self, queue: str, level: int, first: int, last: int,
-                limit: int) -> list[tuple[int, StoredMessage | None]]:
+    def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
+                dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
         out: list[tuple[int, StoredMessage | None]] = []
-        for seq, message_id, count, data in self._db.execute(
-                "SELECT seq, id, delivery_count, data FROM messages WHERE queue = ? AND "
-                "level = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?",
-                (queue, level, first, last, limit)):
-            message = self._decode(queue, message_id, data)
+        # dense: the range is mostly this queue's rows, so walking the table in rowid
+        # order beats going through the index (a lookup per row); sparse, the index
+        # skips the other queues' rows
+        sql = _PAGE_DENSE if dense else _PAGE
+        for seq, message_id, count, data, *row in self._db.execute(
+                sql, (queue, level, first, last, limit)):
+            message = self._decode(queue, message_id, data, row)
             out.append((seq, None if message is None else StoredMessage(message, count, seq)))
         return out
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
         out = []
-        for seq, message_id, count, data in self._db.execute(
-                "SELECT seq, id, delivery_count, data FROM messages WHERE queue = ? "
-                "ORDER BY seq", (queue,)):
-            message = self._decode(queue, message_id, data)
+        for seq, message_id, count, data, *row in self._db.execute(
+                f"SELECT {_READ} FROM messages WHERE queue = ? ORDER BY seq", (queue,)):
+            message = self._decode(queue, message_id, data, row)
             if message is not None:
                 out.append(StoredMessage(message, count, seq))
         return out
@@ -259,9 +285,9 @@ class SqliteStore:
         self.commit()
         self.dropped = []
         counts: dict[str, int] = {}
-        for queue, message_id, data in self._db.execute(
-                "SELECT queue, id, data FROM messages ORDER BY seq"):
-            if self._decode(queue, message_id, data) is not None:
+        for queue, _seq, message_id, _count, data, *row in self._db.execute(
+                f"SELECT queue, {_READ} FROM messages ORDER BY seq"):
+            if self._decode(queue, message_id, data, row) is not None:
                 counts[queue] = counts.get(queue, 0) + 1
         return counts
 
@@ -292,6 +318,18 @@ class SqliteStore:
         row = self._db.execute("SELECT delivery_count FROM messages WHERE queue = ? AND id = ?",
                                (queue, message_id)).fetchone()
         return None if row is None else int(row[0])
+
+    def compact(self) -> None:
+        """Give the space of consumed messages back to the file system (SQLite reuses it
+        otherwise, but the file does not shrink): checkpoint the log, then VACUUM."""
+        self.commit()
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.execute("VACUUM")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     def size_bytes(self) -> int:
         """Bytes the store takes on disk (database and write-ahead log)."""

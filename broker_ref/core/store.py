@@ -126,11 +126,12 @@ class Store(Protocol):
         """Where everything persisted is, for a broker starting up (no message is read)."""
         ...
 
-    def page_in(self, queue: str, level: int, first: int, last: int,
-                limit: int) -> list[tuple[int, StoredMessage | None]]:
+    def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
+                dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
         """Up to ``limit`` rows of ``queue`` at priority ``level`` with sequence numbers
         from ``first`` to ``last``, in order, as ``(seq, row)``; ``row`` is None for a row
-        that cannot be read (the store logs and counts it, and the caller skips it)."""
+        that cannot be read (the store logs and counts it, and the caller skips it).
+        ``dense``: most rows in the range are these (a hint for how to read them)."""
         ...
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
@@ -145,6 +146,15 @@ class Store(Protocol):
     def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
         """Messages held per queue name (for stats; subscriptions under their queue):
         every queue's, or only those of ``queues``."""
+        ...
+
+    def size_bytes(self) -> int:
+        """Bytes the store takes (on disk, for a store that has one)."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the store is, for messages to people (a path)."""
         ...
 
     def commit(self) -> None:
@@ -247,8 +257,8 @@ class MemoryStore:
             state.runs[q] = sorted(runs.values(), key=lambda r: r.level)
         return state
 
-    def page_in(self, queue: str, level: int, first: int, last: int,
-                limit: int) -> list[tuple[int, StoredMessage | None]]:
+    def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
+                dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
         rows = sorted((r for r in self._messages.get(queue, {}).values()
                        if first <= r.seq <= last
                        and priority_level(r.message.priority) == level),
@@ -262,6 +272,12 @@ class MemoryStore:
 
     def close(self) -> None:
         self.closed = True
+
+    def size_bytes(self) -> int:
+        return sum(len(r.message.body or "") + 200 for rows in self._messages.values()
+                   for r in rows.values())
+
+    location = "the in-memory store"
 
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""

@@ -153,3 +153,32 @@ def test_what_was_committed_survives_kill_9_of_the_writer(tmp_path: Path) -> Non
     ids = {s.message.message_id for s in SqliteStore(path).read_queue("q")}
     last = int(confirmed[-1][1:])
     assert all(f"m{i}" in ids for i in range(last + 1))  # nothing confirmed is lost
+
+
+def test_a_store_of_the_first_layout_is_upgraded_and_read(tmp_path: Path) -> None:
+    from jmspy.broker_ref.core.message_codec import encode_message
+    from jmspy.broker_ref.core.sqlite_store import SCHEMA_VERSION
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(str(path))
+    db.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT "
+               "NULL, id TEXT NOT NULL, delivery_count INTEGER NOT NULL DEFAULT 0, data BLOB "
+               "NOT NULL, UNIQUE (queue, id))")
+    old = [ServerMessage(f"o{i}", DestinationKind.QUEUE, "q", BodyType.TEXT, f"old {i}",
+                         priority=i * 3) for i in range(3)]
+    for i, msg in enumerate(old):
+        db.execute("INSERT INTO messages (queue, id, delivery_count, data) VALUES (?, ?, ?, ?)",
+                   ("q", msg.message_id, i, encode_message(msg)))
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    new = ServerMessage("n", DestinationKind.QUEUE, "q", BodyType.BYTES, b"\x00new",
+                        properties={"k": 1})
+    store.add_message("q", new)
+    assert [(s.message, s.delivery_count) for s in store.read_queue("q")] == [
+        *[(msg, i) for i, msg in enumerate(old)], (new, 0)]
+    runs = store.load().runs["q"]  # the levels were read out of the old rows
+    assert sorted((r.level, r.count) for r in runs) == [(3, 1), (5, 1), (6, 1), (9, 1)]
+    assert store.page_in("q", 3, 0, 10**9, 5)[0][1].message == old[2]  # type: ignore[union-attr]
+    (version,) = sqlite3.connect(str(path)).execute("PRAGMA user_version").fetchone()
+    assert version == SCHEMA_VERSION

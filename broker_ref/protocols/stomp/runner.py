@@ -31,7 +31,8 @@ async def serve(
     data = DataDirectory(config.data_dir) if config.data_dir is not None else None
     try:
         broker = Broker(**config.broker_kwargs(),
-                        store=data.store if data is not None else None)
+                        store=data.store if data is not None else None,
+                        spool_dir=data.spool_dir if data is not None else None)
     except BaseException:
         if data is not None:
             data.store.close()
