@@ -88,7 +88,9 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
                          f"(client id {sub.client_id!r})")
         for queue, message_id, why in store.dropped:
             lines.append(f"  DAMAGED: message {message_id} of {queue}: {why}")
-        intact = not store.dropped
+        if store.salvaged is not None:
+            lines.append(f"  DAMAGED FILE, salvaged: {store.salvaged.describe()}")
+        intact = not store.dropped and store.salvaged is None
         total = sum(counts.values())
         lines.append(f"{total:,} messages, {len(state.subscriptions)} durable subscriptions"
                      + ("" if intact else f", {len(store.dropped)} damaged rows (a broker "

@@ -31,6 +31,7 @@ from pathlib import Path
 from .api import ServerMessage
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
 from .records import priority_level
+from .salvage import SalvageReport, salvage
 from .store import PageRun, RecoveredState, StoredMessage, SubscriptionRecord
 
 __all__ = ["SqliteStore", "StoreError"]
@@ -100,17 +101,32 @@ class SqliteStore:
         self._depth = 0  # nested batch() blocks
         self._savepoints = 0
         self._in_tx = False
+        #: what salvage() kept of a damaged file this store replaced (None: not damaged)
+        self.salvaged: SalvageReport | None = None
         try:
-            self._db = sqlite3.connect(str(self.path), isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._migrate()
+            try:
+                self._open()
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
+                    raise
+                self._db.close()
+                self.salvaged = salvage(self.path, str(exc))
+                self._open()
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the message store {self.path}: {exc}. Check that the data "
                 "directory is a writable directory on a local disk with free space, or "
                 "move the damaged file aside (the broker then starts empty)") from exc
+
+    def _open(self) -> None:
+        """Open, upgrade, and read where the rows are (which also proves the index is
+        readable: a damaged file fails here, and is salvaged, rather than mid-dispatch)."""
+        self._db = sqlite3.connect(str(self.path), isolation_level=None,
+                                   check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._migrate()
+        self._state: RecoveredState | None = self._read_state()
 
     def _migrate(self) -> None:
         """Bring a store written by an older jmspy to this layout (a newer one is refused:
@@ -154,6 +170,7 @@ class SqliteStore:
     # -- transactions ---------------------------------------------------------------------
 
     def _write(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+        self._state = None  # what open() read is out of date
         if not self._in_tx:
             self._db.execute("BEGIN")
             self._in_tx = True
@@ -196,6 +213,7 @@ class SqliteStore:
     # -- the Store interface ----------------------------------------------------------------
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
+        self._state = None
         if not self._in_tx:
             self._db.execute("BEGIN")
             self._in_tx = True
@@ -230,7 +248,13 @@ class SqliteStore:
 
     def load(self) -> RecoveredState:
         """Where the rows are (the ``messages_page`` index alone; no message is read)."""
-        self.commit()
+        state, self._state = self._state, None
+        if state is None:  # read at open; a later load() reads again
+            self.commit()
+            state = self._read_state()
+        return state
+
+    def _read_state(self) -> RecoveredState:
         state = RecoveredState()
         self.dropped = []
         for queue, level, count, first, last in self._db.execute(
@@ -264,8 +288,18 @@ class SqliteStore:
         # order beats going through the index (a lookup per row); sparse, the index
         # skips the other queues' rows
         sql = _PAGE_DENSE if dense else _PAGE
-        for seq, message_id, count, data, *row in self._db.execute(
-                sql, (queue, level, first, last, limit)):
+        try:
+            rows = self._db.execute(sql, (queue, level, first, last, limit)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise
+            # damaged from outside while running: these rows are lost to this run (the
+            # broker carries on; a restart salvages the file)
+            self.dropped.append((queue, f"rows {first}-{last}", str(exc)))
+            log.error("message store %s: cannot read rows %d-%d of %s: %s", self.path,
+                      first, last, queue, exc)
+            return out
+        for seq, message_id, count, data, *row in rows:
             message = self._decode(queue, message_id, data, row)
             out.append((seq, None if message is None else StoredMessage(message, count, seq)))
         return out
@@ -318,6 +352,16 @@ class SqliteStore:
         row = self._db.execute("SELECT delivery_count FROM messages WHERE queue = ? AND id = ?",
                                (queue, message_id)).fetchone()
         return None if row is None else int(row[0])
+
+    def copy_row(self, seq: int, values: tuple[object, ...]) -> None:
+        """Write a row as salvage() read it from a damaged file (same columns)."""
+        self._write(f"INSERT OR IGNORE INTO messages (seq, queue, id, delivery_count, data, "
+                    f"level, {_COLUMNS}) VALUES ({', '.join('?' * (len(values) + 1))})",
+                    (seq, *values))
+
+    def copy_subscription(self, row: tuple[object, ...]) -> None:
+        self._write("INSERT OR REPLACE INTO subscriptions (queue, client_id, name, topic, "
+                    "selector, no_local, shared) VALUES (?, ?, ?, ?, ?, ?, ?)", row)
 
     def compact(self) -> None:
         """Give the space of consumed messages back to the file system (SQLite reuses it

@@ -119,10 +119,18 @@ def test_a_data_path_that_is_not_usable_is_a_clear_error(tmp_path: Path) -> None
     not_a_dir.write_text("x")
     with pytest.raises(StoreError, match=r"cannot open the message store .*file/s\.sqlite"):
         SqliteStore(not_a_dir / "s.sqlite")
+
+
+
+def test_a_file_that_is_not_a_store_is_moved_aside_and_the_broker_starts_empty(
+        tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match=r"garbage\.sqlite.*move the damaged file aside"):
-        SqliteStore(garbage)
+    store = SqliteStore(garbage)
+    assert store.salvaged is not None and store.salvaged.kept == 0
+    assert store.salvaged.damaged.read_bytes() == b"this is not a database" * 100
+    assert "not a database" in store.salvaged.describe()
+    assert store.read_queue("q") == []
 
 
 _WRITER = textwrap.dedent("""
@@ -182,3 +190,23 @@ def test_a_store_of_the_first_layout_is_upgraded_and_read(tmp_path: Path) -> Non
     assert store.page_in("q", 3, 0, 10**9, 5)[0][1].message == old[2]  # type: ignore[union-attr]
     (version,) = sqlite3.connect(str(path)).execute("PRAGMA user_version").fetchone()
     assert version == SCHEMA_VERSION
+
+
+def test_a_truncated_store_is_salvaged_keeping_what_is_intact(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    for i in range(3000):
+        store.add_message("q", m(f"m{i:05}", body="y" * 300))
+    store.close()  # checkpoints: every row is in the main file now
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)  # a bad copy, a full disk: the tail of the file is gone
+    reopened = SqliteStore(path)
+    report = reopened.salvaged
+    assert report is not None and report.damaged.exists()
+    kept = [s.message.message_id for s in reopened.read_queue("q")]
+    assert 0 < len(kept) < 3000 and report.kept == len(kept)
+    assert kept == sorted(kept)  # what survived is in order, nothing invented
+    assert str(report.damaged) in report.describe()
+    reopened.add_message("q", m("after"))  # the store works again
+    assert reopened.read_queue("q")[-1].message.message_id == "after"
