@@ -64,12 +64,14 @@ def _check(data_dir: str | None) -> int:
 def _stat(args: argparse.Namespace) -> int:
     client: Any = importlib.import_module("jmspy.broker_ref.protocols.stomp.client")
     try:
-        rows = client.fetch_stats(args.host, args.port, user=args.user, password=args.password,
-                                  timeout=args.timeout)
+        rows, usage = client.fetch_report(args.host, args.port, user=args.user,
+                                          password=args.password, timeout=args.timeout)
     except (OSError, client.StatsError) as exc:
         print(f"jmspy: error: cannot read stats from {args.host}:{args.port}: {exc}",
               file=sys.stderr)
         return 1
+    if usage:
+        print(client.format_usage(usage))
     print(client.format_table(rows))
     return 0
 

@@ -222,6 +222,20 @@ class Broker:
                    for n in sorted(topics))
         return out
 
+    def usage(self) -> dict[str, int | str | None]:
+        """Broker-wide resources (``jmspy stat``'s first line): where the store is and what
+        it and the spool take on disk, and the RAM ready messages take of the budget."""
+        store = self.store
+        return {
+            "store": None if store is None else store.location,
+            "storeBytes": 0 if store is None else store.size_bytes(),
+            "storeLimit": self.store_limit,
+            "spoolBytes": self.spool.size_bytes(),
+            "memoryUsed": self.budget.used,
+            "memoryBudget": self.budget.limit,
+            "memoryLimit": self.memory_limit,
+        }
+
     def _stored(self, stats: DestinationStats, queue_names: Collection[str],
                 counts: Mapping[str, int] | None = None) -> DestinationStats:
         """``stats`` with what the store holds for those queues (a topic: its

@@ -65,7 +65,10 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
         capture_output=True, text=True, timeout=30,
     )
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    usage, *lines = out.stdout.splitlines()
+    # the broker-wide line: the store in the data directory, the spool, the RAM budget
+    assert usage.startswith("store ") and "jmspy-data/messages.sqlite: " in usage
+    assert "spool 0.0 MB" in usage and "(memory-limit 64.0 MB)" in usage
     assert lines[0].split() == ["destination", "kind", "messageCount", "deliveringCount",
                                 "scheduledCount", "messagesReplaced", "consumers", "expired",
                                 "deadLettered", "stored", "inMemory", "paged"]

@@ -18,7 +18,7 @@ from jmspy.stomp_frames import HEARTBEAT, Frame
 
 from .mapping import STATS_DESTINATION
 
-__all__ = ["COLUMNS", "fetch_stats", "format_table"]
+__all__ = ["COLUMNS", "fetch_report", "fetch_stats", "format_table", "format_usage"]
 
 _codec = twins.stomp_codec
 
@@ -66,6 +66,15 @@ def fetch_stats(
     timeout: float = 5.0,
 ) -> list[dict[str, Any]]:
     """Connect, ask for stats, disconnect. Raises :class:`StatsError` or OSError."""
+    return fetch_report(host, port, user=user, password=password, timeout=timeout)[0]
+
+
+def fetch_report(
+    host: str, port: int, *, user: str | None = None, password: str | None = None,
+    timeout: float = 5.0,
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Stats per destination, and the broker's usage (``Broker.usage()``, from the reply's
+    ``jmspy-*`` headers, as strings)."""
     deadline = time.monotonic() + timeout
     connect = [("accept-version", "1.2"), ("host", "/")]
     if user is not None:
@@ -88,7 +97,23 @@ def fetch_stats(
             frame = _read(sock, parser, deadline)
         sock.sendall(_codec.encode_frame(Frame("DISCONNECT", [])))
     rows: list[dict[str, Any]] = json.loads(frame.body)
-    return rows
+    usage = {name[len("jmspy-"):]: value for name, value in frame.headers
+             if name.startswith("jmspy-")}
+    return rows, usage
+
+
+def _mb(value: str | None) -> str:
+    return "?" if value is None else f"{int(value) / 1024**2:,.1f} MB"
+
+
+def format_usage(usage: dict[str, str]) -> str:
+    """The broker-wide line above the table: store, spool, RAM budget."""
+    store = usage.get("store")
+    where = (f"store {store}: {_mb(usage.get('storeBytes'))} of {_mb(usage.get('storeLimit'))}"
+             if store else "store: none (in memory)")
+    return (f"{where}; spool {_mb(usage.get('spoolBytes'))}; ready messages in RAM "
+            f"{_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryBudget'))} "
+            f"(memory-limit {_mb(usage.get('memoryLimit'))})")
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -415,12 +415,13 @@ class StompSession:
         kind, name = self._reply(reply)
         conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
+        usage = {f"jmspy-{k}": v for k, v in self.broker.usage().items() if v is not None}
         conn.send(ServerMessage(
             message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
             persistent=False, timestamp=self.broker.now(),
             correlation_id=headers.get("correlation-id"),
-            properties={"content-type": "application/json"}, size=len(body) + 64))
+            properties={"content-type": "application/json", **usage}, size=len(body) + 64))
 
     def _on_subscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         target = self._target(headers.get("destination"))
