@@ -193,3 +193,26 @@ def test_persistent_send_window_below_one_is_refused_with_its_range() -> None:
 
     with pytest.raises(InvalidConfigurationException, match="persistentSendWindow=0"):
         ConnectionFactory("stomp://127.0.0.1:1", persistentSendWindow=0)
+
+
+def test_a_full_store_refuses_persistent_sends_with_resource_allocation_exception(
+    server_factory: Callable[..., ServerHandle], connect: Callable[..., tuple[Any, Heard]],
+    tmp_path: Any,
+) -> None:
+    from jmspy.broker_ref.core.sqlite_store import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
+    h = server_factory(store=store, store_limit=store.size_bytes() + 256 * 1024)
+    conn, _ = connect(h)
+    session = conn.create_session()
+    producer = session.create_producer(session.create_queue("full"))
+    sent = 0
+    with pytest.raises(ResourceAllocationException, match="message store is full") as err:
+        for _ in range(10_000):
+            producer.send(session.create_bytes_message(b"x" * 2000))
+            sent += 1
+    assert str(tmp_path / "m.sqlite") in str(err.value) and "store-limit" in str(err.value)
+    assert 0 < sent < 10_000
+    # every send() that returned is kept: the refused one, and only it, is not
+    assert count(h, "full") == sent
+    assert h.call(lambda: store.stored_counts()) == {"full": sent}
