@@ -150,10 +150,32 @@ def run_worker(module: str, spec: Spec, timeout: float = 300.0, pure: bool = Fal
     return _parse(proc.stdout, proc.stderr, proc.returncode)
 
 
-def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0
-             ) -> dict[str, Any]:
+def _run_producers(module: str, producer: Spec, n: int, timeout: float) -> dict[str, Any]:
+    """``n`` producer processes at once, ``producer['count']`` split between them; the
+    earliest ``t_start`` (or the first error)."""
+    share = producer["count"] // n
+    procs = [subprocess.Popen(worker_cmd(module, {**producer, "count": share}),
+                              env=worker_env(), cwd=neutral_dir(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    results = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        results.append(_parse(out, err, proc.returncode))
+    for r in results:
+        if "error" in r:
+            return r
+    return {"t_start": min(r["t_start"] for r in results)}
+
+
+def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0,
+             producers: int = 1) -> dict[str, Any]:
     """Consumer and producer in separate processes. The consumer prints ``READY`` once
-    subscribed; then the producer runs. Throughput = messages / (last receive - first send).
+    subscribed; then the producer runs (``producers`` > 1: that many at once, sharing the
+    count). Throughput = messages / (last receive - first send).
     """
     proc = subprocess.Popen(worker_cmd(module, consumer), env=worker_env(), cwd=neutral_dir(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -163,7 +185,8 @@ def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0
         if first.strip() != "READY":
             rest, err = proc.communicate(timeout=30)
             return _parse(first + rest, err, proc.returncode)
-        sent = run_worker(module, producer, timeout)
+        sent = (run_worker(module, producer, timeout) if producers == 1
+                else _run_producers(module, producer, producers, timeout))
         if "error" in sent:
             return sent
         out, err = proc.communicate(timeout=timeout)

@@ -42,8 +42,12 @@ LABEL = {**BROKER_LABEL, "jmspy-uvloop": "jmspy broker (uvloop)",
          "jmspy-persistent": "jmspy broker --data-dir", "activemq-kahadb": "ActiveMQ 5 (KahaDB)"}
 
 
+#: Producers of the group-commit row.
+PERSISTENT_PRODUCERS = 8
+
+
 def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
-            receipts: bool, persistent: bool = False) -> Any:
+            receipts: bool, persistent: bool = False, producers: int = 1) -> Any:
     def run(_rnd: int) -> dict[str, Any]:
         ep = peers.get(broker)
         if isinstance(ep, str):
@@ -53,7 +57,7 @@ def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
             for spec in (consumer, producer):
                 spec.update(version="1.1", receipts=True)
         producer["persistent"] = persistent
-        return run_pair("workers", consumer, producer)
+        return run_pair("workers", consumer, producer, producers=producers)
 
     return run
 
@@ -98,6 +102,20 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
             row.baseline, row.target = "c/activemq-kahadb/persistent", 2.0
             row.also = [("c/jmspy/persistent", "jmspy broker in memory")]
         out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True)))
+    # Several producers at once: what group commit is for (their SENDs share one fsync;
+    # KahaDB batches concurrent journal writes the same way).
+    count = 800 if quick else 8_000
+    config = (f"STOMP 1.1, persistent:true, receipt per SEND, {PERSISTENT_PRODUCERS} "
+              f"producers at once, ack:auto, {count:,} msgs")
+    for broker in ("jmspy-persistent", "activemq-kahadb"):
+        row = Row("c", f"c/{broker}/persistent-{PERSISTENT_PRODUCERS}",
+                  f"stomp.py x{PERSISTENT_PRODUCERS} -> {LABEL[broker]}", config,
+                  short=f"persistent, {PERSISTENT_PRODUCERS} producers")
+        if broker == "jmspy-persistent":
+            row.baseline = f"c/activemq-kahadb/persistent-{PERSISTENT_PRODUCERS}"
+            row.target = 2.0
+        out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True,
+                                       PERSISTENT_PRODUCERS)))
     return out
 
 

@@ -174,6 +174,11 @@ class QueuePages:
                 out.append((row.message, count, level))
             if not rows or run.count <= 0 or run.first > run.last:
                 self._end_run(runs)
+        if runs:  # the next batch, read in the background while this one is dispatched
+            run = runs[0]
+            assert store is not None
+            store.prefetch(self.queue, level, run.first, run.last, PAGE_BATCH,
+                           2 * run.count > run.last - run.first + 1)
 
     def _end_run(self, runs: deque[PageRun]) -> None:
         run = runs.popleft()
