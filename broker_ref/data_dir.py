@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO
 
 from .core.sqlite_store import SqliteStore, StoreError
-from .read_ahead import ReadAhead
 
 __all__ = ["STORE_FILE", "DataDirectory", "check"]
 
@@ -54,8 +53,6 @@ class DataDirectory:
         self._lock: IO[str] | None = lock
         try:
             self.store = SqliteStore(self.path / STORE_FILE, group_commit=group_commit)
-            # paged-out batches are read ahead on a thread of their own (seed 002)
-            self.store.read_ahead = ReadAhead(self.store.path, self.store.decode_rows)
         except BaseException:
             self.release()
             raise

@@ -27,7 +27,7 @@ import logging
 import sqlite3
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .api import ServerMessage
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
@@ -87,21 +87,6 @@ _PAGE_DENSE = (f"SELECT {_READ} FROM messages WHERE +queue = ? AND +level = ? AN
                "BETWEEN ? AND ? ORDER BY seq LIMIT ?")
 
 
-class BatchReader(Protocol):
-    """What a background loader offers the store (``jmspy.broker_ref.read_ahead``): read
-    a query for a key ahead of time, hand its decoded rows over once."""
-
-    def ask(self, key: tuple[str, int, int], sql: str, params: tuple[Any, ...]) -> None: ...
-
-    def take(self, key: tuple[str, int, int]) -> list[Any] | None: ...
-
-    def put_back(self, key: tuple[str, int, int], batch: list[Any]) -> None: ...
-
-    def forget(self, queue: str) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class StoreError(Exception):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
@@ -119,9 +104,6 @@ class SqliteStore:
         self._in_tx = False
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
         self.salvaged: SalvageReport | None = None
-        #: a background loader of paged-out batches, if the host gives one
-        #: (``jmspy.broker_ref.read_ahead``: a thread, which this sans-I/O core never starts)
-        self.read_ahead: BatchReader | None = None
         try:
             try:
                 self._open()
@@ -253,8 +235,6 @@ class SqliteStore:
                     (count, queue, message_id))
 
     def delete_queue(self, queue: str) -> None:
-        if self.read_ahead is not None:
-            self.read_ahead.forget(queue)
         self._write("DELETE FROM messages WHERE queue = ?", (queue,))
 
     def add_subscription(self, record: SubscriptionRecord) -> None:
@@ -305,15 +285,6 @@ class SqliteStore:
     def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
                 dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
         out: list[tuple[int, StoredMessage | None]] = []
-        reader = self.read_ahead
-        ahead = None if reader is None else reader.take((queue, level, first))
-        if ahead is not None:  # read in the background: a prefix of what is there
-            assert reader is not None
-            out = [row for row in ahead if row[0] <= last]
-            if len(out) > limit:
-                reader.put_back((queue, level, out[limit][0]), out[limit:])
-                out = out[:limit]
-            return out
         # dense: the range is mostly this queue's rows, so walking the table in rowid
         # order beats going through the index (a lookup per row); sparse, the index
         # skips the other queues' rows
@@ -330,14 +301,6 @@ class SqliteStore:
                       first, last, queue, exc)
             return out
         return self.decode_rows(queue, rows)
-
-    def prefetch(self, queue: str, level: int, first: int, last: int, limit: int,
-                 dense: bool = False) -> None:
-        """Read the batch a later ``page_in(queue, level, first, ...)`` will ask for, in
-        the background, when the host gave this store a :attr:`read_ahead`."""
-        if self.read_ahead is not None:
-            self.read_ahead.ask((queue, level, first), _PAGE_DENSE if dense else _PAGE,
-                                (queue, level, first, last, limit))
 
     def decode_rows(self, queue: str,
                      rows: list[Any]) -> list[tuple[int, StoredMessage | None]]:
@@ -372,8 +335,6 @@ class SqliteStore:
         try:
             self.commit()
         finally:
-            if self.read_ahead is not None:
-                self.read_ahead.close()
             self._db.close()
 
     # -- diagnostics ------------------------------------------------------------------------

@@ -134,11 +134,6 @@ class Store(Protocol):
         ``dense``: most rows in the range are these (a hint for how to read them)."""
         ...
 
-    def prefetch(self, queue: str, level: int, first: int, last: int, limit: int,
-                 dense: bool = False) -> None:
-        """A hint: ``page_in`` will soon ask for these rows (a store may read them ahead in
-        the background, or ignore the hint)."""
-
     def read_queue(self, queue: str) -> list[StoredMessage]:
         """Every message stored for ``queue``, in order (offline checks and tests)."""
         ...
@@ -270,10 +265,6 @@ class MemoryStore:
                       key=lambda r: r.seq)[:limit]
         return [(r.seq, StoredMessage(_copy(r.message), r.delivery_count, r.seq))
                 for r in rows]
-
-    def prefetch(self, queue: str, level: int, first: int, last: int, limit: int,
-                 dense: bool = False) -> None:
-        pass  # everything is in RAM already
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
         return [StoredMessage(_copy(r.message), r.delivery_count, r.seq)

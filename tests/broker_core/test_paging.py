@@ -257,28 +257,3 @@ def test_a_deleted_subscription_takes_its_spooled_pages_along(
     assert b.spool.size_bytes() >= 0
     assert disk.store.stored_counts() == {}
 
-
-def test_batches_read_ahead_in_the_background_are_the_ones_dispatch_would_read(
-        clock: FakeClock, tmp_path: Path) -> None:
-    from jmspy.broker_ref.read_ahead import ReadAhead
-
-    store = SqliteStore(tmp_path / "m.sqlite")
-    reader = ReadAhead(store.path, store.decode_rows)
-    store.read_ahead = reader
-    b = broker(store, clock, tmp_path)
-    c = b.connect(Recorder())
-    for i in range(5000):
-        c.send(m("q", i, priority=4 + i % 3))
-    rec = Recorder()
-    conn = b.connect(rec)
-    conn.create_consumer(1, Q, "q", credit=400)
-    got: list[Any] = []
-    while batch := rec.take():
-        got.extend(batch)
-        assert reader.wait_idle(30)  # the next batch is read before the broker asks
-        conn.ack([d.delivery_tag for d in batch])
-        conn.grant_credit(1, len(batch))
-    order = sorted(range(5000), key=lambda i: (-(4 + i % 3), i))
-    assert [int(d.message.body) for d in got] == order
-    assert reader.hits >= 3  # most batches came from the background reader
-    b.close()
