@@ -179,6 +179,22 @@ def test_a_selector_consumer_finds_matches_deep_in_the_paged_part(
     assert [d.message.body for d in rest] == [str(i) for i in range(n - n // 100)]
 
 
+def test_a_selector_consumer_finds_matches_in_the_spool_too(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    for i in range(6000):  # non-persistent: paged out to the spool file
+        c.send(msg("q", f"{i}", size=164, persistent=False, properties={"n": i}))
+    assert b.stats("q").paged_count == 6000 - 50 and b.spool.written == 5950
+    rec = Recorder()
+    got = drain(b.connect(rec), rec, "q", selector="n >= 5990 OR n = 3000", credit=4)
+    assert [d.message.body for d in got] == ["3000", *(str(i) for i in range(5990, 6000))]
+    rec2 = Recorder()
+    rest = drain(b.connect(rec2), rec2, "q", cid=2, credit=700)
+    assert [int(d.message.body) for d in rest] == [i for i in range(5990) if i != 3000]
+    assert b.budget.used == 0
+
+
 def test_a_restart_leaves_the_store_on_disk_and_reads_it_as_consumers_need_it(
         disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
     b1 = broker(disk.store, clock, tmp_path)
