@@ -19,6 +19,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +53,8 @@ class Spool:
             return self._db
         if self._directory is None:
             self._owned = directory = Path(tempfile.mkdtemp(prefix="jmspy-spool-"))
+            # a broker never closed (a plain vm:// one) still removes it at exit
+            weakref.finalize(self, shutil.rmtree, directory, True)
         else:
             directory = self._directory
             directory.mkdir(parents=True, exist_ok=True)
