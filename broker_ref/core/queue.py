@@ -413,8 +413,16 @@ class Queue(QueueRecord):
         for rows recovered after a restart)."""
         host = self.host
         now = host.now()
+        levels = self._levels
+        plain = self._ring_size <= 0 and self._policy is None
+        ready = cost = 0
         for message, count, level in batch:
             ref = MessageRef(message, level, count)
+            if plain and not message.expiration and not message.deliver_at:
+                levels[level].append(ref)  # _add_tail, for the common case, in bulk
+                ready += 1
+                cost += message.size
+                continue
             if message.expiration:
                 if message.expiration <= now:
                     self._expire(ref)
@@ -426,6 +434,8 @@ class Queue(QueueRecord):
                 host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
                 continue
             self._add_tail(ref)
+        self.ready_count += ready
+        self._budget.used += cost + ready * PAGE_OVERHEAD
 
     def _dispatch_paged(self) -> None:
         """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can

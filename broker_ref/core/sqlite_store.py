@@ -305,9 +305,17 @@ class SqliteStore:
     def decode_rows(self, queue: str,
                      rows: list[Any]) -> list[tuple[int, StoredMessage | None]]:
         out: list[tuple[int, StoredMessage | None]] = []
-        for seq, message_id, count, data, *row in rows:
-            message = self._decode(queue, message_id, data, row)
-            out.append((seq, None if message is None else StoredMessage(message, count, seq)))
+        append = out.append
+        for row in rows:  # (seq, id, delivery_count, data, *ROW_COLUMNS): the page-in loop
+            seq = row[0]
+            if row[3]:  # a row of layout 1 or 2: its JSON
+                message = self._decode(queue, row[1], row[3], ())
+            else:
+                try:
+                    message = from_row(row[1], row[4:])
+                except CodecError:
+                    message = self._decode(queue, row[1], b"", row[4:])  # says why
+            append((seq, None if message is None else StoredMessage(message, row[2], seq)))
         return out
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
