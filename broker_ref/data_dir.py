@@ -26,7 +26,8 @@ _LOCK_FILE = "broker.lock"
 class DataDirectory:
     """An opened, locked data directory. ``store`` is its message store."""
 
-    def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, group_commit: bool = True,
+                 salvage_damaged: bool = True) -> None:
         self.path = Path(path).resolve()
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"the data directory {self.path} is a file, not a directory; "
@@ -52,7 +53,8 @@ class DataDirectory:
         lock.flush()
         self._lock: IO[str] | None = lock
         try:
-            self.store = SqliteStore(self.path / STORE_FILE, group_commit=group_commit)
+            self.store = SqliteStore(self.path / STORE_FILE, group_commit=group_commit,
+                                     salvage_damaged=salvage_damaged)
         except BaseException:
             self.release()
             raise
@@ -75,7 +77,13 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
     """Verify the store in data directory ``path`` offline (``jmspy broker --check``): read
     every row back as a starting broker would. Returns (intact, report lines); a broker
     using the directory makes it fail (the lock), as does a row that cannot be read."""
-    data = DataDirectory(path, group_commit=False)
+    try:  # a check changes nothing: a damaged file is reported, not moved aside
+        data = DataDirectory(path, group_commit=False, salvage_damaged=False)
+    except StoreError as exc:
+        if "cannot open the message store" not in str(exc):
+            raise
+        return False, [f"DAMAGED FILE: {exc}", "a broker starting on this directory moves the "
+                       "file aside and keeps every message it can still read"]
     store = data.store
     try:
         state = store.load()
@@ -88,9 +96,7 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
                          f"(client id {sub.client_id!r})")
         for queue, message_id, why in store.dropped:
             lines.append(f"  DAMAGED: message {message_id} of {queue}: {why}")
-        if store.salvaged is not None:
-            lines.append(f"  DAMAGED FILE, salvaged: {store.salvaged.describe()}")
-        intact = not store.dropped and store.salvaged is None
+        intact = not store.dropped
         total = sum(counts.values())
         lines.append(f"{total:,} messages, {len(state.subscriptions)} durable subscriptions"
                      + ("" if intact else f", {len(store.dropped)} damaged rows (a broker "

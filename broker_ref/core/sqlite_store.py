@@ -94,7 +94,8 @@ class StoreError(Exception):
 class SqliteStore:
     """A :class:`~.store.Store` in one SQLite file (see the module docstring)."""
 
-    def __init__(self, path: str | Path, *, group_commit: bool = False) -> None:
+    def __init__(self, path: str | Path, *, group_commit: bool = False,
+                 salvage_damaged: bool = True) -> None:
         self.path = Path(path)
         self.group_commit = group_commit
         #: (queue, message id, why) of every row a load() could not read
@@ -108,7 +109,8 @@ class SqliteStore:
             try:
                 self._open()
             except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
+                if (isinstance(exc, sqlite3.OperationalError) or not self.path.exists()
+                        or not salvage_damaged):
                     raise
                 self._db.close()
                 self.salvaged = salvage(self.path, str(exc))
@@ -116,8 +118,9 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the message store {self.path}: {exc}. Check that the data "
-                "directory is a writable directory on a local disk with free space, or "
-                "move the damaged file aside (the broker then starts empty)") from exc
+                "directory is a writable directory on a local disk with free space (a "
+                "damaged file is moved aside by a broker starting on it, which keeps what "
+                "it can still read)") from exc
 
     def _open(self) -> None:
         """Open, upgrade, and read where the rows are (which also proves the index is

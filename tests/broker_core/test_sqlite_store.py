@@ -210,3 +210,14 @@ def test_a_truncated_store_is_salvaged_keeping_what_is_intact(tmp_path: Path) ->
     assert str(report.damaged) in report.describe()
     reopened.add_message("q", m("after"))  # the store works again
     assert reopened.read_queue("q")[-1].message.message_id == "after"
+
+
+def test_check_reports_a_damaged_file_and_leaves_it_alone(tmp_path: Path) -> None:
+    from jmspy.broker_ref.data_dir import STORE_FILE, check
+
+    (tmp_path / STORE_FILE).write_bytes(b"this is not a database" * 100)
+    intact, lines = check(tmp_path)
+    assert not intact and "DAMAGED FILE" in lines[0] and STORE_FILE in lines[0]
+    assert "moves the file aside" in lines[1]
+    assert (tmp_path / STORE_FILE).read_bytes() == b"this is not a database" * 100
+    assert not list(tmp_path.glob("*.damaged-*"))  # a check changes nothing
