@@ -34,6 +34,7 @@ def test_readme_broker_config_example_loads(tmp_path):
     assert config.settings["ring.#"].default_ring_size == 3
     assert config.settings["orders.#"].consumer_flow_limit == 100
     assert config.security is not None and config.security.enabled
+    assert (config.memory_limit, config.store_limit) == (64 * 1024**2, 100 * 1024**3)
 
 
 def test_security_page_example_loads_and_means_what_the_page_says(tmp_path):
