@@ -165,6 +165,7 @@ class Queue(QueueRecord):
             self._policy.configure()
         elif settings.amps:
             self._policy = QueuePolicy(self)
+        self._settings_changed()
         for c in self.consumers:
             c.flow_limit = self._limit_for(c)
             self._offer(c)
@@ -177,6 +178,7 @@ class Queue(QueueRecord):
             raise ValueError(f"ring size must be -1 (no ring) or >= 1, got {size}")
         self.ring_override = size
         self._ring_size = effective_ring_size(self.settings, size)
+        self._settings_changed()
 
     @property
     def ring_size(self) -> int:
@@ -300,13 +302,21 @@ class Queue(QueueRecord):
         assert store is not None
         pages = QueuePages(self.name, store, self.host.spool)
         pages.add_runs(runs)
+        self._unpage(pages)
+
+    def _unpage(self, pages: QueuePages) -> None:
+        """Bring every paged message into RAM, in order, through ``_accept`` (for a queue
+        that stops paging: it became a ring or AMPS queue, whose rules need them all)."""
         for level in range(PRIORITIES):
-            while True:
-                batch = pages.take(level, PAGE_BATCH)
-                if not batch:
-                    break
-                for message, count, _ in batch:
-                    self._accept(message, count)
+            while batch := pages.take(level, PAGE_BATCH):
+                self._paged_in(batch, every=True)
+
+    def _settings_changed(self) -> None:
+        """A queue that has paged messages and may no longer page takes them back."""
+        pages = self._pages
+        if pages is not None and not self._pageable():
+            self._pages, self._paged_levels = None, 0
+            self._unpage(pages)
 
     def _accept(self, message: ServerMessage, delivery_count: int, seq: int = 0) -> None:
         """Make a new message (``seq``: its store row, 0 if not stored) scheduled, ready
@@ -408,16 +418,21 @@ class Queue(QueueRecord):
         if not pages.count:
             self._pages = None  # all back in RAM: the plain paths again
 
-    def _paged_in(self, batch: list[Paged]) -> None:
+    def _paged_in(self, batch: list[Paged], every: bool = False) -> None:
         """Messages back from disk onto the tail of their levels (or scheduled, or expired,
-        for rows recovered after a restart)."""
+        for rows recovered after a restart). ``every``: the queue stops paging and takes
+        every message back: its policy learns of each, and a ring evicts none (a ring
+        shrinks by consumption, seed 000)."""
         host = self.host
         now = host.now()
         levels = self._levels
-        plain = self._ring_size <= 0 and self._policy is None
+        plain = every or (self._ring_size <= 0 and self._policy is None)
+        policy = self._policy if every else None
         ready = cost = 0
         for message, count, level in batch:
             ref = MessageRef(message, level, count)
+            if policy is not None:
+                policy.accepted(ref)
             if plain and not message.expiration and not message.deliver_at:
                 levels[level].append(ref)  # _add_tail, for the common case, in bulk
                 ready += 1
@@ -433,7 +448,12 @@ class Queue(QueueRecord):
                 self._scheduled.add(ref)
                 host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
                 continue
-            self._add_tail(ref)
+            if every:
+                levels[level].append(ref)
+                ready += 1
+                cost += message.size
+            else:
+                self._add_tail(ref)
         self.ready_count += ready
         self._budget.used += cost + ready * PAGE_OVERHEAD
 

@@ -273,3 +273,35 @@ def test_a_deleted_subscription_takes_its_spooled_pages_along(
     assert b.spool.size_bytes() >= 0
     assert disk.store.stored_counts() == {}
 
+
+
+def test_a_queue_that_becomes_a_ring_takes_its_paged_messages_back(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    for i in range(300):
+        c.send(m("q", i))
+    assert b.stats("q").paged_count == 250
+    b.set_ring_size("q", 100)  # ring queues keep their own bound: they never page
+    stats = b.stats("q")
+    assert stats.paged_count == 0 and stats.message_count == 300
+    c.send(m("q", 300))  # a ring past its size evicts one for one (seed 000)
+    rec = Recorder()
+    got = drain(b.connect(rec), rec, "q", credit=50)
+    assert [int(d.message.body) for d in got] == list(range(1, 301))
+
+
+def test_a_queue_that_becomes_an_amps_queue_takes_its_paged_messages_back(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    from jmspy.broker_ref.core.api import AddressSettings
+
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    for i in range(300):
+        c.send(m("q", i))
+    assert b.stats("q").paged_count == 250
+    b.set_settings("q", AddressSettings(max_cancels=3))  # AMPS: its policy needs them all
+    assert b.stats("q").paged_count == 0 and b.stats("q").message_count == 300
+    rec = Recorder()
+    got = drain(b.connect(rec), rec, "q", credit=50)
+    assert [int(d.message.body) for d in got] == list(range(300))
