@@ -305,3 +305,72 @@ def test_a_queue_that_becomes_an_amps_queue_takes_its_paged_messages_back(
     rec = Recorder()
     got = drain(b.connect(rec), rec, "q", credit=50)
     assert [int(d.message.body) for d in got] == list(range(300))
+
+
+def test_a_rolled_back_delivery_goes_back_ahead_of_the_paged_part(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    for i in range(2000):
+        c.send(m("q", i))
+    rec = Recorder()
+    conn = b.connect(rec)
+    conn.create_consumer(1, Q, "q", credit=5)
+    first = rec.take()
+    conn.cancel([d.delivery_tag for d in reversed(first)])  # back to the head, in order
+    conn.close_consumer(1)
+    rec2 = Recorder()
+    got = drain(b.connect(rec2), rec2, "q", cid=2, credit=300)
+    assert [int(d.message.body) for d in got] == list(range(2000))
+    assert [d.delivery_count for d in got[:5]] == [2] * 5 and got[5].delivery_count == 1
+
+
+def test_a_transaction_committed_past_the_budget_pages_out_in_order(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    c.begin("tx")
+    for i in range(500):
+        c.send(m("q", i, persistent=i % 2 == 0), tx="tx")
+    assert b.queue_names() == []  # nothing before the commit
+    c.commit("tx")
+    assert b.stats("q").paged_count == 450
+    rec = Recorder()
+    got = [int(d.message.body) for d in drain(b.connect(rec), rec, "q", credit=60)]
+    assert sorted(got) == list(range(500))
+    assert [i for i in got if i % 2 == 0] == list(range(0, 500, 2))
+    assert [i for i in got if i % 2] == list(range(1, 500, 2))
+
+
+def test_scheduled_messages_among_paged_ones_are_released_in_their_time(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b = broker(disk.store, clock, tmp_path)
+    c = b.connect(Recorder())
+    for i in range(300):
+        c.send(m("q", i))
+        if i == 150:
+            c.send(m("q", 9999, deliver_at=clock.now + 1000))  # held in RAM, scheduled
+    rec = Recorder()
+    got = drain(b.connect(rec), rec, "q", credit=40)
+    assert [int(d.message.body) for d in got] == list(range(300))
+    assert b.stats("q").scheduled_count == 1
+    clock.advance(1000)
+    b.process_timers()  # released to the consumer still waiting
+    assert [d.message.body for d in rec.take()] == ["9999"]
+
+
+def test_a_durable_subscription_pages_and_survives_a_restart(
+        disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
+    b1 = broker(disk.store, clock, tmp_path)
+    sub = b1.connect(Recorder(), client_id="app")
+    sub.create_consumer(1, T, "news", subscription_name="s", durable=True)
+    sub.close_consumer(1)
+    prod = b1.connect(Recorder())
+    for i in range(800):
+        prod.send(tmsg("news", f"{i}", size=164))
+    assert b1.stats("news", T).paged_count == 750
+    b2 = broker(disk.reopen(), clock, tmp_path / "2")
+    rec = Recorder()
+    conn = b2.connect(rec, client_id="app")
+    got = drain(conn, rec, "news", kind=T, subscription_name="s", durable=True, credit=90)
+    assert [int(d.message.body) for d in got] == list(range(800))
