@@ -64,6 +64,18 @@ def drain(conn: Any, rec: Recorder, dest: str, *, credit: int = 7,
         conn.grant_credit(cid, len(batch))
 
 
+def subscribed_backlog(b: Broker, n: int, *, persistent: bool) -> Any:
+    """A durable subscription "s" of client "app" on topic "news", its consumer gone, and
+    ``n`` messages sent to the topic since; returns the subscriber's connection."""
+    sub = b.connect(Recorder(), client_id="app")
+    sub.create_consumer(1, T, "news", subscription_name="s", durable=True)
+    sub.close_consumer(1)
+    prod = b.connect(Recorder())
+    for i in range(n):
+        prod.send(tmsg("news", f"{i}", size=164, persistent=persistent))
+    return sub
+
+
 @pytest.mark.parametrize("persistent", [True, False], ids=["store", "spool"])
 def test_a_backlog_past_the_budget_is_paged_out_and_comes_back_in_order(
         disk: Disk, clock: FakeClock, tmp_path: Path, persistent: bool) -> None:
@@ -261,12 +273,7 @@ def test_paged_messages_that_expired_are_expired_when_paged_in(
 def test_a_deleted_subscription_takes_its_spooled_pages_along(
         disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
     b = broker(disk.store, clock, tmp_path)
-    sub = b.connect(Recorder(), client_id="app")
-    sub.create_consumer(1, T, "news", subscription_name="s", durable=True)
-    sub.close_consumer(1)
-    prod = b.connect(Recorder())
-    for i in range(300):
-        prod.send(tmsg("news", f"{i}", size=164, persistent=False))
+    sub = subscribed_backlog(b, 300, persistent=False)
     assert b.stats("news", T).paged_count == 250
     sub.unsubscribe("s")
     assert b.budget.used == 0
@@ -362,12 +369,7 @@ def test_scheduled_messages_among_paged_ones_are_released_in_their_time(
 def test_a_durable_subscription_pages_and_survives_a_restart(
         disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
     b1 = broker(disk.store, clock, tmp_path)
-    sub = b1.connect(Recorder(), client_id="app")
-    sub.create_consumer(1, T, "news", subscription_name="s", durable=True)
-    sub.close_consumer(1)
-    prod = b1.connect(Recorder())
-    for i in range(800):
-        prod.send(tmsg("news", f"{i}", size=164))
+    subscribed_backlog(b1, 800, persistent=True)
     assert b1.stats("news", T).paged_count == 750
     b2 = broker(disk.reopen(), clock, tmp_path / "2")
     rec = Recorder()
