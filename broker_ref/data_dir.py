@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import IO
 
-from .core.sqlite_store import SqliteStore, StoreError
+from .core.sqlite_store import DamagedStoreError, SqliteStore, StoreError
 
 __all__ = ["STORE_FILE", "DataDirectory", "check"]
 
@@ -79,9 +79,7 @@ def check(path: str | os.PathLike[str]) -> tuple[bool, list[str]]:
     using the directory makes it fail (the lock), as does a row that cannot be read."""
     try:  # a check changes nothing: a damaged file is reported, not moved aside
         data = DataDirectory(path, group_commit=False, salvage_damaged=False)
-    except StoreError as exc:
-        if "cannot open the message store" not in str(exc):
-            raise
+    except DamagedStoreError as exc:
         return False, [f"DAMAGED FILE: {exc}", "a broker starting on this directory moves the "
                        "file aside and keeps every message it can still read"]
     store = data.store

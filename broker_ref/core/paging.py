@@ -40,7 +40,7 @@ from .api import ServerMessage
 from .filters import Filter, filter_accepts
 from .records import PRIORITIES
 from .spool import Spool
-from .store import PageRun, Store
+from .store import PageRun, Store, StoredMessage
 
 if TYPE_CHECKING:
     from .records import ServerConsumer
@@ -97,14 +97,6 @@ class QueuePages:
     def holds(self, level: int, stored: bool) -> bool:
         """Whether ``level`` has paged messages of that kind (a new one must follow)."""
         return bool(self._runs[level]) if stored else self._spooled[level] > 0
-
-    @property
-    def stored_count(self) -> int:
-        return sum(r.count for runs in self._runs for r in runs)
-
-    @property
-    def spooled_count(self) -> int:
-        return sum(self._spooled)
 
     # -- paging out ---------------------------------------------------------------------
 
@@ -175,8 +167,7 @@ class QueuePages:
                 self.count -= 1
                 if row is None:
                     continue  # unreadable: the store logged and counted it
-                count = max(row.delivery_count, 1) if run.recovered else row.delivery_count
-                out.append((row.message, count, level))
+                out.append((row.message, run.delivery_count(row.delivery_count), level))
             if not rows or run.count <= 0 or run.first > run.last:
                 self._end_run(runs)
 
@@ -216,30 +207,32 @@ class QueuePages:
             marks[level] = (store_mark, spool_mark)
         return out
 
-    def _scan_stored(self, level: int, mark: int, flt: Filter, want: int,
-                     out: list[Paged]) -> int:
+    def _run_rows(self, run: PageRun, start: int) -> Iterator[tuple[int, StoredMessage | None]]:
+        """The rows of ``run`` from sequence number ``start`` on, read a chunk at a time
+        (a look or a browse that stops early reads no further)."""
         store = self.store
         assert store is not None
+        while start <= run.last:
+            rows = store.page_in(self.queue, run.level, start, run.last, SCAN_CHUNK)
+            yield from rows
+            if len(rows) < SCAN_CHUNK:
+                return
+            start = rows[-1][0] + 1
+
+    def _scan_stored(self, level: int, mark: int, flt: Filter, want: int,
+                     out: list[Paged]) -> int:
         for run in list(self._runs[level]):
-            start = max(run.first, mark + 1)
-            while start <= run.last and len(out) < want:
-                rows = store.page_in(self.queue, level, start, run.last, SCAN_CHUNK)
-                for seq, row in rows:
-                    mark = seq
-                    if seq in self._taken or row is None:
-                        continue
-                    if filter_accepts(flt, row.message):
-                        self._taken.add(seq)
-                        run.count -= 1
-                        self.count -= 1
-                        count = (max(row.delivery_count, 1) if run.recovered
-                                 else row.delivery_count)
-                        out.append((row.message, count, level))
-                        if len(out) >= want:
-                            break
-                if len(rows) < SCAN_CHUNK:
-                    break
-                start = mark + 1
+            for seq, row in self._run_rows(run, max(run.first, mark + 1)):
+                mark = seq
+                if seq in self._taken or row is None:
+                    continue
+                if filter_accepts(flt, row.message):
+                    self._taken.add(seq)
+                    run.count -= 1
+                    self.count -= 1
+                    out.append((row.message, run.delivery_count(row.delivery_count), level))
+                    if len(out) >= want:
+                        break
             if run.count <= 0 and self._runs[level] and self._runs[level][0] is run:
                 self._end_run(self._runs[level])
             if len(out) >= want:
@@ -270,18 +263,10 @@ class QueuePages:
 
     def browse(self, level: int) -> Iterator[ServerMessage]:
         """The paged messages of ``level`` in order, left where they are."""
-        store = self.store
         for run in list(self._runs[level]):
-            assert store is not None
-            start = run.first
-            while start <= run.last:
-                rows = store.page_in(self.queue, level, start, run.last, SCAN_CHUNK)
-                for seq, row in rows:
-                    start = seq + 1
-                    if seq not in self._taken and row is not None:
-                        yield row.message
-                if len(rows) < SCAN_CHUNK:
-                    break
+            for seq, row in self._run_rows(run, run.first):
+                if seq not in self._taken and row is not None:
+                    yield row.message
         if self._spooled[level]:
             yield from self.spool.browse(self.queue, level)
 

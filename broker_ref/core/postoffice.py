@@ -245,10 +245,8 @@ class PostOffice:
 
     def recover(self, store: Store) -> None:
         """Rebuild durable state. Stored messages stay on disk until consumers need them
-        (``Queue.recover``); they come back with their stored delivery count raised to at
-        least 1 (``QueuePages``): the broker cannot know whether a message was delivered
-        before the crash, so its next delivery says JMSRedelivered (JMS allows false
-        positives, never false negatives)."""
+        (``Queue.recover``); they come back marked redelivered (``PageRun.delivery_count``
+        says why)."""
         state = store.load()
         for rec in state.subscriptions:
             topic = self._topics.get(rec.topic)

@@ -433,11 +433,6 @@ class Queue(QueueRecord):
             ref = MessageRef(message, level, count)
             if policy is not None:
                 policy.accepted(ref)
-            if plain and not message.expiration and not message.deliver_at:
-                levels[level].append(ref)  # _add_tail, for the common case, in bulk
-                ready += 1
-                cost += message.size
-                continue
             if message.expiration:
                 if message.expiration <= now:
                     self._expire(ref)
@@ -448,7 +443,7 @@ class Queue(QueueRecord):
                 self._scheduled.add(ref)
                 host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
                 continue
-            if every:
+            if plain:  # _add_tail without a ring to evict from, counted in bulk
                 levels[level].append(ref)
                 ready += 1
                 cost += message.size

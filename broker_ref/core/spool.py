@@ -70,13 +70,12 @@ class Spool:
         self._db = db
         return db
 
-    def put(self, queue: str, level: int, message: ServerMessage, delivery_count: int) -> int:
-        """Write one message at the end of ``(queue, level)``; returns its sequence number."""
-        cursor = self._open().execute(
+    def put(self, queue: str, level: int, message: ServerMessage, delivery_count: int) -> None:
+        """Write one message at the end of ``(queue, level)``."""
+        self._open().execute(
             "INSERT INTO spool (queue, level, delivery_count, data) VALUES (?, ?, ?, ?)",
             (queue, level, delivery_count, encode_message(message)))
         self.written += 1
-        return int(cursor.lastrowid or 0)
 
     def _rows(self, queue: str, level: int, after: int,
               limit: int) -> list[tuple[int, int, bytes]]:
@@ -124,16 +123,11 @@ class Spool:
             self._db.execute("DELETE FROM spool WHERE seq = ?", (seq,))
 
     def browse(self, queue: str, level: int) -> Iterator[ServerMessage]:
+        """The messages of ``(queue, level)`` in order, left in the file."""
         after = 0
-        while True:
-            rows = self._rows(queue, level, after, 500)
-            if not rows:
-                return
-            for seq, _count, data in rows:
-                after = seq
-                message = self._decode(queue, data)
-                if message is not None:
-                    yield message
+        while rows := self.scan(queue, level, after, 500):
+            after = rows[-1][0]
+            yield from (message for _, message, _ in rows if message is not None)
 
     def delete_queue(self, queue: str) -> None:
         if self._db is not None:

@@ -16,8 +16,10 @@ What the broker promises over the wire -- a SEND or COMMIT that got its RECEIPT 
 ``synchronous=FULL`` makes each commit wait for the WAL to reach the disk; SQLite ignores a
 torn last write when it opens the file again, so a ``kill -9`` (or power cut) at any
 instant leaves the last committed state. Rows are read back with
-:func:`~.message_codec.decode_message`; a row that cannot be read is skipped, counted in
-:attr:`SqliteStore.dropped` with the reason, and logged -- recovery keeps what is intact.
+:func:`~.message_codec.from_row` (layouts 1 and 2: :func:`~.message_codec.decode_message`);
+a row that cannot be read is skipped, counted in :attr:`SqliteStore.dropped` with the
+reason, and logged -- recovery keeps what is intact. A file damaged from outside is
+salvaged (:mod:`.salvage`) when the store opens.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .records import priority_level
 from .salvage import SalvageReport, salvage
 from .store import PageRun, RecoveredState, StoredMessage, SubscriptionRecord
 
-__all__ = ["SqliteStore", "StoreError"]
+__all__ = ["DamagedStoreError", "SqliteStore", "StoreError"]
 
 log = logging.getLogger("jmspy.broker.store")
 
@@ -91,6 +93,10 @@ class StoreError(Exception):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
 
+class DamagedStoreError(StoreError):
+    """The store file is damaged and was not salvaged (``salvage_damaged=False``)."""
+
+
 class SqliteStore:
     """A :class:`~.store.Store` in one SQLite file (see the module docstring)."""
 
@@ -109,10 +115,12 @@ class SqliteStore:
             try:
                 self._open()
             except sqlite3.DatabaseError as exc:
-                if (isinstance(exc, sqlite3.OperationalError) or not self.path.exists()
-                        or not salvage_damaged):
+                if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
                     raise
                 self._db.close()
+                if not salvage_damaged:
+                    raise DamagedStoreError(
+                        f"the message store {self.path} is damaged: {exc}") from exc
                 self.salvaged = salvage(self.path, str(exc))
                 self._open()
         except sqlite3.Error as exc:
@@ -173,15 +181,18 @@ class SqliteStore:
 
     # -- transactions ---------------------------------------------------------------------
 
-    def _write(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+    def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False) -> Any:
+        """Run one write in the open transaction (committing it unless batched or group
+        commit); ``fetch``: its RETURNING row, read before the commit needs it done."""
         self._state = None  # what open() read is out of date
         if not self._in_tx:
             self._db.execute("BEGIN")
             self._in_tx = True
         cursor = self._db.execute(sql, params)
+        row = cursor.fetchone() if fetch else None
         if self._depth == 0 and not self.group_commit:
             self.commit()
-        return cursor
+        return row
 
     @property
     def pending(self) -> bool:
@@ -217,17 +228,11 @@ class SqliteStore:
     # -- the Store interface ----------------------------------------------------------------
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
-        self._state = None
-        if not self._in_tx:
-            self._db.execute("BEGIN")
-            self._in_tx = True
         # RETURNING: the same id again keeps its row (and sequence number), which
         # lastrowid would not tell
-        (seq,) = self._db.execute(_INSERT, (queue, message.message_id,
-                                            priority_level(message.priority),
-                                            *to_row(message))).fetchone()
-        if self._depth == 0 and not self.group_commit:
-            self.commit()
+        (seq,) = self._write(_INSERT, (queue, message.message_id,
+                                       priority_level(message.priority), *to_row(message)),
+                             fetch=True)
         return int(seq)
 
     def remove_message(self, queue: str, message_id: str) -> None:
@@ -280,10 +285,14 @@ class SqliteStore:
         try:
             return decode_message(data) if data else from_row(message_id, row)
         except CodecError as exc:
-            self.dropped.append((queue, message_id, str(exc)))
-            log.warning("message store %s: dropped message %s of %s: %s",
-                        self.path, message_id, queue, exc)
+            self._drop(queue, message_id, exc)
             return None
+
+    def _drop(self, queue: str, message_id: str, exc: CodecError) -> None:
+        """A row that cannot be read: counted, logged, skipped."""
+        self.dropped.append((queue, message_id, str(exc)))
+        log.warning("message store %s: dropped message %s of %s: %s",
+                    self.path, message_id, queue, exc)
 
     def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
                 dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
@@ -316,19 +325,16 @@ class SqliteStore:
             else:
                 try:
                     message = from_row(row[1], row[4:])
-                except CodecError:
-                    message = self._decode(queue, row[1], b"", row[4:])  # says why
+                except CodecError as exc:
+                    self._drop(queue, row[1], exc)
+                    message = None
             append((seq, None if message is None else StoredMessage(message, row[2], seq)))
         return out
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
-        out = []
-        for seq, message_id, count, data, *row in self._db.execute(
-                f"SELECT {_READ} FROM messages WHERE queue = ? ORDER BY seq", (queue,)):
-            message = self._decode(queue, message_id, data, row)
-            if message is not None:
-                out.append(StoredMessage(message, count, seq))
-        return out
+        rows = self._db.execute(f"SELECT {_READ} FROM messages WHERE queue = ? ORDER BY seq",
+                                (queue,)).fetchall()
+        return [stored for _, stored in self.decode_rows(queue, rows) if stored is not None]
 
     def verify(self) -> dict[str, int]:
         """Read every row back (``jmspy broker --check``): readable messages per queue;

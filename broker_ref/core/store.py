@@ -71,13 +71,19 @@ class PageRun:
     """Rows of one queue and priority level with sequence numbers ``first..last`` (other
     queues' and levels' rows may lie between), ``count`` of them; a queue pages them in
     from the front, moving ``first`` on. ``recovered``: written before this broker
-    started, so their stored delivery counts may be behind (see ``PostOffice.recover``)."""
+    started, so their stored delivery counts may be behind (:meth:`delivery_count`)."""
 
     level: int
     first: int
     last: int
     count: int
     recovered: bool = False
+
+    def delivery_count(self, stored: int) -> int:
+        """The delivery count a row of this run comes back with. A recovered row's is at
+        least 1: the broker cannot know whether it was delivered before the crash, so its
+        next delivery says JMSRedelivered (JMS allows false positives, never negatives)."""
+        return max(stored, 1) if self.recovered else stored
 
 
 @dataclass(slots=True)
@@ -88,10 +94,6 @@ class RecoveredState:
 
     runs: dict[str, list[PageRun]] = field(default_factory=dict)
     subscriptions: list[SubscriptionRecord] = field(default_factory=list)
-
-    @property
-    def message_count(self) -> int:
-        return sum(r.count for runs in self.runs.values() for r in runs)
 
 
 class Store(Protocol):
