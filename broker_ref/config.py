@@ -23,11 +23,17 @@
     login-refuse-after = 10      # ...from this many on, attempts are refused unchecked
 
     [system-usage]                   # ActiveMQ's names and defaults (sizes: "64 MB", bytes)
-    memory-limit = "64 MB"           # RAM for ready messages; past 70 % backlogs page out
-    store-limit = "100 GB"           # persistent SENDs are refused once the store is this big
+    memory-limit = "64 MB"           # RAM for pending messages; past 70 % backlogs page out,
+                                     # at 100 % producers wait (producer flow control)
+    store-limit = "100 GB"           # persistent sends wait once the store holds this much
+    temp-limit = "10 GB"             # spooled (non-persistent) backlogs; then sends wait
+    send-fail-if-no-space = false    # true: a send that would wait fails at once instead
+    send-fail-if-no-space-after-timeout = 0  # ms; > 0: it fails after waiting this long
 
     [address-settings."orders.#"]   # wildcard patterns: '.' words, '*' one, '#'/'>' rest
     consumer-flow-limit = 100       # kebab-case names of AddressSettings fields
+    memory-limit = "10 MB"          # sizes as above; producer-flow-control = true,
+                                    # pending-message-limit = N (slow topic subscribers)
 
     [security]                       # handed to broker_ref.security_config.parse_security
 
@@ -57,6 +63,7 @@ from .core.broker import (
     DEFAULT_MAX_DESTINATION_LENGTH,
     DEFAULT_MEMORY_LIMIT,
     DEFAULT_STORE_LIMIT,
+    DEFAULT_TEMP_LIMIT,
 )
 
 __all__ = [
@@ -118,6 +125,9 @@ class BrokerConfig:
     login_refuse_after: int = 10
     memory_limit: int = DEFAULT_MEMORY_LIMIT
     store_limit: int = DEFAULT_STORE_LIMIT
+    temp_limit: int = DEFAULT_TEMP_LIMIT
+    send_fail_if_no_space: bool = False
+    send_fail_if_no_space_after_timeout: int = 0
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
     source: str = "<default>"
@@ -130,6 +140,9 @@ class BrokerConfig:
             "max_destination_length": self.max_destination_length,
             "memory_limit": self.memory_limit,
             "store_limit": self.store_limit,
+            "temp_limit": self.temp_limit,
+            "send_fail_if_no_space": self.send_fail_if_no_space,
+            "send_fail_if_no_space_after_timeout": self.send_fail_if_no_space_after_timeout,
         }
         if self.security is not None:
             kwargs["security"] = self.security
@@ -137,7 +150,17 @@ class BrokerConfig:
 
 
 _TOP = {"broker", "limits", "system-usage", "address-settings", "security"}
-_SYSTEM_USAGE = {"memory-limit": "memory_limit", "store-limit": "store_limit"}
+#: [system-usage] key -> (BrokerConfig attribute, type); the sizes go through parse_size
+_SYSTEM_USAGE: dict[str, tuple[str, type]] = {
+    "memory-limit": ("memory_limit", int),
+    "store-limit": ("store_limit", int),
+    "temp-limit": ("temp_limit", int),
+    "send-fail-if-no-space": ("send_fail_if_no_space", bool),
+    "send-fail-if-no-space-after-timeout": ("send_fail_if_no_space_after_timeout", float),
+}
+_SIZE_KEYS = frozenset({"memory-limit", "store-limit", "temp-limit"})
+#: address settings that are sizes (written like the [system-usage] ones)
+_SIZE_SETTINGS = frozenset({"memory_limit"})
 _UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
@@ -253,7 +276,10 @@ def _address_settings(pattern: str, table: Any, source: str) -> AddressSettings:
         attr = by_key.get(key)
         if attr is None:
             raise _unknown(key, name, source, by_key)
-        kwargs[attr] = _convert(value, hints[attr], key, name, source)
+        if attr in _SIZE_SETTINGS:
+            kwargs[attr] = parse_size(value, f"{source}: [{name}] {key}")
+        else:
+            kwargs[attr] = _convert(value, hints[attr], key, name, source)
     try:
         return AddressSettings(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -283,10 +309,20 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
             raise ConfigError(f"{source}: [limits] {key} = {number} must be >= {low}")
         setattr(cfg, attr, number)
     for key, value in _table(data, "system-usage", source).items():
-        attr = _SYSTEM_USAGE.get(key)
-        if attr is None:
+        entry = _SYSTEM_USAGE.get(key)
+        if entry is None:
             raise _unknown(key, "system-usage", source, _SYSTEM_USAGE)
-        setattr(cfg, attr, parse_size(value, f"{source}: [system-usage] {key}"))
+        attr, tp = entry
+        if key in _SIZE_KEYS:
+            setattr(cfg, attr, parse_size(value, f"{source}: [system-usage] {key}"))
+        elif tp is bool:
+            setattr(cfg, attr, _convert(value, bool, key, "system-usage", source))
+        else:  # a time in ms
+            ms = _convert(value, int, key, "system-usage", source)
+            if ms < 0:
+                raise ConfigError(f"{source}: [system-usage] {key} = {ms} must be >= 0 "
+                                  "(milliseconds; 0 = wait as long as it takes)")
+            setattr(cfg, attr, ms)
     if cfg.loop not in EVENT_LOOPS:
         raise ConfigError(f"{source}: [broker] loop = {cfg.loop!r} must be one of: "
                           f"{', '.join(EVENT_LOOPS)}")

@@ -106,6 +106,7 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
     finally:
         queue.ready_count = ready
         queue._budget.used -= freed
+        queue.memory_usage -= freed
         c.credit = credit
         ch.next_tag = tag
         queue.dequeued = dequeued
@@ -183,6 +184,7 @@ cpdef enqueue(QueueRecord queue, object message):
         queue._levels[ref.priority].append(ref)
         queue.ready_count = ready + 1
         budget.used += cost
+        queue.memory_usage += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()

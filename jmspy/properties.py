@@ -153,8 +153,20 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "has the message, and its refusal is raised by that send() "
             "(JMSSecurityException, ResourceAllocationException). N > 1 = up to N-1 earlier "
             "sends may be unconfirmed when send() returns; a refusal is raised by the next "
-            "send(), commit() or close(). Non-persistent sends never wait.",
+            "send(), commit() or close(). Non-persistent sends carry a receipt once every 200 "
+            "sends (or 1 MiB) and the next such checkpoint waits for it, so a broker that "
+            "applies producer flow control holds the producer there.",
             minimum=1, maximum=100_000,
+        ),
+        PropertySpec(
+            "sendTimeout", int, 0,
+            "Milliseconds a send() or commit() may wait while the broker applies producer "
+            "flow control (its memory, store or temp space is full); 0 = as long as it "
+            "takes. Past it the call raises ResourceAllocationException naming the "
+            "destination and the limit, and the message was not stored (jmspy broker and "
+            "vm://; other STOMP brokers: the wait for their RECEIPT ends; mqtt://: the "
+            "wait for a QoS 1 PUBACK, 30 s when 0).",
+            minimum=0, maximum=86_400_000,
         ),
         PropertySpec(
             "closeTimeout", int, 30,

@@ -35,6 +35,27 @@ def test_readme_broker_config_example_loads(tmp_path):
     assert config.settings["orders.#"].consumer_flow_limit == 100
     assert config.security is not None and config.security.enabled
     assert (config.memory_limit, config.store_limit) == (64 * 1024**2, 100 * 1024**3)
+    assert (config.temp_limit, config.send_fail_if_no_space,
+            config.send_fail_if_no_space_after_timeout) == (10 * 1024**3, False, 0)
+    assert config.settings["orders.#"].memory_limit == 10 * 1024**2
+    prices = config.settings["PRICES.>"]
+    assert (prices.producer_flow_control, prices.pending_message_limit) == (False, 10)
+
+
+def test_every_config_key_is_in_the_readme():
+    """Every [system-usage] key and every address setting appears in the README's config
+    section, under its kebab-case name."""
+    import dataclasses
+
+    from jmspy.broker_ref.config import _SYSTEM_USAGE
+    from jmspy.broker_ref.core.api import AddressSettings
+
+    readme = (ROOT / "README.md").read_text()
+    for key in _SYSTEM_USAGE:
+        assert f"{key} = " in readme, key
+    for f in dataclasses.fields(AddressSettings):
+        assert f"`{f.name.replace('_', '-')}`" in readme or (
+            f"{f.name.replace('_', '-')} = " in readme), f.name
 
 
 def test_security_page_example_loads_and_means_what_the_page_says(tmp_path):

@@ -120,7 +120,7 @@ def state(q: Queue, c: ServerConsumer, host: Host) -> Any:
         c.credit, c.channel.next_tag,
         [(t, r.message.message_id, r.state, r.delivery_count) for t, r in c.delivering.items()],
         [(t, o.consumer_id) for t, o in c.channel.tags.items()],
-        host.removed, host.clock_reads > 0, host.budget.used,
+        host.removed, host.clock_reads > 0, host.budget.used, q.memory_usage,
     )
 
 

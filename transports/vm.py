@@ -15,13 +15,13 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors, twins
-from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.config import parse_size
+from jmspy.broker_ref.core import Broker, BrokerError
 from jmspy.broker_ref.core.api import (
     Delivery,
     DestinationKind,
@@ -46,6 +46,9 @@ from .capabilities import native_features
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
 
 T = TypeVar("T")
+
+#: Broker options that are sizes (``start_broker(memory_limit="16 MB")``).
+_SIZES = ("memory_limit", "store_limit", "temp_limit")
 
 _registry_lock = threading.Lock()
 _hosts: dict[str, BrokerHost] = {}
@@ -79,8 +82,8 @@ class BrokerHost:
                 self.broker.process_timers()
                 deadline = self.broker.next_deadline()
                 wait = 0.5
-                if deadline is not None:
-                    wait = min(wait, max(0.0, deadline / 1000.0 - time.time()))
+                if deadline is not None:  # in the broker's clock (a test's may be fake)
+                    wait = min(wait, max(0.0, (deadline - self.broker.now()) / 1000.0))
                 self._timer_cond.wait(wait)
 
     def stats(self, name: str, kind: str = "queue") -> dict[str, Any]:
@@ -115,6 +118,10 @@ def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | N
                  **broker_options: Any) -> BrokerHost:
     """Start a named in-process broker (``vm://NAME``) with core options (settings...).
 
+    The ``[system-usage]`` limits are keyword arguments too, the sizes in bytes or as in
+    the config file: ``memory_limit="16 MB"``, ``store_limit``, ``temp_limit``,
+    ``send_fail_if_no_space=True``, ``send_fail_if_no_space_after_timeout=500`` (ms).
+
     ``data_dir``: keep persistent messages, acks and durable subscriptions there (as
     ``jmspy broker --data-dir``), each operation durable when its call returns; they are
     recovered when a broker starts on the directory again. One broker per directory."""
@@ -124,6 +131,10 @@ def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | N
                 f"an in-process broker named {name!r} is already running; stop_broker({name!r}) "
                 "first or pick another name"
             )
+        for key in _SIZES:  # sizes as in the config file: "16 MB", "512 KB", or bytes
+            value = broker_options.get(key)
+            if isinstance(value, str):
+                broker_options[key] = parse_size(value, f"start_broker({key}={value!r})")
         data = None
         if data_dir is not None:
             try:
@@ -134,10 +145,13 @@ def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | N
             broker_options.setdefault("spool_dir", data.spool_dir)
         try:
             host = BrokerHost(name, Broker(name=name, **broker_options))
-        except BaseException:
+        except BaseException as exc:
             if data is not None:
                 data.store.close()
                 data.release()
+            if isinstance(exc, ValueError):  # a bad limit or setting: say which
+                raise errors.InvalidConfigurationException(
+                    f"start_broker({name!r}): {exc}") from exc
             raise
         host.data_dir = data
         _hosts[name] = host
@@ -210,6 +224,31 @@ class _Callback:
             errors.IllegalStateException(f"the broker closed consumer {consumer_id}: {reason}")
         )
 
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        """A send or commit producer flow control held (lock held): wake its caller."""
+        assert isinstance(ticket, _Waiting)
+        ticket.settle(error)
+
+
+class _Waiting:
+    """A send (or commit) the broker parked for space: the producer's thread waits here,
+    outside the broker's lock, so consumers (its own too) keep acknowledging."""
+
+    __slots__ = ("_done", "error")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self.error: BrokerError | None = None
+
+    def settle(self, error: BrokerError | None) -> None:
+        self.error = error
+        self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait()
+        if self.error is not None:
+            raise _translate(self.error)
+
 
 _connection_ids = itertools.count(1)
 
@@ -247,6 +286,8 @@ class VmTransport:
         self._settled.set()
         self._lost: str | None = None
         self._closing = False
+        #: sendTimeout (ms): how long a send may wait for space (0 = as long as it takes)
+        self._send_timeout = int(properties.get("sendTimeout", 0))
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._conn
@@ -393,16 +434,20 @@ class VmTransport:
         if conn is None:
             raise errors.IllegalStateException("the vm connection is closed")
         server_message = to_server_message(message, conn.connection_id)
+        waiting = _Waiting()
         try:
             with self.host.lock:
-                conn.send(server_message, tx)
-                if server_message.deliver_at or server_message.expiration:
-                    self.host.poke_timers()
+                done = conn.send(server_message, tx, ticket=waiting,
+                                 timeout_ms=self._send_timeout)
+                if not done or server_message.deliver_at or server_message.expiration:
+                    self.host.poke_timers()  # a deadline to keep
         except Exception as exc:
             if conn.closed and self._conn is not None:  # the broker stopped under us
                 self._await_broker()
                 return self.send(message, tx)
             raise _translate(exc) from exc
+        if not done:
+            waiting.wait()  # producer flow control (seed 003): the producer waits
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         self._call(self._conn.ack, delivery_tags, tx)
@@ -414,7 +459,11 @@ class VmTransport:
         self._call(self._conn.begin, tx)
 
     def commit(self, tx: str) -> None:
-        self._call(self._conn.commit, tx)
+        waiting = _Waiting()
+        if not self._call(self._conn.commit, tx, ticket=waiting, timeout_ms=self._send_timeout):
+            with self.host.lock:
+                self.host.poke_timers()
+            waiting.wait()  # its sends wait for space, as one
 
     def rollback(self, tx: str) -> None:
         self._call(self._conn.rollback, tx)

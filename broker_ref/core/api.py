@@ -25,7 +25,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .errors import BrokerError
 
 __all__ = [
     "DEAD_LETTER_REASON",
@@ -150,6 +153,19 @@ class DestinationStats:
     stored_count: int = 0
     #: messages paged out of RAM (seed 002): in the store or the spool file
     paged_count: int = 0
+    #: bytes its pending (ready) messages take in RAM, and its ``memory-limit`` (0: none,
+    #: only the broker's applies) -- what producer flow control compares (seed 003)
+    memory_usage: int = 0
+    memory_limit: int = 0
+    #: producers (connections) waiting because it, or the broker, is full (seed 003)
+    blocked_producers: int = 0
+    #: messages a slow subscriber lost to its ``pending-message-limit`` (seed 003)
+    discarded: int = 0
+
+    @property
+    def memory_percent(self) -> int:
+        """``memory_usage`` in % of ``memory_limit`` (0 when it has no limit of its own)."""
+        return self.memory_usage * 100 // self.memory_limit if self.memory_limit else 0
 
     @property
     def in_memory_count(self) -> int:
@@ -174,6 +190,11 @@ class DestinationStats:
             "storedCount": self.stored_count,
             "pagedCount": self.paged_count,
             "inMemoryCount": self.in_memory_count,
+            "memoryUsage": self.memory_usage,
+            "memoryLimit": self.memory_limit,
+            "memoryPercentUsage": self.memory_percent,
+            "blockedProducers": self.blocked_producers,
+            "discarded": self.discarded,
         }
 
 
@@ -258,6 +279,22 @@ class AddressSettings:
     #: the rest wait (even if a selector would match them). AMPS minimum 1000.
     target_queue_depth: int | None = None
 
+    # --- resources (seed 003, ActiveMQ's policy entries) --------------------------------
+    #: RAM the destination's pending messages may take, in bytes (the config file takes
+    #: "10 MB", "512 KB"); a topic's is the sum over its subscriptions. Past it producers
+    #: wait (``producer_flow_control``). None = only the broker's ``memory-limit`` applies.
+    memory_limit: int | None = None
+    #: True (ActiveMQ's default): a send to a destination whose memory, or the broker's,
+    #: is full waits until consumers free some (or fails: ``send-fail-if-no-space``); a
+    #: persistent message for a durable queue pages to the store instead and never waits
+    #: for memory. False: nothing waits for memory; backlogs past the RAM budget are
+    #: spooled to temp files under ``temp-limit`` (the seed's slow-consumer case).
+    producer_flow_control: bool = True
+    #: ActiveMQ's constantPendingMessageLimitStrategy: a non-durable topic subscription
+    #: keeps at most this many pending messages beyond its prefetch; sending one more
+    #: discards the oldest (counted in ``discarded``). None = keep all.
+    pending_message_limit: int | None = None
+
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
             value = getattr(self, name)
@@ -271,7 +308,8 @@ class AddressSettings:
                 raise ValueError(
                     f"address setting {name} must be -1 (no ring) or >= 1, got {value}"
                 )
-        for name in ("lease_period_ms", "max_backlog", "max_per_subscription_backlog"):
+        for name in ("lease_period_ms", "max_backlog", "max_per_subscription_backlog",
+                     "memory_limit", "pending_message_limit"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"address setting {name} must be >= 1 or unset, got {value}")
@@ -321,6 +359,10 @@ class SessionCallback(Protocol):
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         """The broker closed the consumer on its own (its destination was deleted...)."""
+
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        """A send (or commit) that producer flow control parked went through (``error``
+        None) or failed, not stored; ``ticket`` is what the host passed with it."""
 
 
 #: ``deliver_many(consumer_id, first_tag, messages, delivery_counts)``

@@ -38,9 +38,9 @@ from .errors import (
     DestinationNotFound,
     IllegalBrokerState,
     InvalidClientId,
-    ResourceLimitExceeded,
 )
 from .postoffice import PostOffice
+from .producer_flow import ProducerFlow
 from .queue import EXPIRED_REASON, MessageRef, Queue
 from .settings import SettingsRegistry
 from .spool import Spool
@@ -60,6 +60,8 @@ DEFAULT_MAX_DESTINATION_LENGTH = 1024
 DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
 #: Default ``store_limit`` (``[system-usage] store-limit``): ActiveMQ's 100 GB.
 DEFAULT_STORE_LIMIT = 100 * 1024**3
+#: Default ``temp_limit`` (``[system-usage] temp-limit``): ActiveMQ's 10 GB.
+DEFAULT_TEMP_LIMIT = 10 * 1024**3
 #: Persistent sends between two looks at the store's size on disk.
 _STORE_CHECK_EVERY = 256
 
@@ -88,6 +90,9 @@ class Broker:
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
         store_limit: int = DEFAULT_STORE_LIMIT,
         spool_dir: str | os.PathLike[str] | None = None,
+        temp_limit: int = DEFAULT_TEMP_LIMIT,
+        send_fail_if_no_space: bool = False,
+        send_fail_if_no_space_after_timeout: int = 0,
     ) -> None:
         if type(max_destination_length) is not int or max_destination_length < 1:
             raise ValueError(
@@ -98,6 +103,15 @@ class Broker:
             raise ValueError(f"memory_limit must be an int >= 0 (bytes), got {memory_limit!r}")
         if type(store_limit) is not int or store_limit < 1:
             raise ValueError(f"store_limit must be an int >= 1 (bytes), got {store_limit!r}")
+        if type(temp_limit) is not int or temp_limit < 1:
+            raise ValueError(f"temp_limit must be an int >= 1 (bytes), got {temp_limit!r}")
+        if type(send_fail_if_no_space) is not bool:
+            raise ValueError("send_fail_if_no_space must be True or False, got "
+                             f"{send_fail_if_no_space!r}")
+        after = send_fail_if_no_space_after_timeout
+        if type(after) is not int or after < 0:
+            raise ValueError("send_fail_if_no_space_after_timeout must be an int >= 0 (ms, "
+                             f"0 = wait as long as it takes), got {after!r}")
         self.name = name
         #: this run of the broker, in the message ids it makes: connection ids and
         #: sequence numbers start again at a restart, and a store holds messages of
@@ -120,6 +134,10 @@ class Broker:
         self._store_full = False
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
+        #: sends waiting for memory, store or temp space (seed 003, .producer_flow)
+        self.flow = ProducerFlow(self, temp_limit=temp_limit,
+                                 fail_if_no_space=send_fail_if_no_space, fail_after_ms=after)
+        self._limits_changed()
         #: Where messages go: queues, topics and subscriptions, and routing between them.
         self.post_office = PostOffice(self, self._settings, store, max_destination_length)
         #: The queues by name, read-only (the post office's).
@@ -205,35 +223,47 @@ class Broker:
             topic = po.topics.get(name)
             if topic is None:
                 raise DestinationNotFound(f"no topic named {name!r}; see topic_names()")
-            return self._stored(topic.stats(), topic.subscriptions)
+            return self._stored(self._flow_stats(topic.stats()), topic.subscriptions)
         q = self.queues.get(name)
         if q is None:
             sub = po.subscription_of_queue(name)
             if sub is None:
                 raise DestinationNotFound(f"no queue named {name!r}; see queue_names()")
             q = sub.queue
-        return self._stored(q.stats(), (q.name,))
+        return self._stored(self._flow_stats(q.stats()), (q.name,))
 
     def all_stats(self) -> list[DestinationStats]:
         queues, topics = self.queues, self.post_office.topics
         counts = self.store.stored_counts() if self.store is not None else {}
-        out = [self._stored(queues[n].stats(), (n,), counts) for n in sorted(queues)]
-        out.extend(self._stored(topics[n].stats(), topics[n].subscriptions, counts)
-                   for n in sorted(topics))
+        out = [self._stored(self._flow_stats(queues[n].stats()), (n,), counts)
+               for n in sorted(queues)]
+        out.extend(self._stored(self._flow_stats(topics[n].stats()), topics[n].subscriptions,
+                                counts) for n in sorted(topics))
         return out
+
+    def _flow_stats(self, stats: DestinationStats) -> DestinationStats:
+        if self.flow.parked:
+            stats.blocked_producers = self.flow.blocked_producers(stats.kind, stats.name)
+        return stats
 
     def usage(self) -> dict[str, int | str | None]:
         """Broker-wide resources (``jmspy stat``'s first line): where the store is and what
-        it and the spool take on disk, and the RAM ready messages take of the budget."""
+        it takes on disk, what the spool holds (temp), the RAM pending messages take (of
+        the paging budget and of ``memory-limit``), and how many producers wait."""
         store = self.store
+        flow = self.flow
         return {
             "store": None if store is None else store.location,
             "storeBytes": 0 if store is None else store.size_bytes(),
             "storeLimit": self.store_limit,
             "spoolBytes": self.spool.size_bytes(),
+            "tempUsed": self.spool.used,
+            "tempLimit": flow.temp_limit,
             "memoryUsed": self.budget.used,
             "memoryBudget": self.budget.limit,
             "memoryLimit": self.memory_limit,
+            "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
+            "blockedProducers": flow.blocked_total(),
         }
 
     def _stored(self, stats: DestinationStats, queue_names: Collection[str],
@@ -283,6 +313,13 @@ class Broker:
             q.apply_settings(self._settings.match(q.address))
         for t in list(self.post_office.topics.values()):
             t.apply_settings(self._settings.match(t.name))
+        self._limits_changed()
+        self.flow.resume()
+
+    def _limits_changed(self) -> None:
+        registry = self._settings
+        self.flow.destination_limits = any(
+            s.memory_limit is not None for s in (registry.default, *registry.patterns().values()))
 
     def process_timers(self) -> None:
         """Expire and release scheduled messages that are due by the clock."""
@@ -295,13 +332,22 @@ class Broker:
                 due.setdefault(queue, []).append(ref)
         for queue, refs in due.items():
             queue.release(refs)
+        flow = self.flow
+        if flow.parked:
+            flow.expire(now)
+            flow.resume()  # expiries free memory too
 
     def next_deadline(self) -> int | None:
         """Clock time (ms) at which ``process_timers`` next has work, or None."""
         heap = self._timers
         while heap and not heap[0][3].is_live(heap[0][2], heap[0][4]):
             heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        due = heap[0][0] if heap else None
+        if self.flow.parked:
+            parked = self.flow.next_deadline()
+            if parked is not None and (due is None or parked < due):
+                due = parked
+        return due
 
     def close(self) -> None:
         """Close every connection (telling hosts their consumers are gone) and the store."""
@@ -321,24 +367,20 @@ class Broker:
 
     # ------------------------------------------------------------------ for connections
 
-    def check_store_space(self) -> None:
-        """Refuse a persistent send while the store is at its limit (the producer is told,
-        nothing is dropped). The size on disk is looked at every few hundred sends, and at
-        every send once the limit was reached, so space freed by consumers is seen at once."""
+    def store_is_full(self) -> bool:
+        """Whether the store is at ``store-limit`` (persistent sends then wait, or fail
+        with ``send-fail-if-no-space``). The size on disk is looked at every few hundred
+        sends, and at every one once the limit was reached, so space freed by consumers
+        is seen at once."""
         store = self.store
         if store is None:
-            return
+            return False
         self._store_checks -= 1
         if self._store_checks > 0 and not self._store_full:
-            return
+            return False
         self._store_checks = _STORE_CHECK_EVERY
-        size = store.size_bytes()
-        self._store_full = size >= self.store_limit
-        if self._store_full:
-            raise ResourceLimitExceeded(
-                f"the message store is full: {store.location} takes {size:,} bytes and "
-                f"store-limit is {self.store_limit:,}; persistent messages are refused "
-                "until consumers take some, or raise [system-usage] store-limit")
+        self._store_full = store.size_bytes() >= self.store_limit
+        return self._store_full
 
     def check_open(self) -> None:
         if self.closed:

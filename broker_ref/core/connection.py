@@ -169,22 +169,33 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ producing
 
-    def send(self, message: ServerMessage, tx: str | None = None) -> None:
+    def send(self, message: ServerMessage, tx: str | None = None, *,
+             ticket: object = None, timeout_ms: int = 0) -> bool:
         """Route (or stage in ``tx``) a message, stamping ``producer_connection`` for
-        no_local. The common case, a message to an existing queue outside a transaction
-        on an open broker without a security policy, goes straight to the queue; the
-        rest takes :meth:`_send_full`, the reference for every step."""
+        no_local. Returns True when done; False when producer flow control parked it
+        (:mod:`.producer_flow`): ``callback.send_done(ticket, error)`` tells the outcome
+        later, and ``timeout_ms`` > 0 fails it after that long. Without a ``ticket`` a
+        send that would have to wait raises :class:`~.errors.ResourceLimitExceeded`.
+
+        The common case, a message to an existing queue outside a transaction on an open
+        broker without a security policy, with room, goes straight to the queue; the rest
+        takes :meth:`_send_full`, the reference for every step."""
         broker = self._broker
-        if message.persistent and broker.store is not None:
-            broker.check_store_space()
+        if tx is None:
+            full = broker.flow.must_wait(self, message)
+            if full is not None:
+                self._check_admissible(message)  # what a parked send must not wait for
+                broker.flow.park(self, ticket, message, None, full, timeout_ms)
+                return False
         if (tx is None and not self.closed and message.kind is _QUEUE and not broker.closed
                 and broker.security is None):
             q = broker.queues.get(message.destination)
             if q is not None:
                 message.producer_connection = self._id
                 _queue_run.enqueue(q, message)
-                return
+                return True
         self._send_full(message, tx)
+        return True
 
     def _send_full(self, message: ServerMessage, tx: str | None) -> None:
         """Every step of :meth:`send`, for every message."""
@@ -200,6 +211,28 @@ class ServerConnection:
             t.sends.append(message)
             return
         self._broker.post_office.route(message, self.client_id)
+
+    def _check_admissible(self, message: ServerMessage) -> None:
+        """Raise now, before it waits for space, what routing ``message`` would raise."""
+        self._check_open()
+        if self._broker.security is not None:
+            self._authorize("send", message.kind, message.destination)
+        self._broker.post_office.check_routable(message)
+
+    def send_reply(self, message: ServerMessage) -> None:
+        """Send the broker's own answer to a request of this client (stats): no producer
+        is behind it to hold, so producer flow control does not apply; the reply goes to
+        the client's own reply destination, which it reads."""
+        self._send_full(message, None)
+
+    def route_admitted(self, message: ServerMessage) -> None:
+        """A parked send got its space (called by the broker's ProducerFlow)."""
+        self._send_full(message, None)
+
+    def transaction_sends(self, tx: str | None) -> list[ServerMessage]:
+        """The messages transaction ``tx`` would route at commit ([] if unknown)."""
+        t = self._txs.get(tx) if tx is not None else None
+        return [] if t is None else t.sends
 
     # ------------------------------------------------------------------ consumers
 
@@ -270,6 +303,7 @@ class ServerConnection:
             self._consumer_subs[consumer_id] = sub
         destination_limit = c.flow_limit
         granted = q.add_consumer(c, backlog)
+        self._space_may_be_free()
         return ConsumerInfo(consumer_id, destination_limit, q.name, granted)
 
     def _attach(
@@ -363,6 +397,7 @@ class ServerConnection:
         if credits < 0:
             raise IllegalBrokerState(f"credits must be >= 0, got {credits}")
         c.queue.grant(c, credits)
+        self._space_may_be_free()
 
     def revoke_credit(self, consumer_id: int) -> int:
         c = self._consumer(consumer_id)
@@ -380,6 +415,7 @@ class ServerConnection:
         self._cancel_tags(tags, True)
         self._detach(consumer_id, c)
         c.queue.dispatch()
+        self._space_may_be_free()
 
     def _detach(self, consumer_id: int, c: ServerConsumer) -> None:
         c.queue.remove_consumer(c)
@@ -403,6 +439,13 @@ class ServerConnection:
                 "it before unsubscribing"
             )
         broker.post_office.delete_subscription(sub)
+        self._space_may_be_free()
+
+    def _space_may_be_free(self) -> None:
+        """Messages left RAM (taken, acknowledged, deleted): parked sends may go on."""
+        flow = self._broker.flow
+        if flow.parked:
+            flow.resume()
 
     # ------------------------------------------------------------------ acks
 
@@ -416,6 +459,8 @@ class ServerConnection:
                 q = c.queue
                 q.acknowledge(c, tag)
                 q.dispatch()
+                if self._broker.flow.parked:
+                    self._broker.flow.resume()
                 return
         if tx is not None:
             t = self._tx(tx)
@@ -433,6 +478,7 @@ class ServerConnection:
                 touched = _queue_run.acknowledge_tags(owners, delivery_tags)
         for q in touched:
             q.dispatch()
+        self._space_may_be_free()
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self._check_open()
@@ -453,6 +499,7 @@ class ServerConnection:
                 touched.add(c.queue)
         for q in touched:
             q.dispatch()
+        self._space_may_be_free()
 
     # ------------------------------------------------------------------ transactions
 
@@ -465,7 +512,25 @@ class ServerConnection:
             )
         self._txs[tx] = _Transaction()
 
-    def commit(self, tx: str) -> None:
+    def commit(self, tx: str, *, ticket: object = None, timeout_ms: int = 0) -> bool:
+        """Commit ``tx`` as one unit. Returns False when producer flow control parked it
+        (its sends need space; see :meth:`send`), True when done."""
+        self._check_open()
+        t = self._tx(tx)
+        flow = self._broker.flow
+        full = flow.must_wait_commit(self, t.sends) if t.sends else None
+        if full is not None:
+            try:
+                flow.park(self, ticket, None, tx, full, timeout_ms)
+            except BrokerError:
+                self.rollback(tx)  # refused (send-fail-if-no-space): nothing half-stored
+                raise
+            return False
+        self.commit_admitted(tx)
+        return True
+
+    def commit_admitted(self, tx: str) -> None:
+        """Commit ``tx`` now (its space is there, or it needs none)."""
         self._check_open()
         t = self._tx(tx)
         del self._txs[tx]
@@ -488,10 +553,12 @@ class ServerConnection:
                 broker.post_office.route(m, self.client_id)
         for q in touched:
             q.dispatch()
+        self._space_may_be_free()
 
     def rollback(self, tx: str) -> None:
         self._check_open()
         t = self._tx(tx)
+        self._broker.flow.drop_commit(self, tx)
         del self._txs[tx]
         self._undo(t)
 
@@ -547,6 +614,7 @@ class ServerConnection:
         del self._temp_queues[name]
         self._broker.post_office.remove_queue(name)
         q.delete()
+        self._space_may_be_free()
 
     # ------------------------------------------------------------------ admin
 
@@ -576,6 +644,7 @@ class ServerConnection:
             return
         self.closed = True
         broker = self._broker
+        broker.flow.forget(self)
         self._txs.clear()
         self._staged.clear()
         for c in self._consumers.values():
@@ -592,3 +661,4 @@ class ServerConnection:
         for q in touched:
             if not q.deleted:
                 q.dispatch()
+        self._space_may_be_free()

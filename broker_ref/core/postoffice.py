@@ -164,6 +164,18 @@ class PostOffice:
         if not taken:
             topic.unrouted += 1
 
+    def subscription_queues(self, topic_name: str) -> list[Queue]:
+        """The queues a message sent to topic ``topic_name`` would reach (its own
+        subscriptions' and those of the wildcard patterns that match it), selectors and
+        no_local aside."""
+        topic = self._topics.get(topic_name)
+        out = [] if topic is None else [s.queue for s in topic.subscriptions.values()]
+        if self._wildcards.is_pattern(topic_name):
+            return out
+        for wild in self._wildcards.matching(topic_name):
+            out.extend(s.queue for s in wild.subscriptions.values())
+        return out
+
     # --- subscriptions
 
     def subscription_named(self, key: SubscriptionKey) -> Subscription | None:

@@ -105,9 +105,9 @@ class Queue(QueueRecord):
     derives from (typed C fields under the compiled twins); the rest are its own."""
 
     __slots__ = (
-        "_backlogs", "_scheduled", "address", "consumers", "dead_lettered", "durable",
-        "expired", "kind", "messages_replaced", "owner_connection", "ring_override",
-        "settings",
+        "_backlogs", "_scheduled", "address", "consumers", "dead_lettered", "discarded",
+        "durable", "expired", "kind", "messages_replaced", "owner_connection",
+        "ring_override", "settings",
     )  # fmt: skip
 
     def __init__(
@@ -144,14 +144,17 @@ class Queue(QueueRecord):
         self.expired = 0
         self.dead_lettered = 0
         self.messages_replaced = 0
+        #: dropped by ``pending_message_limit`` (a slow non-durable subscriber, seed 003)
+        self.discarded = 0
         self.deleted = False
         #: per-queue ring size (``Broker.create_queue``/``set_ring_size``), beats settings
         self.ring_override: int | None = None
-        self._ring_size = effective_ring_size(settings, None)
+        self._ring_size = self._ring_for(settings)
         #: backlog each consumer asked for (only those that asked)
         self._backlogs: dict[ServerConsumer, int] = {}
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
         self._budget = host.budget
+        self.memory_usage = 0
         self._pages: QueuePages | None = None
         self._paged_levels = 0
 
@@ -159,7 +162,7 @@ class Queue(QueueRecord):
 
     def apply_settings(self, settings: AddressSettings) -> None:
         self.settings = settings
-        self._ring_size = effective_ring_size(settings, self.ring_override)
+        self._ring_size = self._ring_for(settings)
         # a policy, once made, stays: it may hold leases and stale tags still to settle
         if self._policy is not None:
             self._policy.configure()
@@ -177,12 +180,32 @@ class Queue(QueueRecord):
         if size is not None and (size < -1 or size == 0):
             raise ValueError(f"ring size must be -1 (no ring) or >= 1, got {size}")
         self.ring_override = size
-        self._ring_size = effective_ring_size(self.settings, size)
+        self._ring_size = self._ring_for(self.settings)
         self._settings_changed()
 
     @property
     def ring_size(self) -> int:
         return self._ring_size
+
+    def _ring_for(self, settings: AddressSettings) -> int:
+        """The ring size to enforce. A non-durable topic subscription with a
+        ``pending_message_limit`` is a ring of that size (ActiveMQ's
+        constantPendingMessageLimitStrategy: the newest N pending messages are kept, the
+        prefetched ones are not pending); its evictions count as ``discarded``."""
+        size = effective_ring_size(settings, self.ring_override)
+        limit = settings.pending_message_limit
+        if (size <= 0 and limit is not None and self.kind is DestinationKind.TOPIC
+                and not self.durable):
+            return limit
+        return size
+
+    @property
+    def discards(self) -> bool:
+        """True when this queue's ring is a pending-message limit (evictions are
+        discards, not replacements)."""
+        return (self.kind is DestinationKind.TOPIC and not self.durable
+                and self.settings.pending_message_limit is not None
+                and effective_ring_size(self.settings, self.ring_override) <= 0)
 
     def _limit_for(self, c: ServerConsumer) -> int | None:
         """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
@@ -217,6 +240,9 @@ class Queue(QueueRecord):
             dead_lettered=self.dead_lettered,
             messages_replaced=self.messages_replaced,
             paged_count=self.paged_count,
+            memory_usage=self.memory_usage,
+            memory_limit=self.settings.memory_limit or 0,
+            discarded=self.discarded,
         )
 
     # ------------------------------------------------------------------ consumers
@@ -351,7 +377,9 @@ class Queue(QueueRecord):
         ref.state = READY
         self._levels[ref.priority].append(ref)
         self.ready_count += 1
-        self._budget.used += ref.message.size + PAGE_OVERHEAD
+        cost = ref.message.size + PAGE_OVERHEAD
+        self._budget.used += cost
+        self.memory_usage += cost
 
     def _add_head(self, ref: MessageRef) -> None:
         if self._ring_size > 0 and self.ready_count >= self._ring_size:
@@ -360,15 +388,25 @@ class Queue(QueueRecord):
         ref.state = READY
         self._levels[ref.priority].appendleft(ref)
         self.ready_count += 1
-        self._budget.used += ref.message.size + PAGE_OVERHEAD
+        cost = ref.message.size + PAGE_OVERHEAD
+        self._budget.used += cost
+        self.memory_usage += cost
 
     def _unready(self, ref: MessageRef) -> None:
         """``ref`` stops being ready (taken, expired, evicted); its deque may keep it as a
         tombstone. Every path that lowers ``ready_count`` outside the dispatch run."""
         self.ready_count -= 1
-        self._budget.used -= ref.message.size + PAGE_OVERHEAD
+        cost = ref.message.size + PAGE_OVERHEAD
+        self._budget.used -= cost
+        self.memory_usage -= cost
 
     # ------------------------------------------------------------------ paging (seed 002)
+
+    def takes_without_ram(self, message: ServerMessage) -> bool:
+        """True when ``message`` would cost this queue no RAM while it has a backlog:
+        persistent, for a durable queue that pages, so it stays in the store (seed 002);
+        producer flow control lets such sends through until ``store-limit``."""
+        return message.persistent and self._persist and self._pageable()
 
     def _pageable(self) -> bool:
         return self._policy is None and self._ring_size <= 0 and not self.deleted
@@ -392,6 +430,8 @@ class Queue(QueueRecord):
                 return False
             if (self._ring and not self.ready_count) or not self._pageable():
                 return False  # a consumer is waiting for it, or the queue never pages
+            if not stored and self.settings.producer_flow_control:
+                return False  # its producer waits for RAM instead (.producer_flow)
             pages = self._pages_made()
         if stored:
             pages.add_stored(level, seq)
@@ -450,7 +490,9 @@ class Queue(QueueRecord):
             else:
                 self._add_tail(ref)
         self.ready_count += ready
-        self._budget.used += cost + ready * PAGE_OVERHEAD
+        cost += ready * PAGE_OVERHEAD
+        self._budget.used += cost
+        self.memory_usage += cost
 
     def _dispatch_paged(self) -> None:
         """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can
@@ -756,11 +798,10 @@ class Queue(QueueRecord):
         """Drop everything (temp queue closed, subscription deleted). Deliveries still out
         are acknowledged or cancelled later into the void."""
         self.deleted = True
-        budget = self._budget
+        self._budget.used -= self.memory_usage
+        self.memory_usage = 0
         for level in self._levels:
             for ref in level:
-                if ref.state == READY:
-                    budget.used -= ref.message.size + PAGE_OVERHEAD
                 ref.state = GONE
             level.clear()
         if self._pages is not None:

@@ -86,6 +86,7 @@ def take_run(
             queue.ready_count -= 1
             message = ref.message
             budget.used -= message.size + PAGE_OVERHEAD
+            queue.memory_usage -= message.size + PAGE_OVERHEAD
             exp = message.expiration
             if exp:
                 if now < 0:
@@ -170,6 +171,7 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
         queue._levels[ref.priority].append(ref)
         queue.ready_count += 1
         budget.used += cost
+        queue.memory_usage += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()

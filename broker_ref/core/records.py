@@ -133,7 +133,11 @@ class QueueRecord:
 
     ``Queue`` derives from this record (the compiled twin's typed ``cdef class``, or this
     slotted class) and sets every field in its ``__init__``; the compiled dispatch loop
-    then reaches them as C fields. Behaviour stays ``Queue``'s."""
+    then reaches them as C fields. Behaviour stays ``Queue``'s.
+
+    ``memory_usage`` is this queue's share of the broker's :class:`PageBudget` (what its
+    ready messages in RAM cost): every change to ``_budget.used`` changes it by the same
+    amount. Producer flow control compares it with the destination's ``memory-limit``."""
 
     __slots__ = (
         "_budget",
@@ -151,6 +155,7 @@ class QueueRecord:
         "dequeued",
         "enqueued",
         "host",
+        "memory_usage",
         "name",
         "ready_count",
     )  # fmt: skip

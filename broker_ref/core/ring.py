@@ -12,7 +12,8 @@ show 4. The queue calls in at the only two places a message becomes ready:
   falling due) of a full ring drops the message being added: it *is* the head-most.
 
 Evicted messages are "replaced", not dead-lettered: counted in ``messages_replaced`` and
-removed from the store.
+removed from the store. A non-durable topic subscription with a ``pending_message_limit``
+(seed 003) is a ring too; what it evicts is counted in ``discarded``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def effective_ring_size(settings: AddressSettings, override: int | None) -> int:
 def replace(queue: Queue, ref: MessageRef) -> None:
     """Drop ``ref`` (not ready, or already taken out of its deque) as replaced."""
     ref.state = GONE
-    queue.messages_replaced += 1
+    if queue.discards:
+        queue.discarded += 1
+    else:
+        queue.messages_replaced += 1
     if queue._persist and ref.message.persistent:
         queue._unstore(ref.message)
     pol = queue._policy

@@ -47,6 +47,9 @@ class Spool:
         #: rows written, and rows that could not be read back (a damaged temp file)
         self.written = 0
         self.dropped = 0
+        #: bytes of the messages the spool holds now (``temp-limit`` is compared with it;
+        #: the file itself does not shrink when rows are deleted, SQLite reuses the pages)
+        self.used = 0
 
     def _open(self) -> sqlite3.Connection:
         if self._db is not None:
@@ -72,10 +75,12 @@ class Spool:
 
     def put(self, queue: str, level: int, message: ServerMessage, delivery_count: int) -> None:
         """Write one message at the end of ``(queue, level)``."""
+        data = encode_message(message)
         self._open().execute(
             "INSERT INTO spool (queue, level, delivery_count, data) VALUES (?, ?, ?, ?)",
-            (queue, level, delivery_count, encode_message(message)))
+            (queue, level, delivery_count, data))
         self.written += 1
+        self.used += len(data)
 
     def _rows(self, queue: str, level: int, after: int,
               limit: int) -> list[tuple[int, int, bytes]]:
@@ -105,6 +110,7 @@ class Spool:
                          (queue, level, rows[-1][0]))
         out = []
         for _seq, count, data in rows:
+            self.used -= len(data)
             message = self._decode(queue, data)
             if message is not None:
                 out.append((message, count))
@@ -120,7 +126,9 @@ class Spool:
     def take_one(self, seq: int) -> None:
         """Remove the row ``seq`` (a selector consumer took it out of order)."""
         if self._db is not None:
-            self._db.execute("DELETE FROM spool WHERE seq = ?", (seq,))
+            for (size,) in self._db.execute(
+                    "DELETE FROM spool WHERE seq = ? RETURNING length(data)", (seq,)):
+                self.used -= size
 
     def browse(self, queue: str, level: int) -> Iterator[ServerMessage]:
         """The messages of ``(queue, level)`` in order, left in the file."""
@@ -131,7 +139,10 @@ class Spool:
 
     def delete_queue(self, queue: str) -> None:
         if self._db is not None:
+            (size,) = self._db.execute(
+                "SELECT total(length(data)) FROM spool WHERE queue = ?", (queue,)).fetchone()
             self._db.execute("DELETE FROM spool WHERE queue = ?", (queue,))
+            self.used -= int(size)
 
     def size_bytes(self) -> int:
         """Bytes the spool file takes on disk."""

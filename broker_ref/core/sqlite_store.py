@@ -399,6 +399,12 @@ class SqliteStore:
         return str(self.path)
 
     def size_bytes(self) -> int:
-        """Bytes the store takes on disk (database and write-ahead log)."""
-        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
-                   if p.exists())
+        """Bytes the stored data takes: the database's pages in use. Pages freed by
+        consumed messages are not counted (SQLite reuses them; the file only shrinks on
+        :meth:`compact`), so ``store-limit`` frees up as consumers take messages. The
+        write-ahead log is a bounded window onto those pages, not counted either."""
+        db = self._db
+        (pages,) = db.execute("PRAGMA page_count").fetchone()
+        (free,) = db.execute("PRAGMA freelist_count").fetchone()
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+        return int((pages - free) * size)

@@ -148,6 +148,9 @@ class Topic:
             out.dead_lettered += q.dead_lettered
             out.messages_replaced += q.messages_replaced
             out.paged_count += q.paged_count
+            out.memory_usage += q.memory_usage
+            out.discarded += q.discarded
+        out.memory_limit = self.settings.memory_limit or 0
         out.subscription_count = len(self.subscriptions)
         return out
 

@@ -61,3 +61,4 @@ cdef class QueueRecord:
     cdef public PageBudget _budget
     cdef public object _pages
     cdef public Py_ssize_t _paged_levels
+    cdef public Py_ssize_t memory_usage

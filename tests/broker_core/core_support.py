@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from jmspy.broker_ref.core import Delivery, DestinationKind, ServerMessage
+from jmspy.broker_ref.core import BrokerError, Delivery, DestinationKind, ServerMessage
 
 _ids = itertools.count(1)
 
@@ -17,12 +17,17 @@ class Recorder:
     def __init__(self) -> None:
         self.deliveries: list[Delivery] = []
         self.closed: list[tuple[int, str]] = []
+        #: outcomes of parked sends (producer flow control): (ticket, error or None)
+        self.done: list[tuple[object, BrokerError | None]] = []
 
     def deliver(self, delivery: Delivery) -> None:
         self.deliveries.append(delivery)
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         self.closed.append((consumer_id, reason))
+
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        self.done.append((ticket, error))
 
     def take(self) -> list[Delivery]:
         out, self.deliveries = self.deliveries, []

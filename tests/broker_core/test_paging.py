@@ -14,6 +14,7 @@ import pytest
 from core_support import FakeClock, Recorder, msg, tmsg
 
 from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
+from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.consumer import PAGE_OVERHEAD
 from jmspy.broker_ref.core.paging import PAGE_BATCH
 from jmspy.broker_ref.core.sqlite_store import SqliteStore
@@ -45,8 +46,15 @@ def disk(request: pytest.FixtureRequest, tmp_path: Path) -> Disk:
     return Disk(request.param, tmp_path / "messages.sqlite")
 
 
+#: paging of what the store does not keep (non-persistent messages, non-durable
+#: subscriptions) is what a destination without producer flow control does (seed 003);
+#: with it, such a producer waits instead (tests/broker_core/test_producer_flow.py)
+SPOOLING = AddressSettings(producer_flow_control=False)
+
+
 def broker(store: Any, clock: FakeClock, tmp_path: Path, limit: int = LIMIT) -> Broker:
-    return Broker(store=store, clock=clock, memory_limit=limit, spool_dir=tmp_path / "temp")
+    return Broker(store=store, clock=clock, memory_limit=limit, spool_dir=tmp_path / "temp",
+                  default_settings=SPOOLING)
 
 
 def drain(conn: Any, rec: Recorder, dest: str, *, credit: int = 7,
@@ -300,14 +308,14 @@ def test_a_queue_that_becomes_a_ring_takes_its_paged_messages_back(
 
 def test_a_queue_that_becomes_an_amps_queue_takes_its_paged_messages_back(
         disk: Disk, clock: FakeClock, tmp_path: Path) -> None:
-    from jmspy.broker_ref.core.api import AddressSettings
 
     b = broker(disk.store, clock, tmp_path)
     c = b.connect(Recorder())
     for i in range(300):
         c.send(m("q", i))
     assert b.stats("q").paged_count == 250
-    b.set_settings("q", AddressSettings(max_cancels=3))  # AMPS: its policy needs them all
+    # AMPS: its policy needs them all
+    b.set_settings("q", AddressSettings(max_cancels=3, producer_flow_control=False))
     assert b.stats("q").paged_count == 0 and b.stats("q").message_count == 300
     rec = Recorder()
     got = drain(b.connect(rec), rec, "q", credit=50)

@@ -67,3 +67,46 @@ def test_a_full_store_refuses_persistent_sends_and_keeps_what_it_has(
     store.compact()  # give the space back to the file system
     c.send(msg("q", "again"))  # space again: accepted at once
     assert b.stats("q").message_count == 1
+
+
+def test_every_resource_key_of_seed_003_reaches_the_broker_with_its_default() -> None:
+    b = Broker(**parse_config({}, "x").broker_kwargs())
+    assert b.flow.temp_limit == 10 * 1024**3
+    assert (b.flow.fail_if_no_space, b.flow.fail_after_ms) == (False, 0)
+    s = b.settings_for("any")
+    assert (s.memory_limit, s.producer_flow_control, s.pending_message_limit) == (
+        None, True, None)
+    cfg = parse_config({
+        "system-usage": {"temp-limit": "512 KB", "send-fail-if-no-space": True,
+                         "send-fail-if-no-space-after-timeout": 500},
+        "address-settings": {"PRICES.>": {"memory-limit": "10 MB",
+                                          "producer-flow-control": False,
+                                          "pending-message-limit": 10}},
+    }, "broker.toml")
+    b = Broker(**cfg.broker_kwargs())
+    assert b.flow.temp_limit == 512 * 1024
+    assert (b.flow.fail_if_no_space, b.flow.fail_after_ms) == (True, 500)
+    s = b.settings_for("PRICES.ibm")
+    assert (s.memory_limit, s.producer_flow_control, s.pending_message_limit) == (
+        10 * 1024**2, False, 10)
+    assert b.flow.destination_limits
+
+
+@pytest.mark.parametrize(("table", "key", "value", "says"), [
+    ("system-usage", "temp-limt", "1 MB", "unknown key 'temp-limt'"),
+    ("system-usage", "send-fail-if-no-spaces", True, "unknown key 'send-fail-if-no-spaces'"),
+    ("system-usage", "temp-limit", "ten", "[system-usage] temp-limit = 'ten' is not a size"),
+    ("system-usage", "send-fail-if-no-space", "yes", "send-fail-if-no-space = 'yes'"),
+    ("system-usage", "send-fail-if-no-space-after-timeout", -1, "must be >= 0"),
+    ("address-settings", "memory-limt", "1 MB", "unknown key 'memory-limt'"),
+    ("address-settings", "memory-limit", "1 XB", "memory-limit = '1 XB' is not a size"),
+    ("address-settings", "producer-flow-controll", False, "unknown key"),
+    ("address-settings", "pending-message-limit", 0, "must be >= 1"),
+])
+def test_a_misspelt_or_bad_resource_key_is_refused_naming_it_and_the_file(
+        table: str, key: str, value: object, says: str) -> None:
+    data = ({table: {"q": {key: value}}} if table == "address-settings"
+            else {table: {key: value}})
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, "broker.toml")
+    assert says in str(err.value) and "broker.toml" in str(err.value)

@@ -68,15 +68,19 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
     usage, *lines = out.stdout.splitlines()
     # the broker-wide line: the store in the data directory, the spool, the RAM budget
     assert usage.startswith("store ") and "jmspy-data/messages.sqlite: " in usage
-    assert "spool 0.0 MB" in usage and "(memory-limit 64.0 MB)" in usage
+    assert "temp 0.0 MB of 10,240.0 MB" in usage and "memory 0.0 MB of 64.0 MB (0 %" in usage
+    assert "producers waiting" not in usage
     assert lines[0].split() == ["destination", "kind", "messageCount", "deliveringCount",
                                 "scheduledCount", "messagesReplaced", "consumers", "expired",
-                                "deadLettered", "stored", "inMemory", "paged"]
+                                "deadLettered", "stored", "inMemory", "paged", "memory",
+                                "memory%", "blockedProducers", "discarded"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["kept"][1:4] == ["queue", "1", "0"]
-    # stored, in RAM, paged out: on disk in the default data directory, and held in RAM
-    assert rows["kept"][-3:] == ["1", "1", "0"]
-    assert rows["cli"][2] == "0" and rows["cli"][-3] == "0"
+    # stored, in RAM, paged out: on disk in the default data directory, and held in RAM;
+    # its RAM (one pending message), no limit of its own, nobody waiting, nothing dropped
+    assert rows["kept"][-7:-4] == ["1", "1", "0"]
+    assert int(rows["kept"][-4]) > 0 and rows["kept"][-3:] == ["0", "0", "0"]
+    assert rows["cli"][2] == "0" and rows["cli"][-7] == "0"
     conn.disconnect()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0

@@ -202,12 +202,14 @@ def test_a_full_store_refuses_persistent_sends_with_resource_allocation_exceptio
     from jmspy.broker_ref.core.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
-    h = server_factory(store=store, store_limit=store.size_bytes() + 256 * 1024)
+    # refused at once rather than held until consumers make room (producer flow control)
+    h = server_factory(store=store, store_limit=store.size_bytes() + 256 * 1024,
+                       send_fail_if_no_space=True)
     conn, _ = connect(h)
     session = conn.create_session()
     producer = session.create_producer(session.create_queue("full"))
     sent = 0
-    with pytest.raises(ResourceAllocationException, match="message store is full") as err:
+    with pytest.raises(ResourceAllocationException, match="store-limit reached") as err:
         for _ in range(10_000):
             producer.send(session.create_bytes_message(b"x" * 2000))
             sent += 1

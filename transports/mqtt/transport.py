@@ -153,6 +153,8 @@ class MqttTransport:
         self._suback_cond = threading.Condition()
         self._subacks: dict[int, list[Any]] = {}
         self.reconnect = ReconnectPolicy.from_properties(properties)
+        #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
+        self.send_timeout_ms = int(properties.get("sendTimeout", 0))
         self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
@@ -531,13 +533,20 @@ class MqttTransport:
         if qos and not self.sync_send:
             self._last_publish = info
         elif qos:
+            wait = self.send_timeout_ms / 1000.0 if self.send_timeout_ms > 0 else 30.0
             try:
-                info.wait_for_publish(30.0)
+                info.wait_for_publish(wait)
             except (RuntimeError, ValueError) as exc:
                 raise errors.JMSException(
                     f"the {self.describe()} did not take message {message.message_id}: {exc}"
                 ) from exc
             if not info.is_published():
+                if self.send_timeout_ms > 0:  # the broker holds it (its in-flight window)
+                    raise errors.ResourceAllocationException(
+                        f"the {self.describe()} did not acknowledge message "
+                        f"{message.message_id} to {message.destination} within "
+                        f"sendTimeout={self.send_timeout_ms} ms: it is holding the publish "
+                        "(its queue or in-flight limit is full)")
                 raise errors.JMSException(
                     f"no PUBACK from the {self.describe()} within 30s for {message.message_id}"
                 )

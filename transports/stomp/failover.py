@@ -10,7 +10,10 @@ on stomp.py's receiver thread, which is the one that reported the drop and must 
 the old connection to wind down. It re-SUBSCRIBEs every consumer with its old subscription
 id and headers, then calls ``on_connection_resumed``. Calls made meanwhile wait for the
 outcome; once the attempts are exhausted they fail naming host:port (CONNECTION_LOST).
-With reconnect off there is one CONNECTION_LOST and nothing else.
+With reconnect off there is one CONNECTION_LOST and nothing else -- except after a send
+refused for lack of space (producer flow control, ``send-fail-if-no-space``): STOMP ends
+the session after any ERROR, but the broker is up, so the transport connects again at
+once and says so (CONNECTION_INTERRUPTED, then CONNECTION_RESUMED).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import TransportListener
 
 __all__ = ["Failover", "FailoverHost"]
+
+#: Reconnecting after a refusal for space (whatever ``imqReconnectEnabled`` says): a few
+#: quick attempts, since the broker is up and only ended the session.
+ONCE_ATTEMPTS = 3
+ONCE_INTERVAL = 0.05
 
 
 class FailoverHost(Protocol):
@@ -37,6 +45,12 @@ class FailoverHost(Protocol):
 
     @property
     def closing(self) -> bool: ...
+
+    @property
+    def refused_for_space(self) -> bool:
+        """The connection's last ERROR refused a send for lack of space (producer flow
+        control with ``send-fail-if-no-space``): the broker closed only because STOMP
+        ends a session after an ERROR."""
 
     def connection_dropped(self) -> bool:
         """Forget the dead connection and every delivery of it; calls wait from now on.
@@ -56,24 +70,35 @@ class Failover:
     """The drop-and-reconnect policy of one transport (see the module docstring). It is
     also what :func:`~jmspy.reconnect.reconnect_in_background` drives."""
 
-    __slots__ = ("_host", "_thread_name")
+    __slots__ = ("_host", "_once", "_thread_name")
 
     def __init__(self, host: FailoverHost, thread_name: str) -> None:
         self._host = host
         self._thread_name = thread_name
+        #: the policy of a reconnect made although reconnecting is off (see below)
+        self._once: ReconnectPolicy | None = None
 
     def connection_lost(self) -> None:
         """stomp.py's receiver thread: the socket closed under us."""
         host = self._host
         if not host.connection_dropped():
             return
-        if not host.reconnect.enabled:
-            self._give_up("reconnecting is off (imqReconnectEnabled=False)")
-            return
         listener = host.listener
+        if not host.reconnect.enabled:
+            if not host.refused_for_space:
+                self._give_up("reconnecting is off (imqReconnectEnabled=False)")
+                return
+            # The broker refused a send for lack of space and closed only because STOMP
+            # ends a session after an ERROR: the connection itself is fine, so it is
+            # made again at once, whatever imqReconnectEnabled says (and said so).
+            self._once = ReconnectPolicy(True, ONCE_ATTEMPTS, ONCE_INTERVAL)
+            why = ("the broker refused a send for lack of space and closed the connection "
+                   "(STOMP ends a session after an ERROR); reconnecting")
+        else:
+            why = "reconnecting"
         if listener is not None:
             listener.on_connection_interrupted(errors.JMSException(
-                f"lost the STOMP connection to {host.where}; reconnecting (unacknowledged "
+                f"lost the STOMP connection to {host.where}; {why} (unacknowledged "
                 "messages will be redelivered by the broker)",
                 error_code="CONNECTION_INTERRUPTED"))
         reconnect_in_background(self, self._thread_name)
@@ -93,15 +118,17 @@ class Failover:
     # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
     @property
     def reconnect(self) -> ReconnectPolicy:
-        return self._host.reconnect
+        return self._once or self._host.reconnect
 
     def _reconnect_closing(self) -> bool:
         return self._host.closing
 
     def _reconnect_failed(self, why: str) -> None:
+        self._once = None
         self._give_up(why)
 
     def _reconnected(self) -> None:
+        self._once = None
         host = self._host
         if host.closing:  # closed while we reconnected: do not leak the new socket
             host.close()

@@ -24,6 +24,7 @@ limits -> ``ResourceAllocationException`` by their ERROR text.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -37,7 +38,15 @@ from jmspy import errors
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 
-__all__ = ["Receipts", "refusal"]
+__all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "refusal"]
+
+#: A non-persistent send carries a receipt once per this many sends or bytes (see
+#: :meth:`Receipts.send_checkpointed`); jmspy broker stops reading a client only past
+#: 1000 held sends or 8 MiB without receipts, far above two checkpoints' worth.
+CHECKPOINT_SENDS = 200
+CHECKPOINT_BYTES = 1024 * 1024
+#: How much longer than ``sendTimeout`` a send waits for the broker's own answer.
+SEND_TIMEOUT_GRACE = 5.0
 
 #: An ERROR frame as received: its headers and its body as text.
 ErrorFrame = tuple[dict[str, str], str]
@@ -104,6 +113,12 @@ class Receipts:
         self._window_lock = threading.Lock()
         #: closeTimeout: how long close() waits for the broker's answers
         self.drain_timeout = float(properties.get("closeTimeout", 30)) or 30.0
+        #: sendTimeout (ms, 0 = as long as it takes): how long a send may wait for its
+        #: RECEIPT while the broker applies producer flow control
+        self.send_timeout_ms = int(properties.get("sendTimeout", 0))
+        #: non-persistent sends since the last checkpoint (count, bytes)
+        self._unchecked = 0
+        self._unchecked_bytes = 0
 
     @property
     def sends_in_flight(self) -> bool:
@@ -130,12 +145,14 @@ class Receipts:
             self._refused[receipt] = (headers, text)
             event.set()
 
-    def request(self, fn: Any, *args: Any, timeout: float = 30.0) -> None:
-        """Send a frame with a receipt and wait for it, so errors surface here."""
+    def request(self, fn: Any, *args: Any, timeout: float = 30.0,
+                headers: dict[str, str] | None = None, send: bool = False) -> None:
+        """Send a frame with a receipt and wait for it, so errors surface here. ``send``:
+        a COMMIT, which producer flow control may hold like a SEND (``sendTimeout``)."""
         receipt, event = self.expect()
         conn = self._current()
-        fn(*args, headers={"receipt": receipt})
-        self.wait(receipt, event, conn, timeout)
+        fn(*args, headers={**(headers or {}), "receipt": receipt})
+        self.wait(receipt, event, conn, self._send_wait() if send else timeout, send=send)
 
     def expect(self, *, reset_error: bool = True) -> tuple[str, threading.Event]:
         """A fresh receipt id and the event its RECEIPT sets. ``reset_error``: an ERROR
@@ -150,7 +167,7 @@ class Receipts:
     def wait(
         self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0,
         *, what: str = "the request",
-        error_before: ErrorFrame | None = None,
+        error_before: ErrorFrame | None = None, send: bool = False,
     ) -> None:
         """Wait for ``receipt``; raise the ERROR that answered it (or any unnamed ERROR,
         after which the broker closes), the drop of ``conn``, or the time running out."""
@@ -171,6 +188,12 @@ class Receipts:
                 continue
             self._receipts.pop(receipt, None)
             err = self.last_error
+            if send and self.send_timeout_ms > 0:  # held by producer flow control
+                raise errors.ResourceAllocationException(
+                    f"the STOMP broker at {self.where} did not take {what} within "
+                    f"sendTimeout={self.send_timeout_ms} ms: it is applying producer flow "
+                    "control (its memory, store or temp space is full); consume from the "
+                    "destination or raise the broker's limits")
             raise errors.JMSException(
                 f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s "
                 f"for {what}" + (f": {err[0].get('message', '')} {err[1]}" if err else "")
@@ -180,9 +203,34 @@ class Receipts:
             raise refusal(self.where, what, answer[0], answer[1])
 
     # -- the persistent send window -------------------------------------------------------
+    def _send_wait(self) -> float:
+        """How long a send waits for its RECEIPT: forever (while the connection lives)
+        without ``sendTimeout``; with it, that long plus a grace for the broker's answer
+        (jmspy broker fails a send held that long with an ERROR naming the limit)."""
+        if self.send_timeout_ms <= 0:
+            return math.inf
+        return self.send_timeout_ms / 1000.0 + SEND_TIMEOUT_GRACE
+
+    def send_checkpointed(
+        self, conn_of: Callable[[], Any], write: Callable[[Any, dict[str, str]], None],
+        headers: dict[str, str], size: int, what: str,
+    ) -> None:
+        """A non-persistent send: fire and forget, except that one in
+        :data:`CHECKPOINT_SENDS` (or per :data:`CHECKPOINT_BYTES`) carries a receipt and
+        the next checkpoint waits for it. That keeps a producer that a broker holds
+        (producer flow control) from piling more than two checkpoints' worth of sends
+        into it: ``send()`` blocks there, and the connection's ACKs keep being read."""
+        self._unchecked += 1
+        self._unchecked_bytes += size
+        if self._unchecked < CHECKPOINT_SENDS and self._unchecked_bytes < CHECKPOINT_BYTES:
+            write(conn_of(), headers)
+            return
+        self._unchecked = self._unchecked_bytes = 0
+        self.send_confirmed(conn_of, write, headers, what, keep=1)
+
     def send_confirmed(
         self, conn_of: Callable[[], Any], write: Callable[[Any, dict[str, str]], None],
-        headers: dict[str, str], what: str,
+        headers: dict[str, str], what: str, keep: int | None = None,
     ) -> None:
         """Write a SEND with a receipt (``write(conn, headers)`` on ``conn_of()``), then
         wait until fewer than ``persistentSendWindow`` sends are unconfirmed. An earlier
@@ -206,7 +254,7 @@ class Receipts:
                     self._settle_locked(0, 5.0)
                 raise
             self._in_flight.append(_InFlight(receipt, event, conn, what, error_before))
-            self._settle_locked(self._send_window - 1)
+            self._settle_locked(self._send_window - 1 if keep is None else keep)
 
     def settle_sends(self, timeout: float | None = None) -> None:
         """Wait for every unconfirmed persistent send (before COMMIT and close): raises
@@ -221,8 +269,8 @@ class Receipts:
             try:
                 self.wait(
                     sent.receipt, sent.event, sent.conn,
-                    30.0 if timeout is None else timeout,
-                    what=sent.what, error_before=sent.error_before)
+                    self._send_wait() if timeout is None else timeout,
+                    what=sent.what, error_before=sent.error_before, send=True)
             except errors.JMSException as exc:
                 raise self._fail_window(exc) from None
             self._in_flight.popleft()

@@ -39,12 +39,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult
 
 from jmspy import errors
+from jmspy.broker_ref.core.errors import ResourceLimitExceeded
+from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import DeliveryMode, Message, selector_getter
@@ -56,6 +59,7 @@ from jmspy.transport import (
     TransportListener,
 )
 
+from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
 from .admin import StompAdmin
 from .connect import ConnectOptions, drop, open_stomp
@@ -74,6 +78,9 @@ from .receive import FrameReader
 from .redelivery import Redelivery
 from .subscription import StompSubscription
 from .wire import FrameWriter
+
+#: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
+_NO_SPACE = ResourceLimitExceeded.code
 
 log = logging.getLogger("jmspy.transports.stomp")
 
@@ -109,6 +116,10 @@ class StompTransport:
         self._lost: str | None = None  # why the connection is gone for good
         self._deliveries = Deliveries()
         self._receipts = Receipts(self.where, lambda: self._conn, properties)
+        #: jmspy broker's per-send timeout header, set once the broker is known
+        self._send_timeout_header: dict[str, str] = {}
+        #: the last ERROR refused a send for lack of space (see .failover)
+        self._refused_for_space = False
         self._redelivery = Redelivery(self, self._deliveries)
         self._admin = StompAdmin(self, self._receipts, lambda: self._credentials.client_id)
         self._failover = Failover(self, f"jmspy-stomp-reconnect-{self.port}")
@@ -141,6 +152,9 @@ class StompTransport:
                 break
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
+        timeout = self._receipts.send_timeout_ms  # jmspy broker fails a held send itself
+        self._send_timeout_header = ({SEND_TIMEOUT_HEADER: str(timeout)}
+                                     if timeout > 0 and self.profile.family == "jmspy" else {})
         self.capabilities = native_features("stomp", profile_key(self.profile))
         self._settled.set()
 
@@ -163,6 +177,7 @@ class StompTransport:
 
     def on_error_frame(self, headers: dict[str, str], body: Any) -> None:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        self._refused_for_space = headers.get(ERROR_CODE_HEADER) == _NO_SPACE
         self._receipts.on_error(headers, text)
         if self._conn is not None:
             self._report(errors.JMSException(
@@ -193,7 +208,12 @@ class StompTransport:
         self._deliveries.connection_lost()
         self._by_sid.clear()
 
+    @property
+    def refused_for_space(self) -> bool:
+        return self._refused_for_space
+
     def connect_again(self) -> None:
+        self._refused_for_space = False
         self._connect(self.version)
         try:
             with self._lock:
@@ -239,11 +259,17 @@ class StompTransport:
                 # here the wait is closeTimeout, and the socket is closed either way.
                 receipt, event = receipts.expect(reset_error=False)
                 conn.send_frame("DISCONNECT", {"receipt": receipt})
-                if not event.wait(receipts.drain_timeout):
-                    log.warning("no receipt for DISCONNECT from %s within closeTimeout=%g s;"
-                                " closing the socket anyway", self.where,
-                                receipts.drain_timeout)
-                    receipts.forget(receipt)
+                deadline = time.monotonic() + receipts.drain_timeout
+                while not event.wait(0.05):
+                    if not conn.is_connected():  # the broker closed first (after an ERROR)
+                        receipts.forget(receipt)
+                        break
+                    if time.monotonic() >= deadline:
+                        log.warning("no receipt for DISCONNECT from %s within closeTimeout="
+                                    "%g s; closing the socket anyway", self.where,
+                                    receipts.drain_timeout)
+                        receipts.forget(receipt)
+                        break
         except Exception:
             pass
         finally:
@@ -512,14 +538,21 @@ class StompTransport:
             raise
         if tx is not None:
             headers["transaction"] = tx
+        elif self._send_timeout_header:
+            headers.update(self._send_timeout_header)
         try:
-            if tx is None and message.delivery_mode == DeliveryMode.PERSISTENT:
+            if tx is not None:  # COMMIT confirms
+                self._writer_for(self.connection()).send(destination, body, headers)
+            elif message.delivery_mode == DeliveryMode.PERSISTENT:
                 self._receipts.send_confirmed(
                     self.connection,
                     lambda c, h: self._writer_for(c).send(destination, body, h),
                     headers, f"the persistent message {message.message_id} to {destination}")
-            else:  # non-persistent: fire and forget; transacted: COMMIT confirms
-                self._writer_for(self.connection()).send(destination, body, headers)
+            else:  # non-persistent: a receipt now and then (producer flow control)
+                self._receipts.send_checkpointed(
+                    self.connection,
+                    lambda c, h: self._writer_for(c).send(destination, body, h),
+                    headers, len(body), f"the message {message.message_id} to {destination}")
         except errors.JMSException:
             raise
         except Exception as exc:  # the socket dropped under this send
@@ -533,7 +566,8 @@ class StompTransport:
 
     def commit(self, tx: str) -> None:
         self._receipts.settle_sends()  # a windowed send's refusal is raised here first
-        self._receipts.request(self.connection().commit, tx)
+        self._receipts.request(self.connection().commit, tx, send=True,
+                               headers=self._send_timeout_header)
 
     def rollback(self, tx: str) -> None:
         if self._conn is None and self._lost:  # gone for good: so is the transaction

@@ -36,6 +36,10 @@ COLUMNS = (
     ("stored", "storedCount"),
     ("inMemory", "inMemoryCount"),
     ("paged", "pagedCount"),
+    ("memory", "memoryUsage"),
+    ("memory%", "memoryPercentUsage"),
+    ("blockedProducers", "blockedProducers"),
+    ("discarded", "discarded"),
 )
 
 
@@ -107,13 +111,20 @@ def _mb(value: str | None) -> str:
 
 
 def format_usage(usage: dict[str, str]) -> str:
-    """The broker-wide line above the table: store, spool, RAM budget."""
+    """The broker-wide line above the table: store, temp (spool), memory (seed 003's three
+    usages, each of its limit) and the producers producer flow control holds."""
     store = usage.get("store")
     where = (f"store {store}: {_mb(usage.get('storeBytes'))} of {_mb(usage.get('storeLimit'))}"
              if store else "store: none (in memory)")
-    return (f"{where}; spool {_mb(usage.get('spoolBytes'))}; ready messages in RAM "
-            f"{_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryBudget'))} "
-            f"(memory-limit {_mb(usage.get('memoryLimit'))})")
+    temp = usage.get("tempUsed")
+    temp_text = (f"temp {_mb(temp)} of {_mb(usage.get('tempLimit'))}" if temp is not None
+                 else f"spool {_mb(usage.get('spoolBytes'))}")
+    memory = (f"memory {_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryLimit'))}"
+              f" ({usage.get('memoryPercentUsage', '?')} %; paging past "
+              f"{_mb(usage.get('memoryBudget'))})")
+    blocked = usage.get("blockedProducers")
+    held = f"; producers waiting for space: {blocked}" if blocked not in (None, "0") else ""
+    return f"{where}; {temp_text}; {memory}{held}"
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -59,13 +59,17 @@ REMOTE_TEMP: Final = "/remote-temp-queue/"
 #: SEND here with a ``reply-to`` to get one MESSAGE whose body is JSON of all_stats().
 STATS_DESTINATION: Final = "/jmspy/stats"
 
+#: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
+#: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
+SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
+
 #: Headers that steer the protocol or the message header fields, never properties.
 _RESERVED: Final = frozenset(
     {
         "destination", "content-type", "content-length", "receipt", "transaction",
         "persistent", "priority", "expires", "AMQ_SCHEDULED_DELAY", "jmspy-delivery-delay",
         "correlation-id", "reply-to", "type", "message-id", "timestamp", "subscription",
-        "ack", "redelivered", "jmspy-delivery-count",
+        "ack", "redelivered", "jmspy-delivery-count", SEND_TIMEOUT_HEADER,
     }
 )
 

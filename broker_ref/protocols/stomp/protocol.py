@@ -48,6 +48,25 @@ _message = twins.stomp_message  # .encode_message read per call: see twins' impo
 _SERVER = "jmspy-broker_ref/0.1"
 #: Most destination headers a session remembers parsed (then it starts over).
 _TARGET_CACHE = 256
+#: Producer flow control: a client whose SENDs without a receipt pile up in the broker
+#: past either bound has its socket no longer read until they go through (ActiveMQ stops
+#: reading a producer that keeps sending when blocked). Clients that wait for receipts,
+#: like jmspy's (a receipt every few hundred sends), stay under them and keep being read,
+#: so their ACKs still arrive: a connection that consumes what it produces cannot
+#: deadlock.
+HELD_FRAMES_READ_LIMIT = 1000
+HELD_BYTES_READ_LIMIT = 8 * 1024 * 1024
+
+
+class HeldSend:
+    """A SEND or COMMIT the broker parked (producer flow control): its receipt is
+    withheld until :meth:`StompSession.send_done`."""
+
+    __slots__ = ("receipt", "size")
+
+    def __init__(self, receipt: str | None, size: int) -> None:
+        self.receipt = receipt
+        self.size = size
 
 
 class StompSession:
@@ -89,6 +108,16 @@ class StompSession:
         self._credit = SessionCredit(self._grant_core)
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
         self.frames_in = 0
+        #: parked SENDs/COMMITs (producer flow control); those without a receipt, and
+        #: their bytes, decide :attr:`reading_held`
+        self._held = 0
+        self._held_unreceipted = 0
+        self._held_bytes = 0
+        #: a DISCONNECT that waits for the held sends before it is answered
+        self._disconnecting = False
+        self._disconnect_receipt: str | None = None
+        #: set by a handler whose frame's RECEIPT is withheld (the core parked it)
+        self._withhold_receipt = False
         #: called when output appears outside receive_data (another connection's send,
         #: a timer): the host schedules a flush
         self.wakeup: Callable[[], None] | None = None
@@ -109,7 +138,7 @@ class StompSession:
 
     def _process(self, parser: Any) -> None:
         next_frame = parser.next_frame
-        while not self.closing and self.login_request is None:
+        while not self.closing and self.login_request is None and not self._disconnecting:
             try:
                 frame = next_frame()
             except FrameError as exc:
@@ -153,6 +182,19 @@ class StompSession:
 
     def has_output(self) -> bool:
         return bool(self._out)
+
+    @property
+    def reading_held(self) -> bool:
+        """The host should stop reading this client: its SENDs without a receipt wait in
+        the broker past :data:`HELD_FRAMES_READ_LIMIT` / :data:`HELD_BYTES_READ_LIMIT`.
+        Reading resumes (and buffered input is parsed) when they went through."""
+        return (self._held_unreceipted >= HELD_FRAMES_READ_LIMIT
+                or self._held_bytes >= HELD_BYTES_READ_LIMIT)
+
+    @property
+    def held_sends(self) -> int:
+        """SENDs and COMMITs of this session that producer flow control holds."""
+        return self._held
 
     def pause_credit(self) -> None:
         """The socket is congested: grant no credit until :meth:`resume_credit`."""
@@ -203,6 +245,43 @@ class StompSession:
             out.append(data)
             tag += 1
 
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        """A held SEND or COMMIT went through (its RECEIPT now) or failed (an ERROR naming
+        the limit, then close: STOMP ends a session after an ERROR; nothing was stored)."""
+        assert isinstance(ticket, HeldSend)
+        self._held -= 1
+        if ticket.receipt is None:
+            self._held_unreceipted -= 1
+            self._held_bytes -= ticket.size
+        if self.closing:
+            return
+        if self.wakeup is not None:
+            self.wakeup()
+        if error is not None:
+            self._error(error.message.split(";")[0][:200], error.message, ticket.receipt,
+                        code=error.code)
+            return
+        if ticket.receipt is not None:
+            self._emit(Frame("RECEIPT", [("receipt-id", ticket.receipt)]))
+        if self._disconnecting and not self._held:
+            self._disconnected()
+
+    def _hold(self, headers: dict[str, str], size: int) -> HeldSend:
+        """A ticket for a frame the core may park; counted by the caller if it does."""
+        return HeldSend(headers.get("receipt"), size)
+
+    def _held_now(self, ticket: HeldSend) -> None:
+        self._held += 1
+        if ticket.receipt is None:
+            self._held_unreceipted += 1
+            self._held_bytes += ticket.size
+        self._withhold_receipt = True
+
+    @staticmethod
+    def _send_timeout(headers: dict[str, str]) -> int:
+        raw = headers.get(mapping.SEND_TIMEOUT_HEADER)
+        return 0 if not raw else header_int(mapping.SEND_TIMEOUT_HEADER, raw, 0, 2**31 - 1)
+
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         sub = self._by_consumer.pop(consumer_id, None)
         if sub is not None:
@@ -232,6 +311,9 @@ class StompSession:
         # built once per frame instead of one scan of the header list per lookup.
         headers = header_dict(frame.headers)
         handler(self, frame, headers)
+        if self._withhold_receipt:  # parked by producer flow control: send_done answers
+            self._withhold_receipt = False
+            return
         receipt = headers.get("receipt")
         if receipt is not None and not self.closing:
             self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
@@ -401,7 +483,10 @@ class StompSession:
             headers, frame.body, self._target(dest), self._next_message_id(),
             self.broker.now(), self._reply,
         )
-        conn.send(message, self._tx(headers))
+        ticket = self._hold(headers, len(frame.body))
+        if not conn.send(message, self._tx(headers), ticket=ticket,
+                         timeout_ms=self._send_timeout(headers)):
+            self._held_now(ticket)
 
     def _next_message_id(self) -> str:
         return self._id_prefix + str(next(self._msg_seq))
@@ -416,7 +501,7 @@ class StompSession:
         conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
         usage = {f"jmspy-{k}": v for k, v in self.broker.usage().items() if v is not None}
-        conn.send(ServerMessage(
+        conn.send_reply(ServerMessage(
             message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
             persistent=False, timestamp=self.broker.now(),
@@ -559,7 +644,9 @@ class StompSession:
                                 "transaction id given to BEGIN")
         consumed = self._tx_consumed.pop(tx)
         if commit:
-            self._core.commit(tx)
+            ticket = self._hold(headers, 0)
+            if not self._core.commit(tx, ticket=ticket, timeout_ms=self._send_timeout(headers)):
+                self._held_now(ticket)
         else:
             self._core.rollback(tx)
         for sub, n in consumed:
@@ -572,7 +659,18 @@ class StompSession:
         self._end_tx(frame, headers, False)
 
     def _on_disconnect(self, frame: Frame, headers: dict[str, str]) -> None:
-        pass  # the receipt is sent by _dispatch, then the session ends
+        """The receipt is sent by _dispatch, then the session ends; while sends are held
+        it waits for them (the client sent them before DISCONNECT: they are not lost)."""
+        if self._held:
+            self._disconnecting = True
+            self._disconnect_receipt = headers.get("receipt")
+            self._withhold_receipt = True
+
+    def _disconnected(self) -> None:
+        receipt = self._disconnect_receipt
+        if receipt is not None:
+            self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
+        self.closing = True
 
     _handlers = {
         "SEND": _on_send,

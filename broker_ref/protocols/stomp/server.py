@@ -76,6 +76,9 @@ class _Connection(asyncio.Protocol):
         self._flush_scheduled = False
         self._closed = False
         self._reading_paused = False
+        #: reading stopped by producer flow control (the session holds too many of this
+        #: client's sends without receipts); independent of the write back-pressure pause
+        self._held_paused = False
         self.session.wakeup = self._wakeup
         self.session.defer_login = True  # passwords are hashed off the loop (_login)
         self.address: str | None = None
@@ -164,7 +167,8 @@ class _Connection(asyncio.Protocol):
         self._after_connect()
         if self._reading_paused and self.transport is not None and not self._closed:
             self._reading_paused = False
-            self.transport.resume_reading()
+            if not self._held_paused:
+                self.transport.resume_reading()
         self.flush()
         server.reschedule_timers()
 
@@ -210,14 +214,16 @@ class _Connection(asyncio.Protocol):
         self.session.pause_credit()
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
-            self.transport.pause_reading()
+            if not self._held_paused:
+                self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         if self._closed:
             return
         if self._reading_paused and self.transport is not None:
             self._reading_paused = False
-            self.transport.resume_reading()
+            if not self._held_paused:
+                self.transport.resume_reading()
         self.last_recv = self.loop.time()  # we did not read while paused: not silence
         self._guard(self.session.resume_credit)
         self.flush()
@@ -240,9 +246,28 @@ class _Connection(asyncio.Protocol):
             self._guard(self.session.written)
         if self.session.closing:
             self.close()
-        elif self.session.has_output() and not self._flush_scheduled:
+            return
+        self._hold_reading()
+        if self.session.has_output() and not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
+
+    def _hold_reading(self) -> None:
+        """Producer flow control: stop reading a client whose sends without receipts
+        pile up in the broker (``StompSession.reading_held``), read again once they went
+        through."""
+        transport = self.transport
+        held = self.session.reading_held
+        if transport is None or held == self._held_paused:
+            return
+        self._held_paused = held
+        if held:
+            log.info("STOMP client %s keeps sending while its sends wait for space: not "
+                     "reading it until they go through (producer flow control)", self.address)
+            if not self._reading_paused:
+                transport.pause_reading()
+        elif not self._reading_paused:
+            transport.resume_reading()
 
     def _guard(self, fn: Callable[[], object]) -> bytes:
         try:
@@ -283,7 +308,7 @@ class _Connection(asyncio.Protocol):
     def _heartbeat(self) -> None:
         s = self.session
         now = self.loop.time()
-        if s.recv_interval and not self._reading_paused and (
+        if s.recv_interval and not (self._reading_paused or self._held_paused) and (
             now - self.last_recv > 2 * s.recv_interval / 1000.0
         ):
             log.info("dropping a STOMP client silent for more than %d ms", 2 * s.recv_interval)
