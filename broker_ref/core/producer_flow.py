@@ -100,13 +100,18 @@ class ProducerFlow:
 
     ``messages_of``: the messages a connection's transaction would route at commit."""
 
-    __slots__ = ("_broker", "_log_state", "_logged", "_resuming", "_waiting",
-                 "destination_limits",
+    __slots__ = ("_broker", "_budget", "_log_state", "_logged", "_memory_limit", "_resuming",
+                 "_spool", "_stored", "_waiting", "destination_limits",
                  "fail_after_ms", "fail_if_no_space", "temp_limit")
 
     def __init__(self, broker: Broker, *, temp_limit: int, fail_if_no_space: bool,
                  fail_after_ms: int) -> None:
         self._broker = broker
+        # what the common-case check of every send reads, bound once
+        self._budget = broker.budget
+        self._memory_limit = broker.memory_limit
+        self._spool = broker.spool
+        self._stored = broker.store is not None
         self.temp_limit = temp_limit
         #: ``send-fail-if-no-space``: refuse at once instead of parking
         self.fail_if_no_space = fail_if_no_space
@@ -198,8 +203,15 @@ class ProducerFlow:
     def must_wait(self, conn: ServerConnection, message: ServerMessage) -> Full | None:
         """What a send of ``message`` on ``conn`` waits for: the limit it would exceed,
         or, while ``conn`` has parked sends, theirs (one producer's order); None: go."""
-        items = self._waiting.get(conn.connection_id)
-        return self.blocker(message) if items is None else items[0].reason
+        if self._waiting:
+            items = self._waiting.get(conn.connection_id)
+            if items is not None:
+                return items[0].reason
+        elif (self._budget.used < self._memory_limit and self._spool.used < self.temp_limit
+              and not self.destination_limits
+              and not (message.persistent and self._stored)):
+            return None  # the common case, checked here without a call per send
+        return self.blocker(message)
 
     def must_wait_commit(self, conn: ServerConnection,
                          messages: list[ServerMessage]) -> Full | None:
