@@ -220,3 +220,51 @@ def test_start_broker_takes_the_limits_as_sizes_and_refuses_bad_ones() -> None:
         vm.start_broker("flow-bad", memory_limit="lots")
     with pytest.raises(InvalidConfigurationException, match="send_fail_if_no_space_after"):
         vm.start_broker("flow-bad", send_fail_if_no_space_after_timeout=-5)
+
+
+@pytest.mark.parametrize("pending_limit", [None, 10])
+def test_seed_scenario_flow_control_off_a_stopped_topic_subscriber_does_not_stop_the_rest(
+        vm_broker_factory: Callable[..., Any], pending_limit: int | None) -> None:
+    """Seed 003's Figure 4.2: three subscribers, one stopped; flow control off. The
+    producer never waits, the live two get every message; the stopped one's backlog goes
+    to disk (or, with a pending-message limit of 10, it keeps the newest 10 plus its
+    prefetch), and the broker's RAM stays within its limit."""
+    from jmspy import Topic
+
+    host, factory = vm_broker_factory(memory_limit="256 KB", settings={
+        "PRICES.>": AddressSettings(producer_flow_control=False,
+                                    pending_message_limit=pending_limit)})
+    prefetch = 10
+    stopped_factory = ConnectionFactory(f"vm://{host.name}", imqConsumerFlowLimit=prefetch)
+    n = 2000  # ~2.6 MB of 1 KB messages through a 256 KB limit
+    with factory.create_connection() as live, stopped_factory.create_connection() as stopped:
+        sessions = [live.create_session(), live.create_session()]
+        consumers = [s.create_consumer(Topic("PRICES.ibm")) for s in sessions]
+        stopped.create_session().create_consumer(Topic("PRICES.ibm"))  # never reads
+        live.start()
+        stopped.start()
+        producing = live.create_session()
+        producer = producing.create_producer(Topic("PRICES.ibm"))
+        got: list[list[int]] = [[], []]
+        for i in range(n):
+            producer.send(producing.create_text_message(f"{i}:{BODY}"), delivery_mode=NP)
+            for k, consumer in enumerate(consumers):  # the live ones keep up as they go
+                while (m := consumer.receive_no_wait()) is not None:
+                    got[k].append(int(m.text.split(":")[0]))
+        for k, consumer in enumerate(consumers):
+            while len(got[k]) < n and (m := consumer.receive(5.0)) is not None:
+                got[k].append(int(m.text.split(":")[0]))
+        assert got == [list(range(n)), list(range(n))]
+        with host.lock:
+            broker = host.broker
+            # the only subscription still holding messages is the stopped one's
+            [slow] = [broker.stats(q) for q in broker.subscription_names()
+                      if broker.stats(q).message_count > 0]
+            assert broker.budget.used <= 256 * 1024  # RAM flat: within the limit
+            assert broker.usage()["blockedProducers"] == 0
+        assert slow.delivering_count == prefetch
+        if pending_limit is None:
+            assert slow.message_count == n and slow.paged_count >= n - prefetch - 300
+        else:
+            assert slow.message_count == pending_limit + prefetch
+            assert slow.discarded == n - pending_limit - prefetch
