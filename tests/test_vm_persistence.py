@@ -183,7 +183,9 @@ def _run_worker(data_dir: Path, start: int, consume: bool, kill_after: int | Non
                 os.kill(proc.pid, signal.SIGKILL)  # anywhere: mid-send, mid-ack, mid-commit
                 break
             extra -= 1
-    lines.extend(line.split() for line in proc.stdout)  # what was printed before it died
+    # what was printed before it died; a line the kill cut short (no newline) is not one
+    # the worker finished saying ("S 12" of "S 123")
+    lines.extend(line.split() for line in proc.stdout if line.endswith("\n"))
     watchdog.cancel()
     code = proc.wait(30)
     proc.stdout.close()
