@@ -90,7 +90,9 @@ def test_send_blocks_at_the_memory_limit_and_resumes_when_a_consumer_comes_none_
     assert producer.is_alive() and producer.sent < n
     assert stats["messageCount"] == producer.sent  # blocked, not stored
     assert stats["memoryUsage"] <= 16 * 1024**2 + 2048
-    assert host.broker.usage()["blockedProducers"] == 1
+    usage = host.usage()
+    assert usage["blockedProducers"] == 1 and usage["memoryPercentUsage"] >= 100
+    assert usage["memoryLimit"] == 16 * 1024**2 and usage["tempLimit"] == 10 * 1024**3
     assert _receive_all(factory, "flood", n) == list(range(n))  # all, in order
     producer.join(30)
     assert not producer.is_alive() and producer.error is None and producer.sent == n

@@ -95,6 +95,12 @@ class BrokerHost:
         with self.lock:
             return [s.as_dict() for s in self.broker.all_stats()]
 
+    def usage(self) -> dict[str, Any]:
+        """Broker-wide resources (what ``jmspy stat``'s first line shows): memory, store
+        and temp use against their limits, and the producers flow control holds."""
+        with self.lock:
+            return self.broker.usage()
+
     def stop(self) -> None:
         """Close the broker. Each vm connection's server side is closed first (its
         unacknowledged deliveries go back, counted, to a store if there is one), then the
