@@ -11,6 +11,7 @@ clients type first.
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Callable, Iterator, Mapping
 from enum import IntEnum
 from operator import attrgetter
@@ -284,6 +285,21 @@ class Message:
         """Approximate body size in bytes (for flow control and limits)."""
         return 0
 
+    def copy(self) -> Message:
+        """A writable copy to send on (a bridge, a dead-letter step): same body, headers
+        and properties, none of it read-only, bound to no session (acknowledging it is
+        an error). The message it was made from is untouched."""
+        twin = _copy.copy(self)
+        self._copy_body_to(twin)
+        twin._properties = dict(self._properties)
+        twin._props_read_only = twin._body_read_only = False
+        twin._acknowledger = None
+        twin._delivery_tag = -1
+        return twin
+
+    def _copy_body_to(self, twin: Message) -> None:
+        """Give ``twin`` its own body where the body is mutable (subclasses)."""
+
     # -- acknowledgement --------------------------------------------------------------
     def acknowledge(self) -> None:
         """Acknowledge per the session's mode.
@@ -445,6 +461,10 @@ class MapMessage(Message):
         if values:
             for key, value in values.items():
                 self.set(key, value)
+
+    def _copy_body_to(self, twin: Message) -> None:
+        assert isinstance(twin, MapMessage)
+        twin._map = dict(self._map)
 
     def set(self, name: str, value: PropertyValue | bytes) -> None:
         self._check_writable_body()

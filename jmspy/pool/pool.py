@@ -1,0 +1,382 @@
+"""``WorkerPool``: a message-driven pool -- one connection and one consumer feeding up to
+``maxPoolSize`` listener instances that run at once (seed 004, DESIGN.md section 7).
+
+Why one consumer: that is how an application server delivers to an MDB. The resource
+adapter's single consumer takes messages and hands each to a free bean instance; the
+message is acknowledged when the instance returns. The consequence the seed warns about
+follows: the consumer can hold no more unacknowledged messages than its flow limit, so
+
+    concurrency = min(maxPoolSize, effective consumer flow limit, connection flow limit)
+
+and a flow limit below the pool size *reduces the pool*. The pool says so at start (a
+warning naming both numbers) and offers ``prefetch="pool"``, which sizes
+``imqConsumerFlowLimit`` from the pool. In a cluster (several pools on one queue) the
+other side of the dilemma shows: a flow limit far above the pool size lets one pool take
+a burst the others could have shared.
+
+Mechanics. A dispatcher thread takes a free slot (one per instance), then receives one
+message and queues it for a worker; a worker runs the listener with its own instance and
+acknowledges the message (``INDIVIDUAL_ACKNOWLEDGE``: that message only) when it
+returns. A listener that raises gets the message again after
+``endpointExceptionRedeliveryInterval`` ms, marked redelivered, up to
+``endpointExceptionRedeliveryAttempts`` times; then it goes to the dead message queue
+with the reason (``sendUndeliverableMsgsToDMQ``), or, with that off, is left
+unacknowledged (the broker has it again, redelivered, once the pool stops). Workers are
+threads (I/O-bound listeners) or each a process (:mod:`.processes`, CPU-bound ones).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from jmspy.connection import Connection, ConnectionFactory
+from jmspy.consumer import MessageConsumer
+from jmspy.destinations import Queue, Topic
+from jmspy.errors import IllegalStateException, InvalidConfigurationException, JMSException
+from jmspy.message import Message
+from jmspy.session import Session
+
+from .activation import ActivationSpec
+from .instances import Handler, ListenerSpec, WorkerDied, load_listener
+
+__all__ = ["DEAD_LETTER_REASON", "WorkerPool"]
+
+log = logging.getLogger("jmspy.pool")
+
+#: The property naming why a message went to the dead message queue (the broker's name).
+DEAD_LETTER_REASON = "JMS_jmspy_DeadLetterReason"
+#: The property naming where it was consumed from.
+ORIGINAL_DESTINATION = "JMS_jmspy_OriginalDestination"
+
+_STOP = object()
+
+
+class WorkerPool:
+    """See the module docstring. ``activation``: the activation properties
+    (:class:`~.activation.ActivationSpec`), camelCase or snake_case.
+
+    ``prefetch``: None keeps the factory's ``imqConsumerFlowLimit``; ``"pool"`` sets it
+    to ``max_pool_size`` (the seed's advice); an int sets it to that.
+    ``processes``: each worker is a process holding its own instance (the listener must
+    then be importable: a class or function at module level, or ``"module:attribute"``).
+    """
+
+    def __init__(self, factory: ConnectionFactory, destination: str, listener: ListenerSpec,
+                 *, max_pool_size: int = 32, processes: bool = False,
+                 prefetch: int | str | None = None, **activation: Any) -> None:
+        if "maxPoolSize" in activation:
+            max_pool_size = activation.pop("maxPoolSize")
+        self.spec = ActivationSpec.from_properties(
+            destination, {**activation, "max_pool_size": max_pool_size})
+        self._factory = _factory_for(factory, prefetch, self.spec.max_pool_size)
+        self.processes = processes
+        self._listener = listener
+        self._handlers: Callable[[], Handler]
+        if processes:
+            from .processes import process_handlers
+            self._handlers = process_handlers(listener, self._worker_died)
+        else:
+            self._handlers = load_listener(listener)
+        self._lock = threading.Condition()
+        self._work: deque[Message] = deque()
+        self._slots = threading.Semaphore(self.spec.max_pool_size)
+        self._workers = 0
+        self._idle = 0
+        self._busy = 0
+        self._peak = 0
+        self._counts = {"processed": 0, "failed": 0, "redelivered": 0, "dead_lettered": 0,
+                        "replaced": 0}
+        self._running = False
+        self._stopped = threading.Event()
+        self._conn: Connection | None = None
+        self._consumer: MessageConsumer | None = None
+        self._dlq_session: Session | None = None
+        self._dispatcher: threading.Thread | None = None
+        #: min(maxPoolSize, flow limits), known once started
+        self.concurrency = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> WorkerPool:
+        """Connect, create the one consumer, warn if a flow limit reduces the pool, and
+        start taking messages. Returns the pool (for ``with WorkerPool(...).start()``)."""
+        if self._running or self._conn is not None:
+            raise IllegalStateException("this worker pool was already started")
+        spec = self.spec
+        conn = self._factory.create_connection(client_id=spec.client_id)
+        try:
+            session = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
+            consumer: MessageConsumer
+            if spec.destination_type == "queue":
+                consumer = session.create_consumer(Queue(spec.destination),
+                                                   spec.message_selector)
+            elif spec.durable:
+                assert spec.subscription_name is not None
+                consumer = session.create_durable_consumer(
+                    Topic(spec.destination), spec.subscription_name, spec.message_selector)
+            else:
+                consumer = session.create_consumer(Topic(spec.destination),
+                                                   spec.message_selector)
+            self._dlq_session = conn.create_session()
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._consumer = conn, consumer
+        self.concurrency = self._check_limits(consumer)
+        self._running = True
+        with self._lock:
+            self._spawn(spec.steady_pool_size)
+        conn.start()
+        self._dispatcher = threading.Thread(target=self._dispatch, daemon=True,
+                                            name=f"jmspy-pool-{spec.destination}")
+        self._dispatcher.start()
+        return self
+
+    def _check_limits(self, consumer: MessageConsumer) -> int:
+        """The seed's rule, said out loud: a flow limit below the pool size is the most
+        instances that will ever run at once."""
+        spec = self.spec
+        flow = consumer.flow_stats()
+        props = self._factory.properties
+        limits = {"maxPoolSize": spec.max_pool_size}
+        if flow.limit > 0:
+            limits["the consumer flow limit" + (
+                f" (imqConsumerFlowLimit={flow.client_limit})" if flow.limited_by == "client"
+                else f" (the destination's consumerFlowLimit={flow.limit})")] = flow.limit
+        if props["imqConnectionFlowLimitEnabled"]:
+            limits[f"imqConnectionFlowLimit={props['imqConnectionFlowLimit']}"] = int(
+                props["imqConnectionFlowLimit"])
+        name, concurrency = min(limits.items(), key=lambda kv: kv[1])
+        if concurrency < spec.max_pool_size:
+            log.warning(
+                "worker pool on %s: %s is below maxPoolSize=%d, so at most %d messages are "
+                "processed at once: you are reducing the pool. Raise the limit, or pass "
+                "prefetch=\"pool\" to size imqConsumerFlowLimit from the pool",
+                spec.destination, name, spec.max_pool_size, concurrency)
+        return concurrency
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking messages, let in-flight work finish (up to ``timeout`` seconds),
+        then close: every message not yet acknowledged -- buffered, queued, or still
+        being processed past the timeout -- goes back to the broker, which delivers it
+        again marked redelivered."""
+        if self._conn is None or self._stopped.is_set():
+            return
+        self._running = False
+        if self._dispatcher is not None:
+            self._dispatcher.join(timeout)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while (self._busy or self._work) and time.monotonic() < deadline:
+                self._lock.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            left = self._busy + len(self._work)
+            self._work.clear()
+            for _ in range(self._workers):
+                self._work.append(_STOP)  # type: ignore[arg-type]
+            self._lock.notify_all()
+        if left:
+            log.warning("worker pool on %s: %d message(s) still in flight after %.1f s; "
+                        "they go back to the broker", self.spec.destination, left, timeout)
+        self._stopped.set()
+        conn, self._conn = self._conn, None
+        try:
+            conn.close()
+        except JMSException as exc:
+            log.warning("worker pool on %s: closing the connection: %s",
+                        self.spec.destination, exc)
+
+    def __enter__(self) -> WorkerPool:
+        if self._conn is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ stats
+
+    def stats(self) -> dict[str, Any]:
+        """``busy``, ``idle``, ``peak_concurrency``, ``in_flight`` (taken from the
+        consumer, not yet acknowledged), ``processed``, ``failed`` (listener calls that
+        raised), ``redelivered``, ``dead_lettered``, ``workers``, ``concurrency`` and
+        ``flow`` (the consumer's ``flow_stats()`` as a dict)."""
+        with self._lock:
+            out: dict[str, Any] = {
+                "busy": self._busy,
+                "idle": self._idle,
+                "workers": self._workers,
+                "peak_concurrency": self._peak,
+                "in_flight": self._busy + len(self._work),
+                **self._counts,
+                "concurrency": self.concurrency,
+            }
+        consumer = self._consumer
+        out["flow"] = asdict(consumer.flow_stats()) if consumer is not None else {}
+        return out
+
+    # ------------------------------------------------------------------ dispatching
+
+    def _dispatch(self) -> None:
+        """Take a free slot, then one message, and queue it for a worker."""
+        consumer = self._consumer
+        assert consumer is not None
+        while self._running:
+            if not self._slots.acquire(timeout=0.1):
+                continue
+            message = None
+            try:
+                while self._running and message is None:
+                    message = consumer.receive(0.1)
+            except JMSException as exc:
+                if self._running:
+                    log.error("worker pool on %s: receiving failed: %s", self.spec.destination,
+                              exc)
+                    self._running = False
+            if message is None:
+                self._slots.release()
+                return
+            with self._lock:
+                self._work.append(message)
+                if len(self._work) > self._idle and self._workers < self.spec.max_pool_size:
+                    self._spawn(min(self.spec.pool_resize_quantity,
+                                    self.spec.max_pool_size - self._workers))
+                self._lock.notify()
+
+    def _spawn(self, n: int) -> None:
+        """Start ``n`` more workers (lock held)."""
+        for _ in range(n):
+            self._workers += 1
+            self._idle += 1
+            threading.Thread(target=self._work_loop, daemon=True,
+                             name=f"jmspy-pool-worker-{self.spec.destination}").start()
+
+    def _work_loop(self) -> None:
+        handler = self._handlers()  # this worker's own instance (an MDB bean)
+        spec = self.spec
+        try:
+            while True:
+                with self._lock:
+                    while not self._work:
+                        if (not self._lock.wait(spec.idle_timeout) and not self._work
+                                and self._workers > spec.steady_pool_size):
+                            return  # idle too long above the steady size
+                    message = self._work.popleft()
+                    if message is _STOP:
+                        return
+                    self._idle -= 1
+                    self._busy += 1
+                    self._peak = max(self._peak, self._busy)
+                try:
+                    self._deliver(handler, message)
+                finally:
+                    with self._lock:
+                        self._busy -= 1
+                        self._idle += 1
+                        self._lock.notify_all()
+                    self._slots.release()
+        finally:
+            with self._lock:
+                self._workers -= 1
+                self._idle -= 1
+            close = getattr(handler, "close", None)
+            if callable(close) and self.processes:
+                close()
+
+    def _deliver(self, handler: Handler, message: Message) -> None:
+        """Run the listener; acknowledge when it returns; redeliver after an exception, up
+        to the attempts; then dead-letter."""
+        spec = self.spec
+        interval = spec.endpoint_exception_redelivery_interval / 1000.0
+        error: BaseException | None = None
+        for attempt in range(spec.endpoint_exception_redelivery_attempts + 1):
+            if attempt:
+                if self._stopped.wait(interval):
+                    return  # the pool closed: the broker has it back
+                message.redelivered = True
+                message.delivery_count += 1
+                self._count("redelivered")
+            try:
+                handler(message)
+            except WorkerDied as died:
+                error = died  # the process is replaced; the message goes again at once
+                self._count("failed")
+                continue
+            except Exception as exc:
+                error = exc
+                self._count("failed")
+                log.info("worker pool on %s: the listener raised on %s (attempt %d): %s",
+                         spec.destination, message.message_id, attempt + 1, exc)
+                continue
+            self._settle(message)
+            self._count("processed")
+            return
+        self._undeliverable(message, error)
+
+    def _settle(self, message: Message) -> None:
+        try:
+            message.acknowledge()
+        except JMSException as exc:  # the connection closed under it (stop timeout)
+            log.warning("worker pool on %s: %s was processed but could not be acknowledged "
+                        "(%s); the broker will deliver it again, marked redelivered",
+                        self.spec.destination, message.message_id, exc)
+
+    def _undeliverable(self, message: Message, error: BaseException | None) -> None:
+        spec = self.spec
+        said = str(error).splitlines()[0] if str(error) else ""  # not a process's traceback
+        reason = (f"the listener raised {type(error).__name__}: {said} on each of "
+                  f"{spec.endpoint_exception_redelivery_attempts + 1} deliveries "
+                  "(endpointExceptionRedeliveryAttempts)")
+        if not spec.send_undeliverable_msgs_to_dmq:
+            log.error("worker pool on %s: %s is undeliverable (%s); "
+                      "sendUndeliverableMsgsToDMQ is off, so it is left unacknowledged",
+                      spec.destination, message.message_id, reason)
+            return
+        copy = message.copy()
+        copy.set_property(DEAD_LETTER_REASON, reason)
+        copy.set_property(ORIGINAL_DESTINATION, spec.destination)
+        session = self._dlq_session
+        if session is None:
+            return
+        try:
+            with self._lock:  # one producer session, shared by the workers
+                session.create_producer(Queue(spec.dead_letter_queue)).send(copy)
+        except JMSException as exc:
+            log.error("worker pool on %s: could not dead-letter %s (%s); left "
+                      "unacknowledged", spec.destination, message.message_id, exc)
+            return
+        self._settle(message)
+        self._count("dead_lettered")
+        log.warning("worker pool on %s: %s sent to %s: %s", spec.destination,
+                    message.message_id, spec.dead_letter_queue, reason)
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self._counts[name] += 1
+
+    def _worker_died(self, why: str) -> None:
+        """A process worker died (processes mode): it is replaced, and the pool says so."""
+        self._count("replaced")
+        log.warning("worker pool on %s: %s; a new worker process replaces it and the "
+                    "message is delivered again, marked redelivered", self.spec.destination,
+                    why)
+
+
+def _factory_for(factory: ConnectionFactory, prefetch: int | str | None,
+                 pool_size: int) -> ConnectionFactory:
+    if prefetch is None:
+        return factory
+    if prefetch == "pool":
+        limit = pool_size
+    elif type(prefetch) is int and prefetch >= 0:
+        limit = prefetch
+    else:
+        raise InvalidConfigurationException(
+            f"worker pool: prefetch={prefetch!r} must be None, 'pool' or an int >= 0")
+    props: Mapping[str, Any] = factory.properties.snapshot()
+    return ConnectionFactory(factory.url, **{**props, "imqConsumerFlowLimit": limit})
