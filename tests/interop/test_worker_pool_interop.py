@@ -22,7 +22,6 @@ from jmspy import Queue, Topic
 from jmspy.errors import UnsupportedFeatureException
 from jmspy.pool import DEAD_LETTER_REASON, WorkerPool
 
-
 mqtt_target = mqtt_support.mqtt_target  # the fixture, under its name in this module
 
 
