@@ -294,6 +294,10 @@ class AddressSettings:
     #: keeps at most this many pending messages beyond its prefetch; sending one more
     #: discards the oldest (counted in ``discarded``). None = keep all.
     pending_message_limit: int | None = None
+    #: Duplicate detection (Artemis's ``id-cache-size``): how many ``_AMQ_DUPL_ID`` values
+    #: of recent messages the address remembers; a message whose id is among them is
+    #: dropped (:mod:`.duplicates`). 0 = no detection.
+    duplicate_id_cache_size: int = 20_000
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
@@ -302,6 +306,9 @@ class AddressSettings:
                 raise ValueError(
                     f"address setting {name} = {value!r} is not one of {sorted(allowed)}"
                 )
+        if type(self.duplicate_id_cache_size) is not int or self.duplicate_id_cache_size < 0:
+            raise ValueError("address setting duplicate_id_cache_size must be an int >= 0 "
+                             f"(0 = off), got {self.duplicate_id_cache_size!r}")
         for name in ("ring_size", "default_ring_size"):
             value = getattr(self, name)
             if value is not None and (value < -1 or value == 0):

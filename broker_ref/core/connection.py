@@ -20,6 +20,7 @@ from .api import (
     ServerMessage,
     SessionCallback,
 )
+from .duplicates import DUPLICATE_ID
 from .errors import (
     AccessDenied,
     BrokerError,
@@ -188,7 +189,7 @@ class ServerConnection:
                 broker.flow.park(self, ticket, message, None, full, timeout_ms)
                 return False
         if (tx is None and not self.closed and message.kind is _QUEUE and not broker.closed
-                and broker.security is None):
+                and broker.security is None and DUPLICATE_ID not in message.properties):
             q = broker.queues.get(message.destination)
             if q is not None:
                 message.producer_connection = self._id

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Mapping
 
 from .api import TEMP_PREFIX, AddressSettings, DestinationKind, ServerMessage
+from .duplicates import DUPLICATE_ID, DuplicateIds
 from .errors import DestinationNotFound, InvalidDestination
 from .queue import Queue, QueueHost, compile_filter
 from .settings import SettingsRegistry, is_wildcard
@@ -48,6 +49,8 @@ class PostOffice:
         #: durable and shared subscriptions by key; subscription queue name -> subscription
         self._subscriptions: dict[SubscriptionKey, Subscription] = {}
         self._sub_queues: dict[str, Subscription] = {}
+        #: recent duplicate ids per address, and what they dropped
+        self.duplicates = DuplicateIds()
 
     def settings_for(self, name: str) -> AddressSettings:
         return self._settings.match(name)
@@ -147,7 +150,13 @@ class PostOffice:
     def route(self, message: ServerMessage, client_id: str | None) -> None:
         """Deliver ``message`` to its queue, or to every subscription of its topic (and
         of the wildcard patterns that match it); ``client_id``: the producer's (no_local).
+        A message whose duplicate id the address has seen is dropped (.duplicates).
         """
+        dup_id = message.properties.get(DUPLICATE_ID)
+        if dup_id is not None:
+            size = self._settings.match(message.destination).duplicate_id_cache_size
+            if self.duplicates.is_duplicate(message.destination, dup_id, size):
+                return
         if message.kind is DestinationKind.QUEUE:
             q = self._queues.get(message.destination)  # _queue(), minus a call when it exists
             if q is None:
