@@ -1,0 +1,138 @@
+"""The options of the ``jmspy`` Spark data source, checked once, before any connection.
+
+Spark hands options over as strings in a case-insensitive dict; a mistake must fail the
+query at start with a message that says what is wrong, not as a Py4J stack trace from the
+middle of a micro-batch. Options: ``url`` (any transport URL; not ``vm://``, which is one
+Python process's broker and Spark reads in another), ``destination``
+(``queue://orders`` or ``topic://prices``), ``selector``, ``subscriptionName`` (a durable
+topic subscription; needs the ``clientID`` property), ``maxMessagesPerTrigger``,
+``user`` / ``password``, and any ConnectionFactory property by its name
+(``imqConsumerFlowLimit``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jmspy.connection import ConnectionFactory
+from jmspy.destinations import Destination, Queue, Topic
+from jmspy.errors import InvalidConfigurationException
+from jmspy.properties import PROPERTIES
+
+__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "SourceOptions", "parse_options"]
+
+#: The consumer's flow limit when the options do not set ``imqConsumerFlowLimit``.
+DEFAULT_STREAM_FLOW_LIMIT = 50_000
+
+_OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
+        "user", "password", "path")
+_BY_LOWER = {name.lower(): name for name in (*_OWN, *PROPERTIES)}
+#: Options Spark itself adds for a streaming sink or source (not ours to refuse).
+_SPARKS = frozenset({"checkpointlocation", "queryname", "outputmode"})
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Validated options; picklable (Spark ships the reader and writer to its workers)."""
+
+    url: str
+    kind: str  # "queue" or "topic"
+    name: str
+    selector: str | None = None
+    subscription_name: str | None = None
+    max_per_trigger: int | None = None
+    user: str | None = None
+    password: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def destination(self) -> Destination:
+        return Queue(self.name) if self.kind == "queue" else Topic(self.name)
+
+    def factory(self) -> ConnectionFactory:
+        return ConnectionFactory(self.url, **self.properties)
+
+    def describe(self) -> str:
+        return f"{self.kind}://{self.name} at {self.url}"
+
+
+def _fail(what: str) -> InvalidConfigurationException:
+    return InvalidConfigurationException(f"jmspy data source: {what}")
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    """Check ``options`` (see the module docstring); raise with what is wrong."""
+    given: dict[str, str] = {}
+    for key, value in options.items():
+        name = _BY_LOWER.get(key.lower())
+        if name is None and key.lower() in _SPARKS:
+            continue
+        if name is None:
+            raise _fail(f"unknown option {key!r}; options are {', '.join(_OWN)} and the "
+                        "ConnectionFactory properties (imqConsumerFlowLimit, ...)")
+        given[name] = value
+    url = given.get("url")
+    if not url:
+        raise _fail("option 'url' is missing: .option('url', 'stomp://127.0.0.1:61613')")
+    if url.split(":", 1)[0].lower() == "vm":
+        raise _fail(f"url {url!r}: vm:// is a broker inside one Python process, and Spark "
+                    "reads in its own worker processes; run `jmspy broker` and use stomp://")
+    target = given.get("destination") or given.get("path")
+    if not target:
+        raise _fail("option 'destination' is missing: 'queue://NAME' or 'topic://NAME'")
+    kind, sep, name = target.partition("://")
+    if not sep or kind.lower() not in ("queue", "topic") or not name:
+        raise _fail(f"destination {target!r} must say its kind: 'queue://NAME' or "
+                    "'topic://NAME'")
+    kind = kind.lower()
+    max_per_trigger = None
+    if "maxMessagesPerTrigger" in given:
+        try:
+            max_per_trigger = int(given["maxMessagesPerTrigger"])
+        except ValueError:
+            max_per_trigger = 0
+        if max_per_trigger < 1:
+            raise _fail(f"maxMessagesPerTrigger={given['maxMessagesPerTrigger']!r} must be an "
+                        "integer >= 1")
+    subscription = given.get("subscriptionName")
+    if subscription and kind != "topic":
+        raise _fail("subscriptionName names a durable subscription: use a topic:// "
+                    "destination")
+    properties: dict[str, Any] = {}
+    for prop, raw in given.items():
+        spec = PROPERTIES.get(prop)
+        if spec is None:
+            continue
+        properties[prop] = _typed(prop, raw, spec.type)
+    if "imqConsumerFlowLimit" not in properties:
+        # a micro-batch's messages stay unacknowledged until Spark commits it, so the
+        # consumer must be allowed to hold a couple of batches (the client default, 1000,
+        # would cap each batch at 1000 and need a flush tick between batches)
+        properties["imqConsumerFlowLimit"] = max(
+            DEFAULT_STREAM_FLOW_LIMIT, 2 * (max_per_trigger or 0))
+    if subscription and not properties.get("clientID"):
+        raise _fail("a durable subscription (subscriptionName) needs the clientID option")
+    opts = SourceOptions(url, kind, name, given.get("selector") or None, subscription or None,
+                         max_per_trigger, given.get("user"), given.get("password"), properties)
+    try:
+        opts.factory()  # the factory validates every property's range
+    except InvalidConfigurationException as exc:
+        raise _fail(str(exc)) from exc
+    return opts
+
+
+def _typed(name: str, raw: str, tp: type) -> Any:
+    if tp is bool:
+        if str(raw).lower() in ("true", "1", "yes"):
+            return True
+        if str(raw).lower() in ("false", "0", "no"):
+            return False
+        raise _fail(f"option {name}={raw!r} must be true or false")
+    if tp is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise _fail(f"option {name}={raw!r} must be an integer") from None
+    return raw

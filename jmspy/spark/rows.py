@@ -1,0 +1,98 @@
+"""Messages as Spark rows, and rows as messages.
+
+The schema (:data:`SCHEMA`): ``message_id``, ``destination`` (``queue://x`` /
+``topic://x``), ``timestamp`` (UTC), ``priority``, ``redelivered``, ``delivery_count``,
+``correlation_id``, ``type``, ``properties`` (a map of strings: numbers and booleans as
+their text, bytes as hex), and the body in ``text`` (a TextMessage) or ``bytes`` (a
+BytesMessage; a MapMessage's map as JSON text in ``text``).
+
+Writing maps columns back by name (any subset): ``text`` or ``bytes`` (or ``body``, text
+or binary), ``properties`` (a map), ``priority``, ``correlation_id``, ``type``,
+``delivery_mode`` ("PERSISTENT" / "NON_PERSISTENT" or 2 / 1), ``time_to_live`` (ms), and
+``dup_id``, the message's duplicate-detection id (otherwise one is made per row).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jmspy.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
+from jmspy.session import Session
+
+__all__ = ["SCHEMA", "row_of", "to_message"]
+
+SCHEMA = ("message_id STRING, destination STRING, timestamp TIMESTAMP, priority INT, "
+          "redelivered BOOLEAN, delivery_count INT, correlation_id STRING, type STRING, "
+          "properties MAP<STRING, STRING>, text STRING, bytes BINARY")
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def row_of(message: Message) -> tuple[Any, ...]:
+    """One message as a row of :data:`SCHEMA` (plain Python values: picklable)."""
+    text: str | None = None
+    data: bytes | None = None
+    if isinstance(message, TextMessage):
+        text = message.text
+    elif isinstance(message, BytesMessage):
+        data = message.body
+    elif isinstance(message, MapMessage):
+        text = json.dumps({k: _text(v) for k, v in message.map.items()})
+    destination = message.destination
+    where = None if destination is None else str(destination)  # queue://x, topic://x
+    return (
+        message.message_id, where,
+        _EPOCH + _dt.timedelta(milliseconds=message.timestamp) if message.timestamp else None,
+        message.priority, message.redelivered, message.delivery_count,
+        message.correlation_id, message.jms_type,
+        {k: _text(v) for k, v in message.properties.items() if v is not None},
+        text, data,
+    )
+
+
+def _delivery_mode(value: object) -> int:
+    if value in (None, ""):
+        return DeliveryMode.PERSISTENT
+    if isinstance(value, int):
+        return DeliveryMode(value)
+    name = str(value).upper().replace("-", "_")
+    if name in ("PERSISTENT", "NON_PERSISTENT"):
+        return DeliveryMode[name]
+    raise ValueError(f"delivery_mode {value!r} must be PERSISTENT or NON_PERSISTENT (2 or 1)")
+
+
+def to_message(session: Session, row: Mapping[str, Any]) -> tuple[Message, dict[str, Any]]:
+    """A message made from a row's columns (see the module docstring), and the send
+    options (delivery_mode, priority, time_to_live) to pass to ``producer.send``."""
+    body = row.get("text", row.get("body"))
+    data = row.get("bytes")
+    message: Message
+    if isinstance(body, bytes | bytearray):
+        message = session.create_bytes_message(bytes(body))
+    elif data is not None:
+        message = session.create_bytes_message(bytes(data))
+    else:
+        message = session.create_text_message(None if body is None else str(body))
+    for key, value in (row.get("properties") or {}).items():
+        message.set_property(str(key), value)
+    if row.get("correlation_id") is not None:
+        message.correlation_id = str(row["correlation_id"])
+    if row.get("type") is not None:
+        message.jms_type = str(row["type"])
+    send: dict[str, Any] = {"delivery_mode": _delivery_mode(row.get("delivery_mode"))}
+    if row.get("priority") is not None:
+        send["priority"] = int(row["priority"])
+    if row.get("time_to_live") is not None:
+        send["time_to_live"] = int(row["time_to_live"]) / 1000.0  # ms in the row, s here
+    return message, send

@@ -1,0 +1,174 @@
+"""The streaming reader: at-least-once, the messages of micro-batch N acknowledged only
+after Spark commits batch N.
+
+Offsets are ``{"seq": S, "tick": T}``: ``S`` counts the messages this reader has taken
+from its consumer (each gets the next sequence number as it arrives), so batch N is the
+messages numbered ``(start.seq, end.seq]``. The messages wait in the reader, delivered and
+unacknowledged, until ``commit(end)`` acknowledges each one numbered up to ``end.seq``
+(``INDIVIDUAL_ACKNOWLEDGE``: only those). A query stopped or killed before its commit
+closes the connection with them unacknowledged, and the broker delivers them again,
+marked redelivered; a restarted query re-plans the uncommitted batch's range with
+whatever the broker redelivers first.
+
+The flush tick (SPARK.md): Spark commits batch N only when it plans batch N+1, which
+needs a newer offset. When no new message comes but some are still unacknowledged, the
+reader answers with the same ``seq`` and ``tick + 1``: an empty batch whose planning
+commits the one before. That is what acknowledges the last batch before the queue goes
+idle, and the last batch of ``trigger(availableNow=True)``.
+
+Where it runs: Spark keeps one long-lived Python worker per query for the driver-side
+calls (``latestOffset``, ``partitions``, ``commit``, ``stop``); the reader is pickled
+there, so ``__init__`` holds only the options and the connection opens on first use. The
+rows of a batch are made on that side and shipped in its partitions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from jmspy.connection import Connection
+from jmspy.consumer import MessageConsumer
+from jmspy.message import Message
+from jmspy.session import Session
+
+from .options import SourceOptions
+from .rows import row_of
+
+__all__ = ["StreamReader"]
+
+#: How long ``latestOffset`` waits for the first message of a batch, and then between
+#: messages, before it calls what it has the batch (seconds).
+FIRST_WAIT = 0.2
+NEXT_WAIT = 0.02
+#: Rows per partition of a batch (partitions are read in parallel by the executors).
+ROWS_PER_PARTITION = 20_000
+
+
+class _Live:
+    """The driver-side state: connection, consumer, and the messages taken."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        factory = options.factory()
+        self.conn: Connection = factory.create_connection(options.user, options.password)
+        try:
+            session = self.conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
+            if options.subscription_name:
+                from jmspy.destinations import Topic
+
+                self.consumer: MessageConsumer = session.create_durable_consumer(
+                    Topic(options.name), options.subscription_name, options.selector)
+            else:
+                self.consumer = session.create_consumer(options.destination, options.selector)
+            self.conn.start()
+        except BaseException:
+            self.conn.close()
+            raise
+        #: (seq, message) taken and not yet acknowledged, in order
+        self.taken: deque[tuple[int, Message]] = deque()
+        self.next_seq = 0
+        self.lock = threading.Lock()
+
+    def take(self, n: int, first_wait: float) -> int:
+        """Receive up to ``n`` more messages; returns how many came."""
+        got = 0
+        wait = first_wait
+        while got < n:
+            message = self.consumer.receive(wait)
+            if message is None:
+                break
+            self.next_seq += 1
+            self.taken.append((self.next_seq, message))
+            got += 1
+            wait = NEXT_WAIT
+        return got
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """See the module docstring."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._live: _Live | None = None
+        self._available_now = False
+        self._dry = False  # availableNow: the consumer ran dry once; take no more
+
+    def _state(self) -> _Live:
+        if self._live is None:
+            self._live = _Live(self.options)
+        return self._live
+
+    # -- offsets ---------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, int]:
+        return {"seq": 0, "tick": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_per_trigger
+        return ReadAllAvailable() if n is None else ReadMaxRows(n)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        live = self._state()
+        seq, tick = int(start.get("seq", 0)), int(start.get("tick", 0))
+        live.next_seq = max(live.next_seq, seq)  # a restarted query numbers on
+        room = limit.max_rows if isinstance(limit, ReadMaxRows) else 10**12
+        ahead = live.next_seq - seq  # taken already, not yet in a batch
+        if ahead < room and not self._dry:
+            got = live.take(min(room - ahead, 10**9), FIRST_WAIT if not ahead else NEXT_WAIT)
+            if self._available_now and not got:
+                self._dry = True
+        end = min(live.next_seq, seq + room)
+        if end > seq:
+            return {"seq": end, "tick": tick}
+        if live.taken:  # nothing new, but unacknowledged ones: the flush tick
+            return {"seq": seq, "tick": tick + 1}
+        return {"seq": seq, "tick": tick}
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        live = self._live
+        return None if live is None else {"seq": live.next_seq, "tick": 0}
+
+    # -- planning and reading --------------------------------------------------------------
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        first, last = int(start.get("seq", 0)), int(end.get("seq", 0))
+        if last <= first:
+            return []
+        live = self._state()
+        if live.next_seq < last:  # a restarted query re-plans a range it never took
+            live.take(last - live.next_seq, 5.0)
+        rows = [row_of(m) for s, m in live.taken if first < s <= last]
+        return [InputPartition(rows[i:i + ROWS_PER_PARTITION])
+                for i in range(0, len(rows), ROWS_PER_PARTITION)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        yield from partition.value
+
+    # -- acknowledging ----------------------------------------------------------------------
+    def commit(self, end: dict[str, int]) -> None:
+        """Spark committed everything up to ``end``: acknowledge those messages."""
+        live = self._live
+        if live is None:
+            return
+        last = int(end.get("seq", 0))
+        taken = live.taken
+        while taken and taken[0][0] <= last:
+            _, message = taken.popleft()
+            message.acknowledge()
+
+    def stop(self) -> None:
+        """The query stopped: close; what was not committed goes back to the broker."""
+        live, self._live = self._live, None
+        if live is not None:
+            live.conn.close()

@@ -1,0 +1,84 @@
+"""Spark tests: a local[2] SparkSession for the session (tasks may be retried up to 4
+times, as on a cluster), and ``jmspy broker`` as a subprocess per test on a free loopback
+port (Spark reads in its own Python workers, so the broker must be reachable over
+stomp://). These run in their own tox environment (pyspark is a 450 MB wheel and needs
+Java)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's workers run this interpreter
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Broker:
+    """``jmspy broker --in-memory`` on a free port; its queues' counters over the wire."""
+
+    def __init__(self, tmp: Path, *args: str) -> None:
+        self.port = free_port()
+        self.url = f"stomp://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jmspy", "broker", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # printed once it listens
+        assert line.startswith("jmspy broker listening"), (line, self.proc.stderr)
+
+    def fill(self, queue: str, n: int, *, prefix: str = "") -> None:
+        from jmspy import ConnectionFactory, DeliveryMode, Queue
+
+        with ConnectionFactory(self.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue(queue))
+            for i in range(n):
+                producer.send(session.create_text_message(f"{prefix}{i}"),
+                              delivery_mode=DeliveryMode.NON_PERSISTENT)
+
+    def stats(self, queue: str) -> dict[str, Any]:
+        from jmspy.broker_ref.protocols.stomp.client import fetch_report
+
+        rows = {r["name"]: r for r in fetch_report("127.0.0.1", self.port)[0]}
+        return rows.get(queue, {"messageCount": 0, "deliveringCount": 0})
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.communicate(timeout=20)
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    b = Broker(tmp_path, "--in-memory")
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    from jmspy.spark import register
+
+    session = (SparkSession.builder.master("local[2,4]")  # 4 attempts per task
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()

@@ -1,0 +1,186 @@
+"""The ``jmspy`` Spark source against ``jmspy broker``: every message exactly once through a
+streaming query, acknowledged only after Spark commits (the last batch too, by the flush
+tick), redelivered (marked) when the query stops between a batch and its commit;
+``availableNow`` with ``maxMessagesPerTrigger``; browse consumes nothing; bad options fail
+the query at start with jmspy's words."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Broker
+
+
+class Collected:
+    """A foreachBatch sink that keeps (batch, text, redelivered) in the driver."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, str, bool]] = []
+        self.batches: list[int] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        rows = df.select("text", "redelivered").collect()
+        with self.lock:
+            self.batches.append(len(rows))
+            self.rows.extend((batch_id, r.text, r.redelivered) for r in rows)
+
+    def texts(self) -> list[str]:
+        return [t for _, t, _ in self.rows]
+
+
+def stream(spark: Any, broker: Broker, queue: str, **options: str) -> Any:
+    reader = (spark.readStream.format("jmspy").option("url", broker.url)
+              .option("destination", f"queue://{queue}"))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_50000_messages_stream_through_exactly_once_and_leave_the_queue_empty(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    n = 50_000
+    broker.fill("orders", n)
+    sink = Collected()
+    query = (stream(spark, broker, "orders").writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert sorted(map(int, sink.texts())) == list(range(n))  # each once
+    stats = broker.stats("orders")
+    assert stats["messageCount"] == 0 and stats["deliveringCount"] == 0  # all acknowledged
+
+
+def test_available_now_in_3000_message_triggers_acknowledges_all_10000(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    broker.fill("batches", 10_000)
+    sink = Collected()
+    query = (stream(spark, broker, "batches", maxMessagesPerTrigger="3000")
+             .writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    data = [b for b in sink.batches if b]
+    assert data == [3000, 3000, 3000, 1000]  # the admission limit, then the rest
+    assert broker.stats("batches")["messageCount"] == 0  # the last batch too (flush tick)
+
+
+def test_a_query_stopped_before_its_commit_gets_that_batch_again_marked_redelivered(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    broker.fill("again", 5000)
+    ckpt = str(tmp_path / "ckpt")
+    sink = Collected()
+    first_done = threading.Event()
+
+    def first_batch_then_stop(df: Any, batch_id: int) -> None:
+        sink(df, batch_id)
+        first_done.set()
+
+    query = (stream(spark, broker, "again", maxMessagesPerTrigger="2000")
+             .writeStream.foreachBatch(first_batch_then_stop)
+             .option("checkpointLocation", ckpt).trigger(processingTime="2 seconds").start())
+    first_done.wait(120)
+    query.stop()  # after batch 0's addBatch, before the source heard commit(batch 0)
+    first = list(sink.rows)
+    assert first and {b for b, _, _ in first} == {0}
+    again = Collected()
+    query = (stream(spark, broker, "again", maxMessagesPerTrigger="2000")
+             .writeStream.foreachBatch(again).option("checkpointLocation", ckpt)
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    seen = [t for _, t, _ in first] + again.texts()
+    assert sorted(set(map(int, seen))) == list(range(5000))  # none missing
+    duplicates = {t for t in again.texts() if t in {t for _, t, _ in first}}
+    first_batch = {t for _, t, _ in first}
+    assert duplicates <= first_batch  # duplicates only of the uncommitted batch...
+    assert all(r for _, t, r in again.rows if t in duplicates)  # ...each marked redelivered
+    assert broker.stats("again")["messageCount"] == 0
+
+
+def test_browse_returns_the_queue_and_consumes_nothing(spark: Any, broker: Broker) -> None:
+    broker.fill("look", 300, prefix="m")
+    df = (spark.read.format("jmspy").option("url", broker.url)
+          .option("destination", "queue://look").load())
+    rows = df.select("text", "destination", "redelivered", "delivery_count").collect()
+    assert sorted(r.text for r in rows) == sorted(f"m{i}" for i in range(300))
+    assert {r.destination for r in rows} == {"queue://look"}
+    assert broker.stats("look")["messageCount"] == 300
+
+
+@pytest.mark.parametrize(("options", "says"), [
+    ({"url": "stomp://127.0.0.1:1", "destination": "queue://q", "colour": "red"},
+     "unknown option 'colour'"),
+    ({"url": "nosuch://x", "destination": "queue://q"}, "nosuch"),
+    ({"url": "stomp://127.0.0.1:1", "destination": "orders"}, "must say its kind"),
+    ({"destination": "queue://q"}, "option 'url' is missing"),
+])
+def test_bad_options_fail_at_start_with_jmspys_message(
+        spark: Any, options: dict[str, str], says: str) -> None:
+    reader = spark.readStream.format("jmspy")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    with pytest.raises(Exception, match=says):
+        reader.load().writeStream.format("console").start().awaitTermination(60)
+
+
+def test_wrong_credentials_fail_the_query_with_the_brokers_refusal(
+        spark: Any, tmp_path: Path) -> None:
+    config = tmp_path / "broker.toml"
+    config.write_text('[security]\nenabled = true\n[security.users.alice]\n'
+                      'password = "right-Pa55"\nroles = ["a"]\n')
+    b = Broker(tmp_path, "--in-memory", "--config", str(config))
+    try:
+        query = (spark.readStream.format("jmspy").option("url", b.url)
+                 .option("destination", "queue://q").option("user", "alice")
+                 .option("password", "wrong").load()
+                 .writeStream.format("console").start())
+        with pytest.raises(Exception, match="authentication failed for user 'alice'"):
+            query.awaitTermination(60)
+    finally:
+        b.stop()
+
+
+def test_a_sigkilled_driver_restarted_from_its_checkpoint_misses_nothing(
+        broker: Broker, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    broker.fill("killed", 5000)
+    out = tmp_path / "out"
+    out.mkdir()
+    ckpt = str(tmp_path / "ckpt")
+    child = str(Path(__file__).with_name("driver_child.py"))
+
+    def run(mode: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, child, broker.url, "killed", ckpt, str(out),
+                                 mode], start_new_session=True)
+
+    first = run("forever")
+    deadline = time.monotonic() + 180
+    while len([f for f in os.listdir(out) if not f.startswith(".")]) < 2:
+        assert time.monotonic() < deadline and first.poll() is None, "no batch came"
+        time.sleep(0.1)  # waits for the child's first two micro-batches
+    os.killpg(first.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
+    first.wait(30)
+    killed_files = sorted(os.listdir(out))
+    second = run("available-now")
+    assert second.wait(300) == 0
+    lines = []
+    for name in sorted(os.listdir(out)):
+        run_pid, _ = name.split("-")
+        for line in (out / name).read_text().splitlines():
+            text, redelivered = line.split()
+            lines.append((int(run_pid), text, redelivered == "1"))
+    texts = [t for _, t, _ in lines]
+    assert sorted(set(map(int, texts))) == list(range(5000))  # 0 missing
+    before = {t for p, t, _ in lines if p == first.pid}
+    for _, text, redelivered in (x for x in lines if x[0] == second.pid):
+        if text in before:
+            assert redelivered, f"{text} came twice without being marked redelivered"
+    assert killed_files and broker.stats("killed")["messageCount"] == 0
