@@ -184,3 +184,27 @@ def test_a_sigkilled_driver_restarted_from_its_checkpoint_misses_nothing(
         if text in before:
             assert redelivered, f"{text} came twice without being marked redelivered"
     assert killed_files and broker.stats("killed")["messageCount"] == 0
+
+
+def test_a_durable_topic_subscription_keeps_what_is_published_between_runs(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    from jmspy import ConnectionFactory, Topic
+
+    def run_once(sink: Collected) -> None:
+        (spark.readStream.format("jmspy").option("url", broker.url)
+         .option("destination", "topic://prices").option("subscriptionName", "spark")
+         .option("clientID", "pipeline").load()
+         .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "c"))
+         .trigger(availableNow=True).start().awaitTermination())
+
+    first = Collected()
+    run_once(first)  # creates the subscription; nothing published yet
+    assert first.texts() == []
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(Topic("prices"))
+        for i in range(100):
+            producer.send(session.create_text_message(str(i)))
+    second = Collected()
+    run_once(second)  # kept by the durable subscription while no query ran
+    assert sorted(map(int, second.texts())) == list(range(100))
