@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jmspy.cli_broker import add_commands
 
     add_commands(sub)
+    from jmspy.cli_worker import add_command as add_worker
+
+    add_worker(sub)
     bench = sub.add_parser("bench", help="python -m benchmarks [args] (from a source checkout)",
                            add_help=False, prefix_chars="+")  # pass every option through
     bench.add_argument("bench_args", nargs="*")

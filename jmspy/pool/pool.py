@@ -191,6 +191,14 @@ class WorkerPool:
             log.warning("worker pool on %s: closing the connection: %s",
                         self.spec.destination, exc)
 
+    @property
+    def running(self) -> bool:
+        """True while the pool takes messages: started, not stopped, and its consumer
+        still receiving (False once the connection was lost for good)."""
+        dispatcher = self._dispatcher
+        return (self._running and dispatcher is not None and dispatcher.is_alive()
+                and not self._stopped.is_set())
+
     def __enter__(self) -> WorkerPool:
         if self._conn is None:
             self.start()

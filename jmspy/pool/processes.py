@@ -14,6 +14,7 @@ client's receiver, the pool's workers) can copy a lock in a held state into the 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -131,7 +132,12 @@ def _rebuild(payload: dict[str, Any]) -> Message:
 
 def _child_main(pipe: Connection, listener: ListenerSpec) -> None:
     """A worker process: one listener instance, one message at a time, until told to
-    stop (None) or the pipe closes."""
+    stop (None) or the pipe closes. It ignores SIGINT and SIGTERM: Ctrl-C reaches the
+    whole process group (and a service manager's SIGTERM often every process), and a child
+    that took them would fail its message mid-way; stopping is the pool's job, which lets
+    in-flight messages finish and then ends its children."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     handler = load_listener(listener)()
     while True:
         try:
