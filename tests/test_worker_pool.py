@@ -89,8 +89,9 @@ def test_the_seeds_numbers_pool_32_with_a_flow_limit_of_16_runs_16_at_once(
         assert len(warned) == 1 and "16" in warned[0] and "maxPoolSize=32" in warned[0]
     else:
         assert not warned
-    if prefetch == "pool":
+    if prefetch == "pool":  # each freed instance refilled at once (threshold 100 %)
         assert stats["flow"]["limit"] == 32 and most_delivering[0] <= 32
+        assert stats["flow"]["threshold"] == 100
 
 
 def test_the_cluster_dilemma_two_pools_of_8_and_a_burst_of_40(

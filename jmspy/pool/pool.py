@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -62,7 +62,8 @@ class WorkerPool:
     (:class:`~.activation.ActivationSpec`), camelCase or snake_case.
 
     ``prefetch``: None keeps the factory's ``imqConsumerFlowLimit``; ``"pool"`` sets it
-    to ``max_pool_size`` (the seed's advice); an int sets it to that.
+    to ``max_pool_size`` (the seed's advice), with ``imqConsumerFlowThreshold`` 100 so each
+    instance that frees up gets a message at once; an int sets the limit to that.
     ``processes``: each worker is a process holding its own instance (the listener must
     then be importable: a class or function at module level, or ``"module:attribute"``).
     """
@@ -379,12 +380,16 @@ def _factory_for(factory: ConnectionFactory, prefetch: int | str | None,
                  pool_size: int) -> ConnectionFactory:
     if prefetch is None:
         return factory
+    props: dict[str, Any] = dict(factory.properties.snapshot())
     if prefetch == "pool":
-        limit = pool_size
+        props["imqConsumerFlowLimit"] = pool_size
+        # With the window exactly the pool, the default threshold (50 %) would refill it
+        # only once half the instances are idle (measured: a 32-pool of 10 ms listeners
+        # at 0.68-0.85x of its ideal rate); 100 % hands each freed slot a message at once.
+        props["imqConsumerFlowThreshold"] = 100
     elif type(prefetch) is int and prefetch >= 0:
-        limit = prefetch
+        props["imqConsumerFlowLimit"] = prefetch
     else:
         raise InvalidConfigurationException(
             f"worker pool: prefetch={prefetch!r} must be None, 'pool' or an int >= 0")
-    props: Mapping[str, Any] = factory.properties.snapshot()
-    return ConnectionFactory(factory.url, **{**props, "imqConsumerFlowLimit": limit})
+    return ConnectionFactory(factory.url, **props)
