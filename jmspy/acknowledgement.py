@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Protocol
@@ -335,6 +335,26 @@ class IndividualAcknowledge(Acknowledgement):
     def _remember(self, consumer: MessageConsumer, tag: int) -> None:
         with self._lock:
             self._unacked[tag] = consumer
+
+    def acknowledge_messages(self, messages: Iterable[Message]) -> None:
+        """Acknowledge these messages, and only them, in one call: their ACK frames go
+        out in one write and each consumer's credit comes back once (a Spark micro-batch
+        acknowledges tens of thousands at its commit; one call each cost a lock, a
+        ``sendall`` and a credit top-up per message)."""
+        self._host._check_open()
+        items: list[Delivered] = []
+        with self._lock:
+            unacked = self._unacked
+            for message in messages:
+                tag = message._delivery_tag
+                consumer = unacked.pop(tag, None)
+                if consumer is not None:
+                    items.append((consumer, tag))
+        dead = self._host._connection._dead  # a dropped connection's tags: nothing to ack
+        items = [item for item in items if not dead(item[1])]
+        if items:
+            self._host._transport.ack([tag for _, tag in items])
+            self._count_consumed(items)
 
     def take_unacknowledged(self) -> list[Delivered]:
         with self._lock:

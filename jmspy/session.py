@@ -10,7 +10,7 @@ consumers and producers, handing messages back to the broker, and closing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from . import twins
@@ -19,6 +19,7 @@ from .acknowledgement import (
     AckMode,
     Acknowledgement,
     Delivered,
+    IndividualAcknowledge,
     new_acknowledgement,
 )
 from .consumer import MessageConsumer, QueueBrowser, check_selector
@@ -253,6 +254,18 @@ class Session(SessionDispatcher):
     def acknowledge(self) -> None:
         """Acknowledge every message this session delivered (CLIENT_ACKNOWLEDGE)."""
         self.acknowledgement.acknowledge()
+
+    def acknowledge_messages(self, messages: Iterable[Message]) -> None:
+        """INDIVIDUAL_ACKNOWLEDGE: acknowledge these messages, and only them, in one call
+        (one write for their ACK frames): what ``message.acknowledge()`` on each does, for
+        a batch (a Spark micro-batch at its commit)."""
+        self._check_open()
+        ack = self.acknowledgement
+        if not isinstance(ack, IndividualAcknowledge):
+            raise IllegalStateException(
+                "acknowledge_messages() needs an INDIVIDUAL_ACKNOWLEDGE session; in "
+                "CLIENT_ACKNOWLEDGE use session.acknowledge()")
+        ack.acknowledge_messages(messages)
 
     def _connection_interrupted(self) -> None:
         """Drop the ack bookkeeping of the dropped connection (see Connection)."""

@@ -22,7 +22,7 @@ from typing import Any
 from jmspy.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmspy.session import Session
 
-__all__ = ["SCHEMA", "row_of", "to_message"]
+__all__ = ["SCHEMA", "fields_of", "row_from", "row_of", "to_message"]
 
 SCHEMA = ("message_id STRING, destination STRING, timestamp TIMESTAMP, priority INT, "
           "redelivered BOOLEAN, delivery_count INT, correlation_id STRING, type STRING, "
@@ -39,8 +39,9 @@ def _text(value: object) -> str:
     return str(value)
 
 
-def row_of(message: Message) -> tuple[Any, ...]:
-    """One message as a row of :data:`SCHEMA` (plain Python values: picklable)."""
+def fields_of(message: Message) -> tuple[Any, ...]:
+    """What a row needs of a message, cheaply (the reader's driver-side worker takes every
+    message of a stream: the conversions are :func:`row_from`'s, on the executors)."""
     text: str | None = None
     data: bytes | None = None
     if isinstance(message, TextMessage):
@@ -50,15 +51,27 @@ def row_of(message: Message) -> tuple[Any, ...]:
     elif isinstance(message, MapMessage):
         text = json.dumps({k: _text(v) for k, v in message.map.items()})
     destination = message.destination
-    where = None if destination is None else str(destination)  # queue://x, topic://x
-    return (
-        message.message_id, where,
-        _EPOCH + _dt.timedelta(milliseconds=message.timestamp) if message.timestamp else None,
-        message.priority, message.redelivered, message.delivery_count,
-        message.correlation_id, message.jms_type,
-        {k: _text(v) for k, v in message.properties.items() if v is not None},
-        text, data,
-    )
+    props = message.properties
+    return (message.message_id, None if destination is None else str(destination),
+            message.timestamp, message.priority, message.redelivered,
+            message.delivery_count, message.correlation_id, message.jms_type,
+            dict(props) if props else None, text, data)
+
+
+def row_from(fields: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row of :data:`SCHEMA` from :func:`fields_of`'s tuple."""
+    (message_id, destination, timestamp, priority, redelivered, count, correlation,
+     jms_type, props, text, data) = fields
+    return (message_id, destination,
+            _EPOCH + _dt.timedelta(milliseconds=timestamp) if timestamp else None,
+            priority, redelivered, count, correlation, jms_type,
+            {k: _text(v) for k, v in props.items() if v is not None} if props else {},
+            text, data)
+
+
+def row_of(message: Message) -> tuple[Any, ...]:
+    """One message as a row of :data:`SCHEMA` (plain Python values: picklable)."""
+    return row_from(fields_of(message))
 
 
 def _delivery_mode(value: object) -> int:
