@@ -295,3 +295,25 @@ def test_transaction_calls_are_refused_outside_a_transaction() -> None:
     _, tx = make(AckMode.SESSION_TRANSACTED)
     with pytest.raises(IllegalStateException, match="rollback"):
         tx.recover()
+
+
+def test_acknowledge_messages_acknowledges_exactly_those_in_one_call(vm_broker):
+    from jmspy import ConnectionFactory, Queue, Session
+    from jmspy.errors import IllegalStateException
+
+    factory = ConnectionFactory(f"vm://{vm_broker.name}")
+    with factory.create_connection() as conn:
+        session = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
+        producer = session.create_producer(Queue("many"))
+        for i in range(10):
+            producer.send(session.create_text_message(str(i)))
+        consumer = session.create_consumer(Queue("many"))
+        conn.start()
+        got = [consumer.receive(5.0) for _ in range(10)]
+        session.acknowledge_messages([m for m in got if int(m.text) % 2 == 0])
+        assert vm_broker.stats("many")["messageCount"] == 5  # the odd ones are still out
+        session.acknowledge_messages(got)  # acknowledged ones are skipped, the rest go
+        assert vm_broker.stats("many")["messageCount"] == 0
+        client = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        with pytest.raises(IllegalStateException, match="INDIVIDUAL_ACKNOWLEDGE"):
+            client.acknowledge_messages([])
