@@ -208,3 +208,36 @@ def test_a_durable_topic_subscription_keeps_what_is_published_between_runs(
     second = Collected()
     run_once(second)  # kept by the durable subscription while no query ran
     assert sorted(map(int, second.texts())) == list(range(100))
+
+
+def test_a_restarted_reader_replays_its_uncommitted_batch_with_the_oldest_messages(
+        broker: Broker) -> None:
+    """Spark replays a batch that was planned but not committed (its offsets are in the
+    checkpoint) by asking the new reader for that range first: it must be filled with the
+    messages the broker delivers first (the redelivered ones), numbered from the range's
+    start, and a commit acknowledges exactly those."""
+    from jmspy.spark.options import parse_options
+    from jmspy.spark.rows import SCHEMA
+    from jmspy.spark.stream import StreamReader
+
+    assert SCHEMA.startswith("message_id")
+    broker.fill("replay", 2000)
+    reader = StreamReader(parse_options({"url": broker.url, "destination": "queue://replay"}))
+    try:
+        [part] = reader.partitions({"seq": 1000, "tick": 0}, {"seq": 1500, "tick": 0})
+        texts = [row[9] for row in reader.read(part)]
+        assert texts == [str(i) for i in range(500)]  # the oldest, not the 1001st onwards
+        reader.commit({"seq": 1500, "tick": 0})
+        nxt = reader.latestOffset({"seq": 1500, "tick": 0}, _max_rows(300))
+        assert nxt == {"seq": 1800, "tick": 0}
+        [part] = reader.partitions({"seq": 1500, "tick": 0}, nxt)
+        assert [row[9] for row in reader.read(part)] == [str(i) for i in range(500, 800)]
+    finally:
+        reader.stop()
+    assert broker.stats("replay")["messageCount"] == 1500  # only the committed 500 went
+
+
+def _max_rows(n: int) -> Any:
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    return ReadMaxRows(n)

@@ -2,8 +2,8 @@
 after Spark commits batch N.
 
 Offsets are ``{"seq": S, "tick": T}``: ``S`` counts the messages this reader has taken
-from its consumer (each gets the next sequence number as it arrives), so batch N is the
-messages numbered ``(start.seq, end.seq]``. The messages wait in the reader, delivered and
+from its consumer (each gets the next sequence number when a batch reads it), so batch N
+is the messages numbered ``(start.seq, end.seq]``. The messages wait in the reader, delivered and
 unacknowledged, until ``commit(end)`` acknowledges each one numbered up to ``end.seq``
 (``INDIVIDUAL_ACKNOWLEDGE``: only those). A query stopped or killed before its commit
 closes the connection with them unacknowledged, and the broker delivers them again,
@@ -24,7 +24,6 @@ rows of a batch are made on that side and shipped in its partitions.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -57,7 +56,14 @@ ROWS_PER_PARTITION = 10_000
 
 
 class _Live:
-    """The driver-side state: connection, consumer, and the messages taken."""
+    """The driver-side state: connection, consumer, and the messages taken.
+
+    A message taken from the consumer waits in ``pending`` until a batch's
+    :meth:`StreamReader.partitions` gives it its sequence number (``assign``), then in
+    ``assigned`` until the commit that acknowledges it. Numbers are given only when a
+    batch is read, never by ``latestOffset``: a restarted query may ask for the latest
+    offset before it replays its uncommitted batch, and the messages the broker
+    redelivers first must fill that batch, not the next."""
 
     def __init__(self, options: SourceOptions) -> None:
         factory = options.factory()
@@ -76,24 +82,34 @@ class _Live:
         except BaseException:
             self.conn.close()
             raise
-        #: (seq, message) taken and not yet acknowledged, in order
-        self.taken: deque[tuple[int, Message]] = deque()
-        self.next_seq = 0
-        self.lock = threading.Lock()
+        self.pending: deque[Message] = deque()
+        self.assigned: deque[tuple[int, Message]] = deque()
+        #: the highest sequence number given (or skipped to, after a restart)
+        self.last_seq = 0
 
     def take(self, n: int, first_wait: float) -> int:
-        """Receive up to ``n`` more messages; returns how many came."""
+        """Receive up to ``n`` more messages into ``pending``; returns how many came."""
         got = 0
         wait = first_wait
         while got < n:
             message = self.consumer.receive(wait)
             if message is None:
                 break
-            self.next_seq += 1
-            self.taken.append((self.next_seq, message))
+            self.pending.append(message)
             got += 1
             wait = NEXT_WAIT
         return got
+
+    def ahead(self, seq: int) -> int:
+        """Messages in hand that come after offset ``seq``."""
+        return max(0, self.last_seq - seq) + len(self.pending)
+
+    def assign(self, first: int, last: int) -> None:
+        """Number pending messages up to ``last``, after ``first`` at the earliest."""
+        self.last_seq = max(self.last_seq, first)
+        while self.last_seq < last and self.pending:
+            self.last_seq += 1
+            self.assigned.append((self.last_seq, self.pending.popleft()))
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -124,23 +140,22 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         live = self._state()
         seq, tick = int(start.get("seq", 0)), int(start.get("tick", 0))
-        live.next_seq = max(live.next_seq, seq)  # a restarted query numbers on
         room = limit.max_rows if isinstance(limit, ReadMaxRows) else 10**12
-        ahead = live.next_seq - seq  # taken already, not yet in a batch
+        ahead = live.ahead(seq)  # in hand already, not yet in a batch before ``seq``
         if ahead < room and not self._dry:
             got = live.take(min(room - ahead, 10**9), FIRST_WAIT if not ahead else NEXT_WAIT)
             if self._available_now and not got:
                 self._dry = True
-        end = min(live.next_seq, seq + room)
-        if end > seq:
-            return {"seq": end, "tick": tick}
-        if live.taken:  # nothing new, but unacknowledged ones: the flush tick
+            ahead = live.ahead(seq)
+        if ahead:
+            return {"seq": seq + min(room, ahead), "tick": tick}
+        if live.assigned:  # nothing new, but unacknowledged ones: the flush tick
             return {"seq": seq, "tick": tick + 1}
         return {"seq": seq, "tick": tick}
 
     def reportLatestOffset(self) -> dict[str, int] | None:
         live = self._live
-        return None if live is None else {"seq": live.next_seq, "tick": 0}
+        return None if live is None else {"seq": live.last_seq + len(live.pending), "tick": 0}
 
     # -- planning and reading --------------------------------------------------------------
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
@@ -148,9 +163,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last <= first:
             return []
         live = self._state()
-        if live.next_seq < last:  # a restarted query re-plans a range it never took
-            live.take(last - live.next_seq, 5.0)
-        rows = [fields_of(m) for s, m in live.taken if first < s <= last]
+        live.assign(first, last)
+        if live.last_seq < last:  # a restarted query replays a range it never took
+            live.take(last - live.last_seq, 5.0)
+            live.assign(first, last)
+        rows = [fields_of(m) for s, m in live.assigned if first < s <= last]
         return [InputPartition(rows[i:i + ROWS_PER_PARTITION])
                 for i in range(0, len(rows), ROWS_PER_PARTITION)]
 
@@ -165,10 +182,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if live is None:
             return
         last = int(end.get("seq", 0))
-        taken = live.taken
+        assigned = live.assigned
         done = []
-        while taken and taken[0][0] <= last:
-            done.append(taken.popleft()[1])
+        while assigned and assigned[0][0] <= last:
+            done.append(assigned.popleft()[1])
         if done:
             live.session.acknowledge_messages(done)  # one write for the batch's ACKs
 
