@@ -90,6 +90,7 @@ class WorkerPool:
         self._workers = 0
         self._idle = 0
         self._busy = 0
+        self._acking = 0  # listeners returned, acknowledgement under way
         self._peak = 0
         self._counts = {"processed": 0, "failed": 0, "redelivered": 0, "dead_lettered": 0,
                         "replaced": 0}
@@ -174,7 +175,8 @@ class WorkerPool:
             self._dispatcher.join(timeout)
         deadline = time.monotonic() + timeout
         with self._lock:
-            while (self._busy or self._work) and time.monotonic() < deadline:
+            while ((self._busy or self._work or self._acking)
+                   and time.monotonic() < deadline):
                 self._lock.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             left = self._busy + len(self._work)
             self._work.clear()
@@ -281,12 +283,22 @@ class WorkerPool:
                     self._idle -= 1
                     self._busy += 1
                     self._peak = max(self._peak, self._busy)
+                settle = False
                 try:
-                    self._deliver(handler, message)
+                    settle = self._deliver(handler, message)
                 finally:
+                    # the instance is free once its listener returned: counted idle before
+                    # the acknowledgement (which returns the consumer's credit, so the next
+                    # message may start before this thread is back), or the pool would seem
+                    # to run more at once than the flow limit allows
                     with self._lock:
                         self._busy -= 1
                         self._idle += 1
+                        self._acking += settle
+                    if settle:
+                        self._settle(message)
+                    with self._lock:
+                        self._acking -= settle
                         self._lock.notify_all()
                     self._slots.release()
         finally:
@@ -297,16 +309,17 @@ class WorkerPool:
             if callable(close) and self.processes:
                 close()
 
-    def _deliver(self, handler: Handler, message: Message) -> None:
-        """Run the listener; acknowledge when it returns; redeliver after an exception, up
-        to the attempts; then dead-letter."""
+    def _deliver(self, handler: Handler, message: Message) -> bool:
+        """Run the listener; redeliver after an exception, up to the attempts; then
+        dead-letter. True: the caller acknowledges the message (processed, or its copy is
+        in the dead message queue)."""
         spec = self.spec
         interval = spec.endpoint_exception_redelivery_interval / 1000.0
         error: BaseException | None = None
         for attempt in range(spec.endpoint_exception_redelivery_attempts + 1):
             if attempt:
                 if self._stopped.wait(interval):
-                    return  # the pool closed: the broker has it back
+                    return False  # the pool closed: the broker has it back
                 message.redelivered = True
                 message.delivery_count += 1
                 self._count("redelivered")
@@ -322,10 +335,9 @@ class WorkerPool:
                 log.info("worker pool on %s: the listener raised on %s (attempt %d): %s",
                          spec.destination, message.message_id, attempt + 1, exc)
                 continue
-            self._settle(message)
             self._count("processed")
-            return
-        self._undeliverable(message, error)
+            return True
+        return self._undeliverable(message, error)
 
     def _settle(self, message: Message) -> None:
         try:
@@ -335,7 +347,7 @@ class WorkerPool:
                         "(%s); the broker will deliver it again, marked redelivered",
                         self.spec.destination, message.message_id, exc)
 
-    def _undeliverable(self, message: Message, error: BaseException | None) -> None:
+    def _undeliverable(self, message: Message, error: BaseException | None) -> bool:
         spec = self.spec
         said = str(error).splitlines()[0] if str(error) else ""  # not a process's traceback
         reason = (f"the listener raised {type(error).__name__}: {said} on each of "
@@ -345,24 +357,24 @@ class WorkerPool:
             log.error("worker pool on %s: %s is undeliverable (%s); "
                       "sendUndeliverableMsgsToDMQ is off, so it is left unacknowledged",
                       spec.destination, message.message_id, reason)
-            return
+            return False
         copy = message.copy()
         copy.set_property(DEAD_LETTER_REASON, reason)
         copy.set_property(ORIGINAL_DESTINATION, spec.destination)
         session = self._dlq_session
         if session is None:
-            return
+            return False
         try:
             with self._lock:  # one producer session, shared by the workers
                 session.create_producer(Queue(spec.dead_letter_queue)).send(copy)
         except JMSException as exc:
             log.error("worker pool on %s: could not dead-letter %s (%s); left "
                       "unacknowledged", spec.destination, message.message_id, exc)
-            return
-        self._settle(message)
+            return False
         self._count("dead_lettered")
         log.warning("worker pool on %s: %s sent to %s: %s", spec.destination,
                     message.message_id, spec.dead_letter_queue, reason)
+        return True
 
     def _count(self, name: str) -> None:
         with self._lock:
