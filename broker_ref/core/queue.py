@@ -192,20 +192,23 @@ class Queue(QueueRecord):
         ``pending_message_limit`` is a ring of that size (ActiveMQ's
         constantPendingMessageLimitStrategy: the newest N pending messages are kept, the
         prefetched ones are not pending); its evictions count as ``discarded``."""
-        size = effective_ring_size(settings, self.ring_override)
+        limit = self._pending_limit(settings)
+        return limit if limit is not None else effective_ring_size(settings, self.ring_override)
+
+    def _pending_limit(self, settings: AddressSettings) -> int | None:
+        """The pending-message limit that makes this queue a ring, or None: only a
+        non-durable topic subscription that is not a ring by its own settings has one."""
         limit = settings.pending_message_limit
-        if (size <= 0 and limit is not None and self.kind is DestinationKind.TOPIC
-                and not self.durable):
-            return limit
-        return size
+        if (limit is None or self.kind is not DestinationKind.TOPIC or self.durable
+                or effective_ring_size(settings, self.ring_override) > 0):
+            return None
+        return limit
 
     @property
     def discards(self) -> bool:
         """True when this queue's ring is a pending-message limit (evictions are
         discards, not replacements)."""
-        return (self.kind is DestinationKind.TOPIC and not self.durable
-                and self.settings.pending_message_limit is not None
-                and effective_ring_size(self.settings, self.ring_override) <= 0)
+        return self._pending_limit(self.settings) is not None
 
     def _limit_for(self, c: ServerConsumer) -> int | None:
         """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
