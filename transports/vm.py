@@ -7,7 +7,9 @@ the call that freed them (a send, an ack, a credit grant); the connection only b
 them there, so user code still never runs inside the broker.
 
 Brokers are registered by name: ``vm://embedded`` creates one on first use; tests and
-applications that need settings start their own with :func:`start_broker`.
+applications that need settings start their own with :func:`start_broker`. Other
+processes reach an in-process broker through a STOMP connector
+(:meth:`BrokerHost.add_connector`, ActiveMQ's ``addConnector``).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-from urllib.parse import SplitResult, parse_qs
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from jmspy import errors, twins
 from jmspy.broker_ref.config import parse_size
@@ -41,6 +43,9 @@ from jmspy.transport import (
 )
 
 from .broker_errors import translate
+
+if TYPE_CHECKING:
+    from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 from .capabilities import native_features
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
@@ -60,13 +65,17 @@ class BrokerHost:
     def __init__(self, name: str, broker: Broker) -> None:
         self.name = name
         self.broker = broker
-        self.lock = threading.Lock()
+        #: re-entrant for the STOMP connectors, whose loop callbacks nest (.connector)
+        self.lock = threading.RLock()
         self._timer_cond = threading.Condition(self.lock)
         self._running = True
         #: the locked data directory of a persistent broker (start_broker(data_dir=...))
         self.data_dir: DataDirectory | None = None
         #: open vm connections, told by stop() that the broker went away
         self.transports: set[VmTransport] = set()
+        self._connectors: list[StompConnector] = []
+        #: the URLs other processes reach this broker at (add_connector)
+        self.connectors: list[str] = []
         self._timer = threading.Thread(
             target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
         )
@@ -101,10 +110,50 @@ class BrokerHost:
         with self.lock:
             return self.broker.usage()
 
+    def add_connector(self, url: str = "stomp://127.0.0.1:0") -> str:
+        """Serve this broker over STOMP to other processes as well; the URL they connect
+        to (port 0 in ``url``: a free port, named in the answer).
+
+        Like ActiveMQ's ``BrokerService.addConnector``: the application keeps its
+        ``vm://`` connections, and a Spark job, a ``jmspy stat`` or any STOMP client
+        connects to the returned ``stomp://`` URL. The broker's security settings apply
+        to those logins. The connectors close when the broker is stopped."""
+        from jmspy.broker_ref.protocols.stomp.connector import StompConnector
+
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if parts.scheme.lower() != "stomp" or port is None or port < 0 or parts.path.strip("/"):
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: give stomp://HOST:PORT (port 0 picks a free one), e.g. "
+                "stomp://127.0.0.1:61613; STOMP is the protocol this broker serves")
+        host = parts.hostname or "127.0.0.1"
+        connector = StompConnector(self.broker, self.lock, name=self.name)
+        try:
+            bound_host, bound_port = connector.start(host, port)
+        except OSError as exc:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "pick another port (0 picks a free one)") from exc
+        where = f"[{bound_host}]" if ":" in bound_host else bound_host
+        bound = f"stomp://{where}:{bound_port}"
+        with self.lock:
+            self._connectors.append(connector)
+            self.connectors.append(bound)
+        return bound
+
     def stop(self) -> None:
-        """Close the broker. Each vm connection's server side is closed first (its
+        """Close the broker. Its connectors close first (their STOMP connections'
+        unacknowledged messages go back), then each vm connection's server side (its
         unacknowledged deliveries go back, counted, to a store if there is one), then the
         connection hears CONNECTION_INTERRUPTED or CONNECTION_LOST outside the lock."""
+        with self.lock:
+            connectors, self._connectors = self._connectors, []
+            self.connectors = []
+        for connector in connectors:  # without the lock: their loops take it to close
+            connector.stop()
         with self.lock:
             self._running = False
             self._timer_cond.notify()

@@ -26,8 +26,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import cast
+from functools import wraps
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from jmspy.stomp_frames import CodecLimits
 
@@ -59,6 +61,28 @@ log = logging.getLogger("jmspy.broker_ref.stomp")
 HIGH_WATER = 256 * 1024
 _EOL = b"\n"
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _holding_core(
+    method: Callable[Concatenate[_Connection, _P], _R],
+) -> Callable[Concatenate[_Connection, _P], _R]:
+    """Run a loop callback of a connection with the server's ``core_lock`` held.
+
+    A plain ``jmspy broker`` has nothing to hold (the loop is the core's only thread); a
+    connector of an in-process broker shares that broker's lock with its ``vm://``
+    connections (:mod:`.connector`). Callbacks nest (``flush`` writes, the write calls
+    ``pause_writing``), so the lock is re-entrant there.
+    """
+
+    @wraps(method)
+    def run(self: _Connection, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self.server.core_lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
 
 class _Connection(asyncio.Protocol):
     """One TCP connection: bytes in -> session -> bytes out, plus heart-beat timers."""
@@ -89,10 +113,11 @@ class _Connection(asyncio.Protocol):
         """The session has new output produced by another connection's call or a timer."""
         if not self._flush_scheduled and not self._closed:
             self._flush_scheduled = True
-            self.loop.call_soon(self.flush)
+            self.server.call_soon(self.flush)
 
     # -- asyncio.Protocol -----------------------------------------------------------------
 
+    @_holding_core
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # a cast, not an isinstance check: uvloop's transports implement the interface
         # without subclassing asyncio.Transport
@@ -121,6 +146,7 @@ class _Connection(asyncio.Protocol):
         self.flush()
         self.close()
 
+    @_holding_core
     def _connect_timed_out(self) -> None:
         self._connect_timer = None
         if self._closed or self.session.connected:
@@ -147,7 +173,8 @@ class _Connection(asyncio.Protocol):
         assert policy is not None
         verdict = server.throttle.verdict(self.address, request.user)
         if verdict.refusal is not None:
-            self._refuse("too many failed logins", verdict.refusal)
+            with server.core_lock:
+                self._refuse("too many failed logins", verdict.refusal)
             return
         if verdict.delay_ms:
             await asyncio.sleep(verdict.delay_ms / 1000)
@@ -158,19 +185,22 @@ class _Connection(asyncio.Protocol):
             if request.user or request.password:
                 server.throttle.failed(self.address, request.user)
             if not self._closed:
-                self._refuse_quietly(exc.message.split(";")[0][:200], exc.message, exc.code)
+                with server.core_lock:
+                    self._refuse_quietly(exc.message.split(";")[0][:200], exc.message,
+                                         exc.code)
             return
         server.throttle.succeeded(self.address, request.user)
         if self._closed:
             return
-        self._guard(lambda: self.session.login_done(principal))
-        self._after_connect()
-        if self._reading_paused and self.transport is not None and not self._closed:
-            self._reading_paused = False
-            if not self._held_paused:
-                self.transport.resume_reading()
-        self.flush()
-        server.reschedule_timers()
+        with server.core_lock:
+            self._guard(lambda: self.session.login_done(principal))
+            self._after_connect()
+            if self._reading_paused and self.transport is not None and not self._closed:
+                self._reading_paused = False
+                if not self._held_paused:
+                    self.transport.resume_reading()
+            self.flush()
+            server.reschedule_timers()
 
     def _after_connect(self) -> None:
         if self.session.connected:
@@ -179,6 +209,7 @@ class _Connection(asyncio.Protocol):
                 self._connect_timer = None
             self._schedule_heartbeat()
 
+    @_holding_core
     def data_received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
         self._received_any = True
@@ -210,6 +241,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.close()
 
+    @_holding_core
     def pause_writing(self) -> None:
         self.session.pause_credit()
         if self.transport is not None and not self._reading_paused:
@@ -217,6 +249,7 @@ class _Connection(asyncio.Protocol):
             if not self._held_paused:
                 self.transport.pause_reading()
 
+    @_holding_core
     def resume_writing(self) -> None:
         if self._closed:
             return
@@ -230,6 +263,7 @@ class _Connection(asyncio.Protocol):
 
     # -- output ---------------------------------------------------------------------------
 
+    @_holding_core
     def flush(self) -> None:
         """Write what the session has; more output produced meanwhile (refilled ack:auto
         windows) is written on the next loop turn, so one busy client cannot starve the
@@ -278,6 +312,7 @@ class _Connection(asyncio.Protocol):
             return b""
         return result if isinstance(result, bytes) else b""
 
+    @_holding_core
     def close(self) -> None:
         """End this connection: the core connection is closed (open transactions roll
         back, unacked deliveries return), then the socket after pending output."""
@@ -305,6 +340,7 @@ class _Connection(asyncio.Protocol):
         if intervals and not self._closed:
             self._hb_handle = self.loop.call_later(min(intervals) / 2000.0, self._heartbeat)
 
+    @_holding_core
     def _heartbeat(self) -> None:
         s = self.session
         now = self.loop.time()
@@ -333,8 +369,20 @@ class StompServer:
         limits: CodecLimits | None = None,
         heartbeat_ms: int = 10_000,
         connection_limits: ConnectionLimits | None = None,
+        core_lock: AbstractContextManager[object] | None = None,
+        owns_broker: bool = True,
     ) -> None:
         self.broker = broker
+        #: held around every call into the core: nothing for a broker this server owns
+        #: alone; the in-process broker's re-entrant lock for a connector (.connector)
+        self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
+        #: stop() closes the broker (``jmspy broker``), or leaves it to its owner (a
+        #: connector of a ``vm://`` broker, which outlives its listeners)
+        self.owns_broker = owns_broker
+        #: schedules a connection's flush; from another thread when the core is shared
+        self.call_soon: Callable[[Callable[[], object]], object] = (
+            asyncio.get_running_loop().call_soon if core_lock is None
+            else asyncio.get_running_loop().call_soon_threadsafe)
         self.limits = limits or CodecLimits()
         self.heartbeat_ms = heartbeat_ms
         self.connection_limits = connection_limits or ConnectionLimits()
@@ -413,6 +461,10 @@ class StompServer:
         self._timer = self.loop.call_at(self.loop.time() + delay, self._on_timer)
 
     def _on_timer(self) -> None:
+        with self.core_lock:
+            self._process_timers()
+
+    def _process_timers(self) -> None:
         self._timer = None
         self._timer_due = None
         if self.broker.closed:
@@ -426,15 +478,17 @@ class StompServer:
         self.reschedule_timers()
 
     async def stop(self) -> None:
-        """Close listeners, every connection, then the broker."""
+        """Close listeners, every connection, then the broker (if this server owns it)."""
         if self._server is not None:
             self._server.close()
-        for conn in list(self.connections):
-            conn.flush()
-            conn.close()
-        if self._timer is not None:
-            self._timer.cancel()
-        self.broker.close()
+        with self.core_lock:
+            for conn in list(self.connections):
+                conn.flush()
+                conn.close()
+            if self._timer is not None:
+                self._timer.cancel()
+            if self.owns_broker:
+                self.broker.close()
         self.login_pool.shutdown(wait=False, cancel_futures=True)
         if self._server is not None:
             await self._server.wait_closed()

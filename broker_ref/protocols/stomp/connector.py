@@ -1,0 +1,93 @@
+"""A STOMP listener for an in-process broker: ActiveMQ's embedded broker with a connector.
+
+An application that embeds the broker (``vm://NAME``) sometimes needs other processes to
+reach it: a Spark job reading its queues, a ``jmspy stat``, a stomp.py script. ActiveMQ's
+answer is ``BrokerService.addConnector("tcp://...")`` beside its ``vm://`` transport; ours
+is :meth:`jmspy.transports.vm.BrokerHost.add_connector`, which runs one of these.
+
+The connector is an ordinary :class:`StompServer` on an event loop in its own thread. The
+broker core stays single-threaded in effect: the server holds the in-process broker's
+lock around every call into the core, as each ``vm://`` call does, and a delivery that a
+``vm://`` thread frees for a STOMP client is handed to the loop thread-safely. The server
+leaves the broker open when it stops: the broker's owner closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from jmspy.stomp_frames import CodecLimits
+
+from ...core import Broker
+from .server import ConnectionLimits, StompServer
+
+__all__ = ["StompConnector"]
+
+T = TypeVar("T")
+
+
+class StompConnector:
+    """Serves STOMP for a broker that others also call, from a thread of its own."""
+
+    def __init__(
+        self,
+        broker: Broker,
+        core_lock: AbstractContextManager[object],
+        *,
+        name: str = "jmspy",
+        limits: CodecLimits | None = None,
+        heartbeat_ms: int = 10_000,
+        connection_limits: ConnectionLimits | None = None,
+    ) -> None:
+        self._broker = broker
+        self._core_lock = core_lock
+        self._options: dict[str, Any] = dict(
+            limits=limits, heartbeat_ms=heartbeat_ms, connection_limits=connection_limits)
+        self._loop = asyncio.new_event_loop()
+        self._server: StompServer | None = None
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"jmspy-connector-{name}", daemon=True)
+        #: the bound address, once :meth:`start` returned
+        self.address: tuple[str, int] | None = None
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def start(self, host: str, port: int) -> tuple[str, int]:
+        """Listen on ``host:port`` (0: any free port); the bound address. A port that
+        cannot be bound raises the OSError, and no thread is left behind."""
+
+        async def listen() -> tuple[str, int]:
+            self._server = StompServer(
+                self._broker, core_lock=self._core_lock, owns_broker=False, **self._options)
+            return await self._server.start(host, port)
+
+        self._thread.start()
+        try:
+            self.address = self._run(listen(), 30.0)
+        except BaseException:
+            self._halt()
+            raise
+        return self.address
+
+    def stop(self) -> None:
+        """Close the listener and every STOMP connection (their unacknowledged messages
+        go back to their queues); the broker stays open. Call it without the broker's
+        lock held: the loop needs that lock to close its connections."""
+        server = self._server
+        if server is not None and self._thread.is_alive():
+            self._server = None
+            self._run(server.stop(), 30.0)
+        self._halt()
+
+    def _halt(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not threading.current_thread():
+                self._thread.join(30.0)
+        if not self._loop.is_running():
+            self._loop.close()
