@@ -61,6 +61,42 @@ class Broker:
         self.proc.communicate(timeout=20)
 
 
+class EmbeddedBroker(Broker):
+    """An application process that embeds the broker (``vm://``) and serves it over a STOMP
+    connector (``BrokerHost.add_connector``); it fills queues from its own ``vm://``
+    producer (vm_broker_child.py)."""
+
+    def __init__(self, tmp: Path) -> None:  # starts the child, not `jmspy broker`
+        child = Path(__file__).with_name("vm_broker_child.py")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(child)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=tmp)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()  # printed once it listens
+        assert self.url.startswith("stomp://127.0.0.1:"), (self.url, self.proc.stderr)
+        self.port = int(self.url.rsplit(":", 1)[1])
+
+    def fill(self, queue: str, n: int, *, prefix: str = "") -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{queue} {n} {prefix}\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "filled"
+
+    def stop(self) -> None:
+        _, err = self.proc.communicate(timeout=20)  # end of input: it stops its broker
+        assert self.proc.returncode == 0, err
+
+
+@pytest.fixture(params=["jmspy broker", "embedded vm:// broker"])
+def any_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broker]:
+    """Each broker a Spark job meets: ``jmspy broker`` as a process, and an application
+    process that embeds the broker and serves it over a connector."""
+    b = Broker(tmp_path, "--in-memory") if request.param == "jmspy broker" else \
+        EmbeddedBroker(tmp_path)
+    yield b
+    b.stop()
+
+
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     b = Broker(tmp_path, "--in-memory")

@@ -41,7 +41,8 @@ def stream(spark: Any, broker: Broker, queue: str, **options: str) -> Any:
 
 
 def test_50000_messages_stream_through_exactly_once_and_leave_the_queue_empty(
-        spark: Any, broker: Broker, tmp_path: Path) -> None:
+        spark: Any, any_broker: Broker, tmp_path: Path) -> None:
+    broker = any_broker
     n = 50_000
     broker.fill("orders", n)
     sink = Collected()

@@ -3,7 +3,8 @@
 Spark hands options over as strings in a case-insensitive dict; a mistake must fail the
 query at start with a message that says what is wrong, not as a Py4J stack trace from the
 middle of a micro-batch. Options: ``url`` (any transport URL; not ``vm://``, which is one
-Python process's broker and Spark reads in another), ``destination``
+Python process's broker and Spark reads in another: serve it with
+``BrokerHost.add_connector()``), ``destination``
 (``queue://orders`` or ``topic://prices``), ``selector``, ``subscriptionName`` (a durable
 topic subscription; needs the ``clientID`` property), ``maxMessagesPerTrigger``,
 ``user`` / ``password``, and any ConnectionFactory property by its name
@@ -78,7 +79,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         raise _fail("option 'url' is missing: .option('url', 'stomp://127.0.0.1:61613')")
     if url.split(":", 1)[0].lower() == "vm":
         raise _fail(f"url {url!r}: vm:// is a broker inside one Python process, and Spark "
-                    "reads in its own worker processes; run `jmspy broker` and use stomp://")
+                    "reads in its own worker processes; serve that broker over STOMP "
+                    "(url = host.add_connector() on its BrokerHost) or run `jmspy broker`, "
+                    "and use the stomp:// URL")
     target = given.get("destination") or given.get("path")
     if not target:
         raise _fail("option 'destination' is missing: 'queue://NAME' or 'topic://NAME'")
