@@ -11,6 +11,7 @@ be compared with a consumer's receive time in another process.
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -223,6 +224,62 @@ def signal_ready() -> None:
 
 
 # -- results and interleaved runs -----------------------------------------------------------
+@dataclass(frozen=True)
+class Goal:
+    """A figure one row must reach, declared where that row is made (one place to read
+    what a row is for) and printed beside it with ``ok`` or ``MISSED``.
+
+    A ratio goal (``over`` set) divides the row's ``metric`` by the ``over`` row's, run by
+    run in the same round (so the same machine state), and takes the median; an absolute
+    goal (``over`` None) takes the row's median ``metric``. ``at_most``: the figure must
+    stay at or below ``bound`` (memory), else reach it. ``issue`` is where it was set
+    (benchmarks/README.md explains each goal).
+    """
+
+    bound: float
+    over: str | None = None  # key of the row divided by
+    label: str = ""  # the ``over`` row in a few words, for the table
+    metric: str = "rate"
+    at_most: bool = False
+    unit: str = "x"  # "x" for ratios; the unit of an absolute figure
+    issue: int = 17
+
+    def value(self, row: Row, by_key: Mapping[str, Row]) -> float | None:
+        """The figure compared with ``bound``, or None when it was not measured."""
+        if not row.runs:
+            return None
+        if self.over is None:
+            got = row.med(self.metric)
+            return None if math.isnan(got) else got  # NaN: the metric was not reported
+        other = by_key.get(self.over)
+        if other is None or not other.runs:
+            return None
+        ratios = paired_ratios(row, other, self.metric)
+        return median(ratios) if ratios else None
+
+    def met(self, value: float) -> bool:
+        return value <= self.bound if self.at_most else value >= self.bound
+
+    def show(self, number: float) -> str:
+        if self.unit == "x":
+            return f"{number:.2f}x"
+        if self.unit == "msgs/s":
+            return f"{number / 1e3:,.0f}k msgs/s"
+        return f"{number:,.2f} {self.unit}"
+
+    def verdict(self, row: Row, by_key: Mapping[str, Row]) -> str:
+        """``"vs pure: 3.41x >= 3x ok"``; ``n/a`` when this row or the other is missing."""
+        op = "<=" if self.at_most else ">="
+        bound = (f"{self.bound:g}x" if self.unit == "x" else
+                 f"{self.bound / 1e3:g}k msgs/s" if self.unit == "msgs/s" else
+                 f"{self.bound:g} {self.unit}")
+        value = self.value(row, by_key)
+        head = f"{self.label}: " if self.label else ""
+        if value is None:
+            return f"{head}{op} {bound} n/a"
+        return f"{head}{self.show(value)} {op} {bound} {'ok' if self.met(value) else 'MISSED'}"
+
+
 @dataclass
 class Row:
     """One line of the results table: a configuration measured ``runs`` times."""
@@ -233,12 +290,22 @@ class Row:
     config: str
     runs: list[dict[str, float]] = field(default_factory=list)
     unavailable: str | None = None
-    baseline: str | None = None  # key of the row this one is compared with
-    target: float | None = None  # ratio to reach (issue 5), if any
+    baseline: str | None = None  # key of the row the ratio column divides by
+    #: legacy single goal (a ratio over ``baseline``), still set by worker_pool.py; new
+    #: rows declare ``goals``, and :meth:`all_goals` folds a target into them
+    target: float | None = None
     ratios: list[float] = field(default_factory=list)
     note: str = ""
     also: list[tuple[str, str]] = field(default_factory=list)  # (key, label) ratios for note
     short: str = ""  # the configuration in a few words, for the plot
+    goals: list[Goal] = field(default_factory=list)  # what this row must reach
+
+    def all_goals(self) -> list[Goal]:
+        """``goals``, plus a legacy ``target`` as a ratio goal over ``baseline``."""
+        if self.target and self.baseline and not any(
+                g.over == self.baseline for g in self.goals):
+            return [Goal(self.target, over=self.baseline, issue=5), *self.goals]
+        return list(self.goals)
 
     def med(self, metric: str) -> float:
         return median([r[metric] for r in self.runs if metric in r])

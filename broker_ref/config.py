@@ -6,7 +6,8 @@
     host = "127.0.0.1"      # listen address
     port = 61613
     name = "jmspy"
-    loop = "asyncio"        # or "uvloop" (pip install uvloop): less overhead per read/write
+    loop = "uvloop"         # the default when uvloop is installed (it is a dependency on
+                            # CPython off Windows), else "asyncio"; "asyncio" forces it
 
     [limits]
     max-frame-bytes = 104857600  # largest frame body (ActiveMQ's default, 100 MiB)
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 import tomllib
 import types
 import typing
@@ -71,6 +73,7 @@ __all__ = [
     "EVENT_LOOPS",
     "BrokerConfig",
     "ConfigError",
+    "default_loop",
     "load_config",
     "parse_config",
     "parse_size",
@@ -80,6 +83,23 @@ __all__ = [
 #: an optional dependency that costs less per socket read and write, which is most of
 #: the broker's time when consumers ACK one message at a time.
 EVENT_LOOPS = ("asyncio", "uvloop")
+
+
+def default_loop() -> str:
+    """``"uvloop"`` when it imports, else ``"asyncio"``: the loop a config that names none
+    runs on.
+
+    uvloop is installed with jmspy wherever it has wheels (CPython off Windows), so the fast
+    loop is what a user gets without asking; where it is missing (PyPy, Windows) the
+    broker still starts, on asyncio. The import is tried rather than looked up, so an
+    installed but broken uvloop falls back here instead of failing at startup with a
+    misleading "not installed".
+    """
+    try:
+        importlib.import_module("uvloop")
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
 
 #: Where ``jmspy broker`` keeps persistent messages unless told otherwise (relative to the
 #: working directory): a broker that forgets what it acknowledged with a RECEIPT when it
@@ -108,7 +128,8 @@ class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 61613
     name: str = "jmspy"
-    loop: str = "asyncio"  #: one of EVENT_LOOPS
+    #: one of EVENT_LOOPS; unset in the file: uvloop if installed (:func:`default_loop`)
+    loop: str = field(default_factory=default_loop)
     #: where persistent messages are kept (None: in memory, lost when the broker stops)
     data_dir: str | None = DEFAULT_DATA_DIR
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES

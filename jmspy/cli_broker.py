@@ -33,6 +33,10 @@ def _broker(args: argparse.Namespace) -> int:
         config.data_dir = None
     if args.check:
         return _check(config.data_dir)
+    runner.loop_factory(config.loop)  # a missing uvloop: its error, before the line below
+    default = config_mod.default_loop()
+    print(_loop_line(config.loop, default, chosen=args.loop is not None), file=sys.stderr,
+          flush=True)
     try:
         result: int = runner.run_broker(config)
     except runner.StoreError as exc:
@@ -43,6 +47,23 @@ def _broker(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return result
+
+
+def _loop_line(loop: str, default: str, *, chosen: bool) -> str:
+    """The startup line naming the event loop, so a slow broker on asyncio is not a mystery.
+
+    It goes to stderr (like "jmspy broker stopped"): the first stdout line is the
+    "listening on" line that scripts and tests wait for, and stays unchanged.
+    """
+    if chosen:
+        why = "--loop"
+    elif loop != default:
+        why = "[broker] loop in the config"
+    elif loop == "uvloop":
+        why = "the default: installed; --loop asyncio for the standard library's"
+    else:
+        why = "the default: uvloop is not installed"
+    return f"jmspy broker: {loop} event loop ({why})"
 
 
 def _check(data_dir: str | None) -> int:
@@ -83,8 +104,9 @@ def add_commands(sub: Any) -> None:
     broker.add_argument("--host", help="listen address (overrides [broker] host)")
     broker.add_argument("--port", type=int, help="listen port (overrides [broker] port)")
     broker.add_argument("--loop", choices=("asyncio", "uvloop"),
-                        help="event loop (overrides [broker] loop; default asyncio); "
-                        "uvloop is faster and must be installed (pip install uvloop)")
+                        help="event loop (overrides [broker] loop; default uvloop when "
+                        "installed, as it is with jmspy on CPython off Windows, else "
+                        "asyncio); asyncio forces the standard library's loop")
     where = broker.add_mutually_exclusive_group()
     where.add_argument("--data-dir", metavar="DIR",
                        help="keep persistent messages, acks and durable subscriptions in DIR "

@@ -27,7 +27,7 @@ def test_demo_command_prints_flow_counters_and_finishes(tmp_path):
     # cwd outside the checkout: `-m` puts cwd first on sys.path, and the source tree's
     # jmspy/ is not the installed package (transports/ and broker_ref/ map into it).
     out = subprocess.run(
-        [sys.executable, "-m", "jmspy", "demo", "--messages", "3000", "--interval", "0.05"],
+        [sys.executable, "-m", "jmspy", "demo", "--fast", "--messages", "3000"],
         check=True, capture_output=True, text=True, timeout=120, cwd=tmp_path,
     ).stdout
     assert "imqConsumerFlowLimit=1000" in out

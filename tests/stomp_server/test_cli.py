@@ -41,6 +41,11 @@ def broker_process(
         assert line.strip() == (f"jmspy broker listening on 127.0.0.1:{port} "
                                 f"(persistent messages in {tmp_path / 'jmspy-data'})"), line
         assert (tmp_path / "jmspy-data" / "messages.sqlite").exists()
+        # printed to stderr before the stdout line above, so it is already in the pipe;
+        # uvloop is in the test extra, so the default is uvloop
+        assert proc.stderr is not None
+        running = "asyncio" if request.param == "asyncio" else "uvloop"
+        assert proc.stderr.readline().startswith(f"jmspy broker: {running} event loop (")
         yield proc, port
     finally:
         if proc.poll() is None:
@@ -138,7 +143,56 @@ def test_unknown_event_loop_in_config_is_a_clear_error(tmp_path: Path) -> None:
         load_config(cfg)
     cfg.write_text('[broker]\nloop = "uvloop"\n')
     assert load_config(cfg).loop == "uvloop"
+    cfg.write_text('[broker]\nloop = "asyncio"\n')
+    assert load_config(cfg).loop == "asyncio"
+
+
+def test_default_loop_is_uvloop_when_installed_else_asyncio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import uvloop  # noqa: F401  (in the test extra: missing fails here, never skips)
+
+    from jmspy.broker_ref.config import BrokerConfig, load_config
+
+    assert load_config(None).loop == "uvloop"
+    assert BrokerConfig().loop == "uvloop"
+    # None in sys.modules makes "import uvloop" fail as if it were not installed
+    monkeypatch.setitem(sys.modules, "uvloop", None)
     assert load_config(None).loop == "asyncio"
+    assert BrokerConfig().loop == "asyncio"
+
+
+def test_without_uvloop_the_broker_starts_on_asyncio_and_says_so(tmp_path: Path) -> None:
+    port = _free_port()
+    code = ("import sys; sys.modules['uvloop'] = None; from jmspy.cli import main; "
+            f"sys.exit(main(['broker', '--port', '{port}', '--in-memory']))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith(f"jmspy broker listening on 127.0.0.1:{port}")
+        assert proc.stderr.readline().strip() == (
+            "jmspy broker: asyncio event loop (the default: uvloop is not installed)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def test_loop_named_in_the_config_is_said_to_come_from_it(tmp_path: Path) -> None:
+    cfg = tmp_path / "b.toml"
+    cfg.write_text('[broker]\nloop = "asyncio"\n')
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jmspy", "broker", "--config", str(cfg), "--port", str(port),
+         "--in-memory"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith(f"jmspy broker listening on 127.0.0.1:{port}")
+        assert proc.stderr.readline().strip() == (
+            "jmspy broker: asyncio event loop ([broker] loop in the config)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
 
 
 def test_config_maps_address_settings(tmp_path: Path) -> None:
