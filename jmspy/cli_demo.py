@@ -75,7 +75,7 @@ def _what(window: tuple[int, int] | None, limit: int, bottom: int, refills: int,
     if fulls:
         return f"filled to the limit ({limit}): the broker waits"
     if refills and not waiting:
-        return f"down to the threshold ({bottom}): topped up with what the broker had left"
+        return f"down to the threshold ({bottom}): asked for more, got what the broker had left"
     if refills:
         return f"down to the threshold ({bottom}): topped up{times}"
     return "draining"
