@@ -1,13 +1,13 @@
 """``ServerConnection``: one client connection inside the broker (``CoreConnection``).
 
-It owns what is per-connection in JMS: consumers, delivery tags, transactions, temporary
-queues and non-durable subscriptions — and so everything a connection close must undo.
-Queue-level decisions (order, credit, dead-lettering) are delegated to :mod:`.queue`.
+It owns what is per-connection in JMS: consumers, delivery tags, temporary queues and
+non-durable subscriptions — and so everything a connection close must undo. Its
+transactions are a :class:`~.transactions.Transactions` it composes; queue-level decisions
+(order, credit, dead-lettering) are delegated to :mod:`.queue`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from jmspy import twins
@@ -23,15 +23,14 @@ from .api import (
 from .duplicates import DUPLICATE_ID
 from .errors import (
     AccessDenied,
-    BrokerError,
     DestinationNotFound,
     IllegalBrokerState,
     InvalidSubscription,
-    TransactionError,
 )
 from .queue import DeliveryChannel, Queue, ServerConsumer, compile_filter, effective_flow_limit
 from .settings import is_wildcard
 from .topic import Subscription, SubscriptionKey, Topic
+from .transactions import Transactions
 
 if TYPE_CHECKING:
 
@@ -46,12 +45,6 @@ _queue_run = twins.queue_run
 _QUEUE = DestinationKind.QUEUE
 
 
-@dataclass(slots=True)
-class _Transaction:
-    sends: list[ServerMessage] = field(default_factory=list)
-    acks: list[int] = field(default_factory=list)
-
-
 def _norm_selector(selector: str | None) -> str | None:
     return selector if selector is not None and selector.strip() else None
 
@@ -60,8 +53,8 @@ class ServerConnection:
     """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
 
     __slots__ = (
-        "_broker", "_channel", "_consumer_subs", "_consumers", "_id", "_staged", "_temp_queues",
-        "_temp_seq", "_txs", "callback", "client_id", "closed", "principal", "user",
+        "_broker", "_channel", "_consumer_subs", "_consumers", "_id", "_temp_queues", "_temp_seq",
+        "_transactions", "callback", "client_id", "closed", "principal", "user",
     )  # fmt: skip
 
     def __init__(
@@ -85,9 +78,7 @@ class ServerConnection:
         self._channel = DeliveryChannel(connection_id, callback)
         self._consumers: dict[int, ServerConsumer] = {}
         self._consumer_subs: dict[int, Subscription] = {}
-        self._txs: dict[str, _Transaction] = {}
-        #: delivery tag -> transaction that staged its ack
-        self._staged: dict[int, str] = {}
+        self._transactions = Transactions(self, broker, self._channel.tags, self._cancel_tags)
         self._temp_queues: dict[str, Queue] = {}
         self._temp_seq = 0
 
@@ -124,22 +115,14 @@ class ServerConnection:
             )
         return c
 
-    def _tx(self, tx: str) -> _Transaction:
-        t = self._txs.get(tx)
-        if t is None:
-            raise TransactionError(
-                f"unknown transaction {tx!r} on connection {self._id}: call begin({tx!r}) "
-                "first (it may already be committed or rolled back)"
-            )
-        return t
-
     def _check_tags(self, tags: list[int]) -> None:
         known = self._channel.tags
+        staged = self._transactions.staged
         unique = set(tags)
         if (
             len(unique) == len(tags)
             and known.keys() >= unique
-            and (not self._staged or unique.isdisjoint(self._staged))
+            and (not staged or unique.isdisjoint(staged))
         ):
             return  # all known, none twice, none staged: the per-tag loop finds nothing
         seen: set[int] = set()
@@ -150,10 +133,10 @@ class ServerConnection:
                     "delivered here, or was already acknowledged or cancelled (listed twice?)"
                     "; acknowledge or cancel each delivery exactly once"
                 )
-            if tag in self._staged:
+            if tag in staged:
                 raise IllegalBrokerState(
                     f"delivery tag {tag} is already acknowledged in transaction "
-                    f"{self._staged[tag]!r}; commit or roll back that transaction instead"
+                    f"{staged[tag]!r}; commit or roll back that transaction instead"
                 )
             seen.add(tag)
 
@@ -207,9 +190,7 @@ class ServerConnection:
             policy.stamp_identity(self.principal, message)
         message.producer_connection = self._id
         if tx is not None:
-            t = self._tx(tx)
-            self._broker.post_office.check_routable(message)
-            t.sends.append(message)
+            self._transactions.stage_send(tx, message)
             return
         self._broker.post_office.route(message, self.client_id)
 
@@ -232,8 +213,7 @@ class ServerConnection:
 
     def transaction_sends(self, tx: str | None) -> list[ServerMessage]:
         """The messages transaction ``tx`` would route at commit ([] if unknown)."""
-        t = self._txs.get(tx) if tx is not None else None
-        return [] if t is None else t.sends
+        return self._transactions.sends(tx)
 
     # ------------------------------------------------------------------ consumers
 
@@ -412,7 +392,8 @@ class ServerConnection:
         c.closed = True
         # acks staged in a transaction stay with it: commit consumes them, rollback
         # returns them (Artemis keeps transactional acks of a closed consumer the same way)
-        tags = [t for t in c.delivering if t not in self._staged]
+        staged = self._transactions.staged
+        tags = [t for t in c.delivering if t not in staged]
         self._cancel_tags(tags, True)
         self._detach(consumer_id, c)
         c.queue.dispatch()
@@ -455,7 +436,7 @@ class ServerConnection:
         owners = self._channel.tags
         if tx is None and len(delivery_tags) == 1:  # the hot path: one ack per message
             tag = delivery_tags[0]
-            c = owners.pop(tag, None) if tag not in self._staged else None
+            c = owners.pop(tag, None) if tag not in self._transactions.staged else None
             if c is not None:
                 q = c.queue
                 q.acknowledge(c, tag)
@@ -464,11 +445,10 @@ class ServerConnection:
                     self._broker.flow.resume()
                 return
         if tx is not None:
-            t = self._tx(tx)
+            txs = self._transactions
+            txs.require(tx)  # an unknown transaction is reported before unknown tags
             self._check_tags(delivery_tags)
-            for tag in delivery_tags:
-                self._staged[tag] = tx
-                t.acks.append(tag)
+            txs.stage_acks(tx, delivery_tags)
             return
         self._check_tags(delivery_tags)
         store = self._broker.store
@@ -506,68 +486,23 @@ class ServerConnection:
 
     def begin(self, tx: str) -> None:
         self._check_open()
-        if tx in self._txs:
-            raise TransactionError(
-                f"transaction {tx!r} is already open on connection {self._id}; commit or "
-                "roll it back, or use a new transaction id"
-            )
-        self._txs[tx] = _Transaction()
+        self._transactions.begin(tx)
 
     def commit(self, tx: str, *, ticket: object = None, timeout_ms: int = 0) -> bool:
         """Commit ``tx`` as one unit. Returns False when producer flow control parked it
         (its sends need space; see :meth:`send`), True when done."""
         self._check_open()
-        t = self._tx(tx)
-        flow = self._broker.flow
-        full = flow.must_wait_commit(self, t.sends) if t.sends else None
-        if full is not None:
-            try:
-                flow.park(self, ticket, None, tx, full, timeout_ms)
-            except BrokerError:
-                self.rollback(tx)  # refused (send-fail-if-no-space): nothing half-stored
-                raise
-            return False
-        self.commit_admitted(tx)
-        return True
+        return self._transactions.commit(tx, ticket, timeout_ms)
 
     def commit_admitted(self, tx: str) -> None:
-        """Commit ``tx`` now (its space is there, or it needs none)."""
+        """Commit ``tx`` now (its space is there, or it needs none): called by the
+        broker's ProducerFlow for a parked commit."""
         self._check_open()
-        t = self._tx(tx)
-        del self._txs[tx]
-        broker = self._broker
-        for m in t.sends:
-            try:
-                broker.post_office.check_routable(m)
-            except BrokerError as exc:
-                self._undo(t)
-                raise TransactionError(f"transaction {tx!r} was rolled back: {exc}") from exc
-        owners = self._channel.tags
-        touched: set[Queue] = set()
-        with broker.post_office.batch():
-            for tag in t.acks:
-                del self._staged[tag]
-                c = owners.pop(tag)
-                c.queue.acknowledge(c, tag)
-                touched.add(c.queue)
-            for m in t.sends:
-                broker.post_office.route(m, self.client_id)
-        for q in touched:
-            q.dispatch()
-        self._space_may_be_free()
+        self._transactions.commit_admitted(tx)
 
     def rollback(self, tx: str) -> None:
         self._check_open()
-        t = self._tx(tx)
-        self._broker.flow.drop_commit(self, tx)
-        del self._txs[tx]
-        self._undo(t)
-
-    def _undo(self, t: _Transaction) -> None:
-        for tag in t.acks:
-            del self._staged[tag]
-        for q in self._cancel_tags(t.acks, True):
-            q.dispatch()
+        self._transactions.rollback(tx)
 
     # ------------------------------------------------------------------ browse / temp
 
@@ -646,8 +581,7 @@ class ServerConnection:
         self.closed = True
         broker = self._broker
         broker.flow.forget(self)
-        self._txs.clear()
-        self._staged.clear()
+        self._transactions.clear()
         for c in self._consumers.values():
             c.closed = True
         touched = self._cancel_tags(list(self._channel.tags), True)

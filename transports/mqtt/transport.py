@@ -25,7 +25,8 @@ session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``
 Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
 
 Parts. :class:`~.inbound.Inbound` owns receiving and :class:`~.outbound.Outbound`
-sending; each reaches the transport through a small Protocol.
+sending; each reaches the transport through a small Protocol. :class:`~.subacks.Subacks`
+hands each SUBACK from paho's thread to the subscriber waiting for it.
 
 Sending (outbound.py). A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
 broker's PUBACK is in (``sync_send=false``: at once); NON_PERSISTENT is QoS 0. A send with a
@@ -61,6 +62,7 @@ from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, unsupported_in_message
 from .outbound import Done, Outbound
 from .receive import install as install_publish_decoder
+from .subacks import Subacks
 
 _paho: Any
 try:
@@ -150,8 +152,7 @@ class MqttTransport:
         self._connack: tuple[Any, bool] | None = None
         self._opened = False
         self._last_publish: Any = None
-        self._suback_cond = threading.Condition()
-        self._subacks: dict[int, list[Any]] = {}
+        self._subacks = Subacks()
         self.reconnect = ReconnectPolicy.from_properties(properties)
         #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
         self.send_timeout_ms = int(properties.get("sendTimeout", 0))
@@ -231,8 +232,7 @@ class MqttTransport:
         client.on_disconnect = self._on_disconnect
         client.on_message = self.inbound.on_message
         client.on_publish = self.outbound.on_publish
-        client.on_subscribe = self._on_subscribe
-        client.on_unsubscribe = self._on_subscribe
+        client.on_subscribe = client.on_unsubscribe = self._subacks.on_suback
         client.max_inflight_messages_set(self.send_window)
         if user is not None:
             client.username_pw_set(user, password)
@@ -471,12 +471,8 @@ class MqttTransport:
             )
         else:
             rc, mid = client.subscribe(sub.topic_filter, qos=1)
-        with self._suback_cond:
-            got = rc == 0 and self._suback_cond.wait_for(
-                lambda: mid in self._subacks, self.connect_timeout
-            )
-            codes = self._subacks.pop(mid, [])
-        if not got:
+        codes = self._subacks.wait(rc, mid, self.connect_timeout)
+        if codes is None:
             raise errors.JMSException(
                 f"the {self.describe()} did not confirm the subscription to {sub.topic_filter!r}"
             )
@@ -486,11 +482,6 @@ class MqttTransport:
                 f"the {self.describe()} refused the subscription to {sub.topic_filter!r}: "
                 f"{failed[0]}"
             )
-
-    def _on_subscribe(self, client: Any, userdata: Any, mid: int, codes: Any, props: Any) -> None:
-        with self._suback_cond:
-            self._subacks[mid] = list(codes) if isinstance(codes, list) else []
-            self._suback_cond.notify_all()
 
     def close_consumer(self, consumer_id: int) -> None:
         unsubscribe = self.inbound.detach(consumer_id)

@@ -24,6 +24,7 @@ limits -> ``ResourceAllocationException`` by their ERROR text.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -39,6 +40,8 @@ from jmspy import errors
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 
 __all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "refusal"]
+
+log = logging.getLogger("jmspy.transports.stomp")
 
 #: A non-persistent send carries a receipt once per this many sends or bytes (see
 #: :meth:`Receipts.send_checkpointed`); jmspy broker stops reading a client only past
@@ -163,6 +166,25 @@ class Receipts:
         if reset_error:
             self.last_error = None
         return receipt, event
+
+    def disconnect(self, conn: Any) -> None:
+        """DISCONNECT ``conn`` with a receipt and wait for it: once it comes, the broker
+        has processed everything sent before it. stomp.py's own ``disconnect(receipt=...)``
+        waits for its I/O thread with no deadline, so a silent broker held ``close()``
+        forever; here the wait is closeTimeout (the caller closes the socket either way),
+        and it ends early when the broker closes first (after an ERROR)."""
+        receipt, event = self.expect(reset_error=False)
+        conn.send_frame("DISCONNECT", {"receipt": receipt})
+        deadline = time.monotonic() + self.drain_timeout
+        while not event.wait(0.05):
+            if not conn.is_connected():  # the broker closed first (after an ERROR)
+                self.forget(receipt)
+                break
+            if time.monotonic() >= deadline:
+                log.warning("no receipt for DISCONNECT from %s within closeTimeout=%g s; "
+                            "closing the socket anyway", self.where, self.drain_timeout)
+                self.forget(receipt)
+                break
 
     def wait(
         self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0,

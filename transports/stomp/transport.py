@@ -37,9 +37,7 @@ a slow ``on_message`` stops neither the receiver nor stomp.py's heart-beat threa
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -81,8 +79,6 @@ from .wire import FrameWriter
 
 #: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
 _NO_SPACE = ResourceLimitExceeded.code
-
-log = logging.getLogger("jmspy.transports.stomp")
 
 __all__ = ["StompTransport"]
 
@@ -250,26 +246,9 @@ class StompTransport:
         conn = self._conn
         if conn is None:
             return
-        receipts = self._receipts
         try:
             if conn.is_connected():
-                # DISCONNECT with a receipt: once it comes, the broker has processed all
-                # sent before it. stomp.py's own disconnect(receipt=...) then waits for
-                # its I/O thread with no deadline, so a silent broker held close() forever;
-                # here the wait is closeTimeout, and the socket is closed either way.
-                receipt, event = receipts.expect(reset_error=False)
-                conn.send_frame("DISCONNECT", {"receipt": receipt})
-                deadline = time.monotonic() + receipts.drain_timeout
-                while not event.wait(0.05):
-                    if not conn.is_connected():  # the broker closed first (after an ERROR)
-                        receipts.forget(receipt)
-                        break
-                    if time.monotonic() >= deadline:
-                        log.warning("no receipt for DISCONNECT from %s within closeTimeout="
-                                    "%g s; closing the socket anyway", self.where,
-                                    receipts.drain_timeout)
-                        receipts.forget(receipt)
-                        break
+                self._receipts.disconnect(conn)  # waits closeTimeout at most
         except Exception:
             pass
         finally:

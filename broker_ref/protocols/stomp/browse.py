@@ -10,6 +10,8 @@ these headers, so one client code path browses both brokers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from jmspy import twins
 from jmspy.stomp_frames import Frame
 
@@ -28,7 +30,7 @@ def browse_frames(
     sid: str,
     selector: str | None,
     version: str,
-    local_temps: dict[str, str],
+    local_temps: Mapping[str, str],
 ) -> list[bytes]:
     """The MESSAGE frames of one browse, the ``browser:end`` marker last. Needs the
     ``browse`` permission (the core checks it); only queues can be browsed."""

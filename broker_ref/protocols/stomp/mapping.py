@@ -26,7 +26,7 @@ The header itself stays a property, so jmspy receivers restore the same types.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -145,7 +145,7 @@ def parse_destination(text: str | None) -> Target:
 
 
 def render_destination(
-    kind: DestinationKind, name: str, local_temps: dict[str, str] | None = None
+    kind: DestinationKind, name: str, local_temps: Mapping[str, str] | None = None
 ) -> str:
     """Core destination -> STOMP text. ``local_temps`` maps this connection's core temp
     queue names back to the names its client chose."""

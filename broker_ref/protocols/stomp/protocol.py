@@ -8,6 +8,9 @@ calls everything from one thread, which keeps the core single-threaded.
 Flow control: see :mod:`.subscription` for why the credit bookkeeping looks the way it
 does (the Open MQ window, backlogs, at-most-once queues, ``ack:auto``, congestion).
 
+Producer flow control: the SENDs and COMMITs the broker holds, their withheld receipts and
+a DISCONNECT waiting for them are counted by :class:`~.held.HeldSends`.
+
 Protocol errors send an ERROR frame (``message`` header plus a body saying what to do)
 and set :attr:`closing`; the host writes what is pending and closes the socket.
 """
@@ -34,39 +37,21 @@ from ...core import (
 from ...core.security import Principal
 from . import mapping
 from .browse import browse_frames
-from .connect import CONNECTION_FLOW_LIMIT, SUPPORTED_VERSIONS, LoginRequest, negotiate
+from .connect import CONNECTION_FLOW_LIMIT, LoginRequest, read_connect
 from .credit import SessionCredit
+from .destinations import SessionDestinations
 from .dialects import subscription_naming, unsubscribe_naming
-from .mapping import HeaderError, Target, header_int
+from .held import HELD_BYTES_READ_LIMIT, HELD_FRAMES_READ_LIMIT, HeldSend, HeldSends, send_timeout
+from .mapping import HeaderError
 from .refusals import CLOSED, ProtocolError, frame_problem
-from .subscription import AUTO, CLIENT, MAX_LIMIT, Subscription
+from .subscription import AUTO, CLIENT, Subscription
 
-__all__ = ["ProtocolError", "StompSession"]
+__all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "HeldSend", "ProtocolError",
+           "StompSession"]
 
 _codec = twins.stomp_codec
 _message = twins.stomp_message  # .encode_message read per call: see twins' import order
 _SERVER = "jmspy-broker_ref/0.1"
-#: Most destination headers a session remembers parsed (then it starts over).
-_TARGET_CACHE = 256
-#: Producer flow control: a client whose SENDs without a receipt pile up in the broker
-#: past either bound has its socket no longer read until they go through (ActiveMQ stops
-#: reading a producer that keeps sending when blocked). Clients that wait for receipts,
-#: like jmspy's (a receipt every few hundred sends), stay under them and keep being read,
-#: so their ACKs still arrive: a connection that consumes what it produces cannot
-#: deadlock.
-HELD_FRAMES_READ_LIMIT = 1000
-HELD_BYTES_READ_LIMIT = 8 * 1024 * 1024
-
-
-class HeldSend:
-    """A SEND or COMMIT the broker parked (producer flow control): its receipt is
-    withheld until :meth:`StompSession.send_done`."""
-
-    __slots__ = ("receipt", "size")
-
-    def __init__(self, receipt: str | None, size: int) -> None:
-        self.receipt = receipt
-        self.size = size
 
 
 class StompSession:
@@ -101,23 +86,13 @@ class StompSession:
         self.defer_login = False
         self._browsers: set[str] = set()  # ids of browse subscriptions (browser:true)
         self.login_request: LoginRequest | None = None
-        self._targets: dict[str, Target] = {}  # destination header -> parsed (not temp)
-        self._temps: dict[str, str] = {}  # client name -> core temp queue name
-        self._temp_names: dict[str, str] = {}  # core name -> client name
+        self._destinations = SessionDestinations(
+            lambda: self._core.create_temporary_queue())
         self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
         self._credit = SessionCredit(self._grant_core)
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
         self.frames_in = 0
-        #: parked SENDs/COMMITs (producer flow control); those without a receipt, and
-        #: their bytes, decide :attr:`reading_held`
-        self._held = 0
-        self._held_unreceipted = 0
-        self._held_bytes = 0
-        #: a DISCONNECT that waits for the held sends before it is answered
-        self._disconnecting = False
-        self._disconnect_receipt: str | None = None
-        #: set by a handler whose frame's RECEIPT is withheld (the core parked it)
-        self._withhold_receipt = False
+        self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
         #: called when output appears outside receive_data (another connection's send,
         #: a timer): the host schedules a flush
         self.wakeup: Callable[[], None] | None = None
@@ -138,7 +113,8 @@ class StompSession:
 
     def _process(self, parser: Any) -> None:
         next_frame = parser.next_frame
-        while not self.closing and self.login_request is None and not self._disconnecting:
+        held = self._held
+        while not self.closing and self.login_request is None and not held.disconnecting:
             try:
                 frame = next_frame()
             except FrameError as exc:
@@ -188,13 +164,12 @@ class StompSession:
         """The host should stop reading this client: its SENDs without a receipt wait in
         the broker past :data:`HELD_FRAMES_READ_LIMIT` / :data:`HELD_BYTES_READ_LIMIT`.
         Reading resumes (and buffered input is parsed) when they went through."""
-        return (self._held_unreceipted >= HELD_FRAMES_READ_LIMIT
-                or self._held_bytes >= HELD_BYTES_READ_LIMIT)
+        return self._held.reading_held
 
     @property
     def held_sends(self) -> int:
         """SENDs and COMMITs of this session that producer flow control holds."""
-        return self._held
+        return self._held.count
 
     def pause_credit(self) -> None:
         """The socket is congested: grant no credit until :meth:`resume_credit`."""
@@ -228,7 +203,7 @@ class StompSession:
         if not out and self.wakeup is not None:
             self.wakeup()
         version = self.version
-        temps = self._temp_names
+        temps = self._destinations.local_temps
         auto = sub.ack_mode == AUTO
         self._credit.delivered(sub, len(messages))
         tag = first_tag
@@ -249,10 +224,8 @@ class StompSession:
         """A held SEND or COMMIT went through (its RECEIPT now) or failed (an ERROR naming
         the limit, then close: STOMP ends a session after an ERROR; nothing was stored)."""
         assert isinstance(ticket, HeldSend)
-        self._held -= 1
-        if ticket.receipt is None:
-            self._held_unreceipted -= 1
-            self._held_bytes -= ticket.size
+        held = self._held
+        held.released(ticket)
         if self.closing:
             return
         if self.wakeup is not None:
@@ -263,24 +236,8 @@ class StompSession:
             return
         if ticket.receipt is not None:
             self._emit(Frame("RECEIPT", [("receipt-id", ticket.receipt)]))
-        if self._disconnecting and not self._held:
+        if held.disconnect_due():
             self._disconnected()
-
-    def _hold(self, headers: dict[str, str], size: int) -> HeldSend:
-        """A ticket for a frame the core may park; counted by the caller if it does."""
-        return HeldSend(headers.get("receipt"), size)
-
-    def _held_now(self, ticket: HeldSend) -> None:
-        self._held += 1
-        if ticket.receipt is None:
-            self._held_unreceipted += 1
-            self._held_bytes += ticket.size
-        self._withhold_receipt = True
-
-    @staticmethod
-    def _send_timeout(headers: dict[str, str]) -> int:
-        raw = headers.get(mapping.SEND_TIMEOUT_HEADER)
-        return 0 if not raw else header_int(mapping.SEND_TIMEOUT_HEADER, raw, 0, 2**31 - 1)
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:
         sub = self._by_consumer.pop(consumer_id, None)
@@ -311,8 +268,7 @@ class StompSession:
         # built once per frame instead of one scan of the header list per lookup.
         headers = header_dict(frame.headers)
         handler(self, frame, headers)
-        if self._withhold_receipt:  # parked by producer flow control: send_done answers
-            self._withhold_receipt = False
+        if self._held.take_withheld():  # parked by producer flow control: send_done answers
             return
         receipt = headers.get("receipt")
         if receipt is not None and not self.closing:
@@ -354,30 +310,11 @@ class StompSession:
         self.closing = True  # receive_data (or the host) then closes the core connection
 
     def _on_connect(self, frame: Frame) -> None:
-        version = negotiate(frame.header("accept-version"))
-        if version is None:
-            self._out.append(_codec.encode_frame(Frame(
-                "ERROR",
-                [("version", ",".join(SUPPORTED_VERSIONS)), ("content-type", "text/plain"),
-                 ("message", "unsupported STOMP version")],
-                f"Supported protocol versions are {' '.join(SUPPORTED_VERSIONS)}; offer one "
-                f"of them in accept-version (you offered {frame.header('accept-version')!r})."
-                .encode()), "1.0"))
+        request = read_connect(frame)
+        if isinstance(request, Frame):  # no version in common: refused
+            self._out.append(_codec.encode_frame(request, "1.0"))
             self.closing = True
             return
-        hb = frame.header("heart-beat") or "0,0"
-        try:
-            cx, cy = (int(p) for p in hb.split(","))
-            if cx < 0 or cy < 0:
-                raise ValueError
-        except ValueError:
-            raise ProtocolError("invalid heart-beat header", f"heart-beat:{hb!r} must be "
-                                "two non-negative integers 'cx,cy' (milliseconds)") from None
-        flow = frame.header("jmspy-connection-flow-limit")
-        request = LoginRequest(frame.header("login"), frame.header("passcode"),
-                               frame.header("client-id"), version, cx, cy,
-                               header_int(CONNECTION_FLOW_LIMIT, flow, 0, MAX_LIMIT)
-                               if flow else 0)
         policy = self.broker.security
         if self.defer_login and policy is not None and policy.enabled:
             self.login_request = request  # the host authenticates, then login_done()
@@ -448,45 +385,21 @@ class StompSession:
                                 "(or is already committed/aborted); send BEGIN first")
         return tx
 
-    def _target(self, text: str | None) -> Target:
-        """The core destination of a STOMP destination header. Parsed once per text and
-        remembered (a client sends to few destinations; the cache is bounded)."""
-        if text is not None:
-            cached = self._targets.get(text)
-            if cached is not None:
-                return cached
-        target = mapping.parse_destination(text)
-        if target.temp:  # per connection, and created on first use: never cached
-            core = self._temps.get(target.name)
-            if core is None:
-                core = self._core.create_temporary_queue()
-                self._temps[target.name] = core
-                self._temp_names[core] = target.name
-            return Target(DestinationKind.QUEUE, core)
-        if text is not None:
-            if len(self._targets) >= _TARGET_CACHE:
-                self._targets.clear()
-            self._targets[text] = target
-        return target
-
-    def _reply(self, text: str) -> tuple[DestinationKind, str]:
-        t = self._target(text)
-        return t.kind, t.name
-
     def _on_send(self, frame: Frame, headers: dict[str, str]) -> None:
         dest = headers.get("destination")
         if dest == mapping.STATS_DESTINATION:
             self._send_stats(headers)
             return
         conn = self._core
+        destinations = self._destinations
         message = mapping.to_server_message(
-            headers, frame.body, self._target(dest), self._next_message_id(),
-            self.broker.now(), self._reply,
+            headers, frame.body, destinations.target(dest), self._next_message_id(),
+            self.broker.now(), destinations.reply,
         )
-        ticket = self._hold(headers, len(frame.body))
+        ticket = HeldSends.ticket(headers, len(frame.body))
         if not conn.send(message, self._tx(headers), ticket=ticket,
-                         timeout_ms=self._send_timeout(headers)):
-            self._held_now(ticket)
+                         timeout_ms=send_timeout(headers)):
+            self._held.parked(ticket)
 
     def _next_message_id(self) -> str:
         return self._id_prefix + str(next(self._msg_seq))
@@ -497,7 +410,7 @@ class StompSession:
             raise ProtocolError("stats request without reply-to", "SEND to "
                                 f"{mapping.STATS_DESTINATION} needs a reply-to header naming "
                                 "where the JSON stats message should go")
-        kind, name = self._reply(reply)
+        kind, name = self._destinations.reply(reply)
         conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
         usage = {f"jmspy-{k}": v for k, v in self.broker.usage().items() if v is not None}
@@ -509,7 +422,7 @@ class StompSession:
             properties={"content-type": "application/json", **usage}, size=len(body) + 64))
 
     def _on_subscribe(self, frame: Frame, headers: dict[str, str]) -> None:
-        target = self._target(headers.get("destination"))
+        target = self._destinations.target(headers.get("destination"))
         sid = headers.get("id")
         if sid is None:
             if self.version != "1.0":
@@ -522,7 +435,7 @@ class StompSession:
                                 "already in use on this connection; choose another")
         if headers.get("browser") == "true":  # ActiveMQ's queue browser: a snapshot
             self._out.extend(browse_frames(self._core, target, sid, headers.get("selector"),
-                                           self.version, self._temp_names))
+                                           self.version, self._destinations.local_temps))
             self._browsers.add(sid)  # until the client UNSUBSCRIBEs it
             return
         ack = headers.get("ack") or "auto"
@@ -644,9 +557,9 @@ class StompSession:
                                 "transaction id given to BEGIN")
         consumed = self._tx_consumed.pop(tx)
         if commit:
-            ticket = self._hold(headers, 0)
-            if not self._core.commit(tx, ticket=ticket, timeout_ms=self._send_timeout(headers)):
-                self._held_now(ticket)
+            ticket = HeldSends.ticket(headers, 0)
+            if not self._core.commit(tx, ticket=ticket, timeout_ms=send_timeout(headers)):
+                self._held.parked(ticket)
         else:
             self._core.rollback(tx)
         for sub, n in consumed:
@@ -661,13 +574,10 @@ class StompSession:
     def _on_disconnect(self, frame: Frame, headers: dict[str, str]) -> None:
         """The receipt is sent by _dispatch, then the session ends; while sends are held
         it waits for them (the client sent them before DISCONNECT: they are not lost)."""
-        if self._held:
-            self._disconnecting = True
-            self._disconnect_receipt = headers.get("receipt")
-            self._withhold_receipt = True
+        self._held.disconnect(headers.get("receipt"))
 
     def _disconnected(self) -> None:
-        receipt = self._disconnect_receipt
+        receipt = self._held.disconnect_receipt
         if receipt is not None:
             self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
         self.closing = True

@@ -1,0 +1,39 @@
+"""SUBACKs of the mqtt:// transport: a SUBSCRIBE is confirmed (or refused) by the broker's
+SUBACK, which paho reports on its network thread while the subscribing thread waits.
+
+:class:`Subacks` owns that hand-over: paho's ``on_subscribe`` (and ``on_unsubscribe``,
+whose UNSUBACKs nobody waits for) file each packet's reason codes by packet id, and a
+subscriber waits for its own. A SUBACK may arrive before ``subscribe()`` has returned the
+packet id, so the codes are kept until asked for rather than handed to a waiter.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["Subacks"]
+
+
+class Subacks:
+    """The SUBACKs of one transport, by packet id (see the module docstring)."""
+
+    __slots__ = ("_codes", "_cond")
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._codes: dict[int, list[Any]] = {}  # packet id -> its reason codes
+
+    def on_suback(self, client: Any, userdata: Any, mid: int, codes: Any, props: Any) -> None:
+        """paho's ``on_subscribe`` / ``on_unsubscribe`` (its network thread)."""
+        with self._cond:
+            self._codes[mid] = list(codes) if isinstance(codes, list) else []
+            self._cond.notify_all()
+
+    def wait(self, rc: int, mid: int, timeout: float) -> list[Any] | None:
+        """The reason codes of the SUBACK for packet ``mid``, or None when it did not come
+        within ``timeout`` s or paho could not send the SUBSCRIBE (``rc`` not 0)."""
+        with self._cond:
+            got = rc == 0 and self._cond.wait_for(lambda: mid in self._codes, timeout)
+            codes = self._codes.pop(mid, [])
+        return codes if got else None
