@@ -41,6 +41,9 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
     cdef list counts = []
     cdef DeliveryChannel ch = c.channel
     cdef Py_ssize_t first_tag = ch.next_tag
+    cdef Py_ssize_t gate = ch.gate  # the connection's flow limit (-1: none)
+    if gate >= 0 and gate < room:
+        room = gate
     if room <= 0 or not queue.ready_count:
         return messages, counts, first_tag, None
     cdef bint auto = c.auto_ack
@@ -109,6 +112,8 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
         queue.memory_usage -= freed
         c.credit = credit
         ch.next_tag = tag
+        if gate >= 0:
+            ch.gate = gate - taken
         queue.dequeued = dequeued
         queue.delivering_count = in_delivery
 

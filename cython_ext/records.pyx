@@ -33,18 +33,20 @@ cdef class DeliveryChannel:
     """The per-connection part of delivery; see the pure twin."""
 
     def __init__(self, connection_id, callback, Py_ssize_t next_tag=1, dict tags=None,
-                 deliver_many=None):
+                 deliver_many=None, Py_ssize_t gate=-1):
         self.connection_id = connection_id
         self.callback = callback
         self.next_tag = next_tag
         self.tags = {} if tags is None else tags
         self.deliver_many = (getattr(callback, "deliver_many", None)
                              if deliver_many is None else deliver_many)
+        self.gate = gate
 
     def __repr__(self):
         return (f"DeliveryChannel(connection_id={self.connection_id!r}, "
                 f"callback={self.callback!r}, next_tag={self.next_tag!r}, "
-                f"tags={self.tags!r}, deliver_many={self.deliver_many!r})")
+                f"tags={self.tags!r}, deliver_many={self.deliver_many!r}, "
+                f"gate={self.gate!r})")
 
 
 cdef class ServerConsumer:
@@ -65,7 +67,7 @@ cdef class ServerConsumer:
         self.closed = closed
 
     cpdef bint can_receive(self):
-        if self.closed or self.credit <= 0:
+        if self.closed or self.credit <= 0 or self.channel.gate == 0:
             return False
         limit = self.flow_limit
         return limit is None or len(self.delivering) < limit

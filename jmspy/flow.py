@@ -7,6 +7,11 @@ adds what spans consumers: ``imqConnectionFlowLimit``, which caps the sum of eve
 consumer's unconsumed messages *plus* the credit they have outstanding, so the broker can
 never push the connection past the cap.
 
+Where the broker enforces the connection cap itself (``Transport.broker_connection_flow``:
+vm://, whose core gates deliveries the way Open MQ's broker does, and stomp:// to jmspy
+broker), the client only asks each consumer's own window and, for vm://, tells the broker
+how many messages left its buffers (``Transport.release_flow``).
+
 Lock order (never the other way round): ``ConnectionFlow.lock`` -> a consumer's lock.
 No lock is held while calling the transport: a ``vm`` grant delivers synchronously into
 consumer buffers, which take consumer locks.
@@ -81,6 +86,9 @@ class ConnectionFlow:
         #: who gets the free capacity (the rule the broker's STOMP session applies too);
         #: a disabled cap still exists, so the flow stats never need a None check
         self._cap: FlowCap[FlowedConsumer] = FlowCap(max(1, limit))
+        #: per consumer id: how many of its deliveries the broker was told left the
+        #: buffers (Transport.release_flow); a consumer's own lock guards its entry
+        self._released: dict[int, int] = {}
 
     def add(self, consumer: FlowedConsumer) -> None:
         with self.lock:
@@ -91,6 +99,13 @@ class ConnectionFlow:
             self._consumers.pop(consumer.consumer_id, None)
             self._cap.forget(consumer)
         if self.enabled:
+            release = self.transport.release_flow
+            if release is not None:  # a closed consumer holds nothing any more
+                with consumer._lock:
+                    told = self._released.pop(consumer.consumer_id, 0)
+                    left = consumer._buffer.delivered_total - told
+                if left > 0:
+                    release(left)
             self.top_up(None)  # its capacity is free now: feed whoever waited
 
     def buffered_total(self) -> int:
@@ -131,10 +146,22 @@ class ConnectionFlow:
         if not self.enabled or self.transport.broker_connection_flow:
             if consumer is None:
                 return
+            released = 0
             with consumer._lock:
-                want = consumer._buffer.wanted()
+                buf = consumer._buffer
+                want = buf.wanted()
                 if want > 0:
-                    consumer._buffer.granted(want)
+                    buf.granted(want)
+                if self.enabled and consumer.consumer_id in self._consumers:
+                    gone = buf.delivered_total - buf.unconsumed  # consumed or handed back
+                    released = gone - self._released.get(consumer.consumer_id, 0)
+                    self._released[consumer.consumer_id] = gone
+            if self.enabled and want > 0 and self.buffered_total() >= self.limit:
+                with consumer._lock:  # the broker holds this top-up back for now
+                    consumer._connection_capped += 1
+            release = self.transport.release_flow
+            if released > 0 and release is not None:
+                release(released)
             if want > 0:
                 self.transport.grant_credit(consumer.consumer_id, want)
             return

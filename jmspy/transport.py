@@ -128,6 +128,13 @@ class Transport(Protocol):
         differently."""
 
     @property
+    def release_flow(self) -> Callable[[int], None] | None:
+        """Where the broker gates imqConnectionFlowLimit on what the client consumed
+        (vm://): told the number of messages each time some leave the client's buffers
+        (consumed, or handed back). None where the broker needs no telling (it counts
+        acknowledgements, or the client caps by itself)."""
+
+    @property
     def where(self) -> str:
         """What the transport talks to, for messages ("host:port", "vm://name")."""
 

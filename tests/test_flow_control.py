@@ -119,11 +119,6 @@ def test_connection_flow_limit_caps_two_consumers_together(vm_factory):
         assert conn.flow_stats()["buffered"] <= 100
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug: the connection cap is shared out as credit, and credit a consumer holds "
-    "with nothing to deliver (its destination is empty) is never taken back, so another "
-    "consumer whose messages arrive later starves; Open MQ gates deliveries per "
-    "connection instead of reserving credit. Strict: this fails once fixed."))
 def test_connection_flow_limit_idle_credit_of_one_consumer_does_not_starve_another(vm_factory):
     vm_factory["imqConnectionFlowLimitEnabled"] = True
     vm_factory["imqConnectionFlowLimit"] = 3
@@ -137,6 +132,47 @@ def test_connection_flow_limit_idle_credit_of_one_consumer_does_not_starve_anoth
         producer.send(session.create_text_message("b0"))
         # 2 s is only how long a broken build takes to fail: a fixed one returns at once
         assert b.receive(timeout=2.0) is not None
+
+
+def test_connection_flow_limit_holds_every_consumer_at_the_limit_and_loses_nothing(
+        vm_factory):
+    """Seed 004: the broker delivers nothing more while the connection holds the limit
+    unconsumed; a recover hands messages back (they leave the buffers too) without
+    shrinking the connection's room; every message arrives."""
+    vm_factory["imqConnectionFlowLimitEnabled"] = True
+    vm_factory["imqConnectionFlowLimit"] = 5
+    queues = [Queue("gate.a"), Queue("gate.b")]
+    for q in queues:
+        fill(vm_factory, q, 20)
+    with vm_factory.create_connection() as conn:
+        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        a, b = (session.create_consumer(q) for q in queues)
+        conn.start()
+
+        def delivering() -> int:
+            return sum(conn.destination_stats(q)["deliveringCount"] for q in queues)
+
+        assert delivering() == 5
+        first = a.receive(timeout=5.0)
+        assert first is not None and first.text == "m0"
+        session.recover()  # everything unacknowledged goes back, the gate with it
+        assert delivering() == 5
+        got: dict[str, list[str]] = {"a": [], "b": []}
+        for _ in range(40):
+            for name, consumer in (("a", a), ("b", b)):
+                message = consumer.receive_no_wait()
+                if message is not None:
+                    got[name].append(message.text)
+                    message.acknowledge()
+                    assert delivering() <= 5
+        while len(got["a"]) < 20 or len(got["b"]) < 20:
+            for name, consumer in (("a", a), ("b", b)):
+                if len(got[name]) < 20:
+                    message = consumer.receive(timeout=5.0)
+                    assert message is not None, got
+                    got[name].append(message.text)
+                    message.acknowledge()
+        assert got == {"a": [f"m{i}" for i in range(20)], "b": [f"m{i}" for i in range(20)]}
 
 
 def test_destination_consumer_flow_limit_wins_when_lower(vm_broker_factory):

@@ -70,7 +70,7 @@ class Column:
 
 _VM: Final = {
     _F.CONSUMER_WINDOW: native("credit granted to the broker core"),
-    _F.CONNECTION_FLOW_LIMIT: native("the core grants less credit"),
+    _F.CONNECTION_FLOW_LIMIT: native("the core gates deliveries on the connection"),
     _F.QUEUES: native(),
     _F.TOPIC_SELECTORS: native("evaluated in the broker"),
     _F.QUEUE_SELECTORS: native("evaluated in the broker; skipped messages stay queued"),

@@ -311,6 +311,7 @@ _connection_ids = itertools.count(1)
 #: tags): they succeed at once, returning this, instead of waiting for a reconnect.
 _DIED_WITH_THE_BROKER: Mapping[str, Any] = {
     "close_consumer": None, "revoke_credit": 0, "ack": None, "cancel": None,
+    "release_flow": None,
 }
 
 
@@ -323,8 +324,6 @@ class VmTransport:
     #: Everything the capability matrix marks native for vm://, and in-process acks.
     capabilities = native_features("vm", "embedded")
     in_process = True
-    #: the core's credit is the only window: the client's ConnectionFlow is the cap
-    broker_connection_flow = False
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         name = url.netloc or url.path.strip("/") or "embedded"
@@ -343,6 +342,14 @@ class VmTransport:
         self._closing = False
         #: sendTimeout (ms): how long a send may wait for space (0 = as long as it takes)
         self._send_timeout = int(properties.get("sendTimeout", 0))
+        #: imqConnectionFlowLimit: the core gates deliveries on it (its ConnectionGate),
+        #: told of every message that leaves the client's buffers (release_flow)
+        self._flow_limit: int | None = (
+            int(properties.get("imqConnectionFlowLimit", 1000))
+            if properties.get("imqConnectionFlowLimitEnabled") else None)
+        self.broker_connection_flow = self._flow_limit is not None
+        self.release_flow: Callable[[int], None] | None = (
+            self._release_flow if self._flow_limit is not None else None)
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._conn
@@ -373,7 +380,8 @@ class VmTransport:
             with host.lock:
                 conn = host.broker.connect(
                     _Callback(listener), client_id=credentials.client_id,
-                    user=credentials.user, password=credentials.password)
+                    user=credentials.user, password=credentials.password,
+                    flow_limit=self._flow_limit)
                 conn._channel.next_tag = first_tag
                 for spec in self._specs.values():
                     conn.create_consumer(**self._consumer_args(spec))
@@ -479,6 +487,9 @@ class VmTransport:
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
         self._call(self._conn.grant_credit, consumer_id, credits)
+
+    def _release_flow(self, count: int) -> None:
+        self._call(self._conn.release_flow, count)
 
     def revoke_credit(self, consumer_id: int) -> int:
         returned: int = self._call(self._conn.revoke_credit, consumer_id)

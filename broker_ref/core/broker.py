@@ -193,13 +193,15 @@ class Broker:
         user: str | None = None,
         password: str | None = None,
         principal: Principal | None = None,
+        flow_limit: int | None = None,
     ) -> ServerConnection:
         """Open a connection. With a security policy the credentials are checked first
         (:class:`~.errors.AuthenticationFailed`), before anything reveals broker state.
 
         ``principal``: the host already authenticated ``user`` (with
         ``security.authenticate``, off its event loop: hashing is slow) and passes the
-        result instead of the password."""
+        result instead of the password. ``flow_limit``: Open MQ's connection flow limit,
+        the most messages delivered and not yet released (``release_flow``) at a time."""
         self.check_open()
         if principal is None and self.security:
             principal = self.security.authenticate(user, password)
@@ -209,7 +211,8 @@ class Broker:
                 "that connection first or choose a different client id"
             )
         conn = ServerConnection(
-            self, next(self._conn_ids), callback, client_id, user, principal=principal
+            self, next(self._conn_ids), callback, client_id, user, principal=principal,
+            flow_limit=flow_limit,
         )
         self._connections[conn.connection_id] = conn
         if client_id is not None:

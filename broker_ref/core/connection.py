@@ -23,12 +23,13 @@ from .api import (
 from .duplicates import DUPLICATE_ID
 from .errors import (
     AccessDenied,
-    DestinationNotFound,
     IllegalBrokerState,
     InvalidSubscription,
 )
+from .flow_gate import ConnectionGate
 from .queue import DeliveryChannel, Queue, ServerConsumer, compile_filter, effective_flow_limit
 from .settings import is_wildcard
+from .temp_queues import TemporaryQueues
 from .topic import Subscription, SubscriptionKey, Topic
 from .transactions import Transactions
 
@@ -53,7 +54,7 @@ class ServerConnection:
     """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
 
     __slots__ = (
-        "_broker", "_channel", "_consumer_subs", "_consumers", "_id", "_temp_queues", "_temp_seq",
+        "_broker", "_channel", "_consumer_subs", "_consumers", "_gate", "_id", "_temps",
         "_transactions", "callback", "client_id", "closed", "principal", "user",
     )  # fmt: skip
 
@@ -66,6 +67,7 @@ class ServerConnection:
         user: str | None,
         *,
         principal: Principal | None = None,
+        flow_limit: int | None = None,
     ) -> None:
         self._broker = broker
         #: who authenticated (None without a security policy); see .security
@@ -76,11 +78,11 @@ class ServerConnection:
         self.user = user
         self.closed = False
         self._channel = DeliveryChannel(connection_id, callback)
+        self._gate = ConnectionGate(self._channel, flow_limit)
         self._consumers: dict[int, ServerConsumer] = {}
         self._consumer_subs: dict[int, Subscription] = {}
         self._transactions = Transactions(self, broker, self._channel.tags, self._cancel_tags)
-        self._temp_queues: dict[str, Queue] = {}
-        self._temp_seq = 0
+        self._temps = TemporaryQueues(broker.post_office, connection_id)
 
     @property
     def connection_id(self) -> int:
@@ -102,7 +104,7 @@ class ServerConnection:
         """Security hook, called before an action has any effect (no routing, no
         auto-create). A connection's own temporary queues need no permission."""
         policy = self._broker.security
-        if policy is None or (kind is DestinationKind.QUEUE and name in self._temp_queues):
+        if policy is None or (kind is DestinationKind.QUEUE and self._temps.owns(name)):
             return
         policy.authorize(self.principal, action, kind, name)
 
@@ -201,14 +203,11 @@ class ServerConnection:
             self._authorize("send", message.kind, message.destination)
         self._broker.post_office.check_routable(message)
 
-    def send_reply(self, message: ServerMessage) -> None:
-        """Send the broker's own answer to a request of this client (stats): no producer
-        is behind it to hold, so producer flow control does not apply; the reply goes to
-        the client's own reply destination, which it reads."""
-        self._send_full(message, None)
-
     def route_admitted(self, message: ServerMessage) -> None:
-        """A parked send got its space (called by the broker's ProducerFlow)."""
+        """Route a send producer flow control does not hold (any more): a parked send
+        that got its space (the broker's ProducerFlow), or the broker's own answer to this
+        client (stats), which has no producer behind it and goes to a destination the
+        client reads."""
         self._send_full(message, None)
 
     def transaction_sends(self, tx: str | None) -> list[ServerMessage]:
@@ -380,6 +379,12 @@ class ServerConnection:
         c.queue.grant(c, credits)
         self._space_may_be_free()
 
+    def release_flow(self, count: int) -> None:
+        """``count`` deliveries left the client's buffers (consumed or handed back): room
+        under the connection's flow limit again (seed 004; :class:`.ConnectionGate`)."""
+        self._check_open()
+        self._gate.released(count, list(self._consumers.values()))
+
     def revoke_credit(self, consumer_id: int) -> int:
         c = self._consumer(consumer_id)
         unused = c.credit
@@ -528,28 +533,11 @@ class ServerConnection:
 
     def create_temporary_queue(self) -> str:
         self._check_open()
-        self._temp_seq += 1
-        name = f"{TEMP_PREFIX}{self._id}-{self._temp_seq}"
-        post = self._broker.post_office
-        self._temp_queues[name] = post.new_queue(name, owner_connection=self._id)
-        return name
+        return self._temps.create()
 
     def delete_temporary_queue(self, name: str) -> None:
         self._check_open()
-        q = self._temp_queues.get(name)
-        if q is None:
-            if name in self._broker.queues:
-                raise AccessDenied(
-                    f"{name!r} belongs to another connection; only its creator may delete it"
-                )
-            raise DestinationNotFound(f"temporary queue {name!r} does not exist")
-        if q.consumers:
-            raise IllegalBrokerState(
-                f"temporary queue {name!r} still has consumers; close them before deleting it"
-            )
-        del self._temp_queues[name]
-        self._broker.post_office.remove_queue(name)
-        q.delete()
+        self._temps.delete(name)
         self._space_may_be_free()
 
     # ------------------------------------------------------------------ admin
@@ -588,10 +576,7 @@ class ServerConnection:
         for cid, c in list(self._consumers.items()):
             self._detach(cid, c)
         self._consumers.clear()
-        for name, q in self._temp_queues.items():
-            broker.post_office.remove_queue(name)
-            q.delete()
-        self._temp_queues.clear()
+        self._temps.delete_all()
         broker.disconnected(self)
         for q in touched:
             if not q.deleted:

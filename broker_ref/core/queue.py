@@ -671,6 +671,8 @@ class Queue(QueueRecord):
         ch.next_tag = tag + 1
         ref.delivery_count += 1
         c.credit -= 1
+        if ch.gate >= 0:  # the connection's flow limit (.flow_gate)
+            ch.gate -= 1
         message = ref.message
         if auto or c.auto_ack:
             ref.state = GONE

@@ -67,6 +67,9 @@ def take_run(
     ch = c.channel
     first_tag = ch.next_tag
     expired: MessageRef | None = None
+    gated = ch.gate >= 0  # the connection's flow limit (.flow_gate): one place a delivery
+    if gated and ch.gate < room:
+        room = ch.gate
     if room <= 0 or not queue.ready_count:
         return messages, counts, first_tag, None
     auto = c.auto_ack
@@ -112,6 +115,8 @@ def take_run(
             messages.append(message)
             counts.append(count)
             taken += 1
+            if gated:
+                ch.gate -= 1
             if taken >= room or not queue.ready_count:
                 return messages, counts, first_tag, None
         if paged >> i & 1:  # the rest of this level is paged out: the caller pages it in

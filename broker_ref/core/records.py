@@ -81,6 +81,8 @@ class DeliveryChannel:
 
     ``deliver_many`` is the callback's optional batch entry point (see
     :class:`~.api.BatchSessionCallback`), looked up once here rather than per delivery.
+    ``gate`` is what the connection's flow limit still lets through (-1: no limit;
+    :class:`~.flow_gate.ConnectionGate` owns it, every delivery takes one).
     """
 
     connection_id: int
@@ -88,6 +90,7 @@ class DeliveryChannel:
     next_tag: int = 1
     tags: dict[int, ServerConsumer] = field(default_factory=dict)
     deliver_many: DeliverMany | None = None
+    gate: int = -1
 
     def __post_init__(self) -> None:
         if self.deliver_many is None:
@@ -109,7 +112,7 @@ class ServerConsumer:
     closed: bool = False
 
     def can_receive(self) -> bool:
-        if self.closed or self.credit <= 0:
+        if self.closed or self.credit <= 0 or self.channel.gate == 0:
             return False
         limit = self.flow_limit
         return limit is None or len(self.delivering) < limit

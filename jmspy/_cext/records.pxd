@@ -21,6 +21,7 @@ cdef class DeliveryChannel:
     cdef public Py_ssize_t next_tag
     cdef public dict tags
     cdef public object deliver_many
+    cdef public Py_ssize_t gate
 
 
 cdef class ServerConsumer:

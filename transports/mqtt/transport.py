@@ -167,6 +167,7 @@ class MqttTransport:
 
     #: Receive Maximum carries imqConnectionFlowLimit, but Mosquitto 2.0 overshoots it
     broker_connection_flow = False  # once PUBACKs flow: the client keeps its own cap
+    release_flow = None
 
     @property
     def listener(self) -> TransportListener | None:

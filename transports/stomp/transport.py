@@ -89,6 +89,8 @@ class StompTransport:
     scheme = "stomp"
     #: No asynchronous send path of its own (persistent sends use the receipt window).
     send_async = None
+    #: jmspy broker counts ACKs against the connection flow limit: nothing to tell it
+    release_flow = None
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 

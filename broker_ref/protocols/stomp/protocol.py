@@ -414,7 +414,7 @@ class StompSession:
         conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
         usage = {f"jmspy-{k}": v for k, v in self.broker.usage().items() if v is not None}
-        conn.send_reply(ServerMessage(
+        conn.route_admitted(ServerMessage(
             message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
             persistent=False, timestamp=self.broker.now(),
