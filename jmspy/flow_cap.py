@@ -8,10 +8,11 @@ time capacity frees up, starved consumers are served first, oldest first. Withou
 the consumer that happens to consume would take back every slot it freed and a second
 consumer on the same connection could wait forever.
 
-Two owners use this rule and nothing else decides it: the client
-(:class:`jmspy.flow.ConnectionFlow`, over any transport) and the bundled broker's STOMP
-session (``jmspy-connection-flow-limit`` on CONNECT), so both enforce the same cap the
-same way. The class only counts; callers hold their own locks and do their own I/O.
+The client (:class:`jmspy.flow.ConnectionFlow`) uses this rule where the broker knows
+nothing of the limit. Where it does (``vm://``, and ``stomp://`` to jmspy broker), the
+broker gates deliveries on the connection instead
+(:class:`jmspy.broker_ref.core.flow_gate.ConnectionGate`), which needs no credit held back
+for anyone. The class only counts; callers hold their own locks and do their own I/O.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ delivery takes one place (``take_run`` and ``Queue._deliver``), a consumer whose
 connection has no place left cannot receive (``ServerConsumer.can_receive``) and leaves its
 queue's dispatch ring. The client tells the broker each time messages leave its buffers
 (consumed, or given back) with :meth:`ConnectionGate.released`; a gate that was shut and
-opens again offers the connection's consumers to their queues once more, starting with a
-different consumer each time so none is always last.
+opens again offers the connection's consumers to their queues once more, starting after
+the consumer that took the previous reopened place (at the first reopening: after the
+owner of the newest unsettled delivery), so the place goes to one that was kept waiting
+(FlowCap's "starved first" rule, where the cap was credit) and none is always last.
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ __all__ = ["ConnectionGate"]
 class ConnectionGate:
     """One connection's flow limit (None: no limit): the owner of ``channel.gate``."""
 
-    __slots__ = ("_channel", "_turn", "limit")
+    __slots__ = ("_channel", "_last", "limit")
 
     def __init__(self, channel: DeliveryChannel, limit: int | None) -> None:
         if limit is not None and limit < 1:
             raise ValueError(f"connection flow limit must be >= 1, got {limit}")
         self._channel = channel
         self.limit = limit
-        self._turn = 0  # who is offered first when the gate opens again
+        #: who took the place the last time the gate reopened (offered last next time)
+        self._last: ServerConsumer | None = None
         channel.gate = -1 if limit is None else limit
 
     @property
@@ -54,8 +57,19 @@ class ConnectionGate:
         channel.gate = min(limit, channel.gate + count)
         if not was_shut or not consumers:
             return
-        first = self._turn % len(consumers)
-        self._turn += 1
+        last = self._last
+        if last is None and channel.tags:  # the newest unsettled delivery's consumer
+            last = next(reversed(channel.tags.values()))
+        first = 0
+        for i, c in enumerate(consumers):
+            if c is last:
+                first = i + 1
+                break
         for c in consumers[first:] + consumers[:first]:
-            if not c.closed and channel.gate > 0:
+            if channel.gate <= 0:
+                break
+            if not c.closed:
+                before = channel.gate
                 c.queue.grant(c, 0)  # back in its queue's ring, which dispatches
+                if channel.gate < before:
+                    self._last = c

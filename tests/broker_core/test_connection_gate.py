@@ -1,7 +1,7 @@
 """Open MQ's connection flow limit in the core (seed 004): the broker delivers on a
 connection while fewer than the limit are delivered and not yet released by the client,
 whatever credit its consumers hold, and stops there; each release lets one more through,
-the consumers of the connection taking turns once the gate had shut. Every dispatch path
+the consumer kept waiting going first once the gate had shut. Every dispatch path
 (a lone consumer's run, round-robin, selectors, topics) goes through the same gate."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_deliveries_stop_at_the_limit_across_queues_whatever_the_credit(broker: 
     assert broker.stats("a").message_count + broker.stats("b").message_count == 10
 
 
-def test_each_release_lets_one_more_through_the_consumers_taking_turns(
+def test_each_release_lets_one_more_through_the_one_kept_waiting_first(
         broker: Broker) -> None:
     rec = Recorder()
     conn = broker.connect(rec, flow_limit=2)
@@ -48,7 +48,7 @@ def test_each_release_lets_one_more_through_the_consumers_taking_turns(
     for _ in range(4):
         conn.release_flow(1)
         got += per_consumer(rec)
-    assert got == [(1, "a2"), (2, "b0"), (1, "a3"), (2, "b1")]
+    assert got == [(2, "b0"), (1, "a2"), (2, "b1"), (1, "a3")]  # after the last served
 
 
 def test_credit_held_by_a_consumer_with_nothing_to_deliver_starves_nobody(

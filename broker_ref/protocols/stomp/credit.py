@@ -13,18 +13,18 @@ its :class:`~.subscription.Subscription`'s business; what spans subscriptions is
 * **Byte windows** (Artemis's ``consumer-window-size``) are refilled one message at a time
   after a write or an acknowledgement, never from inside the core's delivery call.
 * **The connection flow limit** (``jmspy-connection-flow-limit`` on CONNECT, Open MQ's
-  ``imqConnectionFlowLimit``) caps what the client-acknowledged subscriptions of this
-  connection hold together, unconsumed plus outstanding credit, by the same rule the jmspy
-  client applies (:class:`jmspy.flow_cap.FlowCap`): a subscription cut short is fed first
-  when capacity frees up. Auto-mode subscriptions are outside the cap: the broker cannot
-  see their messages being consumed, only written.
+  ``imqConnectionFlowLimit``) is the core's gate on the connection
+  (:class:`~jmspy.broker_ref.core.flow_gate.ConnectionGate`): deliveries stop while the
+  connection holds the limit unconsumed, whatever credit its subscriptions have, so credit
+  given to a subscription with nothing to deliver holds nobody back. This object tells the
+  gate what left the client: acknowledged, committed or nacked deliveries of the client
+  modes, and, for auto mode (whose consumption the broker never sees), the frames once
+  written, so auto subscriptions pass the gate without being held by it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from jmspy.flow_cap import FlowCap
 
 from .subscription import AUTO, Subscription
 
@@ -34,24 +34,27 @@ __all__ = ["SessionCredit"]
 class SessionCredit:
     """The session's one owner of credit decisions (see the module docstring)."""
 
-    __slots__ = ("_cap", "_grant", "_paused", "_refill", "_subs")
+    __slots__ = ("_grant", "_limit", "_paused", "_refill", "_release", "_subs")
 
-    def __init__(self, grant: Callable[[int, int], None]) -> None:
+    def __init__(self, grant: Callable[[int, int], None],
+                 release: Callable[[int], None]) -> None:
         self._grant = grant  # (core consumer id, credits) -> the core
+        self._release = release  # deliveries that left the client -> the core's gate
         self._paused = False
-        self._cap: FlowCap[Subscription] | None = None
+        self._limit = 0
         #: open subscriptions (what the connection cap sums over, and resume revisits)
         self._subs: dict[Subscription, None] = {}
         #: subscriptions whose window refills once the host has written their frames
         self._refill: dict[Subscription, None] = {}
 
     def set_connection_limit(self, limit: int) -> None:
-        """CONNECT asked for a connection-wide cap (0: none)."""
-        self._cap = FlowCap(limit) if limit > 0 else None
+        """CONNECT asked for a connection-wide cap (0: none), which the core's gate of
+        this connection enforces."""
+        self._limit = limit
 
     @property
     def connection_limit(self) -> int:
-        return 0 if self._cap is None else self._cap.limit
+        return self._limit
 
     # -- what the session reports ----------------------------------------------------------
 
@@ -79,21 +82,26 @@ class SessionCredit:
         subs, self._refill = self._refill, {}
         for sub in subs:
             n, sub.unwritten = sub.unwritten, 0
+            if n and self._limit:
+                self._release(n)  # auto mode: written is all the consumption we see
             self._refill_window(sub, n)
 
     def consumed(self, sub: Subscription, n: int) -> None:
         """``n`` deliveries of ``sub`` were acknowledged, committed or nacked."""
         sub.consumed(n)
+        if self._limit:
+            self._release(n)
         self._top_up(sub)
 
-    def closed(self, sub: Subscription) -> None:
-        """``sub`` is gone (its unacknowledged deliveries went back to the core): what it
-        held against the connection cap is free for the others."""
+    def closed(self, sub: Subscription, returned: int) -> None:
+        """``sub`` is gone; ``returned`` of its deliveries went back to the core unacked.
+        They, and auto-mode frames it will never see written, leave the connection."""
         self._subs.pop(sub, None)
         self._refill.pop(sub, None)
-        if self._cap is not None:
-            self._cap.forget(sub)
-            self._top_up(None)
+        left = returned + sub.unwritten
+        sub.unwritten = 0
+        if left and self._limit:
+            self._release(left)
 
     def pause(self) -> None:
         self._paused = True
@@ -122,22 +130,12 @@ class SessionCredit:
             return
         self._grant(sub.consumer_id, n)
 
-    def _top_up(self, sub: Subscription | None) -> None:
-        """Client modes: grant what ``sub``'s window wants, within the connection cap
-        (starved subscriptions first)."""
+    def _top_up(self, sub: Subscription) -> None:
+        """Client modes: grant what ``sub``'s window wants (the connection's gate, not
+        credit, holds the connection flow limit)."""
         if self._paused:
             return  # recomputed on resume
-        cap = self._cap
-        if cap is None:
-            if sub is None:
-                return
-            n = sub.wanted()
-            if n > 0:
-                sub.granted(n)
-                self._grant(sub.consumer_id, n)
-            return
-        held = sum(s.committed for s in self._subs)
-        for share in cap.share(held, sub, Subscription.wanted):
-            if share.granted > 0:
-                share.key.granted(share.granted)
-                self._grant(share.key.consumer_id, share.granted)
+        n = sub.wanted()
+        if n > 0:
+            sub.granted(n)
+            self._grant(sub.consumer_id, n)

@@ -89,7 +89,7 @@ class StompSession:
         self._destinations = SessionDestinations(
             lambda: self._core.create_temporary_queue())
         self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
-        self._credit = SessionCredit(self._grant_core)
+        self._credit = SessionCredit(self._grant_core, self._release_core)
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
         self.frames_in = 0
         self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
@@ -353,6 +353,7 @@ class StompSession:
             user=request.user,
             password=request.password,
             principal=principal,
+            flow_limit=request.flow_limit or None,
         )
         self.version = version
         self._id_prefix = (
@@ -471,6 +472,10 @@ class StompSession:
         if self._conn is not None:
             self._conn.grant_credit(consumer_id, n)
 
+    def _release_core(self, n: int) -> None:
+        if self._conn is not None and not self._conn.closed:
+            self._conn.release_flow(n)
+
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
         if sid in self._browsers:
@@ -485,9 +490,10 @@ class StompSession:
             sub.closed = True
             del self._by_consumer[sub.consumer_id]
             self._core.close_consumer(sub.consumer_id)
-            for tag in sub.drop_unacked():
+            returned = sub.drop_unacked()
+            for tag in returned:
                 self._tag_owner.pop(tag, None)
-            self._credit.closed(sub)
+            self._credit.closed(sub, len(returned))
         if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
             self._core.unsubscribe(name)
 

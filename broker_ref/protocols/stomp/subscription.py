@@ -155,14 +155,6 @@ class Subscription:
         """Artemis's ``consumer-window-size`` in bytes, when that is this window."""
         return self._byte_window
 
-    @property
-    def committed(self) -> int:
-        """What this subscription holds against the connection flow limit: delivered and
-        unconsumed plus credit the core may still use (0 in auto mode, which has no
-        consumption to wait for)."""
-        buf = self._buf
-        return 0 if buf is None else int(buf.unconsumed + buf.outstanding)
-
     def initial_credit(self) -> int:
         if self._buf is None:
             return self._limit
