@@ -2,8 +2,9 @@
 memory (stomp_pair.py), so every count below is exact and "nothing more came" is a fact:
 
 * ``jmspy-connection-flow-limit`` on CONNECT: Open MQ's imqConnectionFlowLimit enforced
-  by the broker over all of a connection's client-acknowledged subscriptions, with the
-  jmspy client's own sharing rule (a subscription cut short is fed first);
+  by the broker over all of a connection's client-acknowledged subscriptions as a gate on
+  the connection (a subscription kept waiting is fed first; one with nothing to deliver
+  holds nothing back);
 * ``consumer-window-size`` on SUBSCRIBE: Artemis's byte window.
 """
 
@@ -72,6 +73,23 @@ def test_connection_flow_limit_never_exceeded_and_every_message_arrives() -> Non
         acked.add(header_dict(pending[0].headers)["ack"])
         c.ack(pending[0])
     assert sorted(c.bodies()) == [f"{q}{i}" for q in ("qa", "qb") for i in range(4)]
+
+
+def test_a_subscription_with_nothing_to_deliver_holds_no_capacity_back() -> None:
+    pair = StompPair()
+    c = pair.client(**{"jmspy-connection-flow-limit": "3"})
+    window = {"jmspy-flow-limit": "10"}
+    assert bodies(c.subscribe("/queue/idle", "a", ack=INDIVIDUAL, **window)) == []
+    assert bodies(c.subscribe("/queue/busy", "b", ack=INDIVIDUAL, **window)) == []
+    pair.client().send("/queue/busy", "b0", "b1", "b2", "b3")
+    assert c.bodies() == ["b0", "b1", "b2"]  # all the connection's room, none kept for a
+
+
+def test_auto_subscriptions_pass_the_connection_limit_once_written() -> None:
+    pair = StompPair()
+    c = pair.client(**{"jmspy-connection-flow-limit": "2"})
+    pair.client().send("/queue/auto", *(f"m{i}" for i in range(6)))
+    assert len(bodies(c.subscribe("/queue/auto", "s", ack="auto"))) == 6
 
 
 def test_without_a_connection_flow_limit_each_subscription_has_its_own_window() -> None:
