@@ -33,6 +33,15 @@ def _address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
+def _fill(factory: ConnectionFactory, queue: str, count: int) -> None:
+    """``count`` messages "0".."count-1" into ``queue`` from a vm:// producer."""
+    with factory.create_connection() as vc:
+        session = vc.create_session()
+        producer = session.create_producer(Queue(queue))
+        for i in range(count):
+            producer.send(session.create_text_message(str(i)))
+
+
 def test_vm_and_stomp_clients_share_queues_both_ways_in_order(
         vm_broker_factory: Callable[..., Any]) -> None:
     host, vm_factory = vm_broker_factory()
@@ -65,11 +74,9 @@ def test_a_stomp_clients_unacknowledged_messages_return_redelivered_when_it_drop
         vm_broker_factory: Callable[..., Any]) -> None:
     host, vm_factory = vm_broker_factory()
     url = host.add_connector()
+    _fill(vm_factory, "work", 10)
     with vm_factory.create_connection() as vc:
         vm_session = vc.create_session()
-        producer = vm_session.create_producer(Queue("work"))
-        for i in range(10):
-            producer.send(vm_session.create_text_message(str(i)))
         sc = ConnectionFactory(url).create_connection()
         sc.start()
         session = sc.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
@@ -137,11 +144,7 @@ def test_jmspy_stat_reads_an_in_process_broker_through_its_connector(
         vm_broker_factory: Callable[..., Any]) -> None:
     host, vm_factory = vm_broker_factory()
     url = host.add_connector()
-    with vm_factory.create_connection() as vc:
-        session = vc.create_session()
-        producer = session.create_producer(Queue("seen"))
-        for _ in range(3):
-            producer.send(session.create_text_message("m"))
+    _fill(vm_factory, "seen", 3)
     rows, _usage = fetch_report(*_address(url))
     assert {r["name"]: r["messageCount"] for r in rows}["seen"] == 3
 

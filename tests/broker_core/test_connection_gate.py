@@ -19,11 +19,18 @@ def per_consumer(rec: Recorder) -> list[tuple[int, object]]:
     return [(d.consumer_id, d.message.body) for d in rec.take()]
 
 
-def test_deliveries_stop_at_the_limit_across_queues_whatever_the_credit(broker: Broker) -> None:
+def gated_pair(broker: Broker, limit: int) -> tuple[ServerConnection, Recorder]:
+    """A connection under ``limit`` with consumer 1 on queue "a" and 2 on "b", credit 10
+    each, and what it receives."""
     rec = Recorder()
-    conn = broker.connect(rec, flow_limit=3)
+    conn = broker.connect(rec, flow_limit=limit)
     conn.create_consumer(1, Q, "a", credit=10)
     conn.create_consumer(2, Q, "b", credit=10)
+    return conn, rec
+
+
+def test_deliveries_stop_at_the_limit_across_queues_whatever_the_credit(broker: Broker) -> None:
+    _, rec = gated_pair(broker, 3)
     sender = broker.connect(Recorder())
     for i in range(5):
         sender.send(msg("a", f"a{i}"))
@@ -34,10 +41,7 @@ def test_deliveries_stop_at_the_limit_across_queues_whatever_the_credit(broker: 
 
 def test_each_release_lets_one_more_through_the_one_kept_waiting_first(
         broker: Broker) -> None:
-    rec = Recorder()
-    conn = broker.connect(rec, flow_limit=2)
-    conn.create_consumer(1, Q, "a", credit=10)
-    conn.create_consumer(2, Q, "b", credit=10)
+    conn, rec = gated_pair(broker, 2)
     sender = broker.connect(Recorder())
     for i in range(4):
         sender.send(msg("a", f"a{i}"))

@@ -162,37 +162,34 @@ def test_default_loop_is_uvloop_when_installed_else_asyncio(
     assert BrokerConfig().loop == "asyncio"
 
 
-def test_without_uvloop_the_broker_starts_on_asyncio_and_says_so(tmp_path: Path) -> None:
+def _loop_line(command: list[str], cwd: Path) -> str:
+    """Start ``jmspy broker`` (``command`` runs it, on a free port appended), wait for its
+    listening line, and return the stderr line that names its event loop."""
     port = _free_port()
-    code = ("import sys; sys.modules['uvloop'] = None; from jmspy.cli import main; "
-            f"sys.exit(main(['broker', '--port', '{port}', '--in-memory']))")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen([*command, "--port", str(port), "--in-memory"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     try:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.readline().startswith(f"jmspy broker listening on 127.0.0.1:{port}")
-        assert proc.stderr.readline().strip() == (
-            "jmspy broker: asyncio event loop (the default: uvloop is not installed)")
+        return proc.stderr.readline().strip()
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_without_uvloop_the_broker_starts_on_asyncio_and_says_so(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['uvloop'] = None; from jmspy.cli import main; "
+            "sys.exit(main(['broker', *sys.argv[1:]]))")
+    assert _loop_line([sys.executable, "-c", code], tmp_path) == (
+        "jmspy broker: asyncio event loop (the default: uvloop is not installed)")
 
 
 def test_loop_named_in_the_config_is_said_to_come_from_it(tmp_path: Path) -> None:
     cfg = tmp_path / "b.toml"
     cfg.write_text('[broker]\nloop = "asyncio"\n')
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--config", str(cfg), "--port", str(port),
-         "--in-memory"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stdout.readline().startswith(f"jmspy broker listening on 127.0.0.1:{port}")
-        assert proc.stderr.readline().strip() == (
-            "jmspy broker: asyncio event loop ([broker] loop in the config)")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
+    command = [sys.executable, "-m", "jmspy", "broker", "--config", str(cfg)]
+    assert _loop_line(command, tmp_path) == (
+        "jmspy broker: asyncio event loop ([broker] loop in the config)")
 
 
 def test_config_maps_address_settings(tmp_path: Path) -> None:
