@@ -113,6 +113,7 @@ def broker() -> Iterator[ScriptedBroker]:
 
 def _consume(
     broker: ScriptedBroker, count: int, query: str = "heartbeat=0", timeout: float = 10.0,
+    on_message: Callable[[Any], object] = lambda m: None,
 ) -> tuple[list[Any], list[JMSException]]:
     errors: list[JMSException] = []
     conn = ConnectionFactory(f"{broker.url}?{query}").create_connection()
@@ -134,6 +135,7 @@ def _consume(
                 break
             if m is not None:
                 got.append(m)
+                on_message(m)
         return got, errors
     finally:
         conn.close()
@@ -173,12 +175,18 @@ def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
 
 
 def test_malformed_frame_is_reported_and_closes_the_connection(broker: ScriptedBroker) -> None:
+    # The bad frame is written once the application holds the good one: prefetched
+    # messages of a dropped connection are discarded (the broker redelivers them), so
+    # without this order a slow receive() would find the connection already gone.
+    consumed = threading.Event()
+
     def script(b: ScriptedBroker) -> None:
         b.write(b.message(b"fine", 1))
+        consumed.wait(30)
         b.write(b"MESSAGE\nsubscription:" + b.sub_id.encode() + b"\nbad\\qescape:x\n\nzzz\x00")
 
     broker.script = script
-    got, errors = _consume(broker, 2, timeout=3.0)
+    got, errors = _consume(broker, 2, timeout=10.0, on_message=lambda m: consumed.set())
     assert [m.body.decode() for m in got] == ["fine"]
     texts = [str(e) for e in errors]
     assert any("not a valid STOMP frame" in t and "escape" in t.lower() for t in texts), texts
