@@ -23,12 +23,13 @@ Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: th
 the only places messages become ready, apart from paging in.
 
 Massive queues (seed 002, :mod:`.paging`): past the broker's RAM budget, a queue with a
-backlog pages new messages out (:class:`~.paging.QueuePages`) and pages them back in a
-batch at a time ahead of dispatch; ``levels.paged`` tells the dispatch loop which levels
-continue on disk, so it never passes one. Ring and AMPS queues are bounded by their own
-rules and never page. The AMPS-style settings (seed 001) live in
-:class:`~.policy.QueuePolicy`, which exists only when a queue sets one of them: without it
-the code below pays one ``is None`` test per operation, never per-setting checks.
+backlog pages new messages out and pages them back in a batch at a time ahead of
+dispatch, through a :class:`~.queue_paging.QueuePaging` that exists while it has messages
+on disk; ``levels.paged`` tells the dispatch loop which levels continue on disk. Ring
+and AMPS queues are bounded by their own rules and never page. The AMPS-style settings
+(seed 001) live in :class:`~.policy.QueuePolicy`, which exists only when a queue sets one
+of them: without it the code below pays one ``is None`` test per operation, never
+per-setting checks.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ from .consumer import (
     effective_flow_limit,
 )
 from .filters import Filter, compile_filter, filter_accepts
-from .paging import PAGE_BATCH, PAGE_LOW_WATER, Paged, QueuePages
+from .paging import Paged
 from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
+from .queue_paging import QueuePaging
 from .ready_levels import ReadyLevels
 from .records import priority_level
 from .ring import effective_ring_size, evict_head, replace
@@ -151,7 +153,7 @@ class Queue(QueueRecord):
         #: backlog each consumer asked for (only those that asked; None: nobody did)
         self._backlogs: dict[ServerConsumer, int] | None = None
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
-        self._pages: QueuePages | None = None
+        self._pages: QueuePaging | None = None
 
     # ------------------------------------------------------------------ settings/stats
 
@@ -332,34 +334,25 @@ class Queue(QueueRecord):
         """Take the rows a restarted broker found in the store for this queue (already
         persisted, not re-counted): left on disk and paged in as consumers need them, or,
         for a queue that never pages (ring, AMPS), read now."""
-        if self._pageable():
-            pages = self._pages_made()
-            pages.add_runs(runs)
-            self.levels.set_paged(pages.levels)
-            budget = self.levels.budget
-            if budget.used < budget.limit:
-                self._fill()  # the head now (a small store is all back); the rest later
+        if not self._pageable():
+            store = self.host.store
+            assert store is not None
+            paging = QueuePaging(self.name, store, self.host.spool, self.levels,
+                                 self._paged_in)
+            paging.add_runs(runs)
+            paging.unpage()
             return
-        store = self.host.store
-        assert store is not None
-        pages = QueuePages(self.name, store, self.host.spool)
-        pages.add_runs(runs)
-        self._unpage(pages)
-
-    def _unpage(self, pages: QueuePages) -> None:
-        """Bring every paged message into RAM, in order, through ``_accept`` (for a queue
-        that stops paging: it became a ring or AMPS queue, whose rules need them all)."""
-        for level in range(PRIORITIES):
-            while batch := pages.take(level, PAGE_BATCH):
-                self._paged_in(batch, every=True)
+        self._paging_made().add_runs(runs)
+        budget = self.levels.budget
+        if budget.used < budget.limit:
+            self._fill()  # the head now (a small store is all back); the rest later
 
     def _settings_changed(self) -> None:
         """A queue that has paged messages and may no longer page takes them back."""
-        pages = self._pages
-        if pages is not None and not self._pageable():
+        paging = self._pages
+        if paging is not None and not self._pageable():
             self._pages = None
-            self.levels.set_paged(0)
-            self._unpage(pages)
+            paging.unpage()
 
     def _accept(self, message: ServerMessage, delivery_count: int, seq: int = 0) -> None:
         """Make a new message (``seq``: its store row, 0 if not stored) scheduled, ready
@@ -416,53 +409,34 @@ class Queue(QueueRecord):
     def _pageable(self) -> bool:
         return self._policy is None and self._ring_size <= 0 and not self.deleted
 
-    def _pages_made(self) -> QueuePages:
+    def _paging_made(self) -> QueuePaging:
         if self._pages is None:
             host = self.host
-            self._pages = QueuePages(self.name, host.store if self._persist else None,
-                                     host.spool)
+            self._pages = QueuePaging(self.name, host.store if self._persist else None,
+                                      host.spool, self.levels, self._paged_in)
         return self._pages
 
     def _page_out(self, ref: MessageRef, seq: int) -> bool:
         """Leave a new ready message on disk if its level already continues there, or if
         the RAM budget is spent and nobody is waiting for it. True if it was paged out."""
-        pages = self._pages
+        paging = self._pages
         stored = seq > 0
-        level = ref.priority
-        if pages is None or not pages.holds(level, stored):
+        if paging is None or not paging.holds(ref.priority, stored):
             if self.levels.fits(ref.message.size):
                 return False
             if (self._ring and not self.levels.count) or not self._pageable():
                 return False  # a consumer is waiting for it, or the queue never pages
             if not stored and self.settings.producer_flow_control:
                 return False  # its producer waits for RAM instead (.producer_flow)
-            pages = self._pages_made()
-        if stored:
-            pages.add_stored(level, seq)
-        else:
-            pages.add_spooled(level, ref.message, ref.delivery_count)
-        ref.state = GONE  # the ref itself is dropped: the row is the message now
-        self.levels.continues_on_disk(level)
+            paging = self._paging_made()
+        paging.page_out(ref, seq)
         return True
 
     def _fill(self) -> None:
-        """Page in ahead of dispatch (the seed's eager loading): every level down to the
-        first that holds a batch in RAM is topped up once it falls below the low water."""
-        pages = self._pages
-        assert pages is not None
-        levels = self.levels
-        have = 0
-        for level in range(PRIORITIES):
-            held = levels.size(level)
-            if levels.paged >> level & 1 and held < PAGE_LOW_WATER:
-                self._paged_in(pages.take(level, PAGE_BATCH - held))
-                held = levels.size(level)
-            have += held
-            if have >= PAGE_BATCH:
-                break
-        levels.set_paged(pages.levels)
-        if not pages.count:
-            self._pages = None  # all back in RAM: the plain paths again
+        """Top the levels up from disk; once nothing is left there, the plain paths."""
+        assert self._pages is not None
+        if self._pages.fill():
+            self._pages = None
 
     def _paged_in(self, batch: list[Paged], every: bool = False) -> None:
         """Messages back from disk onto the tail of their levels (or scheduled, or expired,
@@ -519,24 +493,12 @@ class Queue(QueueRecord):
 
     def _scan_pages(self) -> None:
         """Selector consumers that still have room look for matches in the paged part."""
-        pages = self._pages
-        while pages is not None and self._ring:
-            found = False
-            for c in list(self._ring):
-                if c.filter is None or not c.can_receive():
-                    continue
-                room = c.credit
-                if c.flow_limit is not None:
-                    room = min(room, c.flow_limit - len(c.delivering))
-                batch = pages.scan(c, c.filter, min(room, PAGE_BATCH))
-                if batch:
-                    found = True
-                    self._paged_in(batch)
-            self.levels.set_paged(pages.levels)
-            if not found:
+        paging = self._pages
+        while paging is not None and self._ring:
+            if not paging.scan(list(self._ring)):
                 return
             self._dispatch_filtered()
-            pages = self._pages
+            paging = self._pages
 
     # ------------------------------------------------------------------ timers
 
