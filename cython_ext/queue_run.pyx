@@ -11,12 +11,16 @@ What compiling buys: the records a run touches per message (``MessageRef``,
 (ready, delivering, credit, tag) are C integers written back once per run (in a
 ``finally``, so an exception leaves the same state as the pure twin); and there is no
 interpreter loop around the per-message bookkeeping. So are the queue's per-message
-fields (``QueueRecord``, which ``Queue`` derives from); the message is read as a Python
-object.
+fields (``QueueRecord``, which ``Queue`` derives from) and those of its ready levels
+(``LevelsRecord``, which ``ReadyLevels`` derives from; a level is None until a message of
+its priority was first ready); the message is read as a Python object.
 """
+
+from collections import deque
 
 from jmspy._cext.records cimport (
     DeliveryChannel,
+    LevelsRecord,
     MessageRef,
     PageBudget,
     QueueRecord,
@@ -44,28 +48,29 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
     cdef Py_ssize_t gate = ch.gate  # the connection's flow limit (-1: none)
     if gate >= 0 and gate < room:
         room = gate
-    if room <= 0 or not queue.ready_count:
+    cdef LevelsRecord levels = queue.levels
+    if room <= 0 or not levels.count:
         return messages, counts, first_tag, None
     cdef bint auto = c.auto_ack
     cdef bint persist = queue._persist
     cdef dict delivering = c.delivering
     cdef dict owners = ch.tags
-    cdef Py_ssize_t ready = queue.ready_count
+    cdef Py_ssize_t ready = levels.count
     cdef Py_ssize_t credit = c.credit
     cdef Py_ssize_t tag = first_tag
     cdef Py_ssize_t dequeued = queue.dequeued
     cdef Py_ssize_t in_delivery = queue.delivering_count
     cdef Py_ssize_t taken = 0
     cdef Py_ssize_t freed = 0
-    cdef Py_ssize_t paged = queue._paged_levels
+    cdef Py_ssize_t paged = levels.paged
     cdef Py_ssize_t i = -1
     cdef long long now = -1
     cdef object message, level, expiration, key, popleft
     cdef MessageRef ref
     try:
-        for level in queue._levels:
+        for level in levels._deques:
             i += 1
-            if not level:
+            if not level:  # None too: nothing of this priority was ever ready
                 if paged >> i & 1:
                     return messages, counts, first_tag, None  # page it in first
                 continue
@@ -107,9 +112,9 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
         ready = 0  # only tombstones were left: resync the count
         return messages, counts, first_tag, None
     finally:
-        queue.ready_count = ready
-        queue._budget.used -= freed
-        queue.memory_usage -= freed
+        levels.count = ready
+        levels.budget.used -= freed
+        levels.memory_usage -= freed
         c.credit = credit
         ch.next_tag = tag
         if gate >= 0:
@@ -161,7 +166,8 @@ cpdef list acknowledge_tags(dict owners, list tags):
 
 cpdef enqueue(QueueRecord queue, object message):
     """``Queue.enqueue`` for the common case; see the pure twin."""
-    cdef PageBudget budget = queue._budget
+    cdef LevelsRecord levels = queue.levels
+    cdef PageBudget budget = levels.budget
     cdef Py_ssize_t cost = <Py_ssize_t>message.size + _OVERHEAD
     if (queue.deleted or queue._policy is not None or message.expiration
             or message.deliver_at or queue._pages is not None
@@ -182,14 +188,19 @@ cpdef enqueue(QueueRecord queue, object message):
     ref.delivery_count = 0
     ref.state = _READY
     cdef Py_ssize_t size = queue._ring_size
-    cdef Py_ssize_t ready = queue.ready_count
+    cdef Py_ssize_t ready = levels.count
+    cdef object level
     if size > 0 and ready >= size:
         queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
-    else:
-        queue._levels[ref.priority].append(ref)
-        queue.ready_count = ready + 1
+    else:  # ReadyLevels.add_tail, on the record's fields
+        level = levels._deques[ref.priority]
+        if level is None:
+            level = deque()
+            levels._deques[ref.priority] = level
+        level.append(ref)
+        levels.count = ready + 1
         budget.used += cost
-        queue.memory_usage += cost
+        levels.memory_usage += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()
@@ -204,11 +215,14 @@ cpdef enqueue(QueueRecord queue, object message):
 cpdef dispatch_fast(QueueRecord queue):
     """``Queue._dispatch_fast``; see the pure twin (the same steps in the same order)."""
     cdef object ring = queue._ring
+    cdef LevelsRecord levels = queue.levels
+    if not ring:  # None until a consumer first could receive
+        return
     cdef object popleft = ring.popleft
     cdef object limit, messages, counts, first_tag, expired, many
     cdef ServerConsumer c
     cdef Py_ssize_t room, pending
-    while queue.ready_count and ring:
+    while levels.count and ring:
         c = <ServerConsumer?>popleft()
         if not c.can_receive():
             c.in_ring = False
@@ -235,7 +249,7 @@ cpdef dispatch_fast(QueueRecord queue):
                     return
                 break
             queue._expire(expired)
-            if not queue.ready_count:
+            if not levels.count:
                 ring.appendleft(c)
                 return
             room -= len(<list>messages)

@@ -7,11 +7,13 @@ twin exists; the fields are declared in ``jmspy/_cext/records.pxd``.
 behaviour. Change one, change the other.
 """
 
-from jmspy.broker_ref.core.records import READY
+from jmspy.broker_ref.core.records import PRIORITIES, READY
 
-__all__ = ["DeliveryChannel", "MessageRef", "PageBudget", "QueueRecord", "ServerConsumer"]
+__all__ = ["DeliveryChannel", "LevelsRecord", "MessageRef", "PageBudget", "QueueRecord",
+           "ServerConsumer"]
 
 cdef int _READY = READY
+cdef Py_ssize_t _PRIORITIES = PRIORITIES
 
 
 cdef class MessageRef:
@@ -89,6 +91,24 @@ cdef class PageBudget:
 
     def __repr__(self):
         return f"PageBudget(limit={self.limit!r}, used={self.used!r})"
+
+
+cdef class LevelsRecord:
+    """The per-message fields of a queue's ready levels (``ReadyLevels`` derives from
+    it); see the pure twin."""
+
+    def __init__(self, PageBudget budget, list _deques=None, Py_ssize_t count=0,
+                 Py_ssize_t memory_usage=0, Py_ssize_t paged=0):
+        self.budget = budget
+        self._deques = [None] * _PRIORITIES if _deques is None else _deques
+        self.count = count
+        self.memory_usage = memory_usage
+        self.paged = paged
+
+    def __repr__(self):
+        return (f"{type(self).__qualname__}(budget={self.budget!r}, "
+                f"_deques={self._deques!r}, count={self.count!r}, "
+                f"memory_usage={self.memory_usage!r}, paged={self.paged!r})")
 
 
 cdef class QueueRecord:

@@ -31,7 +31,7 @@ from jmspy.broker_ref.core import connection as connection_module
 from jmspy.broker_ref.core import queue as queue_module
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.connection import ServerConnection
-from jmspy.broker_ref.core.consumer import MessageRef
+from jmspy.broker_ref.core.consumer import PRIORITIES, MessageRef
 from jmspy.broker_ref.core.errors import IllegalBrokerState
 from jmspy.broker_ref.core.queue import Queue
 from jmspy.broker_ref.core.store import MemoryStore
@@ -183,10 +183,10 @@ def play(twin: Any, w: dict[str, Any]) -> Any:
         return (
             rec.got,
             broker.stats("q", DestinationKind.QUEUE).as_dict(),
-            [[(r.message.message_id, r.state, r.delivery_count, r.priority) for r in level]
-             for level in q._levels],
+            [[(r.message.message_id, r.state, r.delivery_count, r.priority)
+              for r in q.levels.in_ram(level)] for level in range(PRIORITIES)],
             [(c.consumer_id, c.credit, c.in_ring, list(c.delivering)) for c in q.consumers],
-            [c.consumer_id for c in q._ring],
+            [c.consumer_id for c in q._ring or ()],
             q._dispatching,
             None if store is None else (store.message_ids("q"),
                                         [store.delivery_count("q", i)
@@ -229,7 +229,7 @@ def test_enqueue_builds_a_ready_ref_and_counts_the_message(twin: Any) -> None:
     q = broker.queues["q"]
     m = ServerMessage("m1", DestinationKind.QUEUE, "q", priority=7, persistent=True)
     twin.enqueue(q, m)
-    (ref,) = q._levels[2]
+    (ref,) = q.levels.in_ram(2)
     assert type(ref) is MessageRef
     assert (ref.message, ref.priority, ref.delivery_count, ref.state) == (m, 2, 0, 0)
     assert (q.enqueued, q.ready_count) == (1, 1)

@@ -28,6 +28,7 @@ from jmspy.broker_ref.core import Broker, Delivery, DestinationKind, ServerMessa
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.consumer import (
     GONE,
+    PRIORITIES,
     READY,
     DeliveryChannel,
     MessageRef,
@@ -100,11 +101,15 @@ def build(spec: dict[str, Any]) -> tuple[Queue, ServerConsumer, Host]:
         expiration = {"expired": NOW - 1, "expiring": NOW + 5}.get(state, 0)
         m = ServerMessage(f"m{i}", DestinationKind.QUEUE, "q", persistent=persistent,
                           expiration=expiration)
-        ref = MessageRef(m, level, earlier, GONE if state == "tombstone" else READY)
-        q._levels[level].append(ref)
+        ref = MessageRef(m, level, earlier)
+        q.levels.add_tail(ref)
+        if state == "tombstone":  # expired by a timer while queued: left in place
+            ref.state = GONE
+            q.levels.unready(ref)
         ready += state != "tombstone"
-    q.ready_count = max(0, ready + spec["count_skew"])
-    q._paged_levels = spec.get("paged", 0)
+    # the dispatch twins read and write the record's fields: skew them as a bug might
+    q.levels.count = max(0, ready + spec["count_skew"])
+    q.levels.set_paged(spec.get("paged", 0))
     q.dequeued = 7
     q.delivering_count = 3
     ch = DeliveryChannel(1, Callback(), next_tag=spec["first_tag"])
@@ -115,8 +120,8 @@ def build(spec: dict[str, Any]) -> tuple[Queue, ServerConsumer, Host]:
 def state(q: Queue, c: ServerConsumer, host: Host) -> Any:
     return (
         q.ready_count, q.dequeued, q.delivering_count,
-        [[(r.message.message_id, r.state, r.delivery_count) for r in level]
-         for level in q._levels],
+        [[(r.message.message_id, r.state, r.delivery_count) for r in q.levels.in_ram(level)]
+         for level in range(PRIORITIES)],
         c.credit, c.channel.next_tag,
         [(t, r.message.message_id, r.state, r.delivery_count) for t, r in c.delivering.items()],
         [(t, o.consumer_id) for t, o in c.channel.tags.items()],
@@ -312,7 +317,7 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
             [broker.stats(q.name, DestinationKind.QUEUE).as_dict() for q in queues],
             [(c.consumer_id, c.in_ring, c.credit, list(c.delivering))
              for q in queues for c in q.consumers],
-            [[c.consumer_id for c in q._ring] for q in queues], sorted(conn._channel.tags))
+            [[c.consumer_id for c in q._ring or ()] for q in queues], sorted(conn._channel.tags))
 
 
 @needs_compiled_records

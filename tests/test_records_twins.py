@@ -28,6 +28,7 @@ def test_the_broker_makes_the_running_twins_records() -> None:
     assert consumer.MessageRef is twin.MessageRef
     assert consumer.ServerConsumer is twin.ServerConsumer
     assert consumer.DeliveryChannel is twin.DeliveryChannel
+    assert consumer.LevelsRecord is twin.LevelsRecord
 
 
 @pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
@@ -44,6 +45,15 @@ def test_defaults_and_repr(twin: Any) -> None:
     assert repr(ref) == repr(pure.MessageRef("m", 3))
     assert repr(c) == repr(pure.ServerConsumer(1, pure.DeliveryChannel(7, callback), None,
                                                None, False, None))
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_levels_record_defaults_and_repr(twin: Any) -> None:
+    budget = twin.PageBudget(100)
+    a, b = twin.LevelsRecord(budget), twin.LevelsRecord(budget)
+    assert (a.budget, a.count, a.memory_usage, a.paged) == (budget, 0, 0, 0)
+    assert a._deques == [None] * pure.PRIORITIES and a._deques is not b._deques
+    assert repr(a) == repr(pure.LevelsRecord(pure.PageBudget(100)))
 
 
 def test_records_compare_by_identity_as_the_dataclasses_do() -> None:

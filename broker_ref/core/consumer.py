@@ -15,10 +15,18 @@ from .api import AddressSettings
 from .records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY, SCHEDULED
 
 if TYPE_CHECKING:
-    from .records import DeliveryChannel, MessageRef, PageBudget, QueueRecord, ServerConsumer
+    from .records import (
+        DeliveryChannel,
+        LevelsRecord,
+        MessageRef,
+        PageBudget,
+        QueueRecord,
+        ServerConsumer,
+    )
 else:
     _records = twins.records
     DeliveryChannel = _records.DeliveryChannel
+    LevelsRecord = _records.LevelsRecord
     MessageRef = _records.MessageRef
     PageBudget = _records.PageBudget
     QueueRecord = _records.QueueRecord
@@ -32,6 +40,7 @@ __all__ = [
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
+    "LevelsRecord",
     "MessageRef",
     "PageBudget",
     "QueueRecord",

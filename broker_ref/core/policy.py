@@ -13,7 +13,6 @@ the seed is silent, is documented on its ``AddressSettings`` field.
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from typing import TYPE_CHECKING
 
 from .api import ServerMessage
@@ -157,7 +156,7 @@ class QueuePolicy:
         at_most_once = s.semantics == "at-most-once"
         cap = s.max_backlog
         now = q.host.now()
-        while q.ready_count:
+        while q.levels.count:
             if cap is not None and q.delivering_count >= cap:
                 return
             avail = self._available()
@@ -187,30 +186,23 @@ class QueuePolicy:
         q = self.q
         budget = self.active_budget()
         first = True
-        for level in q._levels:
-            while level and level[0].state != READY:
-                level.popleft()  # tombstones
-            for ref in level:
-                if ref.state != READY:
-                    continue
-                if budget == 0:
-                    return False
-                budget -= 1
-                exp = ref.message.expiration
-                if exp and exp <= now:
-                    level.remove(ref)
-                    q._unready(ref)
-                    q._expire(ref)
+        for ref in q.levels.ready():  # the levels stay put until we take one and return
+            if budget == 0:
+                return False
+            budget -= 1
+            exp = ref.message.expiration
+            if exp and exp <= now:
+                q.levels.remove(ref)
+                q._expire(ref)
+                return True
+            if ref in self.barriers:
+                return first and self._release_barrier(ref, at_most_once)
+            first = False
+            for c in avail:
+                if c.filter is None or filter_accepts(c.filter, ref.message):
+                    q.levels.remove(ref)
+                    self._deliver(c, ref, at_most_once)
                     return True
-                if ref in self.barriers:
-                    return first and self._release_barrier(level, ref, at_most_once)
-                first = False
-                for c in avail:
-                    if c.filter is None or filter_accepts(c.filter, ref.message):
-                        level.remove(ref)
-                        q._unready(ref)
-                        self._deliver(c, ref, at_most_once)
-                        return True
         return False
 
     def _deliver(self, c: ServerConsumer, ref: MessageRef, at_most_once: bool) -> None:
@@ -224,9 +216,7 @@ class QueuePolicy:
             self.leases[ref] = (c, c.channel.next_tag - 1, due)
             q.host.schedule_timer(due, TIMER_LEASE, q, ref)
 
-    def _release_barrier(
-        self, level: deque[MessageRef], ref: MessageRef, at_most_once: bool
-    ) -> bool:
+    def _release_barrier(self, ref: MessageRef, at_most_once: bool) -> bool:
         """Every earlier message is acknowledged (nothing ahead, nothing in delivery):
         deliver the barrier once to every current consumer — only when all of them can
         receive, so none misses it. Each gets its own copy to acknowledge; the stored
@@ -235,8 +225,7 @@ class QueuePolicy:
         consumers = [c for c in q.consumers if not c.closed]
         if q.delivering_count or not consumers or not all(c.can_receive() for c in consumers):
             return False
-        level.remove(ref)
-        q._unready(ref)
+        q.levels.remove(ref)
         self.forget(ref)
         ref.state = GONE
         if q._persist and ref.message.persistent:
@@ -315,7 +304,7 @@ class QueuePolicy:
         strict = q.settings.leasing == "strict"
         if ref.state == READY:  # back on the queue, unleased: anyone may consume it
             ref.state = GONE  # left in its deque as a tombstone
-            q._unready(ref)
+            q.levels.unready(ref)
         elif ref.state == DELIVERING:
             if strict:
                 raise IllegalBrokerState(

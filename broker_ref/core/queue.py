@@ -8,13 +8,13 @@ timers, the store and dead-letter routing through :class:`QueueHost`.
 
 Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
 
-* ten deques, one per JMS priority; a message leaves a deque only from its head. Messages
-  that stop being ready while inside a deque (expired by a timer) are left there as
-  tombstones (``state != READY``) and skipped when they reach the head, so expiry never
-  searches a deque.
+* the ready messages in RAM are a :class:`~.ready_levels.ReadyLevels` (``self.levels``):
+  one deque per JMS priority, left from the head only, with tombstones for messages that
+  stopped being ready inside a deque; it also keeps the count and the RAM accounting.
 * a ring (deque) of consumers that may receive: round-robin is "pop left, deliver, append
   right if it can still receive". Consumers that lost their credit are dropped from the
-  ring lazily when they come up.
+  ring lazily when they come up. Like the levels' deques and the scheduled set, it is
+  made when first needed: a queue holding one message must stay small (issue 17).
 * with selectors, dispatch walks the ready messages in order and gives each to the first
   consumer in ring order whose selector matches; messages nobody matches stay in place.
   This is O(ready messages) per dispatch — the price of selectors on a shared queue.
@@ -23,12 +23,13 @@ Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: th
 the only places messages become ready, apart from paging in.
 
 Massive queues (seed 002, :mod:`.paging`): past the broker's RAM budget, a queue with a
-backlog pages new messages out (:class:`~.paging.QueuePages`) and pages them back in a
-batch at a time ahead of dispatch; ``_paged_levels`` tells the dispatch loop which levels
-continue on disk, so it never passes one. Ring and AMPS queues are bounded by their own
-rules and never page. The AMPS-style settings (seed 001) live in
-:class:`~.policy.QueuePolicy`, which exists only when a queue sets one of them: without it
-the code below pays one ``is None`` test per operation, never per-setting checks.
+backlog pages new messages out and pages them back in a batch at a time ahead of
+dispatch, through a :class:`~.queue_paging.QueuePaging` that exists while it has messages
+on disk; ``levels.paged`` tells the dispatch loop which levels continue on disk. Ring
+and AMPS queues are bounded by their own rules and never page. The AMPS-style settings
+(seed 001) live in :class:`~.policy.QueuePolicy`, which exists only when a queue sets one
+of them: without it the code below pays one ``is None`` test per operation, never
+per-setting checks.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
-    PAGE_OVERHEAD,
     PRIORITIES,
     READY,
     SCHEDULED,
@@ -54,8 +54,10 @@ from .consumer import (
     effective_flow_limit,
 )
 from .filters import Filter, compile_filter, filter_accepts
-from .paging import PAGE_BATCH, PAGE_LOW_WATER, Paged, QueuePages
+from .paging import Paged
 from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
+from .queue_paging import QueuePaging
+from .ready_levels import ReadyLevels
 from .records import priority_level
 from .ring import effective_ring_size, evict_head, replace
 from .spool import Spool
@@ -130,14 +132,12 @@ class Queue(QueueRecord):
         self.durable = durable
         self.owner_connection = owner_connection
         self._persist = durable and host.store is not None
-        # highest priority first, so dispatch walks the list in order
-        self._levels: list[deque[MessageRef]] = [deque() for _ in range(PRIORITIES)]
-        self._ring: deque[ServerConsumer] = deque()
-        self._scheduled: set[MessageRef] = set()
+        self.levels = ReadyLevels(host.budget)
+        self._ring: deque[ServerConsumer] | None = None
+        self._scheduled: set[MessageRef] | None = None
         self._filtered = 0
         self._dispatching = False
         self.consumers: list[ServerConsumer] = []
-        self.ready_count = 0
         self.delivering_count = 0
         self.enqueued = 0
         self.dequeued = 0
@@ -150,13 +150,10 @@ class Queue(QueueRecord):
         #: per-queue ring size (``Broker.create_queue``/``set_ring_size``), beats settings
         self.ring_override: int | None = None
         self._ring_size = self._ring_for(settings)
-        #: backlog each consumer asked for (only those that asked)
-        self._backlogs: dict[ServerConsumer, int] = {}
+        #: backlog each consumer asked for (only those that asked; None: nobody did)
+        self._backlogs: dict[ServerConsumer, int] | None = None
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
-        self._budget = host.budget
-        self.memory_usage = 0
-        self._pages: QueuePages | None = None
-        self._paged_levels = 0
+        self._pages: QueuePaging | None = None
 
     # ------------------------------------------------------------------ settings/stats
 
@@ -212,17 +209,28 @@ class Queue(QueueRecord):
 
     def _limit_for(self, c: ServerConsumer) -> int | None:
         """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
-        return consumer_limit(
-            effective_flow_limit(self.settings), self.settings, self._backlogs.get(c)
-        )
+        backlog = None if self._backlogs is None else self._backlogs.get(c)
+        return consumer_limit(effective_flow_limit(self.settings), self.settings, backlog)
+
+    @property
+    def ready_count(self) -> int:
+        """Messages ready in RAM (``levels.count``)."""
+        return self.levels.count
+
+    @property
+    def memory_usage(self) -> int:
+        """This queue's share of the broker's RAM budget (what its ready messages in RAM
+        cost); producer flow control compares it with the ``memory-limit``."""
+        return self.levels.memory_usage
 
     @property
     def scheduled_count(self) -> int:
-        return len(self._scheduled)
+        return 0 if self._scheduled is None else len(self._scheduled)
 
     @property
     def message_count(self) -> int:
-        return self.ready_count + self.delivering_count + len(self._scheduled) + self.paged_count
+        return (self.levels.count + self.delivering_count + self.scheduled_count
+                + self.paged_count)
 
     @property
     def paged_count(self) -> int:
@@ -235,7 +243,7 @@ class Queue(QueueRecord):
             kind=DestinationKind.QUEUE,
             message_count=self.message_count,
             delivering_count=self.delivering_count,
-            scheduled_count=len(self._scheduled),
+            scheduled_count=self.scheduled_count,
             consumer_count=len(self.consumers),
             enqueued=self.enqueued,
             dequeued=self.dequeued,
@@ -253,6 +261,8 @@ class Queue(QueueRecord):
     def add_consumer(self, consumer: ServerConsumer, backlog: int | None = None) -> int | None:
         """Attach; returns the backlog granted (None: no cap). See ``grant_backlog``."""
         if backlog is not None:
+            if self._backlogs is None:
+                self._backlogs = {}
             self._backlogs[consumer] = backlog
         grant = grant_backlog(self.settings, backlog)
         if grant is not None:
@@ -268,12 +278,14 @@ class Queue(QueueRecord):
         """Detach; the caller has already cancelled what it wants back in the queue."""
         consumer.closed = True
         self.consumers.remove(consumer)
-        self._backlogs.pop(consumer, None)
+        if self._backlogs is not None:
+            self._backlogs.pop(consumer, None)
         if self._policy is not None:
             self._policy.consumer_removed(consumer)
         if consumer.filter is not None:
             self._filtered -= 1
         if consumer.in_ring:
+            assert self._ring is not None
             self._ring.remove(consumer)
             consumer.in_ring = False
         if self._pages is not None:
@@ -283,6 +295,8 @@ class Queue(QueueRecord):
         """Put the consumer in the round-robin ring if it may receive now."""
         if not consumer.in_ring and consumer.can_receive():
             consumer.in_ring = True
+            if self._ring is None:
+                self._ring = deque()
             self._ring.append(consumer)
 
     def grant(self, consumer: ServerConsumer, credits: int) -> None:
@@ -320,32 +334,25 @@ class Queue(QueueRecord):
         """Take the rows a restarted broker found in the store for this queue (already
         persisted, not re-counted): left on disk and paged in as consumers need them, or,
         for a queue that never pages (ring, AMPS), read now."""
-        if self._pageable():
-            pages = self._pages_made()
-            pages.add_runs(runs)
-            self._paged_levels = pages.levels
-            if self._budget.used < self._budget.limit:
-                self._fill()  # the head now (a small store is all back); the rest later
+        if not self._pageable():
+            store = self.host.store
+            assert store is not None
+            paging = QueuePaging(self.name, store, self.host.spool, self.levels,
+                                 self._paged_in)
+            paging.add_runs(runs)
+            paging.unpage()
             return
-        store = self.host.store
-        assert store is not None
-        pages = QueuePages(self.name, store, self.host.spool)
-        pages.add_runs(runs)
-        self._unpage(pages)
-
-    def _unpage(self, pages: QueuePages) -> None:
-        """Bring every paged message into RAM, in order, through ``_accept`` (for a queue
-        that stops paging: it became a ring or AMPS queue, whose rules need them all)."""
-        for level in range(PRIORITIES):
-            while batch := pages.take(level, PAGE_BATCH):
-                self._paged_in(batch, every=True)
+        self._paging_made().add_runs(runs)
+        budget = self.levels.budget
+        if budget.used < budget.limit:
+            self._fill()  # the head now (a small store is all back); the rest later
 
     def _settings_changed(self) -> None:
         """A queue that has paged messages and may no longer page takes them back."""
-        pages = self._pages
-        if pages is not None and not self._pageable():
-            self._pages, self._paged_levels = None, 0
-            self._unpage(pages)
+        paging = self._pages
+        if paging is not None and not self._pageable():
+            self._pages = None
+            paging.unpage()
 
     def _accept(self, message: ServerMessage, delivery_count: int, seq: int = 0) -> None:
         """Make a new message (``seq``: its store row, 0 if not stored) scheduled, ready
@@ -360,9 +367,7 @@ class Queue(QueueRecord):
         if message.deliver_at and message.deliver_at > host.now():
             if message.expiration:
                 host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
-            ref.state = SCHEDULED
-            self._scheduled.add(ref)
-            host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
+            self._hold(ref)
             if seq and self._pages is not None:
                 self._pages.held_in_ram(ref.priority)
             return
@@ -374,34 +379,24 @@ class Queue(QueueRecord):
         if self._ring:
             self.dispatch()
 
+    def _hold(self, ref: MessageRef) -> None:
+        """Keep ``ref`` scheduled until its ``deliver_at`` (then :meth:`release`)."""
+        ref.state = SCHEDULED
+        if self._scheduled is None:
+            self._scheduled = set()
+        self._scheduled.add(ref)
+        self.host.schedule_timer(ref.message.deliver_at, TIMER_RELEASE, self, ref)
+
     def _add_tail(self, ref: MessageRef) -> None:
-        if self._ring_size > 0 and self.ready_count >= self._ring_size:
+        if self._ring_size > 0 and self.levels.count >= self._ring_size:
             evict_head(self)  # one for one: a lowered ring never grows (seed 000)
-        ref.state = READY
-        self._levels[ref.priority].append(ref)
-        self.ready_count += 1
-        cost = ref.message.size + PAGE_OVERHEAD
-        self._budget.used += cost
-        self.memory_usage += cost
+        self.levels.add_tail(ref)
 
     def _add_head(self, ref: MessageRef) -> None:
-        if self._ring_size > 0 and self.ready_count >= self._ring_size:
+        if self._ring_size > 0 and self.levels.count >= self._ring_size:
             replace(self, ref)  # the ring keeps the tail: the new head-most goes
             return
-        ref.state = READY
-        self._levels[ref.priority].appendleft(ref)
-        self.ready_count += 1
-        cost = ref.message.size + PAGE_OVERHEAD
-        self._budget.used += cost
-        self.memory_usage += cost
-
-    def _unready(self, ref: MessageRef) -> None:
-        """``ref`` stops being ready (taken, expired, evicted); its deque may keep it as a
-        tombstone. Every path that lowers ``ready_count`` outside the dispatch run."""
-        self.ready_count -= 1
-        cost = ref.message.size + PAGE_OVERHEAD
-        self._budget.used -= cost
-        self.memory_usage -= cost
+        self.levels.add_head(ref)
 
     # ------------------------------------------------------------------ paging (seed 002)
 
@@ -414,52 +409,34 @@ class Queue(QueueRecord):
     def _pageable(self) -> bool:
         return self._policy is None and self._ring_size <= 0 and not self.deleted
 
-    def _pages_made(self) -> QueuePages:
+    def _paging_made(self) -> QueuePaging:
         if self._pages is None:
             host = self.host
-            self._pages = QueuePages(self.name, host.store if self._persist else None,
-                                     host.spool)
+            self._pages = QueuePaging(self.name, host.store if self._persist else None,
+                                      host.spool, self.levels, self._paged_in)
         return self._pages
 
     def _page_out(self, ref: MessageRef, seq: int) -> bool:
         """Leave a new ready message on disk if its level already continues there, or if
         the RAM budget is spent and nobody is waiting for it. True if it was paged out."""
-        pages = self._pages
+        paging = self._pages
         stored = seq > 0
-        level = ref.priority
-        if pages is None or not pages.holds(level, stored):
-            budget = self._budget
-            if budget.used + ref.message.size + PAGE_OVERHEAD <= budget.limit:
+        if paging is None or not paging.holds(ref.priority, stored):
+            if self.levels.fits(ref.message.size):
                 return False
-            if (self._ring and not self.ready_count) or not self._pageable():
+            if (self._ring and not self.levels.count) or not self._pageable():
                 return False  # a consumer is waiting for it, or the queue never pages
             if not stored and self.settings.producer_flow_control:
                 return False  # its producer waits for RAM instead (.producer_flow)
-            pages = self._pages_made()
-        if stored:
-            pages.add_stored(level, seq)
-        else:
-            pages.add_spooled(level, ref.message, ref.delivery_count)
-        ref.state = GONE  # the ref itself is dropped: the row is the message now
-        self._paged_levels |= 1 << level
+            paging = self._paging_made()
+        paging.page_out(ref, seq)
         return True
 
     def _fill(self) -> None:
-        """Page in ahead of dispatch (the seed's eager loading): every level down to the
-        first that holds a batch in RAM is topped up once it falls below the low water."""
-        pages = self._pages
-        assert pages is not None
-        have = 0
-        for level in range(PRIORITIES):
-            dq = self._levels[level]
-            if self._paged_levels >> level & 1 and len(dq) < PAGE_LOW_WATER:
-                self._paged_in(pages.take(level, PAGE_BATCH - len(dq)))
-            have += len(dq)
-            if have >= PAGE_BATCH:
-                break
-        self._paged_levels = pages.levels
-        if not pages.count:
-            self._pages = None  # all back in RAM: the plain paths again
+        """Top the levels up from disk; once nothing is left there, the plain paths."""
+        assert self._pages is not None
+        if self._pages.fill():
+            self._pages = None
 
     def _paged_in(self, batch: list[Paged], every: bool = False) -> None:
         """Messages back from disk onto the tail of their levels (or scheduled, or expired,
@@ -468,10 +445,9 @@ class Queue(QueueRecord):
         shrinks by consumption, seed 000)."""
         host = self.host
         now = host.now()
-        levels = self._levels
         plain = every or (self._ring_size <= 0 and self._policy is None)
         policy = self._policy if every else None
-        ready = cost = 0
+        ready: list[MessageRef] = []
         for message, count, level in batch:
             ref = MessageRef(message, level, count)
             if policy is not None:
@@ -482,20 +458,14 @@ class Queue(QueueRecord):
                     continue
                 host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
             if message.deliver_at and message.deliver_at > now:
-                ref.state = SCHEDULED
-                self._scheduled.add(ref)
-                host.schedule_timer(message.deliver_at, TIMER_RELEASE, self, ref)
+                self._hold(ref)
                 continue
             if plain:  # _add_tail without a ring to evict from, counted in bulk
-                levels[level].append(ref)
-                ready += 1
-                cost += message.size
+                ready.append(ref)
             else:
                 self._add_tail(ref)
-        self.ready_count += ready
-        cost += ready * PAGE_OVERHEAD
-        self._budget.used += cost
-        self.memory_usage += cost
+        if ready:
+            self.levels.extend_tail(ready)
 
     def _dispatch_paged(self) -> None:
         """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can
@@ -523,24 +493,12 @@ class Queue(QueueRecord):
 
     def _scan_pages(self) -> None:
         """Selector consumers that still have room look for matches in the paged part."""
-        pages = self._pages
-        while pages is not None and self._ring:
-            found = False
-            for c in list(self._ring):
-                if c.filter is None or not c.can_receive():
-                    continue
-                room = c.credit
-                if c.flow_limit is not None:
-                    room = min(room, c.flow_limit - len(c.delivering))
-                batch = pages.scan(c, c.filter, min(room, PAGE_BATCH))
-                if batch:
-                    found = True
-                    self._paged_in(batch)
-            self._paged_levels = pages.levels
-            if not found:
+        paging = self._pages
+        while paging is not None and self._ring:
+            if not paging.scan(list(self._ring)):
                 return
             self._dispatch_filtered()
-            pages = self._pages
+            paging = self._pages
 
     # ------------------------------------------------------------------ timers
 
@@ -556,9 +514,10 @@ class Queue(QueueRecord):
                 self._policy.lease_due(ref)
             return False
         if ref.state == READY:
-            self._unready(ref)  # stays in its deque as a tombstone
+            self.levels.unready(ref)  # stays in its deque as a tombstone
             self._expire(ref)
         elif ref.state == SCHEDULED:
+            assert self._scheduled is not None
             self._scheduled.discard(ref)
             self._expire(ref)
         return False
@@ -568,6 +527,7 @@ class Queue(QueueRecord):
         keeping their due order among themselves."""
         for ref in reversed(refs):
             if ref.state == SCHEDULED:
+                assert self._scheduled is not None
                 self._scheduled.discard(ref)
                 self._add_head(ref)
         self.dispatch()
@@ -587,7 +547,7 @@ class Queue(QueueRecord):
 
     def dispatch(self) -> None:
         """Deliver while there are ready messages and consumers that may receive."""
-        if self._dispatching or not self._ring or not (self.ready_count or self._pages):
+        if self._dispatching or not self._ring or not (self.levels.count or self._pages):
             return
         self._dispatching = True
         try:
@@ -624,46 +584,37 @@ class Queue(QueueRecord):
             deliver(Delivery(consumer_id, first_tag + i, message, counts[i]))
 
     def _dispatch_filtered(self) -> None:
+        """With selectors: each ready message, in order, goes to the first consumer in
+        ring order whose selector matches; messages nobody matches stay in place."""
         ring = self._ring
+        assert ring is not None
         for c in [c for c in ring if not c.can_receive()]:
             ring.remove(c)
             c.in_ring = False
         now = self.host.now()
-        for i, level in enumerate(self._levels):
-            if not ring:
-                return
-            if not level:
-                if self._paged_levels >> i & 1:
-                    return  # this level continues on disk: page it in first
-                continue
-            kept: list[MessageRef] = []
-            while level and ring:
-                ref = level.popleft()
-                if ref.state != READY:
-                    continue
-                exp = ref.message.expiration
-                if exp and exp <= now:
-                    self._unready(ref)
-                    self._expire(ref)
-                    continue
-                chosen: ServerConsumer | None = None
-                for i, c in enumerate(ring):
-                    if c.filter is None or filter_accepts(c.filter, ref.message):
-                        chosen = c
-                        del ring[i]
-                        break
-                if chosen is None:
-                    kept.append(ref)  # nobody here wants it; later consumers may
-                    continue
-                self._unready(ref)
-                self._deliver(chosen, ref)
-                if chosen.can_receive():
-                    ring.append(chosen)
-                else:
-                    chosen.in_ring = False
-            level.extendleft(reversed(kept))
-            if not kept and self._paged_levels >> i & 1:
-                return  # this level continues on disk: page it in first
+        levels = self.levels
+
+        def visit(ref: MessageRef) -> bool:
+            exp = ref.message.expiration
+            if exp and exp <= now:
+                levels.unready(ref)
+                self._expire(ref)
+                return True
+            for i, c in enumerate(ring):
+                if c.filter is None or filter_accepts(c.filter, ref.message):
+                    del ring[i]
+                    break
+            else:
+                return False
+            levels.unready(ref)
+            self._deliver(c, ref)
+            if c.can_receive():
+                ring.append(c)
+            else:
+                c.in_ring = False
+            return True
+
+        levels.sweep(visit, ring)
 
     def _deliver(self, c: ServerConsumer, ref: MessageRef, auto: bool = False) -> None:
         ch = c.channel
@@ -803,21 +754,16 @@ class Queue(QueueRecord):
         """Drop everything (temp queue closed, subscription deleted). Deliveries still out
         are acknowledged or cancelled later into the void."""
         self.deleted = True
-        self._budget.used -= self.memory_usage
-        self.memory_usage = 0
-        for level in self._levels:
-            for ref in level:
-                ref.state = GONE
-            level.clear()
+        self.levels.clear()
         if self._pages is not None:
             self._pages.drop()
             self._pages = None
-            self._paged_levels = 0
-        for ref in self._scheduled:
-            ref.state = GONE
-        self._scheduled.clear()
-        self.ready_count = 0
-        self._ring.clear()
+        if self._scheduled is not None:
+            for ref in self._scheduled:
+                ref.state = GONE
+            self._scheduled = None
+        if self._ring is not None:
+            self._ring.clear()
         if self._persist:
             store = self.host.store
             assert store is not None
@@ -830,10 +776,8 @@ class Queue(QueueRecord):
         out: list[ServerMessage] = []
         # TargetQueueDepth: only the active (oldest unacknowledged) messages are visible
         active = -1 if self._policy is None else self._policy.active_budget()
-        for i, level in enumerate(self._levels):
-            for ref in level:
-                if ref.state != READY:
-                    continue
+        for i in range(PRIORITIES):
+            for ref in self.levels.ready_at(i):
                 if active >= 0:
                     if active == 0:
                         return out

@@ -29,6 +29,7 @@ else takes ``Queue``'s own methods, which stay the reference for what each step 
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from .api import ServerMessage
@@ -55,12 +56,13 @@ def take_run(
 
     Returns ``(messages, delivery_counts, first_tag, expired)``: the delivered messages
     with their delivery counts (tags run from ``first_tag`` consecutively), and the ref
-    of an expired message the run stopped at (already off the queue, ``ready_count``
+    of an expired message the run stopped at (already off the queue, ``levels.count``
     already lowered; the caller must expire it), or None. Tombstones (refs no longer
     ready) are dropped on the way. A run stops where a level runs out in RAM while more of
-    it is paged out (``queue._paged_levels``): lower levels must wait for the caller to
-    page it in. If the levels hold fewer ready refs than
-    ``ready_count`` says, ``ready_count`` is set to 0 (the counts are resynchronised).
+    it is paged out (``queue.levels.paged``): lower levels must wait for the caller to
+    page it in. If the levels hold fewer ready refs than their ``count`` says, ``count``
+    is set to 0 (the counts are resynchronised). The bookkeeping per message is
+    ``ReadyLevels.unready``'s, done here on the record's fields.
     """
     messages: list[ServerMessage] = []
     counts: list[int] = []
@@ -70,26 +72,27 @@ def take_run(
     gated = ch.gate >= 0  # the connection's flow limit (.flow_gate): one place a delivery
     if gated and ch.gate < room:
         room = ch.gate
-    if room <= 0 or not queue.ready_count:
+    levels = queue.levels
+    if room <= 0 or not levels.count:
         return messages, counts, first_tag, None
     auto = c.auto_ack
     persist = queue._persist
     delivering = c.delivering
     owners = ch.tags
-    budget = queue._budget
-    paged = queue._paged_levels
+    budget = levels.budget
+    paged = levels.paged
     now = -1
     tag = first_tag
     taken = 0
-    for i, level in enumerate(queue._levels):
-        while level:
+    for i, level in enumerate(levels._deques):
+        while level:  # None: nothing of this priority was ever ready
             ref = level.popleft()
             if ref.state != READY:
                 continue  # a tombstone (expired by a timer while queued)
-            queue.ready_count -= 1
+            levels.count -= 1
             message = ref.message
             budget.used -= message.size + PAGE_OVERHEAD
-            queue.memory_usage -= message.size + PAGE_OVERHEAD
+            levels.memory_usage -= message.size + PAGE_OVERHEAD
             exp = message.expiration
             if exp:
                 if now < 0:
@@ -117,11 +120,11 @@ def take_run(
             taken += 1
             if gated:
                 ch.gate -= 1
-            if taken >= room or not queue.ready_count:
+            if taken >= room or not levels.count:
                 return messages, counts, first_tag, None
         if paged >> i & 1:  # the rest of this level is paged out: the caller pages it in
             return messages, counts, first_tag, None  # before any lower priority goes
-    queue.ready_count = 0  # only tombstones were left: resync the count
+    levels.count = 0  # only tombstones were left: resync the count
     return messages, counts, first_tag, None
 
 
@@ -153,7 +156,8 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
     while the RAM budget has room; anything else is handed to ``Queue._enqueue_full``
     whole.
     """
-    budget = queue._budget
+    levels = queue.levels
+    budget = levels.budget
     cost = message.size + PAGE_OVERHEAD
     if (queue.deleted or queue._policy is not None or message.expiration
             or message.deliver_at or queue._pages is not None
@@ -170,13 +174,16 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
         p = 0 if p < 0 else PRIORITIES - 1
     ref = MessageRef(message, PRIORITIES - 1 - p, 0, READY)
     size = queue._ring_size
-    if size > 0 and queue.ready_count >= size:
+    if size > 0 and levels.count >= size:
         queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
-    else:
-        queue._levels[ref.priority].append(ref)
-        queue.ready_count += 1
+    else:  # ReadyLevels.add_tail, on the record's fields
+        level = levels._deques[ref.priority]
+        if level is None:
+            level = levels._deques[ref.priority] = deque()
+        level.append(ref)
+        levels.count += 1
         budget.used += cost
-        queue.memory_usage += cost
+        levels.memory_usage += cost
     if queue._ring and not queue._dispatching:
         if queue._filtered:
             queue.dispatch()
@@ -195,7 +202,8 @@ def dispatch_fast(queue: Queue) -> None:
     turn). The caller has checked there is no policy and no selector, and holds
     ``queue._dispatching``."""
     ring = queue._ring
-    while queue.ready_count and ring:
+    levels = queue.levels
+    while levels.count and ring:
         c = ring.popleft()
         if not c.can_receive():
             c.in_ring = False
@@ -220,7 +228,7 @@ def dispatch_fast(queue: Queue) -> None:
                     return
                 break
             queue._expire(expired)
-            if not queue.ready_count:
+            if not levels.count:
                 ring.appendleft(c)
                 return
             room -= len(messages)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from collections import deque
+
     from .api import DeliverMany, ServerMessage, SessionCallback
     from .filters import Filter
     from .queue import Queue
@@ -32,6 +34,7 @@ __all__ = [
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
+    "LevelsRecord",
     "MessageRef",
     "PageBudget",
     "QueueRecord",
@@ -131,6 +134,32 @@ class PageBudget:
     used: int = 0
 
 
+def _no_levels() -> list[deque[MessageRef] | None]:
+    return [None] * PRIORITIES
+
+
+@dataclass(slots=True, eq=False)
+class LevelsRecord:
+    """The fields of a queue's :class:`~.ready_levels.ReadyLevels` (its ready messages in
+    RAM) that dispatch reads and writes per message.
+
+    ``ReadyLevels`` derives from this record and owns what happens to it; the dispatch
+    twins (:mod:`.queue_run` and its compiled twin) reach the fields directly.
+
+    ``_deques`` has one entry per priority level, highest first: a deque of refs, or None
+    until a message of that level was first ready (an empty deque costs ~760 bytes, and
+    most queues only ever see one or two priorities: issue 17). ``count`` is the number
+    of ready refs (the deques may also hold tombstones). ``memory_usage`` is this queue's
+    share of the broker's ``budget``: every change to ``budget.used`` changes it by the
+    same amount. ``paged`` has bit ``i`` set when level ``i`` continues on disk."""
+
+    budget: PageBudget
+    _deques: list[deque[MessageRef] | None] = field(default_factory=_no_levels)
+    count: int = 0
+    memory_usage: int = 0
+    paged: int = 0
+
+
 class QueueRecord:
     """The fields of a :class:`~.queue.Queue` that dispatch reads and writes per message.
 
@@ -138,16 +167,13 @@ class QueueRecord:
     slotted class) and sets every field in its ``__init__``; the compiled dispatch loop
     then reaches them as C fields. Behaviour stays ``Queue``'s.
 
-    ``memory_usage`` is this queue's share of the broker's :class:`PageBudget` (what its
-    ready messages in RAM cost): every change to ``_budget.used`` changes it by the same
-    amount. Producer flow control compares it with the destination's ``memory-limit``."""
+    ``levels`` is the queue's ready messages in RAM (a :class:`LevelsRecord`, owned by
+    :class:`~.ready_levels.ReadyLevels`); ``_ring`` (the consumers that may receive) is
+    None until a consumer first could."""
 
     __slots__ = (
-        "_budget",
         "_dispatching",
         "_filtered",
-        "_levels",
-        "_paged_levels",
         "_pages",
         "_persist",
         "_policy",
@@ -158,7 +184,6 @@ class QueueRecord:
         "dequeued",
         "enqueued",
         "host",
-        "memory_usage",
+        "levels",
         "name",
-        "ready_count",
     )  # fmt: skip

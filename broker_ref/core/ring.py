@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .consumer import GONE, READY, MessageRef
+from .consumer import GONE, MessageRef
 
 if TYPE_CHECKING:
     from .api import AddressSettings
@@ -55,10 +55,6 @@ def replace(queue: Queue, ref: MessageRef) -> None:
 
 def evict_head(queue: Queue) -> None:
     """Remove the head-most ready message (tombstones on the way are discarded)."""
-    for level in queue._levels:
-        while level:
-            ref = level.popleft()
-            if ref.state == READY:
-                queue._unready(ref)
-                replace(queue, ref)
-                return
+    ref = queue.levels.take_head()
+    if ref is not None:
+        replace(queue, ref)

@@ -44,22 +44,26 @@ cdef class PageBudget:
     cdef public Py_ssize_t used
 
 
+cdef class LevelsRecord:
+    cdef public PageBudget budget
+    cdef public list _deques
+    cdef public Py_ssize_t count
+    cdef public Py_ssize_t memory_usage
+    cdef public Py_ssize_t paged
+
+
 cdef class QueueRecord:
     cdef public object name
     cdef public object host
     cdef public bint _persist
-    cdef public list _levels
+    cdef public LevelsRecord levels
     cdef public object _ring
     cdef public Py_ssize_t _filtered
     cdef public bint _dispatching
-    cdef public Py_ssize_t ready_count
     cdef public Py_ssize_t delivering_count
     cdef public Py_ssize_t enqueued
     cdef public Py_ssize_t dequeued
     cdef public bint deleted
     cdef public Py_ssize_t _ring_size
     cdef public object _policy
-    cdef public PageBudget _budget
     cdef public object _pages
-    cdef public Py_ssize_t _paged_levels
-    cdef public Py_ssize_t memory_usage

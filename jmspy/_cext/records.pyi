@@ -3,9 +3,12 @@
 
 from jmspy.broker_ref.core.records import (
     DeliveryChannel,
+    LevelsRecord,
     MessageRef,
+    PageBudget,
     QueueRecord,
     ServerConsumer,
 )
 
-__all__ = ["DeliveryChannel", "MessageRef", "QueueRecord", "ServerConsumer"]
+__all__ = ["DeliveryChannel", "LevelsRecord", "MessageRef", "PageBudget", "QueueRecord",
+           "ServerConsumer"]
