@@ -22,6 +22,7 @@ from . import _speedups
 __all__ = [
     "dispatch",
     "message_new",
+    "page_rows",
     "prefetch",
     "queue_run",
     "records",
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
         stomp_codec,
         stomp_message,
     )
-    from jmspy.broker_ref.core import queue_run, records
+    from jmspy.broker_ref.core import page_rows, queue_run, records
     from jmspy.transports import vm_convert
 
 

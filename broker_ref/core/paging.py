@@ -40,7 +40,7 @@ from .api import ServerMessage
 from .filters import Filter, filter_accepts
 from .records import PRIORITIES
 from .spool import Spool
-from .store import PageRun, Store, StoredMessage
+from .store import Paged, PageRun, Store, StoredMessage
 
 if TYPE_CHECKING:
     from .records import ServerConsumer
@@ -53,9 +53,6 @@ PAGE_BATCH = 1000
 PAGE_LOW_WATER = 250
 #: Rows a selector consumer's look into the paged part reads per query.
 SCAN_CHUNK = 2000
-
-#: What paging a message back in yields: the message, its delivery count, its level.
-Paged = tuple[ServerMessage, int, int]
 
 
 class QueuePages:
@@ -156,6 +153,17 @@ class QueuePages:
             run = runs[0]
             assert store is not None
             dense = 2 * run.count > run.last - run.first + 1
+            if not self._taken:  # the drain: every row read is taken, a batch at a time
+                paged, read, last = store.take_page(self.queue, level, run.first, run.last,
+                                                    goal - len(out), dense, run.recovered)
+                if read:
+                    run.first = last + 1
+                    run.count -= read
+                    self.count -= read
+                    out += paged
+                if not read or run.count <= 0 or run.first > run.last:
+                    self._end_run(runs)
+                continue
             rows = store.page_in(self.queue, level, run.first, run.last, goal - len(out),
                                  dense)
             for seq, row in rows:

@@ -29,13 +29,23 @@ import logging
 import sqlite3
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from jmspy import twins
 
 from .api import ServerMessage
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
+from .page_rows import PACKED
 from .records import priority_level
 from .salvage import SalvageReport, salvage
-from .store import PageRun, RecoveredState, StoredMessage, SubscriptionRecord
+from .store import (
+    Paged,
+    PageRun,
+    RecoveredState,
+    StoredMessage,
+    SubscriptionRecord,
+    paged_rows,
+)
 
 __all__ = ["DamagedStoreError", "SqliteStore", "StoreError"]
 
@@ -83,10 +93,29 @@ _INSERT = (
     + ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS) + " RETURNING seq")
 
 
-_PAGE = (f"SELECT {_READ} FROM messages WHERE queue = ? AND level = ? AND seq BETWEEN ? "
-         "AND ? ORDER BY seq LIMIT ?")
-_PAGE_DENSE = (f"SELECT {_READ} FROM messages WHERE +queue = ? AND +level = ? AND seq "
-               "BETWEEN ? AND ? ORDER BY seq LIMIT ?")
+_WHERE = "WHERE queue = ? AND level = ? AND seq BETWEEN ? AND ? ORDER BY seq LIMIT ?"
+#: dense: the range is mostly this queue's rows, so walking the table in rowid order beats
+#: going through the index (a lookup per row); sparse, the index skips the other queues'
+#: rows. The ``+`` keeps SQLite from choosing the index.
+_WHERE_DENSE = ("WHERE +queue = ? AND +level = ? AND seq BETWEEN ? AND ? ORDER BY seq "
+                "LIMIT ?")
+_PAGE = f"SELECT {_READ} FROM messages {_WHERE}"
+_PAGE_DENSE = f"SELECT {_READ} FROM messages {_WHERE_DENSE}"
+#: The drain's read (:meth:`SqliteStore.take_page`): eight values a row, not nineteen
+#: (the last packs the small fields, or is NULL for a row this read cannot carry), turned
+#: into messages by the ``page_rows`` twin, whose docstring says why.
+_NARROW = f"seq, id, dest, body, props, ts, size, {PACKED}"
+_TAKE = (f"SELECT {_NARROW} FROM messages {_WHERE}",
+         f"SELECT {_NARROW} FROM messages {_WHERE_DENSE}")
+#: The full read with the packed value first: a queue whose rows are mostly ones the
+#: narrow read cannot carry reads them whole at once, and goes back when they are not.
+_TAKE_WIDE = (f"SELECT {PACKED}, {_READ} FROM messages {_WHERE}",
+              f"SELECT {PACKED}, {_READ} FROM messages {_WHERE_DENSE}")
+#: Rows a narrow read could not carry, read whole by sequence number, this many a query
+#: (SQLite before 3.32 allows 999 parameters).
+_BY_SEQ_CHUNK = 500
+
+_page_rows = twins.page_rows
 
 
 class StoreError(Exception):
@@ -109,6 +138,8 @@ class SqliteStore:
         self._depth = 0  # nested batch() blocks
         self._savepoints = 0
         self._in_tx = False
+        #: queues whose last page-in was mostly rows the narrow read cannot carry
+        self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
         self.salvaged: SalvageReport | None = None
         try:
@@ -294,15 +325,11 @@ class SqliteStore:
         log.warning("message store %s: dropped message %s of %s: %s",
                     self.path, message_id, queue, exc)
 
-    def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
-                dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
-        out: list[tuple[int, StoredMessage | None]] = []
-        # dense: the range is mostly this queue's rows, so walking the table in rowid
-        # order beats going through the index (a lookup per row); sparse, the index
-        # skips the other queues' rows
-        sql = _PAGE_DENSE if dense else _PAGE
+    def _read(self, sql: str, params: tuple[object, ...] | list[int], queue: str,
+              first: int, last: int) -> list[Any]:
+        """The rows ``sql`` reads (of ``queue``, between ``first`` and ``last``)."""
         try:
-            rows = self._db.execute(sql, (queue, level, first, last, limit)).fetchall()
+            return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise
@@ -311,8 +338,48 @@ class SqliteStore:
             self.dropped.append((queue, f"rows {first}-{last}", str(exc)))
             log.error("message store %s: cannot read rows %d-%d of %s: %s", self.path,
                       first, last, queue, exc)
-            return out
+            return []
+
+    def page_in(self, queue: str, level: int, first: int, last: int, limit: int,
+                dense: bool = False) -> list[tuple[int, StoredMessage | None]]:
+        rows = self._read(_PAGE_DENSE if dense else _PAGE, (queue, level, first, last, limit),
+                          queue, first, last)
         return self.decode_rows(queue, rows)
+
+    def take_page(self, queue: str, level: int, first: int, last: int, limit: int,
+                  dense: bool = False,
+                  recovered: bool = False) -> tuple[list[Paged], int, int]:
+        params = (queue, level, first, last, limit)
+        if queue in self._wide:
+            rows = self._read(_TAKE_WIDE[dense], params, queue, first, last)
+            if 2 * sum(1 for row in rows if row[0] is not None) > len(rows):
+                self._wide.discard(queue)  # mostly narrow rows again: the narrow read
+            paged, read, seq = paged_rows(self.decode_rows(queue, [row[1:] for row in rows]),
+                                          level, recovered)
+            return paged, read, seq
+        rows = self._read(_TAKE[dense], params, queue, first, last)
+        if not rows:
+            return [], 0, 0
+        some, wide = _page_rows.narrow_paged(rows, level, recovered)
+        if not wide:
+            return cast("list[Paged]", some), len(rows), rows[-1][0]
+        if 2 * len(wide) > len(rows):
+            self._wide.add(queue)  # the next batch reads whole rows at once
+        seqs = [rows[i][0] for i in wide]
+        whole: dict[int, Any] = {}
+        for at in range(0, len(seqs), _BY_SEQ_CHUNK):
+            chunk = seqs[at:at + _BY_SEQ_CHUNK]
+            sql = (f"SELECT {_READ} FROM messages WHERE seq IN "
+                   f"({', '.join('?' * len(chunk))})")
+            for row in self._read(sql, chunk, queue, chunk[0], chunk[-1]):
+                whole[row[0]] = row
+        for i, seq in zip(wide, seqs, strict=True):
+            row = whole.get(seq)
+            if row is not None:
+                decoded, _, _ = paged_rows(self.decode_rows(queue, [row]), level, recovered)
+                if decoded:
+                    some[i] = decoded[0]
+        return [p for p in some if p is not None], len(rows), rows[-1][0]
 
     def decode_rows(self, queue: str,
                      rows: list[Any]) -> list[tuple[int, StoredMessage | None]]:

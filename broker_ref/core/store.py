@@ -33,11 +33,16 @@ from .records import priority_level
 __all__ = [
     "MemoryStore",
     "PageRun",
+    "Paged",
     "RecoveredState",
     "Store",
     "StoredMessage",
     "SubscriptionRecord",
+    "paged_rows",
 ]
+
+#: What paging a message back in yields: the message, its delivery count, its level.
+Paged = tuple[ServerMessage, int, int]
 
 
 @dataclass(slots=True, frozen=True)
@@ -136,6 +141,16 @@ class Store(Protocol):
         ``dense``: most rows in the range are these (a hint for how to read them)."""
         ...
 
+    def take_page(self, queue: str, level: int, first: int, last: int, limit: int,
+                  dense: bool = False,
+                  recovered: bool = False) -> tuple[list[Paged], int, int]:
+        """:meth:`page_in` as paging takes it: ``(paged, read, last_seq)``, the readable
+        rows as ``(message, delivery count, level)`` (``recovered``: a count below 1 comes
+        back as 1, see :meth:`PageRun.delivery_count`), how many rows were read
+        (unreadable ones included) and the sequence number of the last (0 if none). One
+        call per batch, so that a store can do the per-row work in bulk."""
+        ...
+
     def read_queue(self, queue: str) -> list[StoredMessage]:
         """Every message stored for ``queue``, in order (offline checks and tests)."""
         ...
@@ -165,6 +180,17 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release resources; a later ``load()`` on a reopened store sees the same data."""
+
+
+def paged_rows(rows: list[tuple[int, StoredMessage | None]], level: int,
+               recovered: bool) -> tuple[list[Paged], int, int]:
+    """What :meth:`Store.take_page` returns, made from what :meth:`Store.page_in` did."""
+    out: list[Paged] = []
+    for _seq, row in rows:
+        if row is not None:
+            count = row.delivery_count
+            out.append((row.message, max(count, 1) if recovered else count, level))
+    return out, len(rows), rows[-1][0] if rows else 0
 
 
 def _copy(message: ServerMessage) -> ServerMessage:
@@ -267,6 +293,11 @@ class MemoryStore:
                       key=lambda r: r.seq)[:limit]
         return [(r.seq, StoredMessage(_copy(r.message), r.delivery_count, r.seq))
                 for r in rows]
+
+    def take_page(self, queue: str, level: int, first: int, last: int, limit: int,
+                  dense: bool = False,
+                  recovered: bool = False) -> tuple[list[Paged], int, int]:
+        return paged_rows(self.page_in(queue, level, first, last, limit), level, recovered)
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
         return [StoredMessage(_copy(r.message), r.delivery_count, r.seq)

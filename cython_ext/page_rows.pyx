@@ -1,0 +1,65 @@
+# cython: language_level=3
+"""Store rows of the narrow page-in read back as messages, a batch at a time (compiled
+twin).
+
+The pure twin ``jmspy/broker_ref/core/page_rows.py`` says why the narrow read exists and
+what its packed column holds; ``tests/broker_core/test_page_rows_twins.py`` feeds both the
+same rows and requires the same messages, counts and rows left for the full read. Change
+one, change the other.
+
+What compiling buys: the per-row unpacking, the delivery-count floor and the tuple are C
+work in one loop per batch; the message itself is built by calling ``ServerMessage`` (its
+own constructor, so its fields stay its own business).
+"""
+
+import json
+
+from jmspy.broker_ref.core.api import BodyType, DestinationKind, ServerMessage
+from jmspy.broker_ref.core.message_codec import _in
+from jmspy.broker_ref.core.page_rows import PACKED
+
+__all__ = ["PACKED", "narrow_paged"]
+
+cdef tuple _BODY_TYPES = (BodyType.MESSAGE, BodyType.TEXT, BodyType.BYTES, BodyType.MAP)
+cdef tuple _KINDS = (DestinationKind.QUEUE, DestinationKind.TOPIC)
+cdef object _MAP = BodyType.MAP
+cdef object _SM = ServerMessage
+cdef object _loads = json.loads
+cdef object _ZERO = 0
+
+
+cpdef tuple narrow_paged(list rows, object level, bint recovered):
+    """The rows of a narrow read as ``(message, delivery count, level)``; see the pure
+    twin."""
+    cdef Py_ssize_t i, n = len(rows)
+    cdef list out = []
+    cdef list wide = []
+    cdef tuple row
+    cdef object packed, body, props, btype, properties, k, v
+    cdef long long p, count
+    for i in range(n):
+        row = <tuple>rows[i]
+        packed = row[7]
+        if packed is None:
+            out.append(None)
+            wide.append(i)
+            continue
+        p = packed
+        btype = _BODY_TYPES[p & 3]
+        body = row[3]
+        props = row[4]
+        try:
+            if btype is _MAP and body is not None:
+                body = {k: _in(v) for k, v in _loads(body).items()}
+            properties = _loads(props) if props else {}
+        except (ValueError, TypeError, AttributeError):
+            out.append(None)
+            wide.append(i)
+            continue
+        count = p >> 8
+        if recovered and count < 1:
+            count = 1
+        out.append((_SM(row[1], _KINDS[(p >> 2) & 1], row[2], btype, body, properties,
+                        (p & 8) != 0, (p >> 4) & 15, row[5], _ZERO, _ZERO, None, None, None,
+                        _ZERO, row[6]), count, level))
+    return out, wide
