@@ -19,8 +19,10 @@ loading), with one RAM budget shared by every queue (the linked caches). Here:
   priorities keep their order. The read is inline, one indexed query per batch. A loader
   thread reading the next batch in the background was built and measured over the wire:
   level with inline loading on a fresh queue, 15-20 % slower after a restart (its Python
-  work competes for the GIL with the event loop's), so it is not used; what would pay is
-  a cheaper row-to-message step.
+  work competes for the GIL with the event loop's), so it is not used. What paid instead
+  is a cheaper row-to-message step: the store reads a batch narrow (eight values a row,
+  :meth:`~.store.Store.take_page`), the ``page_rows`` twin makes it messages and the
+  ``queue_run`` twin's ``add_paged`` makes them ready refs, each one call per batch.
 * A consumer with a selector looks for matches in the paged part too, from where its last
   look ended (the seed's per-consumer TargetList), without loading what it skips.
 
