@@ -22,7 +22,8 @@ loading), with one RAM budget shared by every queue (the linked caches). Here:
   work competes for the GIL with the event loop's), so it is not used. What paid instead
   is a cheaper row-to-message step: the store reads a batch narrow (eight values a row,
   :meth:`~.store.Store.take_page`), the ``page_rows`` twin makes it messages and the
-  ``queue_run`` twin's ``add_paged`` makes them ready refs, each one call per batch.
+  queue's levels take the batch's plain messages in one bulk append
+  (``ReadyLevels.extend_tail``).
 * A consumer with a selector looks for matches in the paged part too, from where its last
   look ended (the seed's per-consumer TargetList), without loading what it skips.
 
