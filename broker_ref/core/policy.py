@@ -207,7 +207,7 @@ class QueuePolicy:
 
     def _deliver(self, c: ServerConsumer, ref: MessageRef, at_most_once: bool) -> None:
         q = self.q
-        q.deliver(c, ref, at_most_once)
+        q.deliveries.deliver(c, ref, at_most_once)
         cs = q.consumers
         self.rr = cs.index(c) + 1
         period = q.settings.lease_period_ms
@@ -231,7 +231,7 @@ class QueuePolicy:
         q.removals.unstore(ref.message)
         for c in consumers:
             copy = MessageRef(ref.message, ref.priority, ref.delivery_count)
-            q.deliver(c, copy, at_most_once)
+            q.deliveries.deliver(c, copy, at_most_once)
             if copy.state == DELIVERING:
                 self.copies.add(copy)
         return True
@@ -282,7 +282,7 @@ class QueuePolicy:
         self.stale[(c, tag)] = ref
         if not c.closed:
             q.offer(c)
-        q.requeue(ref, True, False)
+        q.deliveries.requeue(ref, True, False)
         q.dispatch()
 
     def late_ack(self, c: ServerConsumer, tag: int) -> None:

@@ -19,17 +19,18 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   consumer in ring order whose selector matches; messages nobody matches stay in place.
   This is O(ready messages) per dispatch — the price of selectors on a shared queue.
 
-Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: they are
-the only places messages become ready, apart from paging in.
-
-Massive queues (seed 002, :mod:`.paging`): past the broker's RAM budget, a queue with a
-backlog pages new messages out and pages them back in a batch at a time ahead of
-dispatch, through a :class:`~.queue_paging.QueuePaging` that exists while it has messages
-on disk; ``levels.paged`` tells the dispatch loop which levels continue on disk. Ring
-and AMPS queues are bounded by their own rules and never page. The AMPS-style settings
-(seed 001) live in :class:`~.policy.QueuePolicy`, which exists only when a queue sets one
-of them: without it the code below pays one ``is None`` test per operation, never
-per-setting checks.
+The queue composes one owner per concern beside the ready levels: its settings' limits
+(:class:`~.queue_limits.QueueLimits`: ring size, consumer backlogs), its scheduled
+messages and timers (:class:`~.queue_timers.QueueTimers`), the outcomes of deliveries
+(:class:`~.queue_deliveries.QueueDeliveries`) and the ways out other than consumption
+(:class:`~.queue_removals.QueueRemovals`: expiry, dead letters, ring replacement). The
+ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` / ``add_head``, the only
+places messages become ready apart from paging in. Past the broker's RAM budget a queue
+pages its backlog out (seed 002) through a :class:`~.queue_paging.QueuePaging` that
+exists while it has messages on disk; ring and AMPS queues are bounded by their own rules
+and never page. The AMPS-style settings (seed 001) live in a
+:class:`~.policy.QueuePolicy` that exists only when a queue sets one of them: without it
+the code below pays one ``is None`` test per operation, never per-setting checks.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
-    PRIORITIES,
     READY,
     SCHEDULED,
     DeliveryChannel,
@@ -55,10 +55,13 @@ from .consumer import (
 )
 from .filters import Filter, compile_filter, filter_accepts
 from .paging import Paged
-from .policy import TIMER_LEASE, QueuePolicy
+from .policy import QueuePolicy
+from .queue_browse import browse
+from .queue_deliveries import QueueDeliveries
 from .queue_limits import QueueLimits
 from .queue_paging import QueuePaging
 from .queue_removals import EXPIRED_REASON, QueueRemovals
+from .queue_timers import TIMER_EXPIRE, TIMER_LEASE, TIMER_RELEASE, QueueTimers
 from .ready_levels import ReadyLevels
 from .records import priority_level
 from .spool import Spool
@@ -94,10 +97,6 @@ class QueueHost(Protocol):
     ) -> None:
         """Send a copy of ``message`` to queue ``address`` (None: drop) with ``reason``."""
 
-TIMER_EXPIRE = 0
-TIMER_RELEASE = 1
-
-
 class Queue(QueueRecord):
     """A queue or a topic subscription's queue. Not thread-safe (the broker isn't).
 
@@ -105,8 +104,8 @@ class Queue(QueueRecord):
     derives from (typed C fields under the compiled twins); the rest are its own."""
 
     __slots__ = (
-        "_scheduled", "address", "consumers", "durable", "kind", "limits",
-        "owner_connection", "removals",
+        "address", "consumers", "deliveries", "durable", "kind", "limits",
+        "owner_connection", "removals", "timers",
     )  # fmt: skip
 
     def __init__(
@@ -132,7 +131,7 @@ class Queue(QueueRecord):
         self._persist = durable and host.store is not None
         self.levels = ReadyLevels(host.budget)
         self._ring: deque[ServerConsumer] | None = None
-        self._scheduled: set[MessageRef] | None = None
+        self.timers = QueueTimers(self)
         self._filtered = 0
         self._dispatching = False
         self.consumers: list[ServerConsumer] = []
@@ -140,6 +139,7 @@ class Queue(QueueRecord):
         self.enqueued = 0
         self.dequeued = 0
         self.removals = QueueRemovals(self, host, self._persist)
+        self.deliveries = QueueDeliveries(self, self._persist)
         self.deleted = False
         self._ring_size = self.limits.ring_size
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
@@ -150,6 +150,11 @@ class Queue(QueueRecord):
     @property
     def settings(self) -> AddressSettings:
         return self.limits.settings
+
+    @property
+    def policy(self) -> QueuePolicy | None:
+        """The AMPS-style settings' state (seed 001), while the queue has one."""
+        return self._policy
 
     def apply_settings(self, settings: AddressSettings) -> None:
         self.limits.configure(settings)
@@ -189,7 +194,7 @@ class Queue(QueueRecord):
 
     @property
     def scheduled_count(self) -> int:
-        return 0 if self._scheduled is None else len(self._scheduled)
+        return self.timers.scheduled_count
 
     @property
     def message_count(self) -> int:
@@ -341,11 +346,7 @@ class Queue(QueueRecord):
 
     def _hold(self, ref: MessageRef) -> None:
         """Keep ``ref`` scheduled until its ``deliver_at`` (then :meth:`release`)."""
-        ref.state = SCHEDULED
-        if self._scheduled is None:
-            self._scheduled = set()
-        self._scheduled.add(ref)
-        self.host.schedule_timer(ref.message.deliver_at, TIMER_RELEASE, self, ref)
+        self.timers.hold(ref)
 
     def _add_tail(self, ref: MessageRef) -> None:
         if self._ring_size > 0 and self.levels.count >= self._ring_size:
@@ -354,7 +355,8 @@ class Queue(QueueRecord):
                 self.removals.replace(head, self._policy)
         self.levels.add_tail(ref)
 
-    def _add_head(self, ref: MessageRef) -> None:
+    def add_head(self, ref: MessageRef) -> None:
+        """A message that came back (cancel, rollback, lease, schedule) is ready first."""
         if self._ring_size > 0 and self.levels.count >= self._ring_size:
             self.removals.replace(ref, self._policy)  # the ring keeps the tail: it goes
             return
@@ -465,46 +467,12 @@ class Queue(QueueRecord):
 
     # ------------------------------------------------------------------ timers
 
-    def timer_due(self, kind: int, ref: MessageRef) -> bool:
-        """Handle a due expiry timer now; True if ``ref`` is a due scheduled message the
-        caller should collect for :meth:`release` (released together, in due order)."""
-        if self.deleted:
-            return False
-        if kind == TIMER_RELEASE:
-            return ref.state == SCHEDULED
-        if kind == TIMER_LEASE:
-            if self._policy is not None:
-                self._policy.lease_due(ref)
-            return False
-        if ref.state == READY:
-            self.levels.unready(ref)  # stays in its deque as a tombstone
-            self.expire(ref)
-        elif ref.state == SCHEDULED:
-            assert self._scheduled is not None
-            self._scheduled.discard(ref)
-            self.expire(ref)
-        return False
-
     def release(self, refs: list[MessageRef]) -> None:
-        """Scheduled messages are due: onto the HEAD of the queue (as Artemis does),
-        keeping their due order among themselves."""
-        for ref in reversed(refs):
-            if ref.state == SCHEDULED:
-                assert self._scheduled is not None
-                self._scheduled.discard(ref)
-                self._add_head(ref)
+        """Scheduled messages are due (the broker collected them through ``timers.due``):
+        onto the HEAD of the queue (as Artemis does), keeping their due order."""
+        for ref in self.timers.take_due(refs):
+            self.add_head(ref)
         self.dispatch()
-
-    def is_live(self, kind: int, ref: MessageRef) -> bool:
-        """Whether a pending timer still means something (used to prune the heap)."""
-        if self.deleted:
-            return False
-        if kind == TIMER_RELEASE:
-            return ref.state == SCHEDULED
-        if kind == TIMER_LEASE:
-            return self._policy is not None and self._policy.lease_live(ref)
-        # a message in delivery may be cancelled back before it expires: keep its timer
-        return ref.state != GONE
 
     # ------------------------------------------------------------------ dispatch
 
@@ -570,7 +538,7 @@ class Queue(QueueRecord):
             else:
                 return False
             levels.unready(ref)
-            self.deliver(c, ref)
+            self.deliveries.deliver(c, ref)
             if c.can_receive():
                 ring.append(c)
             else:
@@ -579,104 +547,22 @@ class Queue(QueueRecord):
 
         levels.sweep(visit, ring)
 
-    def deliver(self, c: ServerConsumer, ref: MessageRef, auto: bool = False) -> None:
-        """Deliver one ref already taken off the levels to ``c`` (the policy's dispatch
-        too); ``auto``: consumed on delivery (at-most-once), whatever ``c``'s mode."""
-        ch = c.channel
-        tag = ch.next_tag
-        ch.next_tag = tag + 1
-        ref.delivery_count += 1
-        c.credit -= 1
-        if ch.gate >= 0:  # the connection's flow limit (.flow_gate)
-            ch.gate -= 1
-        message = ref.message
-        if auto or c.auto_ack:
-            ref.state = GONE
-            self.dequeued += 1
-            self.removals.unstore(message)
-        else:
-            ref.state = DELIVERING
-            c.delivering[tag] = ref
-            ch.tags[tag] = c
-            self.delivering_count += 1
-        ch.callback.deliver(Delivery(c.consumer_id, tag, message, ref.delivery_count))
-
-    # ------------------------------------------------------------------ ack / cancel
+    # ------------------------------------------------------------------ outcomes
 
     def acknowledge(self, c: ServerConsumer, tag: int) -> None:
-        """The delivery ``tag`` of ``c`` is consumed. Caller dispatches afterwards."""
-        try:
-            ref = c.delivering.pop(tag)
-        except KeyError:  # its lease ran out (seed 001): the policy knows the tag
-            assert self._policy is not None
-            self._policy.late_ack(c, tag)
-            return
-        if self._policy is not None:
-            self._policy.forget(ref)
-        ref.state = GONE
-        self.delivering_count -= 1
-        self.dequeued += 1
-        self.removals.unstore(ref.message)
-        self.offer(c)
+        """The delivery ``tag`` of ``c`` is consumed (``QueueDeliveries``). Caller
+        dispatches afterwards."""
+        self.deliveries.acknowledge(c, tag)
 
     def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None:
-        """Return one delivery to the head of its level. Callers cancel several tags in
-        *descending* tag order, so the original order is restored. Caller dispatches."""
-        ref = self._take_back(c, tag)
-        if ref is None:
-            return
-        if self.deleted:
-            ref.state = GONE
-            return
-        self.requeue(ref, redelivered, True)
-
-    def _take_back(self, c: ServerConsumer, tag: int) -> MessageRef | None:
-        """End delivery ``tag`` to ``c`` (cancel, reject); None when its lease already
-        ran out and the message is back on the queue."""
-        ref = c.delivering.pop(tag, None)
-        if ref is None:
-            if self._policy is not None:
-                self._policy.stale_cancel(c, tag)
-            return None
-        self.delivering_count -= 1
-        if not c.closed:
-            self.offer(c)
-        return ref
+        """Return one delivery to the head of its level (``QueueDeliveries``); in
+        descending tag order for several. Caller dispatches."""
+        self.deliveries.cancel(c, tag, redelivered)
 
     def reject(self, c: ServerConsumer, tag: int, reason: str) -> None:
-        """Dead-letter one delivery because its consumer refused it (RabbitMQ's NACK with
-        ``requeue:false``): it goes to ``dead_letter_address`` with ``reason`` instead of
-        back on the queue. Caller dispatches."""
-        ref = self._take_back(c, tag)
-        if ref is None:
-            return
-        ref.state = GONE
-        if self.deleted:
-            return
-        self.removals.dead_letter(ref, reason, self._policy)
-
-    def requeue(self, ref: MessageRef, redelivered: bool, cancelled: bool) -> None:
-        """Put a delivery that came back (cancel, rollback, lease expiry) on the head,
-        unless a delivery limit dead-letters it or it expired meanwhile."""
-        message = ref.message
-        if self._policy is not None and self._policy.on_return(ref, redelivered, cancelled):
-            return
-        if not redelivered:
-            ref.delivery_count -= 1
-        else:
-            limit = self.settings.max_delivery_attempts
-            if limit > 0 and ref.delivery_count >= limit:
-                reason = f"max delivery attempts ({limit}) exceeded"
-                self.removals.dead_letter(ref, reason, None)
-                return
-            if self._persist and message.persistent:
-                store = self.host.store
-                assert store is not None
-                store.update_delivery_count(self.name, message.message_id, ref.delivery_count)
-        if message.expiration and message.expiration <= self.host.now():
-            self.expire(ref)
-            return
-        self._add_head(ref)
+        """Dead-letter one delivery its consumer refused (``QueueDeliveries``). Caller
+        dispatches."""
+        self.deliveries.reject(c, tag, reason)
 
     # ------------------------------------------------------------------ removal paths
 
@@ -692,10 +578,7 @@ class Queue(QueueRecord):
         if self._pages is not None:
             self._pages.drop()
             self._pages = None
-        if self._scheduled is not None:
-            for ref in self._scheduled:
-                ref.state = GONE
-            self._scheduled = None
+        self.timers.clear()
         if self._ring is not None:
             self._ring.clear()
         if self._persist:
@@ -706,24 +589,8 @@ class Queue(QueueRecord):
     # ------------------------------------------------------------------ browse
 
     def browse(self, flt: Filter | None) -> list[ServerMessage]:
+        """What a browser with selector ``flt`` sees now (:mod:`.queue_browse`)."""
         now = self.host.now()
-        out: list[ServerMessage] = []
         # TargetQueueDepth: only the active (oldest unacknowledged) messages are visible
         active = -1 if self._policy is None else self._policy.active_budget()
-        for i in range(PRIORITIES):
-            for ref in self.levels.ready_at(i):
-                if active >= 0:
-                    if active == 0:
-                        return out
-                    active -= 1
-                m = ref.message
-                if m.expiration and m.expiration <= now:
-                    continue
-                if flt is None or filter_accepts(flt, m):
-                    out.append(m)
-            if self._pages is not None:
-                for m in self._pages.browse(i):
-                    if (not m.expiration or m.expiration > now) and (
-                            flt is None or filter_accepts(flt, m)):
-                        out.append(m)
-        return out
+        return browse(self.levels, self._pages, active, flt, now)
