@@ -95,7 +95,7 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
                     ref.state = _GONE
                     dequeued += 1
                     if persist and message.persistent:
-                        queue._unstore(message)
+                        queue.removals.unstore(message)
                 else:
                     ref.state = _DELIVERING
                     delivering[key] = ref
@@ -157,10 +157,10 @@ cpdef list acknowledge_tags(dict owners, list tags):
         if q._persist:
             message = ref.message
             if message.persistent:
-                q._unstore(message)
-        # Queue._offer, whose first checks are inlined: mostly the credit is spent
+                q.removals.unstore(message)
+        # Queue.offer, whose first checks are inlined: mostly the credit is spent
         if not c.in_ring and not c.closed and c.credit > 0:
-            q._offer(c)
+            q.offer(c)
     return touched
 
 
@@ -248,7 +248,7 @@ cpdef dispatch_fast(QueueRecord queue):
                     ring.appendleft(c)
                     return
                 break
-            queue._expire(expired)
+            queue.expire(expired)
             if not levels.count:
                 ring.appendleft(c)
                 return

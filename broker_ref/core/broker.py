@@ -331,7 +331,7 @@ class Broker:
         due: dict[Queue, list[MessageRef]] = {}
         while heap and heap[0][0] <= now:
             _, _, kind, queue, ref = heapq.heappop(heap)
-            if queue.timer_due(kind, ref):
+            if queue.timers.due(kind, ref):
                 due.setdefault(queue, []).append(ref)
         for queue, refs in due.items():
             queue.release(refs)
@@ -343,7 +343,7 @@ class Broker:
     def next_deadline(self) -> int | None:
         """Clock time (ms) at which ``process_timers`` next has work, or None."""
         heap = self._timers
-        while heap and not heap[0][3].is_live(heap[0][2], heap[0][4]):
+        while heap and not heap[0][3].timers.is_live(heap[0][2], heap[0][4]):
             heapq.heappop(heap)
         due = heap[0][0] if heap else None
         if self.flow.parked:

@@ -193,7 +193,7 @@ class QueuePolicy:
             exp = ref.message.expiration
             if exp and exp <= now:
                 q.levels.remove(ref)
-                q._expire(ref)
+                q.expire(ref)
                 return True
             if ref in self.barriers:
                 return first and self._release_barrier(ref, at_most_once)
@@ -207,7 +207,7 @@ class QueuePolicy:
 
     def _deliver(self, c: ServerConsumer, ref: MessageRef, at_most_once: bool) -> None:
         q = self.q
-        q._deliver(c, ref, at_most_once)
+        q.deliveries.deliver(c, ref, at_most_once)
         cs = q.consumers
         self.rr = cs.index(c) + 1
         period = q.settings.lease_period_ms
@@ -228,11 +228,10 @@ class QueuePolicy:
         q.levels.remove(ref)
         self.forget(ref)
         ref.state = GONE
-        if q._persist and ref.message.persistent:
-            q._unstore(ref.message)
+        q.removals.unstore(ref.message)
         for c in consumers:
             copy = MessageRef(ref.message, ref.priority, ref.delivery_count)
-            q._deliver(c, copy, at_most_once)
+            q.deliveries.deliver(c, copy, at_most_once)
             if copy.state == DELIVERING:
                 self.copies.add(copy)
         return True
@@ -262,13 +261,7 @@ class QueuePolicy:
         return False
 
     def _dead_letter(self, ref: MessageRef, reason: str) -> None:
-        q = self.q
-        ref.state = GONE
-        self.forget(ref)
-        q.dead_lettered += 1
-        q.host.divert(q, ref.message, q.settings.dead_letter_address, reason)
-        if q._persist and ref.message.persistent:
-            q._unstore(ref.message)
+        self.q.removals.dead_letter(ref, reason, self)
 
     # ------------------------------------------------------------------ leases
 
@@ -288,8 +281,8 @@ class QueuePolicy:
         q.delivering_count -= 1
         self.stale[(c, tag)] = ref
         if not c.closed:
-            q._offer(c)
-        q._requeue(ref, True, False)
+            q.offer(c)
+        q.deliveries.requeue(ref, True, False)
         q.dispatch()
 
     def late_ack(self, c: ServerConsumer, tag: int) -> None:
@@ -318,7 +311,7 @@ class QueuePolicy:
             q.delivering_count -= 1
             self.stale[(holder, holder_tag)] = ref  # its own ack becomes a no-op
             ref.state = GONE
-            q._offer(holder)
+            q.offer(holder)
         else:
             if strict:
                 raise IllegalBrokerState(
@@ -329,8 +322,7 @@ class QueuePolicy:
             return  # sublet: someone already consumed it, which is what was asked
         q.dequeued += 1
         self.forget(ref)
-        if q._persist and ref.message.persistent:
-            q._unstore(ref.message)
+        q.removals.unstore(ref.message)
 
     def stale_cancel(self, c: ServerConsumer, tag: int) -> None:
         """A cancel of a tag whose lease ran out: the message is already back."""

@@ -19,17 +19,18 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   consumer in ring order whose selector matches; messages nobody matches stay in place.
   This is O(ready messages) per dispatch — the price of selectors on a shared queue.
 
-Ring queues (seed 000, :mod:`.ring`) hook into ``_add_tail`` / ``_add_head``: they are
-the only places messages become ready, apart from paging in.
-
-Massive queues (seed 002, :mod:`.paging`): past the broker's RAM budget, a queue with a
-backlog pages new messages out and pages them back in a batch at a time ahead of
-dispatch, through a :class:`~.queue_paging.QueuePaging` that exists while it has messages
-on disk; ``levels.paged`` tells the dispatch loop which levels continue on disk. Ring
-and AMPS queues are bounded by their own rules and never page. The AMPS-style settings
-(seed 001) live in :class:`~.policy.QueuePolicy`, which exists only when a queue sets one
-of them: without it the code below pays one ``is None`` test per operation, never
-per-setting checks.
+The queue composes one owner per concern beside the ready levels: its settings' limits
+(:class:`~.queue_limits.QueueLimits`: ring size, consumer backlogs), its scheduled
+messages and timers (:class:`~.queue_timers.QueueTimers`), the outcomes of deliveries
+(:class:`~.queue_deliveries.QueueDeliveries`) and the ways out other than consumption
+(:class:`~.queue_removals.QueueRemovals`: expiry, dead letters, ring replacement). The
+ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` / ``add_head``, the only
+places messages become ready apart from paging in. Past the broker's RAM budget a queue
+pages its backlog out (seed 002) through a :class:`~.queue_paging.QueuePaging` that
+exists while it has messages on disk; ring and AMPS queues are bounded by their own rules
+and never page. The AMPS-style settings (seed 001) live in a
+:class:`~.policy.QueuePolicy` that exists only when a queue sets one of them: without it
+the code below pays one ``is None`` test per operation, never per-setting checks.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
-    PRIORITIES,
     READY,
     SCHEDULED,
     DeliveryChannel,
@@ -55,11 +55,15 @@ from .consumer import (
 )
 from .filters import Filter, compile_filter, filter_accepts
 from .paging import Paged
-from .policy import TIMER_LEASE, QueuePolicy, consumer_limit, grant_backlog
+from .policy import QueuePolicy
+from .queue_browse import browse
+from .queue_deliveries import QueueDeliveries
+from .queue_limits import QueueLimits
 from .queue_paging import QueuePaging
+from .queue_removals import EXPIRED_REASON, QueueRemovals
+from .queue_timers import TIMER_EXPIRE, TIMER_LEASE, TIMER_RELEASE, QueueTimers
 from .ready_levels import ReadyLevels
 from .records import priority_level
-from .ring import effective_ring_size, evict_head, replace
 from .spool import Spool
 from .store import PageRun, Store
 
@@ -93,13 +97,6 @@ class QueueHost(Protocol):
     ) -> None:
         """Send a copy of ``message`` to queue ``address`` (None: drop) with ``reason``."""
 
-
-EXPIRED_REASON = "expired"
-
-TIMER_EXPIRE = 0
-TIMER_RELEASE = 1
-
-
 class Queue(QueueRecord):
     """A queue or a topic subscription's queue. Not thread-safe (the broker isn't).
 
@@ -107,9 +104,8 @@ class Queue(QueueRecord):
     derives from (typed C fields under the compiled twins); the rest are its own."""
 
     __slots__ = (
-        "_backlogs", "_scheduled", "address", "consumers", "dead_lettered", "discarded",
-        "durable", "expired", "kind", "messages_replaced", "owner_connection",
-        "ring_override", "settings",
+        "address", "consumers", "deliveries", "durable", "kind", "limits",
+        "owner_connection", "removals", "timers",
     )  # fmt: skip
 
     def __init__(
@@ -128,38 +124,41 @@ class Queue(QueueRecord):
         self.address = address if address is not None else name
         self.kind = kind
         self.host = host
-        self.settings = settings
+        self.limits = QueueLimits(
+            settings, subscription=kind is DestinationKind.TOPIC and not durable)
         self.durable = durable
         self.owner_connection = owner_connection
         self._persist = durable and host.store is not None
         self.levels = ReadyLevels(host.budget)
         self._ring: deque[ServerConsumer] | None = None
-        self._scheduled: set[MessageRef] | None = None
+        self.timers = QueueTimers(self)
         self._filtered = 0
         self._dispatching = False
         self.consumers: list[ServerConsumer] = []
         self.delivering_count = 0
         self.enqueued = 0
         self.dequeued = 0
-        self.expired = 0
-        self.dead_lettered = 0
-        self.messages_replaced = 0
-        #: dropped by ``pending_message_limit`` (a slow non-durable subscriber, seed 003)
-        self.discarded = 0
+        self.removals = QueueRemovals(self, host, self._persist)
+        self.deliveries = QueueDeliveries(self, self._persist)
         self.deleted = False
-        #: per-queue ring size (``Broker.create_queue``/``set_ring_size``), beats settings
-        self.ring_override: int | None = None
-        self._ring_size = self._ring_for(settings)
-        #: backlog each consumer asked for (only those that asked; None: nobody did)
-        self._backlogs: dict[ServerConsumer, int] | None = None
+        self._ring_size = self.limits.ring_size
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
         self._pages: QueuePaging | None = None
 
     # ------------------------------------------------------------------ settings/stats
 
+    @property
+    def settings(self) -> AddressSettings:
+        return self.limits.settings
+
+    @property
+    def policy(self) -> QueuePolicy | None:
+        """The AMPS-style settings' state (seed 001), while the queue has one."""
+        return self._policy
+
     def apply_settings(self, settings: AddressSettings) -> None:
-        self.settings = settings
-        self._ring_size = self._ring_for(settings)
+        self.limits.configure(settings)
+        self._ring_size = self.limits.ring_size
         # a policy, once made, stays: it may hold leases and stale tags still to settle
         if self._policy is not None:
             self._policy.configure()
@@ -167,50 +166,20 @@ class Queue(QueueRecord):
             self._policy = QueuePolicy(self)
         self._settings_changed()
         for c in self.consumers:
-            c.flow_limit = self._limit_for(c)
-            self._offer(c)
+            c.flow_limit = self.limits.limit_for(c)
+            self.offer(c)
         self.dispatch()
 
     def set_ring_size(self, size: int | None) -> None:
         """Set (None: clear) this queue's own ring size. Lowering it evicts nothing now:
         later sends evict one for one, so the queue only shrinks by consumption."""
-        if size is not None and (size < -1 or size == 0):
-            raise ValueError(f"ring size must be -1 (no ring) or >= 1, got {size}")
-        self.ring_override = size
-        self._ring_size = self._ring_for(self.settings)
+        self.limits.set_ring_override(size)
+        self._ring_size = self.limits.ring_size
         self._settings_changed()
 
     @property
     def ring_size(self) -> int:
         return self._ring_size
-
-    def _ring_for(self, settings: AddressSettings) -> int:
-        """The ring size to enforce. A non-durable topic subscription with a
-        ``pending_message_limit`` is a ring of that size (ActiveMQ's
-        constantPendingMessageLimitStrategy: the newest N pending messages are kept, the
-        prefetched ones are not pending); its evictions count as ``discarded``."""
-        limit = self._pending_limit(settings)
-        return limit if limit is not None else effective_ring_size(settings, self.ring_override)
-
-    def _pending_limit(self, settings: AddressSettings) -> int | None:
-        """The pending-message limit that makes this queue a ring, or None: only a
-        non-durable topic subscription that is not a ring by its own settings has one."""
-        limit = settings.pending_message_limit
-        if (limit is None or self.kind is not DestinationKind.TOPIC or self.durable
-                or effective_ring_size(settings, self.ring_override) > 0):
-            return None
-        return limit
-
-    @property
-    def discards(self) -> bool:
-        """True when this queue's ring is a pending-message limit (evictions are
-        discards, not replacements)."""
-        return self._pending_limit(self.settings) is not None
-
-    def _limit_for(self, c: ServerConsumer) -> int | None:
-        """Destination flow limit, lowered to the backlog granted to ``c`` (seed 001)."""
-        backlog = None if self._backlogs is None else self._backlogs.get(c)
-        return consumer_limit(effective_flow_limit(self.settings), self.settings, backlog)
 
     @property
     def ready_count(self) -> int:
@@ -225,7 +194,7 @@ class Queue(QueueRecord):
 
     @property
     def scheduled_count(self) -> int:
-        return 0 if self._scheduled is None else len(self._scheduled)
+        return self.timers.scheduled_count
 
     @property
     def message_count(self) -> int:
@@ -247,30 +216,26 @@ class Queue(QueueRecord):
             consumer_count=len(self.consumers),
             enqueued=self.enqueued,
             dequeued=self.dequeued,
-            expired=self.expired,
-            dead_lettered=self.dead_lettered,
-            messages_replaced=self.messages_replaced,
+            expired=self.removals.expired,
+            dead_lettered=self.removals.dead_lettered,
+            messages_replaced=self.removals.messages_replaced,
             paged_count=self.paged_count,
             memory_usage=self.memory_usage,
             memory_limit=self.settings.memory_limit or 0,
-            discarded=self.discarded,
+            discarded=self.removals.discarded,
         )
 
     # ------------------------------------------------------------------ consumers
 
     def add_consumer(self, consumer: ServerConsumer, backlog: int | None = None) -> int | None:
         """Attach; returns the backlog granted (None: no cap). See ``grant_backlog``."""
-        if backlog is not None:
-            if self._backlogs is None:
-                self._backlogs = {}
-            self._backlogs[consumer] = backlog
-        grant = grant_backlog(self.settings, backlog)
+        grant = self.limits.ask_backlog(consumer, backlog)
         if grant is not None:
-            consumer.flow_limit = self._limit_for(consumer)
+            consumer.flow_limit = self.limits.limit_for(consumer)
         self.consumers.append(consumer)
         if consumer.filter is not None:
             self._filtered += 1
-        self._offer(consumer)
+        self.offer(consumer)
         self.dispatch()
         return grant
 
@@ -278,8 +243,7 @@ class Queue(QueueRecord):
         """Detach; the caller has already cancelled what it wants back in the queue."""
         consumer.closed = True
         self.consumers.remove(consumer)
-        if self._backlogs is not None:
-            self._backlogs.pop(consumer, None)
+        self.limits.forget(consumer)
         if self._policy is not None:
             self._policy.consumer_removed(consumer)
         if consumer.filter is not None:
@@ -291,8 +255,9 @@ class Queue(QueueRecord):
         if self._pages is not None:
             self._pages.forget(consumer)
 
-    def _offer(self, consumer: ServerConsumer) -> None:
-        """Put the consumer in the round-robin ring if it may receive now."""
+    def offer(self, consumer: ServerConsumer) -> None:
+        """Put the consumer in the round-robin ring if it may receive now (after anything
+        that may have given it room: credit, an ack, a delivery taken back)."""
         if not consumer.in_ring and consumer.can_receive():
             consumer.in_ring = True
             if self._ring is None:
@@ -301,7 +266,7 @@ class Queue(QueueRecord):
 
     def grant(self, consumer: ServerConsumer, credits: int) -> None:
         consumer.credit += credits
-        self._offer(consumer)
+        self.offer(consumer)
         self.dispatch()
 
     # ------------------------------------------------------------------ enqueue
@@ -362,7 +327,7 @@ class Queue(QueueRecord):
             self._policy.accepted(ref)
         host = self.host
         if message.expiration and message.expiration <= host.now():
-            self._expire(ref)
+            self.expire(ref)
             return
         if message.deliver_at and message.deliver_at > host.now():
             if message.expiration:
@@ -381,20 +346,19 @@ class Queue(QueueRecord):
 
     def _hold(self, ref: MessageRef) -> None:
         """Keep ``ref`` scheduled until its ``deliver_at`` (then :meth:`release`)."""
-        ref.state = SCHEDULED
-        if self._scheduled is None:
-            self._scheduled = set()
-        self._scheduled.add(ref)
-        self.host.schedule_timer(ref.message.deliver_at, TIMER_RELEASE, self, ref)
+        self.timers.hold(ref)
 
     def _add_tail(self, ref: MessageRef) -> None:
         if self._ring_size > 0 and self.levels.count >= self._ring_size:
-            evict_head(self)  # one for one: a lowered ring never grows (seed 000)
+            head = self.levels.take_head()  # one for one: a lowered ring never grows
+            if head is not None:
+                self.removals.replace(head, self._policy)
         self.levels.add_tail(ref)
 
-    def _add_head(self, ref: MessageRef) -> None:
+    def add_head(self, ref: MessageRef) -> None:
+        """A message that came back (cancel, rollback, lease, schedule) is ready first."""
         if self._ring_size > 0 and self.levels.count >= self._ring_size:
-            replace(self, ref)  # the ring keeps the tail: the new head-most goes
+            self.removals.replace(ref, self._policy)  # the ring keeps the tail: it goes
             return
         self.levels.add_head(ref)
 
@@ -454,7 +418,7 @@ class Queue(QueueRecord):
                 policy.accepted(ref)
             if message.expiration:
                 if message.expiration <= now:
-                    self._expire(ref)
+                    self.expire(ref)
                     continue
                 host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
             if message.deliver_at and message.deliver_at > now:
@@ -470,16 +434,17 @@ class Queue(QueueRecord):
     def _dispatch_paged(self) -> None:
         """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can
         take more; then let selector consumers look into the paged part."""
+        removals = self.removals
         while self._ring and self._pages is not None:
             self._fill()
             if not self.ready_count:
                 break
-            mark = (self.ready_count, self.delivering_count, self.dequeued, self.expired)
+            mark = (self.ready_count, self.delivering_count, self.dequeued, removals.expired)
             if self._filtered:
                 self._dispatch_filtered()
             else:
                 _twin.dispatch_fast(self)
-            if mark == (self.ready_count, self.delivering_count, self.dequeued, self.expired):
+            if mark == (self.ready_count, self.delivering_count, self.dequeued, removals.expired):
                 break
         if self._pages is None:
             if self._ring and self.ready_count:  # the last batch came in: the plain path
@@ -502,46 +467,12 @@ class Queue(QueueRecord):
 
     # ------------------------------------------------------------------ timers
 
-    def timer_due(self, kind: int, ref: MessageRef) -> bool:
-        """Handle a due expiry timer now; True if ``ref`` is a due scheduled message the
-        caller should collect for :meth:`release` (released together, in due order)."""
-        if self.deleted:
-            return False
-        if kind == TIMER_RELEASE:
-            return ref.state == SCHEDULED
-        if kind == TIMER_LEASE:
-            if self._policy is not None:
-                self._policy.lease_due(ref)
-            return False
-        if ref.state == READY:
-            self.levels.unready(ref)  # stays in its deque as a tombstone
-            self._expire(ref)
-        elif ref.state == SCHEDULED:
-            assert self._scheduled is not None
-            self._scheduled.discard(ref)
-            self._expire(ref)
-        return False
-
     def release(self, refs: list[MessageRef]) -> None:
-        """Scheduled messages are due: onto the HEAD of the queue (as Artemis does),
-        keeping their due order among themselves."""
-        for ref in reversed(refs):
-            if ref.state == SCHEDULED:
-                assert self._scheduled is not None
-                self._scheduled.discard(ref)
-                self._add_head(ref)
+        """Scheduled messages are due (the broker collected them through ``timers.due``):
+        onto the HEAD of the queue (as Artemis does), keeping their due order."""
+        for ref in self.timers.take_due(refs):
+            self.add_head(ref)
         self.dispatch()
-
-    def is_live(self, kind: int, ref: MessageRef) -> bool:
-        """Whether a pending timer still means something (used to prune the heap)."""
-        if self.deleted:
-            return False
-        if kind == TIMER_RELEASE:
-            return ref.state == SCHEDULED
-        if kind == TIMER_LEASE:
-            return self._policy is not None and self._policy.lease_live(ref)
-        # a message in delivery may be cancelled back before it expires: keep its timer
-        return ref.state != GONE
 
     # ------------------------------------------------------------------ dispatch
 
@@ -598,7 +529,7 @@ class Queue(QueueRecord):
             exp = ref.message.expiration
             if exp and exp <= now:
                 levels.unready(ref)
-                self._expire(ref)
+                self.expire(ref)
                 return True
             for i, c in enumerate(ring):
                 if c.filter is None or filter_accepts(c.filter, ref.message):
@@ -607,7 +538,7 @@ class Queue(QueueRecord):
             else:
                 return False
             levels.unready(ref)
-            self._deliver(c, ref)
+            self.deliveries.deliver(c, ref)
             if c.can_receive():
                 ring.append(c)
             else:
@@ -616,139 +547,28 @@ class Queue(QueueRecord):
 
         levels.sweep(visit, ring)
 
-    def _deliver(self, c: ServerConsumer, ref: MessageRef, auto: bool = False) -> None:
-        ch = c.channel
-        tag = ch.next_tag
-        ch.next_tag = tag + 1
-        ref.delivery_count += 1
-        c.credit -= 1
-        if ch.gate >= 0:  # the connection's flow limit (.flow_gate)
-            ch.gate -= 1
-        message = ref.message
-        if auto or c.auto_ack:
-            ref.state = GONE
-            self.dequeued += 1
-            if self._persist and message.persistent:
-                self._unstore(message)
-        else:
-            ref.state = DELIVERING
-            c.delivering[tag] = ref
-            ch.tags[tag] = c
-            self.delivering_count += 1
-        ch.callback.deliver(Delivery(c.consumer_id, tag, message, ref.delivery_count))
-
-    # ------------------------------------------------------------------ ack / cancel
+    # ------------------------------------------------------------------ outcomes
 
     def acknowledge(self, c: ServerConsumer, tag: int) -> None:
-        """The delivery ``tag`` of ``c`` is consumed. Caller dispatches afterwards."""
-        try:
-            ref = c.delivering.pop(tag)
-        except KeyError:  # its lease ran out (seed 001): the policy knows the tag
-            assert self._policy is not None
-            self._policy.late_ack(c, tag)
-            return
-        if self._policy is not None:
-            self._policy.forget(ref)
-        ref.state = GONE
-        self.delivering_count -= 1
-        self.dequeued += 1
-        if self._persist and ref.message.persistent:
-            self._unstore(ref.message)
-        self._offer(c)
+        """The delivery ``tag`` of ``c`` is consumed (``QueueDeliveries``). Caller
+        dispatches afterwards."""
+        self.deliveries.acknowledge(c, tag)
 
     def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None:
-        """Return one delivery to the head of its level. Callers cancel several tags in
-        *descending* tag order, so the original order is restored. Caller dispatches."""
-        ref = self._take_back(c, tag)
-        if ref is None:
-            return
-        if self.deleted:
-            ref.state = GONE
-            return
-        self._requeue(ref, redelivered, True)
-
-    def _take_back(self, c: ServerConsumer, tag: int) -> MessageRef | None:
-        """End delivery ``tag`` to ``c`` (cancel, reject); None when its lease already
-        ran out and the message is back on the queue."""
-        ref = c.delivering.pop(tag, None)
-        if ref is None:
-            if self._policy is not None:
-                self._policy.stale_cancel(c, tag)
-            return None
-        self.delivering_count -= 1
-        if not c.closed:
-            self._offer(c)
-        return ref
+        """Return one delivery to the head of its level (``QueueDeliveries``); in
+        descending tag order for several. Caller dispatches."""
+        self.deliveries.cancel(c, tag, redelivered)
 
     def reject(self, c: ServerConsumer, tag: int, reason: str) -> None:
-        """Dead-letter one delivery because its consumer refused it (RabbitMQ's NACK with
-        ``requeue:false``): it goes to ``dead_letter_address`` with ``reason`` instead of
-        back on the queue. Caller dispatches."""
-        ref = self._take_back(c, tag)
-        if ref is None:
-            return
-        ref.state = GONE
-        if self.deleted:
-            return
-        if self._policy is not None:
-            self._policy.forget(ref)
-        message = ref.message
-        self.dead_lettered += 1
-        self.host.divert(self, message, self.settings.dead_letter_address, reason)
-        if self._persist and message.persistent:
-            self._unstore(message)
-
-    def _requeue(self, ref: MessageRef, redelivered: bool, cancelled: bool) -> None:
-        """Put a delivery that came back (cancel, rollback, lease expiry) on the head,
-        unless a delivery limit dead-letters it or it expired meanwhile."""
-        message = ref.message
-        if self._policy is not None and self._policy.on_return(ref, redelivered, cancelled):
-            return
-        if not redelivered:
-            ref.delivery_count -= 1
-        else:
-            limit = self.settings.max_delivery_attempts
-            if limit > 0 and ref.delivery_count >= limit:
-                ref.state = GONE
-                self.dead_lettered += 1
-                self.host.divert(
-                    self,
-                    message,
-                    self.settings.dead_letter_address,
-                    f"max delivery attempts ({limit}) exceeded",
-                )
-                if self._persist and message.persistent:
-                    self._unstore(message)
-                return
-            if self._persist and message.persistent:
-                store = self.host.store
-                assert store is not None
-                store.update_delivery_count(self.name, message.message_id, ref.delivery_count)
-        if message.expiration and message.expiration <= self.host.now():
-            self._expire(ref)
-            return
-        self._add_head(ref)
+        """Dead-letter one delivery its consumer refused (``QueueDeliveries``). Caller
+        dispatches."""
+        self.deliveries.reject(c, tag, reason)
 
     # ------------------------------------------------------------------ removal paths
 
-    def _expire(self, ref: MessageRef) -> None:
-        ref.state = GONE
-        self.expired += 1
-        address = self.settings.expiry_address
-        pol = self._policy
-        if pol is not None:
-            pol.forget(ref)
-            if address is None and pol.expire_to_dlq:  # AMPS: expired = undeliverable
-                address = self.settings.dead_letter_address
-                self.dead_lettered += 1
-        self.host.divert(self, ref.message, address, EXPIRED_REASON)
-        if self._persist and ref.message.persistent:
-            self._unstore(ref.message)
-
-    def _unstore(self, message: ServerMessage) -> None:
-        store = self.host.store
-        assert store is not None
-        store.remove_message(self.name, message.message_id)
+    def expire(self, ref: MessageRef) -> None:
+        """``ref``, no longer ready or in delivery, expired (``QueueRemovals.expire``)."""
+        self.removals.expire(ref, self._policy)
 
     def delete(self) -> None:
         """Drop everything (temp queue closed, subscription deleted). Deliveries still out
@@ -758,10 +578,7 @@ class Queue(QueueRecord):
         if self._pages is not None:
             self._pages.drop()
             self._pages = None
-        if self._scheduled is not None:
-            for ref in self._scheduled:
-                ref.state = GONE
-            self._scheduled = None
+        self.timers.clear()
         if self._ring is not None:
             self._ring.clear()
         if self._persist:
@@ -772,24 +589,8 @@ class Queue(QueueRecord):
     # ------------------------------------------------------------------ browse
 
     def browse(self, flt: Filter | None) -> list[ServerMessage]:
+        """What a browser with selector ``flt`` sees now (:mod:`.queue_browse`)."""
         now = self.host.now()
-        out: list[ServerMessage] = []
         # TargetQueueDepth: only the active (oldest unacknowledged) messages are visible
         active = -1 if self._policy is None else self._policy.active_budget()
-        for i in range(PRIORITIES):
-            for ref in self.levels.ready_at(i):
-                if active >= 0:
-                    if active == 0:
-                        return out
-                    active -= 1
-                m = ref.message
-                if m.expiration and m.expiration <= now:
-                    continue
-                if flt is None or filter_accepts(flt, m):
-                    out.append(m)
-            if self._pages is not None:
-                for m in self._pages.browse(i):
-                    if (not m.expiration or m.expiration > now) and (
-                            flt is None or filter_accepts(flt, m)):
-                        out.append(m)
-        return out
+        return browse(self.levels, self._pages, active, flt, now)

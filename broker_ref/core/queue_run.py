@@ -107,7 +107,7 @@ def take_run(
                 ref.state = GONE
                 queue.dequeued += 1
                 if persist and message.persistent:
-                    queue._unstore(message)
+                    queue.removals.unstore(message)
             else:
                 ref.state = DELIVERING
                 delivering[tag] = ref
@@ -227,7 +227,7 @@ def dispatch_fast(queue: Queue) -> None:
                     ring.appendleft(c)
                     return
                 break
-            queue._expire(expired)
+            queue.expire(expired)
             if not levels.count:
                 ring.appendleft(c)
                 return

@@ -144,12 +144,12 @@ class Topic:
             out.consumer_count += len(q.consumers)
             out.enqueued += q.enqueued
             out.dequeued += q.dequeued
-            out.expired += q.expired
-            out.dead_lettered += q.dead_lettered
-            out.messages_replaced += q.messages_replaced
+            out.expired += q.removals.expired
+            out.dead_lettered += q.removals.dead_lettered
+            out.messages_replaced += q.removals.messages_replaced
             out.paged_count += q.paged_count
             out.memory_usage += q.memory_usage
-            out.discarded += q.discarded
+            out.discarded += q.removals.discarded
         out.memory_limit = self.settings.memory_limit or 0
         out.subscription_count = len(self.subscriptions)
         return out
