@@ -9,7 +9,7 @@ back from another whose messages arrive later, and that one would starve.
 
 The gate is the connection's free capacity, kept on its :class:`~.records.DeliveryChannel`
 (``gate``, -1 without a limit) so the dispatch loop reads it as a typed field: every
-delivery takes one place (``take_run`` and ``Queue._deliver``), a consumer whose
+delivery takes one place (``take_run`` and ``QueueDeliveries.deliver``), a consumer whose
 connection has no place left cannot receive (``ServerConsumer.can_receive``) and leaves its
 queue's dispatch ring. The client tells the broker each time messages leave its buffers
 (consumed, or given back) with :meth:`ConnectionGate.released`; a gate that was shut and
