@@ -287,20 +287,25 @@ class _Callback:
 
 class _Waiting:
     """A send (or commit) the broker parked for space: the producer's thread waits here,
-    outside the broker's lock, so consumers (its own too) keep acknowledging."""
+    outside the broker's lock, so consumers (its own too) keep acknowledging.
+
+    One is made for every send (the broker decides whether to park it), so it is a lock
+    taken at birth and released by :meth:`settle`, not a ``threading.Event``: an Event
+    costs ~2 us to make, a third of a whole vm:// send."""
 
     __slots__ = ("_done", "error")
 
     def __init__(self) -> None:
-        self._done = threading.Event()
+        self._done = threading.Lock()
+        self._done.acquire()
         self.error: BrokerError | None = None
 
     def settle(self, error: BrokerError | None) -> None:
         self.error = error
-        self._done.set()
+        self._done.release()
 
     def wait(self) -> None:
-        self._done.wait()
+        self._done.acquire()  # until settle() releases it
         if self.error is not None:
             raise _translate(self.error)
 
