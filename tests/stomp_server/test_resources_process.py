@@ -6,7 +6,6 @@ producer resumes. Persistent messages page to disk instead: that producer never 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
@@ -16,18 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import free_port
 
 from jmspy import ConnectionFactory, DeliveryMode, Queue
 from jmspy.broker_ref.protocols.stomp.client import fetch_report
 
 BODY = "x" * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _rss_kb(pid: int) -> int:
@@ -47,7 +40,7 @@ def _until(check: Callable[[], bool], what: str) -> None:
 
 class BrokerProcess:
     def __init__(self, tmp_path: Path, config: str, *args: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         cfg = tmp_path / "broker.toml"
         cfg.write_text(config)
         self.log = (tmp_path / "broker.log").open("w+")
