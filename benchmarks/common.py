@@ -172,11 +172,17 @@ def _run_producers(module: str, producer: Spec, n: int, timeout: float) -> dict[
     return {"t_start": min(r["t_start"] for r in results)}
 
 
-def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0,
-             producers: int = 1) -> dict[str, Any]:
-    """Consumer and producer in separate processes. The consumer prints ``READY`` once
+def exchange(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0,
+             producers: int = 1, expect: int | None = None
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Consumer and producer in separate processes: the consumer prints ``READY`` once
     subscribed; then the producer runs (``producers`` > 1: that many at once, sharing the
-    count). Throughput = messages / (last receive - first send).
+    count). Returns (the consumer's result, the producer's); on any failure the second is
+    empty and the first says why (``{"error": ...}``, or what a consumer that never got
+    ready printed), so a caller checks only ``if not sent``.
+
+    The one place that orders the two processes, for every pair benchmark; ``expect`` set,
+    a consumer that received another count is a failure too.
     """
     proc = subprocess.Popen(worker_cmd(module, consumer), env=worker_env(), cwd=neutral_dir(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -185,20 +191,31 @@ def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0
         first = proc.stdout.readline()
         if first.strip() != "READY":
             rest, err = proc.communicate(timeout=30)
-            return _parse(first + rest, err, proc.returncode)
+            return dict(_parse(first + rest, err, proc.returncode)), {}
         sent = (run_worker(module, producer, timeout) if producers == 1
                 else _run_producers(module, producer, producers, timeout))
         if "error" in sent:
-            return sent
+            return sent, {}
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"consumer timed out after {timeout:.0f}s"}
+        return {"error": f"consumer timed out after {timeout:.0f}s"}, {}
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    got = _parse(out, err, proc.returncode)
+    got: dict[str, Any] = dict(_parse(out, err, proc.returncode))
     if "error" in got:
+        return got, {}
+    if expect is not None and got["count"] != expect:
+        return {"error": f"received {got['count']:,} of {expect:,} messages"}, {}
+    return got, sent
+
+
+def run_pair(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0,
+             producers: int = 1) -> dict[str, Any]:
+    """``exchange`` measured: throughput = messages / (last receive - first send)."""
+    got, sent = exchange(module, consumer, producer, timeout, producers)
+    if not sent:
         return got
     elapsed = got["t_last"] - sent["t_start"]
     result = {"rate": got["count"] / elapsed if elapsed > 0 else float("nan")}

@@ -55,7 +55,6 @@ import bisect
 import functools
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,15 +69,12 @@ from .common import (
     Progress,
     Row,
     Spec,
-    _parse,
+    exchange,
     median,
-    neutral_dir,
     now,
     paired_ratios,
     run_interleaved,
-    run_worker,
     signal_ready,
-    worker_cmd,
     worker_env,
     worker_main,
 )
@@ -200,30 +196,10 @@ def run_once(port: int, count: int, work_us: float) -> dict[str, Any]:
     dest = f"/queue/flow.{uuid.uuid4().hex[:12]}"
     base: Spec = {"port": port, "dest": dest, "count": count, "stall": STALL,
                   "work_us": work_us}
-    proc = subprocess.Popen(worker_cmd(MODULE, {**base, "role": "consumer"}), env=worker_env(),
-                            cwd=neutral_dir(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stdout is not None
-    try:
-        first = proc.stdout.readline()
-        if first.strip() != "READY":
-            rest, err = proc.communicate(timeout=30)
-            return _parse(first + rest, err, proc.returncode)
-        sent = run_worker(MODULE, {**base, "role": "producer"}, TIMEOUT)
-        if "error" in sent:
-            return sent
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"consumer timed out after {TIMEOUT:.0f}s"}
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    got: dict[str, Any] = dict(_parse(out, err, proc.returncode))
-    if "error" in got:
+    got, sent = exchange(MODULE, {**base, "role": "consumer"}, {**base, "role": "producer"},
+                         TIMEOUT, expect=count)
+    if not sent:
         return got
-    if got["count"] != count:
-        return {"error": f"received {got['count']:,} of {count:,} messages"}
     total = got["t_last"] - sent["t_start"]
     # messages sent but not yet received when the producer had its last receipt: how far
     # it outran the consumer (to within BATCH)

@@ -15,7 +15,7 @@ import copy as _copy
 from collections.abc import Callable, Iterator, Mapping
 from enum import IntEnum
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import (
     IllegalStateException,
@@ -39,6 +39,7 @@ __all__ = [
 PropertyValue = bool | int | float | str | None
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_N = TypeVar("_N", int, float)
 _SELECTOR_WORDS = frozenset(
     {"NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN", "IS", "ESCAPE"}
 )
@@ -107,6 +108,21 @@ def _check_property_value(name: str, value: object) -> PropertyValue:
     raise MessageFormatException(
         f"property {name!r} has type {type(value).__name__}; JMS properties are bool, int, "
         "float, str or None (serialise other values into the body)"
+    )
+
+
+def _parsed_number(name: str, value: PropertyValue, convert: Callable[[str], _N],
+                   kind: str) -> _N:
+    """A property that is not already the wanted number, read by the JMS conversion
+    rules: a string that parses; anything else, absent included, is a
+    MessageFormatException naming the property, its value and ``kind``."""
+    if isinstance(value, str):
+        try:
+            return convert(value)
+        except ValueError:
+            pass
+    raise MessageFormatException(
+        f"property {name!r} = {value!r} cannot be read as {kind} (JMS conversion rules)"
     )
 
 
@@ -220,27 +236,13 @@ class Message:
         value = self.get_property(name)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                pass
-        raise MessageFormatException(
-            f"property {name!r} = {value!r} cannot be read as an int (JMS conversion rules)"
-        )
+        return _parsed_number(name, value, int, "an int")
 
     def get_float_property(self, name: str) -> float:
         value = self.get_property(name)
         if isinstance(value, float | int) and not isinstance(value, bool):
             return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise MessageFormatException(
-            f"property {name!r} = {value!r} cannot be read as a float (JMS conversion rules)"
-        )
+        return _parsed_number(name, value, float, "a float")
 
     def get_bool_property(self, name: str) -> bool:
         value = self.get_property(name)

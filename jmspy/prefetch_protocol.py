@@ -10,7 +10,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["PrefetchBufferProtocol"]
+__all__ = ["STATS_FIELDS", "PrefetchBufferProtocol"]
+
+#: The counters ``stats()`` returns, in its order: each is also a property of the same
+#: name, so the tuple and the properties can be checked against each other by name.
+STATS_FIELDS: tuple[str, ...] = (
+    "limit",
+    "threshold",
+    "buffered",
+    "unconsumed",
+    "outstanding",
+    "delivered_total",
+    "consumed_total",
+    "batches",
+    "pauses",
+)
 
 
 @runtime_checkable

@@ -48,7 +48,9 @@ class Rig:
         return f"caps.{tag}.{uuid.uuid4().hex[:10]}"
 
 
-def _texts(consumer: Any, n: int) -> list[str]:
+def receive_texts(consumer: Any, n: int) -> list[str]:
+    """The texts of the next ``n`` messages, each awaited up to WAIT s; fails naming how
+    many arrived (the probes here and the MQTT interop tests)."""
     out = []
     for _ in range(n):
         m = consumer.receive(WAIT)
@@ -79,7 +81,7 @@ def consumer_window(rig: Rig) -> None:
             p.send(s.create_text_message(str(i)))
         _settle()
         assert c.flow_stats().buffered <= 2
-        assert _texts(c, 6) == [str(i) for i in range(6)]
+        assert receive_texts(c, 6) == [str(i) for i in range(6)]
 
 
 def connection_flow_limit(rig: Rig) -> None:
@@ -136,7 +138,7 @@ def temporary_queues(rig: Rig) -> None:
         c = s.create_consumer(tq)
         conn.start()
         s.create_producer(tq).send(s.create_text_message("reply"))
-        assert _texts(c, 1) == ["reply"]
+        assert receive_texts(c, 1) == ["reply"]
 
 
 def destination_stats(rig: Rig) -> None:
@@ -172,7 +174,7 @@ def topic_selectors(rig: Rig) -> None:
         c = s.create_consumer(t, selector)
         conn.start()
         _, matching, _ = _selective_send(rig, s, t)
-        assert _texts(c, 2) == matching
+        assert receive_texts(c, 2) == matching
         _none_left(c)
 
 
@@ -185,10 +187,10 @@ def queue_selectors(rig: Rig) -> None:
         c = s.create_consumer(q, selector)
         conn.start()
         _, matching, others = _selective_send(rig, s, q)
-        assert _texts(c, 2) == matching
+        assert receive_texts(c, 2) == matching
         _none_left(c)
         c.close()
-        assert _texts(s.create_consumer(q), 2) == others
+        assert receive_texts(s.create_consumer(q), 2) == others
 
 
 # -- transactions and redelivery ----------------------------------------------------------
@@ -206,7 +208,7 @@ def transactions(rig: Rig) -> None:
         p.send(tx.create_text_message("b"))
         _none_left(c)  # not before the commit
         tx.commit()
-        assert _texts(c, 2) == ["a", "b"]
+        assert receive_texts(c, 2) == ["a", "b"]
         _none_left(c, 0.3)
 
 
@@ -256,7 +258,7 @@ def browser(rig: Rig) -> None:
         assert seen == ["a", "b"]
         c = s.create_consumer(q)  # browsing consumed nothing
         conn.start()
-        assert _texts(c, 2) == ["a", "b"]
+        assert receive_texts(c, 2) == ["a", "b"]
 
 
 # -- message features -------------------------------------------------------------------------
@@ -269,7 +271,7 @@ def delivery_delay(rig: Rig) -> None:
         start = time.monotonic()
         s.create_producer(t, delivery_delay=1.0).send(s.create_text_message("later"))
         assert c.receive(0.4) is None, "delivered before its delivery delay"
-        assert _texts(c, 1) == ["later"]
+        assert receive_texts(c, 1) == ["later"]
         assert time.monotonic() - start >= 0.9
 
 
@@ -336,7 +338,7 @@ def durable_subscriptions(rig: Rig) -> None:
         s = conn.create_session()
         c = s.create_durable_consumer(s.create_topic(topic), name)
         conn.start()
-        assert _texts(c, 1) == ["while away"]
+        assert receive_texts(c, 1) == ["while away"]
 
 
 def unsubscribe(rig: Rig) -> None:
@@ -385,7 +387,7 @@ def no_local(rig: Rig) -> None:
         with rig.factory().create_connection() as other:
             so = other.create_session()
             so.create_producer(so.create_topic(topic)).send(so.create_text_message("theirs"))
-        assert _texts(c, 1) == ["theirs"]
+        assert receive_texts(c, 1) == ["theirs"]
         _none_left(c)
 
 
@@ -401,7 +403,7 @@ def overlapping_subscriptions(rig: Rig) -> None:
         wild = s.create_consumer(s.create_topic(f"{base}.*"))
         conn.start()
         s.create_producer(s.create_topic(f"{base}.a")).send(s.create_text_message("both"))
-        assert _texts(exact, 1) == ["both"] and _texts(wild, 1) == ["both"]
+        assert receive_texts(exact, 1) == ["both"] and receive_texts(wild, 1) == ["both"]
         _none_left(exact, 0.3)
         _none_left(wild, 0.3)
 
@@ -426,8 +428,8 @@ def wildcard_subscriptions(rig: Rig) -> None:
         m = one.receive(WAIT)
         assert m is not None and m.text == f"{base}.a", m
         assert m.destination is not None and m.destination.name == f"{base}.a", m.destination
-        assert _texts(hashed, 2) == [f"{base}.a", f"{base}.a.b"]
-        assert _texts(rest, 2) == [f"{base}.a", f"{base}.a.b"]
+        assert receive_texts(hashed, 2) == [f"{base}.a", f"{base}.a.b"]
+        assert receive_texts(rest, 2) == [f"{base}.a", f"{base}.a.b"]
         for c in consumers:
             _none_left(c, 0.3)
     finally:

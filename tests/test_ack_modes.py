@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jmspy import Queue, Session, TextMessage
+from jmspy import Connection, MessageConsumer, Queue, Session, TextMessage
 
 
 def send_texts(session: Session, queue: Queue, *texts: str) -> None:
@@ -11,13 +11,21 @@ def send_texts(session: Session, queue: Queue, *texts: str) -> None:
         producer.send(session.create_text_message(text))
 
 
+def sent_and_started(conn: Connection, session: Session, queue: Queue, *texts: str
+                     ) -> MessageConsumer:
+    """``texts`` sent to ``queue``, then a consumer of it on the same session and its
+    connection started: what each test here does before it looks at acknowledgement."""
+    send_texts(session, queue, *texts)
+    consumer = session.create_consumer(queue)
+    conn.start()
+    return consumer
+
+
 def test_auto_ack_consumes_on_receive(vm_factory):
     queue = Queue("auto")
     with vm_factory.create_connection() as conn:
         session = conn.create_session()
-        send_texts(session, queue, "a", "b")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a", "b")
         assert consumer.receive(1.0).text == "a"
         stats = conn.destination_stats(queue)
         assert (stats["messageCount"], stats["dequeued"]) == (1, 1)
@@ -27,9 +35,7 @@ def test_client_ack_acknowledges_everything_the_session_delivered(vm_factory):
     queue = Queue("client")
     with vm_factory.create_connection() as conn:
         session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        send_texts(session, queue, "a", "b", "c")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
         msgs = [consumer.receive(1.0) for _ in range(3)]
         assert conn.destination_stats(queue)["messageCount"] == 3
         msgs[1].acknowledge()
@@ -40,9 +46,7 @@ def test_recover_redelivers_unacknowledged_in_order_marked_redelivered(vm_factor
     queue = Queue("recover")
     with vm_factory.create_connection() as conn:
         session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        send_texts(session, queue, "a", "b", "c", "d")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a", "b", "c", "d")
         first = [consumer.receive(1.0) for _ in range(2)]
         assert [m.redelivered for m in first] == [False, False]
         session.recover()
@@ -59,9 +63,7 @@ def test_individual_ack_acknowledges_only_that_message(vm_factory):
     queue = Queue("individual")
     with vm_factory.create_connection() as conn:
         session = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
-        send_texts(session, queue, "a", "b", "c")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
         msgs = [consumer.receive(1.0) for _ in range(3)]
         msgs[1].acknowledge()
         assert conn.destination_stats(queue)["messageCount"] == 2
@@ -74,9 +76,7 @@ def test_dups_ok_eventually_consumes_everything(vm_factory):
     queue = Queue("dups")
     with vm_factory.create_connection() as conn:
         session = conn.create_session(ack_mode=Session.DUPS_OK_ACKNOWLEDGE)
-        send_texts(session, queue, *[str(i) for i in range(10)])
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, *[str(i) for i in range(10)])
         got = [consumer.receive(1.0).text for _ in range(10)]
         assert got == [str(i) for i in range(10)]
         assert conn.destination_stats(queue)["messageCount"] == 0
@@ -137,9 +137,7 @@ def test_unacked_messages_are_redelivered_when_the_consumer_closes(vm_factory):
     queue = Queue("close.redeliver")
     with vm_factory.create_connection() as conn:
         session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        send_texts(session, queue, "a", "b", "c")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
         assert consumer.receive(1.0).text == "a"
         consumer.close()
         assert conn.destination_stats(queue)["deliveringCount"] == 0
@@ -152,9 +150,7 @@ def test_acknowledge_is_a_no_op_in_auto_mode(vm_factory):
     queue = Queue("auto.noop")
     with vm_factory.create_connection() as conn:
         session = conn.create_session()
-        send_texts(session, queue, "a")
-        consumer = session.create_consumer(queue)
-        conn.start()
+        consumer = sent_and_started(conn, session, queue, "a")
         msg = consumer.receive(1.0)
         assert isinstance(msg, TextMessage)
         msg.acknowledge()

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from brokers import free_port
 
 from jmspy import ConnectionFactory, Queue
 
@@ -24,18 +24,11 @@ TESTS = Path(__file__).resolve().parent
 HANG = 300
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
     """``jmspy broker --in-memory`` on a free port, for the whole module (each test uses
     its own queue)."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=TESTS)
@@ -193,7 +186,7 @@ def test_mistakes_exit_nonzero_with_one_clear_line_and_no_traceback(
         listener: str, options: list[str], code: int, says: str) -> None:
     url = "stomp://127.0.0.1:1"
     if options[:1] == ["--url"]:
-        url = f"stomp://127.0.0.1:{_free_port()}" if options[1] == "down" else options[1]
+        url = f"stomp://127.0.0.1:{free_port()}" if options[1] == "down" else options[1]
         options = []
     done = subprocess.run(
         [sys.executable, "-m", "jmspy", "worker", url, "q", listener, *options],

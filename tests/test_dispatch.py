@@ -18,6 +18,16 @@ def fill(factory: Any, queue: Queue, texts: list[str]) -> None:
             producer.send(session.create_text_message(text))
 
 
+def settled_stats(conn: Any, queue: Queue, seconds: float = 2.0) -> dict[str, Any]:
+    """``queue``'s stats once its ``messageCount`` is 0 or ``seconds`` passed: a listener's
+    coalesced acks reach the broker after the listener has returned."""
+    deadline = time.monotonic() + seconds
+    while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stats: dict[str, Any] = conn.destination_stats(queue)
+    return stats
+
+
 def test_listener_top_up_happens_exactly_at_the_500th_consumption(vm_factory: Any) -> None:
     """Seed 004 through a listener: coalesced acks still ask for the batch at 500."""
     queue = Queue("dispatch.seed")
@@ -63,10 +73,7 @@ def test_a_failing_listener_redelivers_only_its_message(vm_factory: Any) -> None
         conn.create_session().create_consumer(queue).set_message_listener(listener)
         conn.start()
         assert done.wait(5.0)
-        deadline = time.monotonic() + 2
-        while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
-            time.sleep(0.01)
-        stats = conn.destination_stats(queue)
+        stats = settled_stats(conn, queue)
     expected = [(t, False) for t in texts[:5]] + [("m4", True)]
     expected += [(t, False) for t in texts[5:]]
     assert seen == expected
@@ -146,8 +153,5 @@ def test_everything_is_acknowledged_once_the_listener_is_idle(vm_factory: Any) -
         conn.create_session().create_consumer(queue).set_message_listener(listener)
         conn.start()
         assert done.wait(5.0)
-        deadline = time.monotonic() + 2
-        while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
-            time.sleep(0.01)
-        stats = conn.destination_stats(queue)
+        stats = settled_stats(conn, queue)
     assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 300)

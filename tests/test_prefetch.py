@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from jmspy._speedups import load
-from jmspy.prefetch_protocol import PrefetchBufferProtocol
+from jmspy.prefetch_protocol import STATS_FIELDS, PrefetchBufferProtocol
 
 prefetch = load("prefetch")
 PrefetchBuffer = prefetch.PrefetchBuffer
@@ -353,18 +353,7 @@ def test_stats_and_properties_agree() -> None:
     deliver(buf, 8)
     buf.pop()
     buf.consumed()
-    names = [
-        "limit",
-        "threshold",
-        "buffered",
-        "unconsumed",
-        "outstanding",
-        "delivered_total",
-        "consumed_total",
-        "batches",
-        "pauses",
-    ]
-    assert buf.stats() == tuple(getattr(buf, name) for name in names)
+    assert buf.stats() == tuple(getattr(buf, name) for name in STATS_FIELDS)
     assert buf.stats() == (8, 25, 7, 7, 0, 8, 1, 1, 1)
     assert len(buf) == 7
     with pytest.raises(AttributeError):

@@ -17,22 +17,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 import jmspy._cext.prefetch as cext
 import jmspy._pure.prefetch as pure
+from jmspy.prefetch_protocol import STATS_FIELDS as COUNTERS
 from jmspy.prefetch_protocol import PrefetchBufferProtocol
 
 _c_check: type[PrefetchBufferProtocol] = cext.PrefetchBuffer
 _p_check: type[PrefetchBufferProtocol] = pure.PrefetchBuffer
 
-COUNTERS = (
-    "limit",
-    "threshold",
-    "buffered",
-    "unconsumed",
-    "outstanding",
-    "delivered_total",
-    "consumed_total",
-    "batches",
-    "pauses",
-)
 #: Errors whose text we write ourselves (identical in both twins); others come from the
 #: runtimes' own integer conversion and only their type is compared.
 OWN_MESSAGES = (ValueError, RuntimeError)

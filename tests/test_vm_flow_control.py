@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from flow_support import loop_one_connection, until
 
 from jmspy import ConnectionFactory, DeliveryMode, Queue, ResourceAllocationException
 from jmspy.broker_ref.core.api import AddressSettings
@@ -34,15 +34,6 @@ def _blocked(host: Any) -> int:
     """Producers the broker holds (producer flow control), broker-wide."""
     with host.lock:
         return int(host.broker.usage()["blockedProducers"])
-
-
-def _until(check: Callable[[], bool], what: str) -> None:
-    """Poll ``check`` (the producer runs on its own thread) for up to 30 s."""
-    for _ in range(3000):
-        if check():
-            return
-        time.sleep(0.01)  # waits for the producer thread to reach the limit
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Producing(threading.Thread):
@@ -85,7 +76,7 @@ def test_send_blocks_at_the_memory_limit_and_resumes_when_a_consumer_comes_none_
     n = 30_000  # ~38 MB of pending messages: twice the limit
     producer = Producing(factory, "flood", n, delivery_mode=NP)
     producer.start()
-    _until(lambda: _blocked(host) == 1, "the producer to block")
+    until(lambda: _blocked(host) == 1, "the producer to block")
     stats = host.stats("flood")
     assert producer.is_alive() and producer.sent < n
     assert stats["messageCount"] == producer.sent  # blocked, not stored
@@ -137,7 +128,7 @@ def test_send_fail_after_timeout_fails_only_once_the_broker_clock_passed_it(
                                       send_fail_if_no_space_after_timeout=500)
     producer = Producing(factory, "q", 1000, delivery_mode=NP)
     producer.start()
-    _until(lambda: _blocked(host) == 1, "the producer to block")
+    until(lambda: _blocked(host) == 1, "the producer to block")
     sent = producer.sent
     clock.now += 499
     with host.lock:
@@ -158,26 +149,10 @@ def test_one_connection_producing_to_a_full_queue_and_consuming_it_keeps_moving(
     caplog.set_level(logging.WARNING, "jmspy.broker.flow")
     host, factory = vm_broker_factory(memory_limit="256 KB")
     n = 3000  # ~3.8 MB through a 256 KB limit
-    got: list[int] = []
-    done = threading.Event()
     with factory.create_connection() as conn:
-        producing = conn.create_session()
-        consuming = conn.create_session()
-
-        def on_message(m: Any) -> None:
-            if not got:  # hold the first message until the producer is stopped (limit hit)
-                _until(lambda: _blocked(host) == 1, "the producer to be stopped")
-            got.append(int(m.text.split(":")[0]))
-            if len(got) == n:
-                done.set()
-
-        consuming.create_consumer(Queue("loop")).set_message_listener(on_message)
-        conn.start()
-        producer = producing.create_producer(Queue("loop"))
-        for i in range(n):
-            producer.send(producing.create_text_message(f"{i}:{BODY}"), delivery_mode=NP)
-        assert done.wait(30)
-    assert got == list(range(n))
+        loop = loop_one_connection(conn, n, BODY, lambda: _blocked(host) == 1, 30)
+        assert loop.arrived
+    assert loop.got == list(range(n))
     # the limit was reached on the way (the producer was stopped and resumed)
     assert "stopping producer" in caplog.text and "resuming producer" in caplog.text
 
@@ -203,7 +178,7 @@ def test_a_transacted_commit_waits_for_space_as_one(
 
     t = threading.Thread(target=commit_twenty, daemon=True)
     t.start()
-    _until(lambda: _blocked(host) == 1, "the commit to block")
+    until(lambda: _blocked(host) == 1, "the commit to block")
     assert not committed.is_set() and host.stats("q")["messageCount"] == full
     assert _receive_all(factory, "q", full + 20) == list(range(full + 20))
     t.join(30)

@@ -7,7 +7,6 @@ Java)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,16 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import free_port
 
 os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's workers run this interpreter
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Broker:

@@ -25,6 +25,8 @@ Comparisons do not chain (``a = b = c`` is rejected); parenthesize to compare bo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Final, NoReturn
 
 from jmspy.selector.lexer import (
@@ -93,6 +95,13 @@ class _Parser:
         self.tokens = tokenize(text)
         self.i = 0
         self.depth = 0
+        # The binary levels of the grammar, loosest first: one generic method per kind of
+        # level, bound to its operators with ``partial``, which adds no frame of its own,
+        # so nesting recurses no deeper than with a method per level.
+        self.or_expr: Callable[[], Node] = partial(
+            self.logical, "OR", partial(self.logical, "AND", self.not_expr))
+        self.sum: Callable[[], Node] = partial(
+            self.left_assoc, "+", "-", partial(self.left_assoc, "*", "/", self.unary))
 
     # -- token helpers -------------------------------------------------------------------
 
@@ -157,25 +166,17 @@ class _Parser:
             self.fail(node.pos, f"{op} needs boolean operands, found {_what(node)}")
         return node
 
-    def or_expr(self) -> Node:
-        first = self.and_expr()
-        if not self.at_keyword("OR"):
+    def logical(self, keyword: str, operand: Callable[[], Node]) -> Node:
+        """``operand (keyword operand)*`` as one flat ``Logical`` (or the lone operand),
+        every operand checked boolean; ``operand`` is the next tighter level."""
+        first = operand()
+        if not self.at_keyword(keyword):
             return first
-        operands = [self.boolean_operand(first, "OR")]
-        while self.at_keyword("OR"):
+        operands = [self.boolean_operand(first, keyword)]
+        while self.at_keyword(keyword):
             self.advance()
-            operands.append(self.boolean_operand(self.and_expr(), "OR"))
-        return Logical("OR", tuple(operands), first.pos)
-
-    def and_expr(self) -> Node:
-        first = self.not_expr()
-        if not self.at_keyword("AND"):
-            return first
-        operands = [self.boolean_operand(first, "AND")]
-        while self.at_keyword("AND"):
-            self.advance()
-            operands.append(self.boolean_operand(self.not_expr(), "AND"))
-        return Logical("AND", tuple(operands), first.pos)
+            operands.append(self.boolean_operand(operand(), keyword))
+        return Logical(keyword, tuple(operands), first.pos)
 
     def not_expr(self) -> Node:
         if self.at_keyword("NOT"):
@@ -327,24 +328,14 @@ class _Parser:
             self.fail(pattern.pos, parts)
         return Like(ident, parts, negated, ident.pos)
 
-    def sum(self) -> Node:
-        left = self.product()
-        while self.at_op("+") or self.at_op("-"):
+    def left_assoc(self, op1: str, op2: str, operand: Callable[[], Node]) -> Node:
+        """``operand (op operand)*`` for one precedence level of binary arithmetic,
+        grouped to the left (``a - b - c`` is ``(a - b) - c``); each level names its two
+        operators and the next tighter level."""
+        left = operand()
+        while self.at_op(op1) or self.at_op(op2):
             op = str(self.advance().value)
-            right = self.product()
-            left = Arith(
-                op,
-                self.numeric_operand(left, f"'{op}'"),
-                self.numeric_operand(right, f"'{op}'"),
-                left.pos,
-            )
-        return left
-
-    def product(self) -> Node:
-        left = self.unary()
-        while self.at_op("*") or self.at_op("/"):
-            op = str(self.advance().value)
-            right = self.unary()
+            right = operand()
             left = Arith(
                 op,
                 self.numeric_operand(left, f"'{op}'"),

@@ -15,7 +15,7 @@ from typing import Any
 import mqtt_support
 import pytest
 from brokers import free_port
-from capability_probes import Rig, check_cell
+from capability_probes import Rig, check_cell, receive_texts
 from mqtt_support import MqttTarget
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
@@ -31,15 +31,6 @@ mosquitto_auth = mqtt_support.mosquitto_auth
 
 def _topic(session: Any, tag: str = "t") -> Any:
     return session.create_topic(f"interop.{tag}.{uuid.uuid4().hex[:10]}")
-
-
-def _texts(consumer: Any, n: int) -> list[str]:
-    out = []
-    for _ in range(n):
-        m = consumer.receive(WAIT)
-        assert m is not None, f"only {len(out)} of {n} messages arrived: {out}"
-        out.append(m.text)
-    return out
 
 
 def test_negotiates_the_protocol_version(mqtt_target: MqttTarget) -> None:
@@ -128,7 +119,7 @@ def test_topic_wildcards_map_to_mqtt(mqtt_target: MqttTarget) -> None:
         assert [m.text for m in got] == ["eu.price", "us.price"]
         assert got[0].destination == s.create_topic(f"{root}.eu.price")
         assert one.receive(0.3) is None
-        assert _texts(rest, 3) == ["eu.price", "us.price", "eu.deep.price"]
+        assert receive_texts(rest, 3) == ["eu.price", "us.price", "eu.deep.price"]
 
 
 def test_listener_gets_everything_in_order(mqtt_target: MqttTarget) -> None:
@@ -184,7 +175,7 @@ def test_client_ack_recover_redelivers_in_order(mqtt_target: MqttTarget) -> None
         p = s.create_producer(t)
         for i in range(6):
             p.send(s.create_text_message(str(i)))
-        assert _texts(c, 3) == ["0", "1", "2"]
+        assert receive_texts(c, 3) == ["0", "1", "2"]
         s.recover()
         again = [c.receive(WAIT) for _ in range(6)]
         assert [m.text for m in again] == [str(i) for i in range(6)]
@@ -315,13 +306,13 @@ def test_client_side_selectors(mqtt_target: MqttTarget) -> None:
                         f"{region}{qty}", properties={"region": region, "qty": qty}
                     )
                 )
-            assert _texts(c, 2) == ["EU20", "EU11"]
+            assert receive_texts(c, 2) == ["EU20", "EU11"]
         else:
             c = s.create_consumer(t, selector="JMSDeliveryMode = 'PERSISTENT'")
             conn.start()
             for i, mode in enumerate([1, 2, 1, 2]):
                 p.send(s.create_text_message(str(i)), delivery_mode=mode)
-            assert _texts(c, 2) == ["1", "3"]
+            assert receive_texts(c, 2) == ["1", "3"]
         assert c.receive(0.3) is None
         assert conn._transport.consumer_state(c.consumer_id)["selector_dropped"] == 2
         assert conn._transport.flow_state()["in_flight"] == 0
@@ -350,7 +341,7 @@ def test_queue_selectors_discard_opt_in(mosquitto: Any) -> None:
         p = s.create_producer(q)
         for i in range(4):
             p.send(s.create_text_message(str(i), properties={"pick": i % 2}))
-        assert _texts(c, 2) == ["1", "3"]
+        assert receive_texts(c, 2) == ["1", "3"]
         assert c.receive(0.3) is None
         assert conn._transport.consumer_state(c.consumer_id)["selector_dropped"] == 2
 

@@ -14,6 +14,12 @@ def _fill(conn, dest: str, n: int) -> None:
     conn.send(dest, "end", receipt="filled")
 
 
+def _ack_ids(version: str, headers: dict[str, str]) -> tuple[str, ...]:
+    """What ACK/NACK names a message by: STOMP 1.2 its ``ack`` header, 1.1 its
+    ``message-id`` and the subscription (``s`` in every test here)."""
+    return (headers["ack"],) if version == "1.2" else (headers["message-id"], "s")
+
+
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 def test_client_ack_is_cumulative(server: ServerHandle, connect, version: str) -> None:
     conn, lst = connect(version)
@@ -23,10 +29,7 @@ def test_client_ack_is_cumulative(server: ServerHandle, connect, version: str) -
     msgs = lst.wait_messages(5)
     server.wait_stats("cum", "deliveringCount", 5)
     third = msgs[2].headers
-    if version == "1.2":
-        conn.ack(third["ack"])
-    else:
-        conn.ack(third["message-id"], "s")
+    conn.ack(*_ack_ids(version, third))
     server.wait_stats("cum", "deliveringCount", 2)
     server.wait_stats("cum", "messageCount", 2)
 
@@ -39,10 +42,7 @@ def test_client_individual_acks_one(server: ServerHandle, connect, version: str)
     conn.subscribe("/queue/ind", id="s", ack="client-individual")
     msgs = lst.wait_messages(3)
     h = msgs[1].headers
-    if version == "1.2":
-        conn.ack(h["ack"])
-    else:
-        conn.ack(h["message-id"], "s")
+    conn.ack(*_ack_ids(version, h))
     server.wait_stats("ind", "messageCount", 2)
     assert server.stats("ind")["deliveringCount"] == 2
 
@@ -56,10 +56,7 @@ def test_nack_redelivers_with_redelivered_true(server: ServerHandle, connect, ve
     # a first delivery says redelivered:false (as RabbitMQ does), without a count
     assert first.headers["redelivered"] == "false"
     assert "jmspy-delivery-count" not in first.headers
-    if version == "1.2":
-        conn.nack(first.headers["ack"])
-    else:
-        conn.nack(first.headers["message-id"], "s")
+    conn.nack(*_ack_ids(version, first.headers))
     second = lst.wait_messages(2)[1]
     assert second.body == "again"
     assert second.headers["redelivered"] == "true"
@@ -113,8 +110,7 @@ def test_receipts_for_every_frame(server: ServerHandle, connect, version: str) -
     conn.subscribe("/queue/rc", id="s", ack="client", receipt="sub")
     m = lst.wait_messages(1)[0]
     tx = conn.begin()
-    conn.ack(m.headers["ack"] if version == "1.2" else m.headers["message-id"],
-             *([] if version == "1.2" else ["s"]), transaction=tx, receipt="ack")
+    conn.ack(*_ack_ids(version, m.headers), transaction=tx, receipt="ack")
     conn.commit(tx, receipt="commit")
     conn.unsubscribe("s", receipt="unsub")
     for rid in ("send", "sub", "ack", "commit", "unsub"):

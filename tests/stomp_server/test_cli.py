@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,14 +10,8 @@ from pathlib import Path
 
 import pytest
 import stomp
+from brokers import free_port
 from stomp_support import Collector
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(params=["default", "asyncio", "uvloop"])
@@ -29,7 +22,7 @@ def broker_process(
     runs in a fresh directory, so its default data directory is ``tmp_path/jmspy-data``."""
     if request.param == "uvloop":
         import uvloop  # noqa: F401  (in the test extra: missing fails here, never skips)
-    port = _free_port()
+    port = free_port()
     loop = [] if request.param == "default" else ["--loop", request.param]
     proc = subprocess.Popen(
         [sys.executable, "-m", "jmspy", "broker", "--port", str(port), *loop],
@@ -93,7 +86,7 @@ def test_jmspy_broker_serves_and_stops_on_sigterm(broker_process) -> None:
 
 def test_stat_without_broker_fails_clearly() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "jmspy", "stat", "--port", str(_free_port()), "--timeout", "1"],
+        [sys.executable, "-m", "jmspy", "stat", "--port", str(free_port()), "--timeout", "1"],
         capture_output=True, text=True, timeout=30,
     )
     assert out.returncode == 1 and "cannot read stats" in out.stderr
@@ -165,7 +158,7 @@ def test_default_loop_is_uvloop_when_installed_else_asyncio(
 def _loop_line(command: list[str], cwd: Path) -> str:
     """Start ``jmspy broker`` (``command`` runs it, on a free port appended), wait for its
     listening line, and return the stderr line that names its event loop."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([*command, "--port", str(port), "--in-memory"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     try:
@@ -215,7 +208,7 @@ def test_data_dir_from_config_and_in_memory_override_say_where_messages_are(
     data = tmp_path / "data"
     config = tmp_path / "broker.toml"
     config.write_text(f'[broker]\ndata-dir = "{data}"\n')
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jmspy", "broker", "--config", str(config), "--port", str(port),
          *(["--in-memory"] if in_memory else [])],

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,14 +18,8 @@ from typing import Any
 
 import pytest
 import stomp
+from brokers import free_port
 from stomp_support import Collector
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Broker:
@@ -34,7 +27,7 @@ class Broker:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> str:
@@ -165,7 +158,7 @@ def test_receipted_sends_and_acks_survive_kill_9(broker: Broker) -> None:
 def test_a_second_broker_on_the_same_data_directory_refuses_to_start(broker: Broker) -> None:
     broker.start()
     other = subprocess.run(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(_free_port()),
+        [sys.executable, "-m", "jmspy", "broker", "--port", str(free_port()),
          "--data-dir", str(broker.data_dir)],
         capture_output=True, text=True, timeout=60)
     assert other.returncode == 2
@@ -177,7 +170,7 @@ def test_a_data_directory_that_is_a_file_is_a_clear_error(tmp_path: Path) -> Non
     path = tmp_path / "not-a-dir"
     path.write_text("x")
     out = subprocess.run(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(_free_port()),
+        [sys.executable, "-m", "jmspy", "broker", "--port", str(free_port()),
          "--data-dir", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert f"the data directory {path.resolve()} is a file" in out.stderr

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import stomp
+from flow_support import loop_one_connection, until
 from stomp_support import Collector, ServerHandle
 
 from jmspy import ConnectionFactory, DeliveryMode, Queue, ResourceAllocationException
@@ -23,14 +23,6 @@ from jmspy.broker_ref.protocols.stomp.protocol import HELD_FRAMES_READ_LIMIT
 
 NP = DeliveryMode.NON_PERSISTENT
 BODY = "x" * 1024
-
-
-def _until(check: Callable[[], bool], what: str) -> None:
-    for _ in range(3000):
-        if check():
-            return
-        time.sleep(0.01)  # waits for the other thread or the broker's loop to get there
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -77,7 +69,7 @@ def test_a_held_send_gets_its_receipt_only_once_a_consumer_frees_space(
         except AssertionError:
             break  # its receipt is withheld: the producer waits
         assert sent < 1000
-    _until(lambda: blocked(h, "q") == 1, "the broker to report the blocked producer")
+    until(lambda: blocked(h, "q") == 1, "the broker to report the blocked producer")
     assert count(h, "q") == sent - 1  # the held send is not stored
     assert not heard.errors
     cons, got = raw(h)
@@ -107,7 +99,7 @@ def test_a_flood_without_receipts_stops_being_read_then_every_message_arrives(
         conns = h.call(lambda: list(h.server.connections) if h.server else [])
         return any(c._held_paused for c in conns)
 
-    _until(paused, "the broker to stop reading the flooding client")
+    until(paused, "the broker to stop reading the flooding client")
     held = h.call(lambda: [c.session.held_sends for c in h.server.connections])  # type: ignore[union-attr]
     assert max(held) >= HELD_FRAMES_READ_LIMIT and count(h, "q") < n
     cons, got = raw(h)
@@ -129,7 +121,7 @@ def test_send_fail_if_no_space_answers_raw_stomp_with_an_error_naming_the_limit(
             break  # the broker closed the connection after its ERROR
         if heard.errors:
             break
-    _until(lambda: bool(heard.errors), "the ERROR frame")
+    until(lambda: bool(heard.errors), "the ERROR frame")
     error = heard.errors[0]
     assert "memory-limit" in error.headers["message"]
     assert "queue 'q'" in error.headers["message"]
@@ -160,7 +152,7 @@ def test_a_disconnect_waits_for_the_held_sends_before_its_receipt(
         prod.send("/queue/q", f"{i}", headers={"persistent": "false"})
         prod.send("/queue/q", BODY, headers={"persistent": "false"})
     prod.send_frame("DISCONNECT", {"receipt": "bye"})
-    _until(lambda: blocked(h, "q") == 1, "the sends to be held")
+    until(lambda: blocked(h, "q") == 1, "the sends to be held")
     assert "bye" not in heard.receipts
     cons, got = raw(h)
     cons.subscribe("/queue/q", id="1", ack="auto")
@@ -191,30 +183,14 @@ def test_jmspy_stomp_connection_producing_to_a_full_queue_and_consuming_it_keeps
     caplog.set_level(logging.WARNING, "jmspy.broker.flow")
     h = server_factory(memory_limit=256 * 1024)
     n = 4000  # ~5 MB through a 256 KB limit, on one connection
-    got: list[int] = []
-    done = threading.Event()
-    conn = jms(h)
-    producing = conn.create_session()
-    consuming = conn.create_session()
-
-    def on_message(m: Any) -> None:
-        if not got:  # hold the first message until the producer is stopped: the limit is
-            _until(lambda: blocked(h, "loop") == 1, "the producer to be stopped")  # reached
-        got.append(int(m.text.split(":")[0]))
-        if len(got) == n:
-            done.set()
-
-    consuming.create_consumer(Queue("loop")).set_message_listener(on_message)
-    conn.start()
-    producer = producing.create_producer(Queue("loop"))
-    for i in range(n):
-        producer.send(producing.create_text_message(f"{i}:{BODY}"), delivery_mode=NP)
-    assert done.wait(60), f"{len(got)} of {n} arrived"
+    loop = loop_one_connection(jms(h), n, BODY, lambda: blocked(h, "loop") == 1, 60)
+    got = loop.got
+    assert loop.arrived, f"{len(got)} of {n} arrived"
     assert got == list(range(n))
     assert "stopping producer" in caplog.text  # the limit was reached on the way
     for i in range(200):  # persistent sends too (each waits for its receipt)
-        producer.send(producing.create_text_message(f"{n + i}:{BODY}"))
-    _until(lambda: len(got) == n + 200, "the persistent ones")
+        loop.producer.send(loop.session.create_text_message(f"{n + i}:{BODY}"))
+    until(lambda: len(got) == n + 200, "the persistent ones")
 
 
 def test_jmspy_stomp_send_timeout_raises_resource_allocation_naming_destination_and_limit(
@@ -249,7 +225,7 @@ def test_jmspy_stomp_non_persistent_producer_blocks_at_the_limit_and_resumes(
 
     t = threading.Thread(target=produce, daemon=True)
     t.start()
-    _until(lambda: blocked(h, "np") == 1, "the producer to be held")
+    until(lambda: blocked(h, "np") == 1, "the producer to be held")
     assert t.is_alive() and sent[0] < n
     conn = jms(h)
     consumer = conn.create_session().create_consumer(Queue("np"))
@@ -279,7 +255,7 @@ def test_jmspy_stomp_send_fail_if_no_space_raises_then_reconnects_and_says_so(
             sent += 1
     assert count(h, "q") == sent  # nothing half-stored
     codes = lambda: [e.error_code for e in heard]  # noqa: E731
-    _until(lambda: "CONNECTION_RESUMED" in codes(), "the reconnect to be reported")
+    until(lambda: "CONNECTION_RESUMED" in codes(), "the reconnect to be reported")
     [interrupted] = [e for e in heard if e.error_code == "CONNECTION_INTERRUPTED"]
     assert "refused a send for lack of space" in str(interrupted)
     assert "CONNECTION_LOST" not in codes()

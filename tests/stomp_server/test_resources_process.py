@@ -6,28 +6,21 @@ producer resumes. Persistent messages page to disk instead: that producer never 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import free_port
+from flow_support import until
 
 from jmspy import ConnectionFactory, DeliveryMode, Queue
 from jmspy.broker_ref.protocols.stomp.client import fetch_report
 
 BODY = "x" * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _rss_kb(pid: int) -> int:
@@ -37,17 +30,9 @@ def _rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def _until(check: Callable[[], bool], what: str) -> None:
-    for _ in range(6000):
-        if check():
-            return
-        time.sleep(0.01)  # waits for the producer thread and the broker process
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 class BrokerProcess:
     def __init__(self, tmp_path: Path, config: str, *args: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         cfg = tmp_path / "broker.toml"
         cfg.write_text(config)
         self.log = (tmp_path / "broker.log").open("w+")
@@ -114,7 +99,8 @@ def test_a_flooding_producer_is_stopped_at_16_mb_rss_stays_bounded_and_none_is_l
     n = 25_000  # about twice what 16 MB holds
     producer = Producing(f"stomp://127.0.0.1:{b.port}", n, DeliveryMode.NON_PERSISTENT)
     producer.start()
-    _until(lambda: b.usage().get("blockedProducers") == "1", "the producer to be stopped")
+    until(lambda: b.usage().get("blockedProducers") == "1", "the producer to be stopped",
+          timeout=60)
     held = producer.sent
     assert producer.is_alive() and held < n
     rss_kb = _rss_kb(b.proc.pid)
