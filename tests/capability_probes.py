@@ -15,6 +15,7 @@ payload unless the feature is about headers, so MQTT 3.1.1 can take part.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -57,6 +58,22 @@ def receive_texts(consumer: Any, n: int) -> list[str]:
         assert m is not None, f"only {len(out)} of {n} messages arrived: {out}"
         out.append(m.text)
     return out
+
+
+class Listened:
+    """A message listener on a new consumer of ``destination`` that keeps the texts it
+    gets; ``done`` is set once ``n`` arrived (the interop tests' listener-order checks)."""
+
+    def __init__(self, session: Any, destination: Any, n: int) -> None:
+        self.texts: list[str] = []
+        self.done = threading.Event()
+        self._n = n
+        session.create_consumer(destination).set_message_listener(self._on_message)
+
+    def _on_message(self, message: Any) -> None:
+        self.texts.append(message.text)
+        if len(self.texts) == self._n:
+            self.done.set()
 
 
 def _none_left(consumer: Any, wait: float = 0.5) -> None:
@@ -108,6 +125,23 @@ def connection_flow_limit(rig: Rig) -> None:
 
 
 # -- destinations -----------------------------------------------------------------------
+def _each_once(session: Any, destination: Any, c1: Any, c2: Any) -> None:
+    """Send six messages to ``destination``; between them ``c1`` and ``c2`` (competing
+    consumers) get each exactly once."""
+    p = session.create_producer(destination)
+    sent = [str(i) for i in range(6)]
+    for text in sent:
+        p.send(session.create_text_message(text))
+    got: list[str] = []
+    deadline = time.monotonic() + WAIT
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        for c in (c1, c2):
+            m = c.receive(0.1)
+            if m is not None:
+                got.append(m.text)
+    assert sorted(got) == sent, f"each message once, got {got}"
+
+
 def queues(rig: Rig) -> None:
     """Two consumers of one queue share its messages: each message reaches exactly one."""
     with rig.factory(imqConsumerFlowLimit=1).create_connection() as conn:
@@ -115,18 +149,7 @@ def queues(rig: Rig) -> None:
         q = s1.create_queue(rig.name("queue"))
         c1, c2 = s1.create_consumer(q), s2.create_consumer(q)
         conn.start()
-        p = s1.create_producer(q)
-        sent = [str(i) for i in range(6)]
-        for text in sent:
-            p.send(s1.create_text_message(text))
-        got: list[str] = []
-        deadline = time.monotonic() + WAIT
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            for c in (c1, c2):
-                m = c.receive(0.1)
-                if m is not None:
-                    got.append(m.text)
-        assert sorted(got) == sent, f"each message once, got {got}"
+        _each_once(s1, q, c1, c2)
         _none_left(c1, 0.3)
         _none_left(c2, 0.3)
 
@@ -166,16 +189,22 @@ def _selective_send(rig: Rig, s: Any, dest: Any) -> tuple[str, list[str], list[s
     return "pick = 'n'", ["1", "3"], ["0", "2"]
 
 
+def _only_matches(rig: Rig, conn: Any, s: Any, dest: Any) -> tuple[Any, list[str]]:
+    """A selector consumer of ``dest`` gets exactly the matching half of what is sent;
+    (that consumer, the texts it did not match)."""
+    selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 'n'"
+    c = s.create_consumer(dest, selector)
+    conn.start()
+    _, matching, others = _selective_send(rig, s, dest)
+    assert receive_texts(c, 2) == matching
+    _none_left(c)
+    return c, others
+
+
 def topic_selectors(rig: Rig) -> None:
     with rig.factory().create_connection() as conn:
         s = conn.create_session()
-        t = s.create_topic(rig.name("tsel"))
-        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 'n'"
-        c = s.create_consumer(t, selector)
-        conn.start()
-        _, matching, _ = _selective_send(rig, s, t)
-        assert receive_texts(c, 2) == matching
-        _none_left(c)
+        _only_matches(rig, conn, s, s.create_topic(rig.name("tsel")))
 
 
 def queue_selectors(rig: Rig) -> None:
@@ -183,12 +212,7 @@ def queue_selectors(rig: Rig) -> None:
     with rig.factory().create_connection() as conn:
         s = conn.create_session()
         q = s.create_queue(rig.name("qsel"))
-        selector = "JMSDeliveryMode = 'PERSISTENT'" if rig.payload_only else "pick = 'n'"
-        c = s.create_consumer(q, selector)
-        conn.start()
-        _, matching, others = _selective_send(rig, s, q)
-        assert receive_texts(c, 2) == matching
-        _none_left(c)
+        c, others = _only_matches(rig, conn, s, q)
         c.close()
         assert receive_texts(s.create_consumer(q), 2) == others
 
@@ -363,18 +387,7 @@ def shared_subscriptions(rig: Rig) -> None:
         name = rig.name("share")
         c1, c2 = s1.create_shared_consumer(t, name), s2.create_shared_consumer(t, name)
         conn.start()
-        p = s1.create_producer(t)
-        sent = [str(i) for i in range(6)]
-        for text in sent:
-            p.send(s1.create_text_message(text))
-        got: list[str] = []
-        deadline = time.monotonic() + WAIT
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            for c in (c1, c2):
-                m = c.receive(0.1)
-                if m is not None:
-                    got.append(m.text)
-        assert sorted(got) == sent, f"each message once, got {got}"
+        _each_once(s1, t, c1, c2)
 
 
 def no_local(rig: Rig) -> None:

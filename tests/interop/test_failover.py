@@ -27,6 +27,7 @@ import pytest
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect
+from jmspy.destinations import Destination
 from jmspy.errors import TransactionRolledBackException
 
 FAST = {"imqReconnectEnabled": True, "imqReconnectInterval": 200, "imqReconnectAttempts": 90}
@@ -360,27 +361,38 @@ def test_jmspy_broker_dead_tags_and_lost_transaction(jmspy_broker: JmspyBroker) 
         conn.close()
 
 
-def test_reconnect_disabled_reports_connection_lost(jmspy_broker: JmspyBroker) -> None:
+def _reconnect_off_reports_connection_lost(
+        url: str, destination: Callable[[Session], Destination], stop: Callable[[], None],
+        port: int) -> Events:
+    """With reconnect off, a stopped broker is CONNECTION_LOST naming host:port, for the
+    exception listener, a blocked receive() and a send alike; the listener's events."""
     events = Events()
-    conn = ConnectionFactory(jmspy_broker.url).create_connection()
+    conn = ConnectionFactory(url).create_connection()
     try:
         conn.set_exception_listener(events)
         session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        queue = session.create_queue("failover.off")
-        consumer = session.create_consumer(queue)
-        producer = session.create_producer(queue)
+        dest = destination(session)
+        consumer = session.create_consumer(dest)
+        producer = session.create_producer(dest)
         conn.start()
-        jmspy_broker.stop()
+        stop()
         lost = events.wait_for("CONNECTION_LOST")
-        assert f"{HOST}:{jmspy_broker.port}" in str(lost)
-        with pytest.raises(JMSException, match=f"{HOST}:{jmspy_broker.port}") as gone:
+        assert f"{HOST}:{port}" in str(lost)
+        with pytest.raises(JMSException, match=f"{HOST}:{port}") as gone:
             consumer.receive(0.2)  # says why nothing more can come (issue 11, item 10)
         assert gone.value.error_code == "CONNECTION_LOST"
-        with pytest.raises(JMSException, match=f"{HOST}:{jmspy_broker.port}"):
+        with pytest.raises(JMSException, match=f"{HOST}:{port}"):
             producer.send(session.create_text_message("nowhere"))
-        assert events.codes.count("CONNECTION_LOST") == 1
+        return events
     finally:
         conn.close()
+
+
+def test_reconnect_disabled_reports_connection_lost(jmspy_broker: JmspyBroker) -> None:
+    events = _reconnect_off_reports_connection_lost(
+        jmspy_broker.url, lambda s: s.create_queue("failover.off"), jmspy_broker.stop,
+        jmspy_broker.port)
+    assert events.codes.count("CONNECTION_LOST") == 1
 
 
 def test_reconnect_gives_up_after_attempts(jmspy_broker: JmspyBroker) -> None:
@@ -449,25 +461,9 @@ def test_activemq_restart_redelivers_unacked(restartable_activemq: ActiveMQ) -> 
 # -- Mosquitto (mqtt://) ----------------------------------------------------------------------
 def test_mosquitto_reconnect_disabled(restartable_mosquitto: Mosquitto) -> None:
     mq = restartable_mosquitto
-    events = Events()
-    conn = ConnectionFactory(f"mqtt://{mq.host}:{mq.mqtt_port}").create_connection()
-    try:
-        conn.set_exception_listener(events)
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        topic = session.create_topic("failover/off")
-        consumer = session.create_consumer(topic)
-        producer = session.create_producer(topic)
-        conn.start()
-        mq.stop()
-        lost = events.wait_for("CONNECTION_LOST")
-        assert f"{HOST}:{mq.mqtt_port}" in str(lost)
-        with pytest.raises(JMSException, match=f"{HOST}:{mq.mqtt_port}") as gone:
-            consumer.receive(0.2)  # says why nothing more can come (issue 11, item 10)
-        assert gone.value.error_code == "CONNECTION_LOST"
-        with pytest.raises(JMSException, match=f"{HOST}:{mq.mqtt_port}"):
-            producer.send(session.create_text_message("nowhere"))
-    finally:
-        conn.close()
+    _reconnect_off_reports_connection_lost(
+        f"mqtt://{mq.host}:{mq.mqtt_port}", lambda s: s.create_topic("failover/off"), mq.stop,
+        mq.mqtt_port)
 
 
 # -- vm:// (the in-process broker stopped with stop_broker) -----------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 import mqtt_support
 import pytest
 from brokers import free_port
-from capability_probes import Rig, check_cell, receive_texts
+from capability_probes import Listened, Rig, check_cell, receive_texts
 from mqtt_support import MqttTarget
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
@@ -31,6 +31,17 @@ mosquitto_auth = mqtt_support.mosquitto_auth
 
 def _topic(session: Any, tag: str = "t") -> Any:
     return session.create_topic(f"interop.{tag}.{uuid.uuid4().hex[:10]}")
+
+
+def _consumer_and_producer(conn: Any, ack_mode: int = Session.AUTO_ACKNOWLEDGE
+                           ) -> tuple[Any, Any, Any]:
+    """(session, consumer, producer) on a fresh topic, the connection started: MQTT keeps
+    nothing for a subscriber that is not there yet, so the consumer comes first."""
+    s = conn.create_session(ack_mode=ack_mode)
+    t = _topic(s)
+    c = s.create_consumer(t)
+    conn.start()
+    return s, c, s.create_producer(t)
 
 
 def test_negotiates_the_protocol_version(mqtt_target: MqttTarget) -> None:
@@ -50,17 +61,14 @@ def test_send_receive_bodies_and_qos(
 
     monkeypatch.setattr(paho_packet, "decode_publish", refuse)
     with mqtt_target.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = _topic(s)
-        c = s.create_consumer(t)
-        conn.start()
-        p = s.create_producer(t)
+        s, c, p = _consumer_and_producer(conn)
         p.send(s.create_text_message("héllo"))
         p.send(s.create_bytes_message(b"\x00\x01\xff"))
         p.send(s.create_text_message("fire"), delivery_mode=DeliveryMode.NON_PERSISTENT)
         m1 = c.receive(WAIT)
         assert isinstance(m1, TextMessage) and m1.text == "héllo"
-        assert m1.destination == t and m1.delivery_mode == DeliveryMode.PERSISTENT  # QoS 1
+        assert m1.destination == p.destination  # the topic it was sent to
+        assert m1.delivery_mode == DeliveryMode.PERSISTENT  # QoS 1
         assert not m1.redelivered and m1.delivery_count == 1
         m2 = c.receive(WAIT)
         assert isinstance(m2, BytesMessage) and m2.body == b"\x00\x01\xff"
@@ -70,11 +78,7 @@ def test_send_receive_bodies_and_qos(
 
 def test_headers_and_properties_survive_on_mqtt5(mqtt_target: MqttTarget) -> None:
     with mqtt_target.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = _topic(s)
-        c = s.create_consumer(t)
-        conn.start()
-        p = s.create_producer(t)
+        s, c, p = _consumer_and_producer(conn)
         msg = s.create_text_message("x", properties={"n": 42, "x": 1.5, "ok": True, "s": "a"})
         msg.correlation_id, msg.jms_type = "corr-1", "greeting"
         msg.reply_to = s.create_queue("interop.replies")
@@ -126,21 +130,13 @@ def test_listener_gets_everything_in_order(mqtt_target: MqttTarget) -> None:
     with mqtt_target.factory().create_connection() as conn:
         s = conn.create_session()
         t = _topic(s)
-        got: list[str] = []
-        done = threading.Event()
-
-        def on_message(m: Any) -> None:
-            got.append(m.text)
-            if len(got) == 30:
-                done.set()
-
-        s.create_consumer(t).set_message_listener(on_message)
+        listened = Listened(s, t, 30)
         conn.start()
         p = s.create_producer(t)
         for i in range(30):
             p.send(s.create_text_message(str(i)))
-        assert done.wait(WAIT)
-        assert got == [str(i) for i in range(30)]
+        assert listened.done.wait(WAIT)
+        assert listened.texts == [str(i) for i in range(30)]
 
 
 def test_auto_ack_listener_failure_redelivers(mqtt_target: MqttTarget) -> None:
@@ -168,11 +164,7 @@ def test_auto_ack_listener_failure_redelivers(mqtt_target: MqttTarget) -> None:
 
 def test_client_ack_recover_redelivers_in_order(mqtt_target: MqttTarget) -> None:
     with mqtt_target.factory().create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        t = _topic(s)
-        c = s.create_consumer(t)
-        conn.start()
-        p = s.create_producer(t)
+        s, c, p = _consumer_and_producer(conn, Session.CLIENT_ACKNOWLEDGE)
         for i in range(6):
             p.send(s.create_text_message(str(i)))
         assert receive_texts(c, 3) == ["0", "1", "2"]
@@ -189,11 +181,7 @@ def test_client_ack_recover_redelivers_in_order(mqtt_target: MqttTarget) -> None
 
 def test_individual_acks_are_sent_in_receipt_order(mqtt_target: MqttTarget) -> None:
     with mqtt_target.factory().create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
-        t = _topic(s)
-        c = s.create_consumer(t)
-        conn.start()
-        p = s.create_producer(t)
+        s, c, p = _consumer_and_producer(conn, Session.INDIVIDUAL_ACKNOWLEDGE)
         for i in range(3):
             p.send(s.create_text_message(str(i)))
         ms = [c.receive(WAIT) for _ in range(3)]

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
-from capability_probes import Rig, check_cell
+from capability_probes import Listened, Rig, check_cell
 from conftest import Target
 
 from jmspy import JMSException, Session
@@ -77,19 +77,11 @@ def test_listener_gets_everything_in_order(target: Target) -> None:
     with f.create_connection() as conn:
         s = conn.create_session()
         q = _q(s)
-        got: list[str] = []
-        done = threading.Event()
-
-        def on_message(m: Any) -> None:
-            got.append(m.text)
-            if len(got) == 30:
-                done.set()
-
-        s.create_consumer(q).set_message_listener(on_message)
+        listened = Listened(s, q, 30)
         conn.start()
         _send(f, q.name, [str(i) for i in range(30)])
-        assert done.wait(WAIT)
-        assert got == [str(i) for i in range(30)]
+        assert listened.done.wait(WAIT)
+        assert listened.texts == [str(i) for i in range(30)]
 
 
 def test_auto_ack_consumes(target: Target) -> None:
