@@ -24,9 +24,12 @@ its :class:`~.subscription.Subscription`'s business; what spans subscriptions is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .subscription import AUTO, Subscription
+
+if TYPE_CHECKING:
+    from ...core import ServerConnection
 
 __all__ = ["SessionCredit"]
 
@@ -34,12 +37,10 @@ __all__ = ["SessionCredit"]
 class SessionCredit:
     """The session's one owner of credit decisions (see the module docstring)."""
 
-    __slots__ = ("_grant", "_limit", "_paused", "_refill", "_release", "_subs")
+    __slots__ = ("_conn", "_limit", "_paused", "_refill", "_subs")
 
-    def __init__(self, grant: Callable[[int, int], None],
-                 release: Callable[[int], None]) -> None:
-        self._grant = grant  # (core consumer id, credits) -> the core
-        self._release = release  # deliveries that left the client -> the core's gate
+    def __init__(self) -> None:
+        self._conn: ServerConnection | None = None  # the core connection, from CONNECT on
         self._paused = False
         self._limit = 0
         #: open subscriptions (what the connection cap sums over, and resume revisits)
@@ -47,14 +48,20 @@ class SessionCredit:
         #: subscriptions whose window refills once the host has written their frames
         self._refill: dict[Subscription, None] = {}
 
-    def set_connection_limit(self, limit: int) -> None:
-        """CONNECT asked for a connection-wide cap (0: none), which the core's gate of
-        this connection enforces."""
+    def attach(self, conn: ServerConnection, limit: int) -> None:
+        """CONNECT made the core connection, with the connection-wide cap it asked for (0:
+        none), which the core's gate of that connection enforces."""
+        self._conn = conn
         self._limit = limit
 
-    @property
-    def connection_limit(self) -> int:
-        return self._limit
+    def _grant(self, consumer_id: int, n: int) -> None:
+        if self._conn is not None:
+            self._conn.grant_credit(consumer_id, n)
+
+    def _release(self, n: int) -> None:
+        """``n`` deliveries left the client: room at the connection's gate."""
+        if self._conn is not None and not self._conn.closed:
+            self._conn.release_flow(n)
 
     # -- what the session reports ----------------------------------------------------------
 

@@ -89,7 +89,7 @@ class StompSession:
         self._destinations = SessionDestinations(
             lambda: self._core.create_temporary_queue())
         self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
-        self._credit = SessionCredit(self._grant_core, self._release_core)
+        self._credit = SessionCredit()
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
         self.frames_in = 0
         self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
@@ -362,8 +362,8 @@ class StompSession:
         self.connected = True
         headers = [("version", version), ("server", _SERVER),
                    ("session", f"{self.broker.name}-{self._conn.connection_id}")]
+        self._credit.attach(self._conn, request.flow_limit)
         if request.flow_limit:  # echoed: the client knows the cap is enforced here
-            self._credit.set_connection_limit(request.flow_limit)
             headers.append((CONNECTION_FLOW_LIMIT, str(request.flow_limit)))
         if version != "1.0":
             sx = self.heartbeat_ms
@@ -467,14 +467,6 @@ class StompSession:
         self._subs[sid] = sub
         self._by_consumer[cid] = sub
         self._credit.start(sub)
-
-    def _grant_core(self, consumer_id: int, n: int) -> None:
-        if self._conn is not None:
-            self._conn.grant_credit(consumer_id, n)
-
-    def _release_core(self, n: int) -> None:
-        if self._conn is not None and not self._conn.closed:
-            self._conn.release_flow(n)
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
