@@ -54,6 +54,10 @@ class SessionCredit:
         self._conn = conn
         self._limit = limit
 
+    def detach(self) -> None:
+        """The session is over: no more credit or releases reach the core."""
+        self._conn = None
+
     def _grant(self, consumer_id: int, n: int) -> None:
         if self._conn is not None:
             self._conn.grant_credit(consumer_id, n)

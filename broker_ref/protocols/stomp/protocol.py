@@ -182,6 +182,7 @@ class StompSession:
         """Socket gone (or session over): roll back, cancel, free. Idempotent."""
         self.closing = True
         conn, self._conn = self._conn, None
+        self._credit.detach()  # frames still being written refill nothing any more
         if conn is not None and not conn.closed and not self.broker.closed:
             conn.close()
 
