@@ -83,7 +83,7 @@ class ConnectionFlow:
         self.limit = limit
         self.lock = threading.Lock()
         self._consumers: dict[int, FlowedConsumer] = {}
-        #: who gets the free capacity (the rule the broker's STOMP session applies too);
+        #: who gets the free capacity where the broker knows no limit (FlowCap's rule);
         #: a disabled cap still exists, so the flow stats never need a None check
         self._cap: FlowCap[FlowedConsumer] = FlowCap(max(1, limit))
         #: per consumer id: how many of its deliveries the broker was told left the
@@ -146,20 +146,20 @@ class ConnectionFlow:
         if not self.enabled or self.transport.broker_connection_flow:
             if consumer is None:
                 return
+            release = self.transport.release_flow if self.enabled else None
             released = 0
             with consumer._lock:
                 buf = consumer._buffer
                 want = buf.wanted()
                 if want > 0:
                     buf.granted(want)
-                if self.enabled and consumer.consumer_id in self._consumers:
+                if release is not None and consumer.consumer_id in self._consumers:
                     gone = buf.delivered_total - buf.unconsumed  # consumed or handed back
                     released = gone - self._released.get(consumer.consumer_id, 0)
                     self._released[consumer.consumer_id] = gone
             if self.enabled and want > 0 and self.buffered_total() >= self.limit:
                 with consumer._lock:  # the broker holds this top-up back for now
                     consumer._connection_capped += 1
-            release = self.transport.release_flow
             if released > 0 and release is not None:
                 release(released)
             if want > 0:

@@ -40,12 +40,6 @@ class ConnectionGate:
         self._last: ServerConsumer | None = None
         channel.gate = -1 if limit is None else limit
 
-    @property
-    def free(self) -> int | None:
-        """Deliveries the connection may still take before the client consumes (None: no
-        limit)."""
-        return None if self.limit is None else self._channel.gate
-
     def released(self, count: int, consumers: list[ServerConsumer]) -> None:
         """``count`` messages delivered on this connection left the client's buffers
         (consumed, or handed back). Opening a shut gate offers ``consumers`` again."""
