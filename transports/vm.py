@@ -74,8 +74,6 @@ class BrokerHost:
         #: open vm connections, told by stop() that the broker went away
         self.transports: set[VmTransport] = set()
         self._connectors: list[StompConnector] = []
-        #: the URLs other processes reach this broker at (add_connector)
-        self.connectors: list[str] = []
         self._timer = threading.Thread(
             target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
         )
@@ -110,6 +108,12 @@ class BrokerHost:
         with self.lock:
             return self.broker.usage()
 
+    @property
+    def connectors(self) -> list[str]:
+        """The URLs other processes reach this broker at (:meth:`add_connector`)."""
+        with self.lock:
+            return [c.url for c in self._connectors]
+
     def add_connector(self, url: str = "stomp://127.0.0.1:0") -> str:
         """Serve this broker over STOMP to other processes as well; the URL they connect
         to (port 0 in ``url``: a free port, named in the answer).
@@ -132,17 +136,14 @@ class BrokerHost:
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)
         try:
-            bound_host, bound_port = connector.start(host, port)
+            connector.start(host, port)
         except OSError as exc:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
                 "pick another port (0 picks a free one)") from exc
-        where = f"[{bound_host}]" if ":" in bound_host else bound_host
-        bound = f"stomp://{where}:{bound_port}"
         with self.lock:
             self._connectors.append(connector)
-            self.connectors.append(bound)
-        return bound
+        return connector.url
 
     def stop(self) -> None:
         """Close the broker. Its connectors close first (their STOMP connections'
@@ -151,7 +152,6 @@ class BrokerHost:
         connection hears CONNECTION_INTERRUPTED or CONNECTION_LOST outside the lock."""
         with self.lock:
             connectors, self._connectors = self._connectors, []
-            self.connectors = []
         for connector in connectors:  # without the lock: their loops take it to close
             connector.stop()
         with self.lock:

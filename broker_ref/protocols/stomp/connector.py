@@ -54,6 +54,13 @@ class StompConnector:
         #: the bound address, once :meth:`start` returned
         self.address: tuple[str, int] | None = None
 
+    @property
+    def url(self) -> str:
+        """``stomp://HOST:PORT`` of the bound address, for other processes to connect to."""
+        assert self.address is not None, "start() first"
+        host, port = self.address
+        return f"stomp://[{host}]:{port}" if ":" in host else f"stomp://{host}:{port}"
+
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
