@@ -16,7 +16,6 @@ splits the worker processes' time per message from ``/proc/<pid>/task/*/schedsta
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -85,11 +84,9 @@ def sched_split(before: dict[int, tuple[float, float]], after: dict[int, tuple[f
 # -- the roles -------------------------------------------------------------------------------
 def jmspy_run(spec: Spec) -> dict[str, Any]:
     """One measurement of a jmspy configuration: a plain consumer or a WorkerPool."""
-    folder = Path(tempfile.mkdtemp(prefix="jmspy-bench-pool-rec-"))
-    try:
-        return _jmspy_run(spec, folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="jmspy-bench-pool-rec-",
+                                     ignore_cleanup_errors=True) as folder:
+        return _jmspy_run(spec, Path(folder))
 
 
 def _jmspy_run(spec: Spec, folder: Path) -> dict[str, Any]:
@@ -208,12 +205,12 @@ def celery_worker(spec: Spec) -> dict[str, Any]:
 
 def celery_run(spec: Spec) -> dict[str, Any]:
     """One measurement on Celery: a fresh worker process, warm-up, then ``count`` tasks."""
-    folder = Path(tempfile.mkdtemp(prefix="jmspy-bench-pool-rec-"))
-    try:
-        return _celery_run(spec, folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        Path(f"{folder}.celery.log").unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="jmspy-bench-pool-rec-",
+                                     ignore_cleanup_errors=True) as folder:
+        try:
+            return _celery_run(spec, Path(folder))
+        finally:
+            Path(f"{folder}.celery.log").unlink(missing_ok=True)
 
 
 def _celery_run(spec: Spec, folder: Path) -> dict[str, Any]:

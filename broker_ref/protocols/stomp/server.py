@@ -379,10 +379,6 @@ class StompServer:
         #: stop() closes the broker (``jmspy broker``), or leaves it to its owner (a
         #: connector of a ``vm://`` broker, which outlives its listeners)
         self.owns_broker = owns_broker
-        #: schedules a connection's flush; from another thread when the core is shared
-        self.call_soon: Callable[[Callable[[], object]], object] = (
-            asyncio.get_running_loop().call_soon if core_lock is None
-            else asyncio.get_running_loop().call_soon_threadsafe)
         self.limits = limits or CodecLimits()
         self.heartbeat_ms = heartbeat_ms
         self.connection_limits = connection_limits or ConnectionLimits()
@@ -393,6 +389,9 @@ class StompServer:
         self.connections: set[_Connection] = set()
         self._per_address: dict[str | None, int] = {}
         self.loop = asyncio.get_running_loop()
+        #: schedules a connection's flush; from another thread when the core is shared
+        self.call_soon: Callable[[Callable[[], object]], object] = (
+            self.loop.call_soon if core_lock is None else self.loop.call_soon_threadsafe)
         self._server: asyncio.Server | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
