@@ -8,21 +8,15 @@ scripted sessions and requires identical traces. Change one, change the other.
 What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
 arithmetic) runs as C, and when the consumer's buffer is the compiled ``PrefetchBuffer``
 its ``pop`` and counters are typed field reads through its ``.pxd``; a delivered
-:class:`~jmspy.message.Message`'s acknowledger and delivery tag are written and read at
-their slot offsets (``jmspy/_cext/slots.pxd``). The listener, the locks, the session calls
+:class:`~jmspy.message.Message`'s acknowledger and delivery tag are typed fields of its
+record (``jmspy/_cext/message_record.pxd``). The listener, the locks, the session calls
 and the strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C ``append``.
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
-from jmspy._cext.slots cimport get_slot, set_slot, slot_offset
-
-from jmspy.message import Message
+from jmspy._cext.message_record cimport MessageRecord
 
 __all__ = ["drain"]
-
-cdef object _Message = Message
-cdef Py_ssize_t M_ACK = slot_offset(Message, "_acknowledger")
-cdef Py_ssize_t M_TAG = slot_offset(Message, "_delivery_tag")
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
@@ -78,12 +72,12 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if not current:
                 session._current = consumer
                 current = True
-            fast = isinstance(message, _Message)
+            fast = isinstance(message, MessageRecord)
             ok = True
             try:
                 if coalesce:
                     if fast:
-                        set_slot(message, M_ACK, acknowledger)
+                        (<MessageRecord>message)._acknowledger = acknowledger
                     else:
                         message._acknowledger = acknowledger
                 else:
@@ -98,7 +92,8 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if session._closed:
                 return handled
             if coalesce and ok:
-                tag = get_slot(message, M_TAG, "_delivery_tag") if fast else message._delivery_tag
+                tag = ((<MessageRecord>message)._delivery_tag if fast
+                       else message._delivery_tag)
                 hold((consumer, tag))
                 pending += 1
                 if cbuf is not None:

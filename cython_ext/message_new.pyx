@@ -2,22 +2,18 @@
 """A new TextMessage (compiled twin).
 
 The pure twin ``jmspy/_pure/message_new.py`` says why; ``tests/test_message_new_twins.py``
-compares every slot of both twins' messages. Change one, change the other (and both when
+compares every field of both twins' messages. Change one, change the other (and both when
 ``Message.__init__`` or ``TextMessage.__init__`` change: the test compares against them).
 
-The instance is allocated without running ``__init__`` and its slots are filled as
-``Message.__init__`` fills them. Properties take the helpers' fast paths inline (a name
+The instance is allocated without running ``__init__`` and its fields (a typed record,
+``jmspy/_cext/message_record.pxd``) are set as ``Message.__init__`` sets them. Properties take the helpers' fast paths inline (a name
 already validated and remembered; a bool, str, float, None or 64-bit int value) and call
 ``jmspy.message``'s own checks for anything else, so every refusal is their error.
 """
 
-from cpython.object cimport PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 
-from jmspy._cext.slots cimport set_slot, slot_offset
-
-
-cdef extern from "Python.h":
-    object PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t nitems)
+from jmspy._cext.message_record cimport MessageRecord
 
 __all__ = ["new_text_message"]
 
@@ -26,39 +22,20 @@ cdef object _valid_name = None
 cdef object _check_value = None
 cdef set _VALID_NAMES = None
 cdef object _LONG_MIN, _LONG_MAX, _PERSISTENT
-cdef Py_ssize_t S_ID, S_TS, S_CORR, S_REPLY, S_DEST, S_MODE, S_EXP, S_PRIO, S_REDEL
-cdef Py_ssize_t S_TYPE, S_TIME, S_COUNT, S_PROPS, S_PROPS_RO, S_BODY_RO, S_ACK, S_TAG
-cdef Py_ssize_t S_TEXT
 cdef object _ZERO = 0
 cdef object _FOUR = 4
 cdef object _MINUS_ONE = -1
+cdef tuple _NO_ARGS = ()
 
 
 cdef int _load() except -1:
     global _TextMessage, _valid_name, _check_value, _VALID_NAMES, _LONG_MIN, _LONG_MAX
-    global _PERSISTENT, S_ID, S_TS, S_CORR, S_REPLY, S_DEST, S_MODE, S_EXP, S_PRIO
-    global S_REDEL, S_TYPE, S_TIME, S_COUNT, S_PROPS, S_PROPS_RO, S_BODY_RO, S_ACK, S_TAG
-    global S_TEXT
+    global _PERSISTENT
     from jmspy import message as m
     T = m.TextMessage
-    S_ID = slot_offset(T, "message_id")
-    S_TS = slot_offset(T, "timestamp")
-    S_CORR = slot_offset(T, "correlation_id")
-    S_REPLY = slot_offset(T, "reply_to")
-    S_DEST = slot_offset(T, "destination")
-    S_MODE = slot_offset(T, "delivery_mode")
-    S_EXP = slot_offset(T, "expiration")
-    S_PRIO = slot_offset(T, "priority")
-    S_REDEL = slot_offset(T, "redelivered")
-    S_TYPE = slot_offset(T, "jms_type")
-    S_TIME = slot_offset(T, "delivery_time")
-    S_COUNT = slot_offset(T, "delivery_count")
-    S_PROPS = slot_offset(T, "_properties")
-    S_PROPS_RO = slot_offset(T, "_props_read_only")
-    S_BODY_RO = slot_offset(T, "_body_read_only")
-    S_ACK = slot_offset(T, "_acknowledger")
-    S_TAG = slot_offset(T, "_delivery_tag")
-    S_TEXT = slot_offset(T, "_text")
+    if not issubclass(T, MessageRecord):
+        raise ImportError("jmspy.message.TextMessage is not built on the compiled message "
+                          "record; rebuild jmspy's compiled twins")
     _valid_name = m._valid_property_name
     _check_value = m._check_property_value
     _VALID_NAMES = m._VALID_NAMES
@@ -89,23 +66,25 @@ cpdef new_text_message(object text=None, object properties=None):
             else:
                 value = _check_value(key, value)
             props[key] = value
-    cdef object msg = PyType_GenericAlloc(<PyTypeObject*>_TextMessage, 0)
-    set_slot(msg, S_ID, None)
-    set_slot(msg, S_TS, _ZERO)
-    set_slot(msg, S_CORR, None)
-    set_slot(msg, S_REPLY, None)
-    set_slot(msg, S_DEST, None)
-    set_slot(msg, S_MODE, _PERSISTENT)
-    set_slot(msg, S_EXP, _ZERO)
-    set_slot(msg, S_PRIO, _FOUR)
-    set_slot(msg, S_REDEL, False)
-    set_slot(msg, S_TYPE, None)
-    set_slot(msg, S_TIME, _ZERO)
-    set_slot(msg, S_COUNT, _ZERO)
-    set_slot(msg, S_PROPS, props)
-    set_slot(msg, S_PROPS_RO, False)
-    set_slot(msg, S_BODY_RO, False)
-    set_slot(msg, S_ACK, None)
-    set_slot(msg, S_TAG, _MINUS_ONE)
-    set_slot(msg, S_TEXT, text)
+    cdef object msg = (<PyTypeObject*>_TextMessage).tp_new(<type>_TextMessage,
+                                                           <PyObject*>_NO_ARGS, NULL)
+    cdef MessageRecord r = <MessageRecord>msg
+    r.message_id = None
+    r.timestamp = _ZERO
+    r.correlation_id = None
+    r.reply_to = None
+    r.destination = None
+    r.delivery_mode = _PERSISTENT
+    r.expiration = _ZERO
+    r.priority = _FOUR
+    r.redelivered = False
+    r.jms_type = None
+    r.delivery_time = _ZERO
+    r.delivery_count = _ZERO
+    r._properties = props
+    r._props_read_only = False
+    r._body_read_only = False
+    r._acknowledger = None
+    r._delivery_tag = _MINUS_ONE
+    r._body = text
     return msg

@@ -7,13 +7,39 @@ twin exists; the fields are declared in ``jmspy/_cext/records.pxd``.
 behaviour. Change one, change the other.
 """
 
+cimport cython
+
+from jmspy.broker_ref.core.kinds import BodyType
 from jmspy.broker_ref.core.records import PRIORITIES, READY
 
 __all__ = ["DeliveryChannel", "LevelsRecord", "MessageRef", "PageBudget", "QueueRecord",
-           "ServerConsumer"]
+           "ServerConsumer", "ServerMessage"]
 
 cdef int _READY = READY
 cdef Py_ssize_t _PRIORITIES = PRIORITIES
+
+
+@cython.dataclasses.dataclass
+cdef class ServerMessage:
+    """A message as the broker holds it; see the pure twin. A Cython dataclass, so
+    ``dataclasses.replace`` and ``fields`` work on it as on the pure one."""
+
+    message_id: object
+    kind: object
+    destination: object
+    body_type: object = BodyType.MESSAGE
+    body: object = None
+    properties: object = cython.dataclasses.field(default_factory=dict)
+    persistent: object = True
+    priority: object = 4
+    timestamp: object = 0
+    expiration: object = 0
+    deliver_at: object = 0
+    correlation_id: object = None
+    reply_to: object = None
+    jms_type: object = None
+    producer_connection: object = 0
+    size: object = 0
 
 
 cdef class MessageRef:

@@ -11,12 +11,12 @@ clients type first.
 
 from __future__ import annotations
 
-import copy as _copy
 from collections.abc import Callable, Iterator, Mapping
 from enum import IntEnum
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
+from . import twins
 from .errors import (
     IllegalStateException,
     MessageEOFException,
@@ -25,7 +25,11 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .destinations import Destination
+    from ._pure.message_record import FIELDS, MessageRecord
+else:
+    # The fields are a twin (typed C fields when compiled): jmspy/_pure/message_record.py.
+    MessageRecord = twins.message_record.MessageRecord
+    FIELDS = twins.message_record.FIELDS
 
 __all__ = [
     "BytesMessage",
@@ -40,6 +44,7 @@ PropertyValue = bool | int | float | str | None
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _N = TypeVar("_N", int, float)
+_M = TypeVar("_M", bound="Message")
 _SELECTOR_WORDS = frozenset(
     {"NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN", "IS", "ESCAPE"}
 )
@@ -126,32 +131,37 @@ def _parsed_number(name: str, value: PropertyValue, convert: Callable[[str], _N]
     )
 
 
-class Message:
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Message]) -> tuple[str, ...]:
+    """The record's fields, then the slots ``cls``'s own classes add (BytesMessage's
+    cursor), remembered per class."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        extra = [n for k in reversed(cls.__mro__) for n in k.__dict__.get("__slots__", ())]
+        names = _FIELD_NAMES[cls] = tuple(dict.fromkeys([*FIELDS, *extra]))
+    return names
+
+
+def _restore(cls: type[_M], state: dict[str, object]) -> _M:
+    """Unpickle what :meth:`Message.__reduce__` wrote."""
+    message = cls.__new__(cls)
+    for name, value in state.items():
+        setattr(message, name, value)
+    return message
+
+
+class Message(MessageRecord):
     """A JMS message with no body: headers and properties only.
 
     The ``_acknowledger`` is set by the session that delivered the message; it implements
     ``acknowledge()`` according to the session's acknowledgement mode.
     """
 
-    __slots__ = (
-        "_acknowledger",
-        "_body_read_only",
-        "_delivery_tag",
-        "_properties",
-        "_props_read_only",
-        "correlation_id",
-        "delivery_count",
-        "delivery_mode",
-        "delivery_time",
-        "destination",
-        "expiration",
-        "jms_type",
-        "message_id",
-        "priority",
-        "redelivered",
-        "reply_to",
-        "timestamp",
-    )
+    # Every field is the record's (declared once, in jmspy/_pure/message_record.py and its
+    # compiled twin); subclasses add only what their body needs beyond ``_body``.
+    __slots__ = ()
 
     _JMS_ALIASES: Mapping[str, str] = {
         "JMSMessageID": "message_id",
@@ -169,23 +179,24 @@ class Message:
     }
 
     def __init__(self, properties: Mapping[str, PropertyValue] | None = None) -> None:
-        self.message_id: str | None = None
-        self.timestamp: int = 0
-        self.correlation_id: str | None = None
-        self.reply_to: Destination | None = None
-        self.destination: Destination | None = None
-        self.delivery_mode: int = DeliveryMode.PERSISTENT
-        self.expiration: int = 0
-        self.priority: int = 4
-        self.redelivered: bool = False
-        self.jms_type: str | None = None
-        self.delivery_time: int = 0
-        self.delivery_count: int = 0
-        self._properties: dict[str, PropertyValue] = {}
+        self.message_id = None
+        self.timestamp = 0
+        self.correlation_id = None
+        self.reply_to = None
+        self.destination = None
+        self.delivery_mode = DeliveryMode.PERSISTENT
+        self.expiration = 0
+        self.priority = 4
+        self.redelivered = False
+        self.jms_type = None
+        self.delivery_time = 0
+        self.delivery_count = 0
+        self._properties = {}
         self._props_read_only = False
         self._body_read_only = False
-        self._acknowledger: Callable[[Message], None] | None = None
-        self._delivery_tag: int = -1
+        self._acknowledger = None
+        self._delivery_tag = -1
+        self._body = None
         if properties:  # set_property's checks, in its order, without a call per property
             props = self._properties
             for key, value in properties.items():
@@ -291,7 +302,7 @@ class Message:
         """A writable copy to send on (a bridge, a dead-letter step): same body, headers
         and properties, none of it read-only, bound to no session (acknowledging it is
         an error). The message it was made from is untouched."""
-        twin = _copy.copy(self)
+        twin = self.__copy__()
         self._copy_body_to(twin)
         twin._properties = dict(self._properties)
         twin._props_read_only = twin._body_read_only = False
@@ -301,6 +312,20 @@ class Message:
 
     def _copy_body_to(self, twin: Message) -> None:
         """Give ``twin`` its own body where the body is mutable (subclasses)."""
+
+    def __copy__(self: _M) -> _M:
+        """A shallow copy: every field shared (``copy.copy``, and the start of
+        :meth:`copy`). Written out rather than left to the default protocol, which the
+        compiled record (a C type) does not take part in."""
+        cls = type(self)
+        twin = cls.__new__(cls)
+        for name in _field_names(cls):
+            setattr(twin, name, getattr(self, name))
+        return twin
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle as the class and its fields, the same for both record twins."""
+        return (_restore, (type(self), {n: getattr(self, n) for n in _field_names(type(self))}))
 
     # -- acknowledgement --------------------------------------------------------------
     def acknowledge(self) -> None:
@@ -365,7 +390,8 @@ def finish_received(message: Message, properties: dict[str, PropertyValue]) -> M
 class TextMessage(Message):
     """A message whose body is a str."""
 
-    __slots__ = ("_text",)
+    __slots__ = ()
+    _body: str | None
 
     def __init__(
         self, text: str | None = None, properties: Mapping[str, PropertyValue] | None = None
@@ -376,25 +402,25 @@ class TextMessage(Message):
                 f"TextMessage text must be a str, got {type(text).__name__}; use a "
                 "BytesMessage for binary data"
             )
-        self._text = text
+        self._body = text
 
     @property
     def text(self) -> str | None:
-        return self._text
+        return self._body
 
     @text.setter
     def text(self, value: str | None) -> None:
         self._check_writable_body()
         if value is not None and not isinstance(value, str):
             raise MessageFormatException(f"text must be a str, got {type(value).__name__}")
-        self._text = value
+        self._body = value
 
     def clear_body(self) -> None:
         super().clear_body()
-        self._text = None
+        self._body = None
 
     def body_size(self) -> int:
-        return len(self._text) if self._text else 0
+        return len(self._body) if self._body else 0
 
 
 class BytesMessage(Message):
@@ -404,7 +430,8 @@ class BytesMessage(Message):
     ``reset()`` rewinds, for code ported from JMS's stream-style API.
     """
 
-    __slots__ = ("_data", "_pos")
+    __slots__ = ("_pos",)  # the read cursor; the payload is the record's ``_body``
+    _body: bytes
 
     def __init__(
         self, data: bytes | None = None, properties: Mapping[str, PropertyValue] | None = None
@@ -414,22 +441,22 @@ class BytesMessage(Message):
             raise MessageFormatException(
                 f"BytesMessage data must be bytes, got {type(data).__name__}"
             )
-        self._data = bytes(data) if data is not None else b""
+        self._body = bytes(data) if data is not None else b""
         self._pos = 0
 
     @property
     def body(self) -> bytes:
-        return self._data
+        return self._body
 
     def write_bytes(self, data: bytes) -> None:
         self._check_writable_body()
-        self._data += bytes(data)
+        self._body += bytes(data)
 
     def read_bytes(self, n: int = -1) -> bytes:
-        if self._pos >= len(self._data) and n != 0:
+        if self._pos >= len(self._body) and n != 0:
             raise MessageEOFException("end of BytesMessage body reached; call reset() to reread")
-        end = len(self._data) if n < 0 else self._pos + n
-        chunk = self._data[self._pos : end]
+        end = len(self._body) if n < 0 else self._pos + n
+        chunk = self._body[self._pos : end]
         self._pos += len(chunk)
         return chunk
 
@@ -437,21 +464,22 @@ class BytesMessage(Message):
         self._pos = 0
 
     def get_body_length(self) -> int:
-        return len(self._data)
+        return len(self._body)
 
     def clear_body(self) -> None:
         super().clear_body()
-        self._data = b""
+        self._body = b""
         self._pos = 0
 
     def body_size(self) -> int:
-        return len(self._data)
+        return len(self._body)
 
 
 class MapMessage(Message):
     """A message whose body maps str names to JMS property-typed values (plus bytes)."""
 
-    __slots__ = ("_map",)
+    __slots__ = ()
+    _body: dict[str, PropertyValue | bytes]
 
     def __init__(
         self,
@@ -459,48 +487,48 @@ class MapMessage(Message):
         properties: Mapping[str, PropertyValue] | None = None,
     ) -> None:
         super().__init__(properties)
-        self._map: dict[str, PropertyValue | bytes] = {}
+        self._body = {}
         if values:
             for key, value in values.items():
                 self.set(key, value)
 
     def _copy_body_to(self, twin: Message) -> None:
         assert isinstance(twin, MapMessage)
-        twin._map = dict(self._map)
+        twin._body = dict(self._body)
 
     def set(self, name: str, value: PropertyValue | bytes) -> None:
         self._check_writable_body()
         if not isinstance(name, str) or not name:
             raise MessageFormatException(f"map names must be non-empty str, got {name!r}")
         if isinstance(value, bytes):
-            self._map[name] = value
+            self._body[name] = value
         else:
-            self._map[name] = _check_property_value(name, value)
+            self._body[name] = _check_property_value(name, value)
 
     def get(self, name: str, default: PropertyValue | bytes = None) -> PropertyValue | bytes:
-        return self._map.get(name, default)
+        return self._body.get(name, default)
 
     def __getitem__(self, name: str) -> PropertyValue | bytes:
-        return self._map[name]
+        return self._body[name]
 
     def __setitem__(self, name: str, value: PropertyValue | bytes) -> None:
         self.set(name, value)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._map
+        return name in self._body
 
     def item_exists(self, name: str) -> bool:
-        return name in self._map
+        return name in self._body
 
     @property
     def map(self) -> Mapping[str, PropertyValue | bytes]:
         from types import MappingProxyType
 
-        return MappingProxyType(self._map)
+        return MappingProxyType(self._body)
 
     def clear_body(self) -> None:
         super().clear_body()
-        self._map = {}
+        self._body = {}
 
     def body_size(self) -> int:
-        return sum(len(k) + len(str(v)) for k, v in self._map.items())
+        return sum(len(k) + len(str(v)) for k, v in self._body.items())

@@ -22,6 +22,7 @@ from . import _speedups
 __all__ = [
     "dispatch",
     "message_new",
+    "message_record",
     "page_rows",
     "prefetch",
     "queue_run",
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from jmspy._pure import (
         dispatch,
         message_new,
+        message_record,
         prefetch,
         selector_eval,
         stomp_codec,

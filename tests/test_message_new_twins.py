@@ -5,7 +5,7 @@ properties: valid and invalid names (keywords, reserved JMS names, non-identifie
 non-strings), values of every accepted type and of refused ones (out-of-range ints,
 int subclasses, bytes, lists), plain dicts, dict subclasses and other mappings, texts
 that are str, a str subclass or not text at all. They must build messages equal in
-every slot (and of the same class), or raise the same error with the same message.
+every field (and of the same class), or raise the same error with the same message.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import given, settings
+from twin_support import record_twins
 
 import jmspy._cext.message_new as cext
 import jmspy._pure.message_new as pure
 from jmspy import message as message_module
+from jmspy import twins
 from jmspy.message import TextMessage
 
 
@@ -32,9 +34,8 @@ class Text(str):
     pass
 
 
-SLOTS = sorted({
-    name for cls in TextMessage.__mro__ for name in getattr(cls, "__slots__", ())
-})
+FIELDS = twins.message_record.FIELDS
+MAKERS = record_twins(pure.new_text_message, cext.new_text_message)
 
 names = st.one_of(
     st.sampled_from(["color", "n", "_x", "$y", "JMSXGroupID", "JMS_vendor", "a1"]),
@@ -62,21 +63,21 @@ def build(make: Any, text: Any, properties: Any) -> Any:
         m = make(text, properties)
     except Exception as exc:
         return ("error", type(exc), str(exc))
-    return (type(m), [(name, getattr(m, name)) for name in SLOTS])
+    return (type(m), [(name, getattr(m, name)) for name in FIELDS])
 
 
 @settings(max_examples=500, deadline=None, database=None)
 @given(texts, props)
 def test_new_text_message_twins_agree_with_the_constructor(text: Any, properties: Any) -> None:
     expected = build(TextMessage, text, properties)
-    assert build(pure.new_text_message, text, properties) == expected
-    message_module._VALID_NAMES.clear()  # the remembered names must not change the outcome
-    assert build(cext.new_text_message, text, properties) == expected
-    assert build(cext.new_text_message, text, properties) == expected  # names remembered
+    for make in MAKERS:
+        message_module._VALID_NAMES.clear()  # the remembered names must not change the outcome
+        assert build(make, text, properties) == expected
+        assert build(make, text, properties) == expected  # names remembered
 
 
 def test_new_text_message_defaults_and_independent_properties() -> None:
-    for make in (cext.new_text_message, pure.new_text_message):
+    for make in MAKERS:
         a = make()
         b = make("x", {"n": 1})
         assert (a.text, a.priority, a.delivery_mode, a.message_id) == (None, 4, 2, None)

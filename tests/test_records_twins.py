@@ -1,19 +1,27 @@
-"""The broker's dispatch records: compiled twin (``cython_ext/records.pyx``, typed fields)
-and pure twin (``jmspy/broker_ref/core/records.py``, slotted dataclasses) take the same
-arguments, start from the same defaults, print the same and decide ``can_receive`` alike."""
+"""The records: the broker's (compiled twin ``cython_ext/records.pyx``, typed fields; pure
+twin ``jmspy/broker_ref/core/records.py``, slotted dataclasses) take the same arguments,
+start from the same defaults, print and compare the same and decide ``can_receive``
+alike; the client message's record (``message_record``) has the same fields in both
+twins, and a message built on either copies and pickles alike."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 from typing import Any
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import given
 
+import jmspy._cext.message_record as cext_message
 import jmspy._cext.records as cext
+import jmspy._pure.message_record as pure_message
 import jmspy.broker_ref.core.records as pure
-from jmspy import _speedups
-from jmspy.broker_ref.core import consumer
+from jmspy import _speedups, message
+from jmspy.broker_ref.core import BodyType, DestinationKind, api, consumer
+from jmspy.destinations import Queue
 
 
 class Callback:
@@ -29,6 +37,56 @@ def test_the_broker_makes_the_running_twins_records() -> None:
     assert consumer.ServerConsumer is twin.ServerConsumer
     assert consumer.DeliveryChannel is twin.DeliveryChannel
     assert consumer.LevelsRecord is twin.LevelsRecord
+    assert api.ServerMessage is twin.ServerMessage
+    message_twin = pure_message if _speedups.PURE_PYTHON else cext_message
+    assert issubclass(message.Message, message_twin.MessageRecord)
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_server_message_is_the_same_dataclass_in_both_twins(twin: Any) -> None:
+    sm = twin.ServerMessage("ID:1", DestinationKind.QUEUE, "q")
+    assert repr(sm) == repr(pure.ServerMessage("ID:1", DestinationKind.QUEUE, "q"))
+    assert (sm.body_type, sm.body, sm.persistent, sm.priority, sm.size) == (
+        BodyType.MESSAGE, None, True, 4, 0)
+    assert sm.properties == {} and sm.properties is not twin.ServerMessage(
+        "ID:2", DestinationKind.QUEUE, "q").properties
+    assert [f.name for f in dataclasses.fields(sm)] == [
+        f.name for f in dataclasses.fields(pure.ServerMessage)]
+    changed = dataclasses.replace(sm, priority=9, body="x")
+    assert (changed.priority, changed.body, sm.priority) == (9, "x", 4)
+    assert sm == twin.ServerMessage("ID:1", DestinationKind.QUEUE, "q") and sm != changed
+    with pytest.raises(TypeError):
+        hash(sm)  # mutable and compared by value, as the dataclass: not hashable
+
+
+def test_the_message_record_has_the_same_fields_in_both_twins() -> None:
+    assert cext_message.FIELDS is pure_message.FIELDS
+    assert pure_message.MessageRecord.__slots__ == pure_message.FIELDS
+    compiled = {n for n in dir(cext_message.MessageRecord) if not n.startswith("__")}
+    assert compiled == set(pure_message.FIELDS)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: message.TextMessage("hi", {"a": 1}),
+    lambda: message.MapMessage({"k": 2}),
+    lambda: message.Message({"p": True}),
+], ids=["text", "map", "plain"])
+def test_a_message_copies_and_pickles_every_field(make: Any) -> None:
+    m = make()
+    m.destination, m.message_id, m.priority = Queue("q"), "ID:7", 8
+    for twin in (copy.copy(m), pickle.loads(pickle.dumps(m))):
+        assert type(twin) is type(m)
+        assert [getattr(twin, n) for n in pure_message.FIELDS] == [
+            getattr(m, n) for n in pure_message.FIELDS]
+
+
+def test_a_bytes_message_copy_keeps_its_read_cursor() -> None:
+    m = message.BytesMessage(b"abcd")
+    assert m.read_bytes(1) == b"a"
+    assert copy.copy(m).read_bytes() == pickle.loads(pickle.dumps(m)).read_bytes() == b"bcd"
+    sent = m.copy()  # a writable copy to send on: its own body, the cursor where it was
+    sent.write_bytes(b"e")
+    assert sent.body == b"abcde" and m.body == b"abcd"
 
 
 @pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])

@@ -31,7 +31,7 @@ __all__ = [
 _queues: dict[str, Destination] = {}
 _topics: dict[str, Destination] = {}
 _MAX_CACHED_DESTINATIONS = 4096
-_new = object.__new__
+_new = Message.__new__  # the record's allocator (a C type's when compiled)
 _TEXT, _BYTES, _MAP = BodyType.TEXT, BodyType.BYTES, BodyType.MAP
 _QUEUE, _TOPIC = DestinationKind.QUEUE, DestinationKind.TOPIC
 
@@ -62,15 +62,15 @@ def to_server_message(message: Message, connection_id: int) -> ServerMessage:
     """Copy what the broker needs; the sender may reuse its Message after send()."""
     assert message.destination is not None and message.message_id is not None
     kind, name = dest_key(message.destination)
-    body: str | bytes | dict[str, Any] | None
+    body: str | bytes | dict[str, Any] | None = message._body
     if isinstance(message, TextMessage):
-        body_type, body = _TEXT, message.text
+        body_type = _TEXT
         size = len(body) if body else 0
     elif isinstance(message, BytesMessage):
-        body_type, body = _BYTES, message.body
-        size = len(body)
+        body_type = _BYTES
+        size = len(message._body)
     elif isinstance(message, MapMessage):
-        body_type, body = _MAP, dict(message.map)
+        body_type, body = _MAP, dict(message._body)
         size = message.body_size()
     else:
         body_type, body, size = BodyType.MESSAGE, None, 0
@@ -102,16 +102,14 @@ def to_client_message(sm: ServerMessage, delivery_tag: int = -1, count: int = 1)
     msg: Message
     if body_type is _TEXT:
         msg = _new(TextMessage)
-        msg._text = sm.body  # type: ignore[assignment]
     elif body_type is _BYTES:
         msg = _new(BytesMessage)
-        msg._data = sm.body  # type: ignore[assignment]
         msg._pos = 0
     elif body_type is _MAP:
         msg = _new(MapMessage)
-        msg._map = sm.body  # type: ignore[assignment]
     else:
         msg = _new(Message)
+    msg._body = sm.body
     msg.message_id = sm.message_id
     timestamp = msg.timestamp = sm.timestamp
     msg.correlation_id = sm.correlation_id

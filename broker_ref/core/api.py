@@ -22,13 +22,20 @@ Rules every host relies on:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from jmspy import twins
+
+from .kinds import BodyType, DestinationKind
 
 if TYPE_CHECKING:
     from .errors import BrokerError
+    from .records import ServerMessage
+else:
+    # The message record is a twin (typed C fields when compiled): see .records.
+    ServerMessage = twins.records.ServerMessage
 
 __all__ = [
     "DEAD_LETTER_REASON",
@@ -53,46 +60,6 @@ DEAD_LETTER_REASON = "JMS_jmspy_DeadLetterReason"
 ORIGINAL_DESTINATION = "JMS_jmspy_OriginalDestination"
 #: How a temporary queue's name starts (``ServerConnection.create_temporary_queue``).
 TEMP_PREFIX = "temp-queue://"
-
-
-class DestinationKind(enum.Enum):
-    QUEUE = "queue"
-    TOPIC = "topic"
-
-
-class BodyType(enum.Enum):
-    MESSAGE = "message"  # no body
-    TEXT = "text"
-    BYTES = "bytes"
-    MAP = "map"
-
-
-@dataclass(slots=True)
-class ServerMessage:
-    """A message as the broker holds it: plain data, no client-side behaviour.
-
-    Times are integer milliseconds since the epoch from the broker's clock; 0 means "not
-    set" for ``expiration`` and ``deliver_at``. ``properties`` values are ``None``, bool,
-    int, float or str (the JMS property types). ``size`` is the approximate size in bytes,
-    used for memory accounting.
-    """
-
-    message_id: str
-    kind: DestinationKind
-    destination: str
-    body_type: BodyType = BodyType.MESSAGE
-    body: str | bytes | dict[str, Any] | None = None
-    properties: dict[str, Any] = field(default_factory=dict)
-    persistent: bool = True
-    priority: int = 4
-    timestamp: int = 0
-    expiration: int = 0
-    deliver_at: int = 0
-    correlation_id: str | None = None
-    reply_to: tuple[DestinationKind, str] | None = None
-    jms_type: str | None = None
-    producer_connection: int = 0  # ServerConnection id, for no_local
-    size: int = 0
 
 
 @dataclass(slots=True)

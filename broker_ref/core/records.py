@@ -1,14 +1,16 @@
-"""The records dispatch runs on: a message's place in a queue, a consumer, a connection's
-delivery channel (pure twin).
+"""The records the broker runs on: a message, its place in a queue, a consumer, a
+connection's delivery channel (pure twin).
 
 Plain slotted dataclasses with no behaviour beyond ``can_receive``: what happens to them is
 :mod:`.queue`'s (dispatch) and :mod:`.connection`'s (acks, transactions). The compiled twin
 declares the same records as ``cdef class``\\ es with typed fields in
 ``jmspy/_cext/records.pxd`` (implemented in ``cython_ext/records.pyx``), so that the
-compiled dispatch loop (``cython_ext/queue_run.pyx``) reads and writes them as C fields:
-that typed access, not compilation as such, is what makes the compiled loop faster.
-:mod:`.consumer` hands out one twin or the other; ``tests/test_records_twins.py`` holds
-them to the same fields, defaults and behaviour. Change one, change the other.
+compiled twins (the dispatch loop ``cython_ext/queue_run.pyx``, the message conversions
+``cython_ext/vm_convert.pyx`` and ``cython_ext/page_rows.pyx``) read and write them as C
+fields: that typed access, not compilation as such, is what makes them faster.
+:mod:`.consumer` and :mod:`.api` hand out one twin or the other;
+``tests/test_records_twins.py`` holds them to the same fields, defaults and behaviour.
+Change one, change the other.
 
 The state numbers and the number of priority levels are defined here, once; the compiled
 twins read them from this module when they are imported.
@@ -17,12 +19,14 @@ twins read them from this module when they are imported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from .kinds import BodyType, DestinationKind
 
 if TYPE_CHECKING:
     from collections import deque
 
-    from .api import DeliverMany, ServerMessage, SessionCallback
+    from .api import DeliverMany, SessionCallback
     from .filters import Filter
     from .queue import Queue
 
@@ -39,6 +43,7 @@ __all__ = [
     "PageBudget",
     "QueueRecord",
     "ServerConsumer",
+    "ServerMessage",
     "priority_level",
 ]
 
@@ -62,6 +67,38 @@ def priority_level(priority: int) -> int:
 #: Bytes a ready message costs in RAM beyond its ``size`` (its ref, the message object and
 #: its header fields), in the paging budget's accounting.
 PAGE_OVERHEAD: Final = 256
+
+
+@dataclass(slots=True)
+class ServerMessage:
+    """A message as the broker holds it: plain data, no client-side behaviour.
+
+    Times are integer milliseconds since the epoch from the broker's clock; 0 means "not
+    set" for ``expiration`` and ``deliver_at``. ``properties`` values are ``None``, bool,
+    int, float or str (the JMS property types). ``size`` is the approximate size in bytes,
+    used for memory accounting.
+
+    The compiled twin is a Cython dataclass: the same constructor, equality, repr and
+    ``dataclasses.replace``/``fields``. Import it from :mod:`.api`, which hands out the
+    running twin.
+    """
+
+    message_id: str
+    kind: DestinationKind
+    destination: str
+    body_type: BodyType = BodyType.MESSAGE
+    body: str | bytes | dict[str, Any] | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+    persistent: bool = True
+    priority: int = 4
+    timestamp: int = 0
+    expiration: int = 0
+    deliver_at: int = 0
+    correlation_id: str | None = None
+    reply_to: tuple[DestinationKind, str] | None = None
+    jms_type: str | None = None
+    producer_connection: int = 0  # ServerConnection id, for no_local
+    size: int = 0
 
 
 @dataclass(slots=True, eq=False)

@@ -1,11 +1,32 @@
 # cython: language_level=3
-"""The broker's dispatch records as typed C structs (the compiled twin of
+"""The broker's records as typed C structs (the compiled twin of
 jmspy/broker_ref/core/records.py, whose docstring says why).
 
 Declared once, here; ``cython_ext/records.pyx`` implements them and the compiled dispatch
 loop (``cython_ext/queue_run.pyx``) cimports them to read and write the fields directly.
 After editing, touch both .pyx files.
 """
+
+
+cdef class ServerMessage:
+    # Every field an object, as in the pure dataclass: the twins must accept the same
+    # values; what the typed record buys is the direct field access.
+    cdef public object message_id
+    cdef public object kind
+    cdef public object destination
+    cdef public object body_type
+    cdef public object body
+    cdef public object properties
+    cdef public object persistent
+    cdef public object priority
+    cdef public object timestamp
+    cdef public object expiration
+    cdef public object deliver_at
+    cdef public object correlation_id
+    cdef public object reply_to
+    cdef public object jms_type
+    cdef public object producer_connection
+    cdef public object size
 
 
 cdef class MessageRef:

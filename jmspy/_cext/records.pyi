@@ -8,7 +8,8 @@ from jmspy.broker_ref.core.records import (
     PageBudget,
     QueueRecord,
     ServerConsumer,
+    ServerMessage,
 )
 
 __all__ = ["DeliveryChannel", "LevelsRecord", "MessageRef", "PageBudget", "QueueRecord",
-           "ServerConsumer"]
+           "ServerConsumer", "ServerMessage"]

@@ -364,18 +364,19 @@ def from_publish(
     msg: Message
     if kind in ("text", "null-text"):
         msg = TextMessage.__new__(TextMessage)
-        msg._text = payload.decode("utf-8", errors="replace") if kind == "text" else None
+        msg._body = payload.decode("utf-8", errors="replace") if kind == "text" else None
     elif kind == "map":
         msg = MapMessage.__new__(MapMessage)
         decoded: dict[str, Any] = json.loads(payload.decode("utf-8") or "{}")
-        msg._map = {
+        msg._body = {
             k: bytes.fromhex(v["hex"]) if isinstance(v, dict) else v for k, v in decoded.items()
         }
     elif kind == "none":
         msg = Message.__new__(Message)
+        msg._body = None
     else:
         msg = BytesMessage.__new__(BytesMessage)
-        msg._data = bytes(payload)
+        msg._body = bytes(payload)
         msg._pos = 0
     codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
     props: dict[str, PropertyValue] = {}

@@ -315,19 +315,20 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     msg: Message
     if kind == "text" or kind == "null-text":
         msg = TextMessage.__new__(TextMessage)
-        msg._text = raw.decode("utf-8", errors="replace") if kind == "text" else None
+        msg._body = raw.decode("utf-8", errors="replace") if kind == "text" else None
     elif kind == "bytes":
         msg = BytesMessage.__new__(BytesMessage)
-        msg._data = raw
+        msg._body = raw
         msg._pos = 0
     elif kind == "map":
         msg = MapMessage.__new__(MapMessage)
         decoded: dict[str, Any] = json.loads(raw.decode("utf-8") or "{}")
-        msg._map = {
+        msg._body = {
             k: bytes.fromhex(v["b64"]) if isinstance(v, dict) else v for k, v in decoded.items()
         }
     else:
         msg = Message.__new__(Message)
+        msg._body = None
     codes = dict(
         item.split("=", 1) for item in headers.get("jmspy-ptypes", "").split(",") if "=" in item
     )

@@ -1,0 +1,16 @@
+# cython: language_level=3, auto_pickle=False
+"""A client Message's fields with typed C access (compiled twin).
+
+The pure twin ``jmspy/_pure/message_record.py`` says what the record is and why it is a
+twin; the fields are declared in ``jmspy/_cext/message_record.pxd``. Pickling and copying
+are ``Message``'s (``__reduce__``/``__copy__`` over :data:`FIELDS`), so both twins do them
+the same way.
+"""
+
+from jmspy._pure.message_record import FIELDS
+
+__all__ = ["FIELDS", "MessageRecord"]
+
+
+cdef class MessageRecord:
+    """A message's headers, properties, body and delivery bookkeeping; see the pure twin."""
