@@ -101,17 +101,25 @@ def consumer_window(rig: Rig) -> None:
         assert receive_texts(c, 6) == [str(i) for i in range(6)]
 
 
+def started_with_four_each(conn: Any, s: Any, destinations: list[Any]) -> list[Any]:
+    """One consumer per destination on session ``s`` and ``conn`` started, then four texts
+    ``<name>-0`` .. ``<name>-3`` sent to each destination: the consumers, in order (the
+    connection-flow-limit probe here and tests/stomp_server/test_client_flow_wire.py)."""
+    consumers = [s.create_consumer(d) for d in destinations]
+    conn.start()
+    p = s.create_producer()
+    for d in destinations:
+        for i in range(4):
+            p.send(s.create_text_message(f"{d.name}-{i}"), d)
+    return consumers
+
+
 def connection_flow_limit(rig: Rig) -> None:
     props = {"imqConnectionFlowLimitEnabled": True, "imqConnectionFlowLimit": 3}
     with rig.factory(**props).create_connection() as conn:
         s = conn.create_session()
         topics = [s.create_topic(rig.name("connflow")) for _ in range(2)]
-        consumers = [s.create_consumer(t) for t in topics]
-        conn.start()
-        p = s.create_producer()
-        for t in topics:
-            for i in range(4):
-                p.send(s.create_text_message(f"{t.name}-{i}"), t)
+        consumers = started_with_four_each(conn, s, topics)
         _settle()
         assert sum(c.flow_stats().buffered for c in consumers) <= 3
         got: dict[str, list[str]] = {t.name: [] for t in topics}
