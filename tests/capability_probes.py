@@ -62,15 +62,21 @@ def receive_texts(consumer: Any, n: int) -> list[str]:
 
 class Listened:
     """A message listener on a new consumer of ``destination`` that keeps the texts it
-    gets; ``done`` is set once ``n`` arrived (the interop tests' listener-order checks)."""
+    gets; ``done`` is set once ``n`` arrived (the interop tests' listener-order checks).
+    With ``slow_first`` it takes that many seconds over the first message (the interop
+    tests' slow-listener keepalive and heart-beat checks)."""
 
-    def __init__(self, session: Any, destination: Any, n: int) -> None:
+    def __init__(self, session: Any, destination: Any, n: int, slow_first: float = 0.0
+                 ) -> None:
         self.texts: list[str] = []
         self.done = threading.Event()
         self._n = n
+        self._slow_first = slow_first
         session.create_consumer(destination).set_message_listener(self._on_message)
 
     def _on_message(self, message: Any) -> None:
+        if self._slow_first and not self.texts:
+            time.sleep(self._slow_first)  # a slow listener: it holds the first message
         self.texts.append(message.text)
         if len(self.texts) == self._n:
             self.done.set()

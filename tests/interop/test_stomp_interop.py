@@ -392,23 +392,13 @@ def test_heartbeats_flow_while_a_listener_is_slow(stomp_broker: Any) -> None:
         conn.set_exception_listener(errors.append)
         s = conn.create_session()
         q = _q(s)
-        done = threading.Event()
-        got: list[str] = []
-
-        def slow(m: Any) -> None:
-            if m.text == "slow":
-                time.sleep(2.0)  # 4x the heart-beat interval
-            got.append(m.text)
-            if len(got) == 2:
-                done.set()
-
-        s.create_consumer(q).set_message_listener(slow)
+        listened = Listened(s, q, 2, slow_first=2.0)  # "slow" takes 4x the heart-beat interval
         conn.start()
         p = s.create_producer(q)
         p.send(s.create_text_message("slow"))
         p.send(s.create_text_message("after"))
-        assert done.wait(WAIT)
-        assert got == ["slow", "after"]
+        assert listened.done.wait(WAIT)
+        assert listened.texts == ["slow", "after"]
         assert conn._transport._conn.is_connected()
     assert errors == []
 
