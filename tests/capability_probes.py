@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,19 @@ class Listened:
             self.done.set()
 
 
+@contextmanager
+def _topic_consumer(rig: Rig, tag: str, ack_mode: int = Session.AUTO_ACKNOWLEDGE,
+                    **props: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """A connection (``props`` on its factory) and a session in ``ack_mode`` with a
+    consumer of a new topic named after ``tag``, started: ``(session, topic, consumer)``."""
+    with rig.factory(**props).create_connection() as conn:
+        s = conn.create_session(ack_mode=ack_mode)
+        t = s.create_topic(rig.name(tag))
+        c = s.create_consumer(t)
+        conn.start()
+        yield s, t, c
+
+
 def _none_left(consumer: Any, wait: float = 0.5) -> None:
     m = consumer.receive(wait)
     assert m is None, f"unexpected message {getattr(m, 'text', m)!r}"
@@ -94,11 +108,7 @@ def _settle(seconds: float = 0.5) -> None:
 
 # -- flow control ---------------------------------------------------------------------------
 def consumer_window(rig: Rig) -> None:
-    with rig.factory(imqConsumerFlowLimit=2).create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("window"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "window", imqConsumerFlowLimit=2) as (s, t, c):
         p = s.create_producer(t)
         for i in range(6):
             p.send(s.create_text_message(str(i)))
@@ -251,11 +261,7 @@ def transactions(rig: Rig) -> None:
 
 
 def _recovered(rig: Rig, check: Callable[[Any, int], None]) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        t = s.create_topic(rig.name("recover"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "recover", ack_mode=Session.CLIENT_ACKNOWLEDGE) as (s, t, c):
         s.create_producer(t).send(s.create_text_message("again"))
         for attempt in range(1, 4):
             m = c.receive(WAIT)
@@ -301,11 +307,7 @@ def browser(rig: Rig) -> None:
 
 # -- message features -------------------------------------------------------------------------
 def delivery_delay(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("delay"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "delay") as (s, t, c):
         start = time.monotonic()
         s.create_producer(t, delivery_delay=1.0).send(s.create_text_message("later"))
         assert c.receive(0.4) is None, "delivered before its delivery delay"
@@ -314,11 +316,7 @@ def delivery_delay(rig: Rig) -> None:
 
 
 def priority(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("prio"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "prio") as (s, t, c):
         p = s.create_producer(t)
         p.send(s.create_text_message("low"), priority=1)
         p.send(s.create_text_message("high"), priority=9)
@@ -327,11 +325,7 @@ def priority(rig: Rig) -> None:
 
 
 def time_to_live(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("ttl"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "ttl") as (s, t, c):
         before = int(time.time() * 1000)
         s.create_producer(t, time_to_live=60.0).send(s.create_text_message("fresh"))
         m = c.receive(WAIT)
@@ -340,11 +334,7 @@ def time_to_live(rig: Rig) -> None:
 
 
 def headers(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("headers"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "headers") as (s, t, c):
         p = s.create_producer(t)
         m = s.create_text_message("hdr", properties={"n": 7, "ok": True, "name": "x"})
         m.correlation_id = "corr-1"
