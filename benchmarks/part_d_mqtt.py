@@ -39,6 +39,7 @@ from .common import (
 )
 from .peers import Peers
 from .workers import _Sink as Sink
+from .workers import paho_publish
 
 WINDOW = 100  # PUBLISHes in flight in the ``window`` rows (paho's, jmspy's transport's)
 RECEIVE_MAXIMUM = 1000  # the consumers' MQTT 5 Receive Maximum (jmspy's default flow limit)
@@ -83,20 +84,7 @@ def _paho_connect(client: Any, spec: Spec) -> None:
 def paho_producer(spec: Spec) -> dict[str, Any]:
     client = _paho(spec, f"bench-pub-{spec['dest']}")
     _paho_connect(client, spec)
-    client.loop_start()
-    timeout = spec.get("timeout", 120)
-    sync = spec["mode"] == "sync"
-    t_start = now()
-    info = None
-    for _ in range(spec["count"]):
-        info = client.publish(spec["dest"], _payload(), qos=1)
-        if sync:
-            info.wait_for_publish(timeout)
-    if info is not None:
-        info.wait_for_publish(timeout)
-    client.disconnect()
-    client.loop_stop()
-    return {"t_start": t_start}
+    return paho_publish(client, spec, _payload, qos=1, sync=spec["mode"] == "sync")
 
 
 def paho_consumer(spec: Spec) -> dict[str, Any]:

@@ -14,6 +14,7 @@ of the last receive and the count. A consumer prints READY once subscribed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .common import BODY, Spec, latency_metrics, now, signal_ready, worker_main
@@ -181,20 +182,31 @@ def _paho(spec: Spec, name: str) -> Any:
     return client
 
 
-def paho_producer(spec: Spec) -> dict[str, Any]:
-    client = _paho(spec, f"bench-pub-{spec['dest']}")
-    client.connect(spec["host"], spec["port"])
+def paho_publish(client: Any, spec: Spec, payload: Callable[[], bytes], *, qos: int,
+                 sync: bool = False) -> dict[str, Any]:
+    """Start the connected ``client``'s network loop, publish ``spec["count"]`` payloads
+    to ``spec["dest"]`` (each one awaited if ``sync``, else only the last), then
+    disconnect; the run's ``t_start`` (also part_d_mqtt's paho producer)."""
     client.loop_start()
+    timeout = spec.get("timeout", 120)
     t_start = now()
     info = None
     for _ in range(spec["count"]):
-        stamp = f"{now():.9f}".encode()
-        info = client.publish(spec["dest"], stamp.ljust(100, b"x"), qos=spec.get("qos", 1))
+        info = client.publish(spec["dest"], payload(), qos=qos)
+        if sync:
+            info.wait_for_publish(timeout)
     if info is not None:
-        info.wait_for_publish(spec.get("timeout", 120))
+        info.wait_for_publish(timeout)
     client.disconnect()
     client.loop_stop()
     return {"t_start": t_start}
+
+
+def paho_producer(spec: Spec) -> dict[str, Any]:
+    client = _paho(spec, f"bench-pub-{spec['dest']}")
+    client.connect(spec["host"], spec["port"])
+    return paho_publish(client, spec, lambda: f"{now():.9f}".encode().ljust(100, b"x"),
+                        qos=spec.get("qos", 1))
 
 
 def paho_consumer(spec: Spec) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,18 +63,37 @@ def receive_texts(consumer: Any, n: int) -> list[str]:
 
 class Listened:
     """A message listener on a new consumer of ``destination`` that keeps the texts it
-    gets; ``done`` is set once ``n`` arrived (the interop tests' listener-order checks)."""
+    gets; ``done`` is set once ``n`` arrived (the interop tests' listener-order checks).
+    With ``slow_first`` it takes that many seconds over the first message (the interop
+    tests' slow-listener keepalive and heart-beat checks)."""
 
-    def __init__(self, session: Any, destination: Any, n: int) -> None:
+    def __init__(self, session: Any, destination: Any, n: int, slow_first: float = 0.0
+                 ) -> None:
         self.texts: list[str] = []
         self.done = threading.Event()
         self._n = n
+        self._slow_first = slow_first
         session.create_consumer(destination).set_message_listener(self._on_message)
 
     def _on_message(self, message: Any) -> None:
+        if self._slow_first and not self.texts:
+            time.sleep(self._slow_first)  # a slow listener: it holds the first message
         self.texts.append(message.text)
         if len(self.texts) == self._n:
             self.done.set()
+
+
+@contextmanager
+def _topic_consumer(rig: Rig, tag: str, ack_mode: int = Session.AUTO_ACKNOWLEDGE,
+                    **props: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """A connection (``props`` on its factory) and a session in ``ack_mode`` with a
+    consumer of a new topic named after ``tag``, started: ``(session, topic, consumer)``."""
+    with rig.factory(**props).create_connection() as conn:
+        s = conn.create_session(ack_mode=ack_mode)
+        t = s.create_topic(rig.name(tag))
+        c = s.create_consumer(t)
+        conn.start()
+        yield s, t, c
 
 
 def _none_left(consumer: Any, wait: float = 0.5) -> None:
@@ -88,11 +108,7 @@ def _settle(seconds: float = 0.5) -> None:
 
 # -- flow control ---------------------------------------------------------------------------
 def consumer_window(rig: Rig) -> None:
-    with rig.factory(imqConsumerFlowLimit=2).create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("window"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "window", imqConsumerFlowLimit=2) as (s, t, c):
         p = s.create_producer(t)
         for i in range(6):
             p.send(s.create_text_message(str(i)))
@@ -101,17 +117,25 @@ def consumer_window(rig: Rig) -> None:
         assert receive_texts(c, 6) == [str(i) for i in range(6)]
 
 
+def started_with_four_each(conn: Any, s: Any, destinations: list[Any]) -> list[Any]:
+    """One consumer per destination on session ``s`` and ``conn`` started, then four texts
+    ``<name>-0`` .. ``<name>-3`` sent to each destination: the consumers, in order (the
+    connection-flow-limit probe here and tests/stomp_server/test_client_flow_wire.py)."""
+    consumers = [s.create_consumer(d) for d in destinations]
+    conn.start()
+    p = s.create_producer()
+    for d in destinations:
+        for i in range(4):
+            p.send(s.create_text_message(f"{d.name}-{i}"), d)
+    return consumers
+
+
 def connection_flow_limit(rig: Rig) -> None:
     props = {"imqConnectionFlowLimitEnabled": True, "imqConnectionFlowLimit": 3}
     with rig.factory(**props).create_connection() as conn:
         s = conn.create_session()
         topics = [s.create_topic(rig.name("connflow")) for _ in range(2)]
-        consumers = [s.create_consumer(t) for t in topics]
-        conn.start()
-        p = s.create_producer()
-        for t in topics:
-            for i in range(4):
-                p.send(s.create_text_message(f"{t.name}-{i}"), t)
+        consumers = started_with_four_each(conn, s, topics)
         _settle()
         assert sum(c.flow_stats().buffered for c in consumers) <= 3
         got: dict[str, list[str]] = {t.name: [] for t in topics}
@@ -237,11 +261,7 @@ def transactions(rig: Rig) -> None:
 
 
 def _recovered(rig: Rig, check: Callable[[Any, int], None]) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        t = s.create_topic(rig.name("recover"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "recover", ack_mode=Session.CLIENT_ACKNOWLEDGE) as (s, t, c):
         s.create_producer(t).send(s.create_text_message("again"))
         for attempt in range(1, 4):
             m = c.receive(WAIT)
@@ -287,11 +307,7 @@ def browser(rig: Rig) -> None:
 
 # -- message features -------------------------------------------------------------------------
 def delivery_delay(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("delay"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "delay") as (s, t, c):
         start = time.monotonic()
         s.create_producer(t, delivery_delay=1.0).send(s.create_text_message("later"))
         assert c.receive(0.4) is None, "delivered before its delivery delay"
@@ -300,11 +316,7 @@ def delivery_delay(rig: Rig) -> None:
 
 
 def priority(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("prio"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "prio") as (s, t, c):
         p = s.create_producer(t)
         p.send(s.create_text_message("low"), priority=1)
         p.send(s.create_text_message("high"), priority=9)
@@ -313,11 +325,7 @@ def priority(rig: Rig) -> None:
 
 
 def time_to_live(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("ttl"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "ttl") as (s, t, c):
         before = int(time.time() * 1000)
         s.create_producer(t, time_to_live=60.0).send(s.create_text_message("fresh"))
         m = c.receive(WAIT)
@@ -326,11 +334,7 @@ def time_to_live(rig: Rig) -> None:
 
 
 def headers(rig: Rig) -> None:
-    with rig.factory().create_connection() as conn:
-        s = conn.create_session()
-        t = s.create_topic(rig.name("headers"))
-        c = s.create_consumer(t)
-        conn.start()
+    with _topic_consumer(rig, "headers") as (s, t, c):
         p = s.create_producer(t)
         m = s.create_text_message("hdr", properties={"n": 7, "ok": True, "name": "x"})
         m.correlation_id = "corr-1"

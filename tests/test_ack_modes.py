@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from jmspy import Connection, MessageConsumer, Queue, Session, TextMessage
 
 
@@ -11,21 +15,24 @@ def send_texts(session: Session, queue: Queue, *texts: str) -> None:
         producer.send(session.create_text_message(text))
 
 
-def sent_and_started(conn: Connection, session: Session, queue: Queue, *texts: str
-                     ) -> MessageConsumer:
-    """``texts`` sent to ``queue``, then a consumer of it on the same session and its
-    connection started: what each test here does before it looks at acknowledgement."""
-    send_texts(session, queue, *texts)
-    consumer = session.create_consumer(queue)
-    conn.start()
-    return consumer
+@contextmanager
+def sent_and_started(vm_factory: Any, queue: Queue, *texts: str,
+                     ack_mode: int = Session.AUTO_ACKNOWLEDGE
+                     ) -> Iterator[tuple[Connection, Session, MessageConsumer]]:
+    """A connection with one session in ``ack_mode``, ``texts`` sent to ``queue`` on it,
+    then a consumer of it on the same session and the connection started: what each test
+    here does before it looks at acknowledgement."""
+    with vm_factory.create_connection() as conn:
+        session = conn.create_session(ack_mode=ack_mode)
+        send_texts(session, queue, *texts)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        yield conn, session, consumer
 
 
 def test_auto_ack_consumes_on_receive(vm_factory):
     queue = Queue("auto")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session()
-        consumer = sent_and_started(conn, session, queue, "a", "b")
+    with sent_and_started(vm_factory, queue, "a", "b") as (conn, _, consumer):
         assert consumer.receive(1.0).text == "a"
         stats = conn.destination_stats(queue)
         assert (stats["messageCount"], stats["dequeued"]) == (1, 1)
@@ -33,9 +40,8 @@ def test_auto_ack_consumes_on_receive(vm_factory):
 
 def test_client_ack_acknowledges_everything_the_session_delivered(vm_factory):
     queue = Queue("client")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
+    with sent_and_started(vm_factory, queue, "a", "b", "c",
+                          ack_mode=Session.CLIENT_ACKNOWLEDGE) as (conn, _, consumer):
         msgs = [consumer.receive(1.0) for _ in range(3)]
         assert conn.destination_stats(queue)["messageCount"] == 3
         msgs[1].acknowledge()
@@ -44,9 +50,8 @@ def test_client_ack_acknowledges_everything_the_session_delivered(vm_factory):
 
 def test_recover_redelivers_unacknowledged_in_order_marked_redelivered(vm_factory):
     queue = Queue("recover")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        consumer = sent_and_started(conn, session, queue, "a", "b", "c", "d")
+    with sent_and_started(vm_factory, queue, "a", "b", "c", "d",
+                          ack_mode=Session.CLIENT_ACKNOWLEDGE) as (conn, session, consumer):
         first = [consumer.receive(1.0) for _ in range(2)]
         assert [m.redelivered for m in first] == [False, False]
         session.recover()
@@ -61,9 +66,8 @@ def test_recover_redelivers_unacknowledged_in_order_marked_redelivered(vm_factor
 
 def test_individual_ack_acknowledges_only_that_message(vm_factory):
     queue = Queue("individual")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
-        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
+    with sent_and_started(vm_factory, queue, "a", "b", "c",
+                          ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE) as (conn, session, consumer):
         msgs = [consumer.receive(1.0) for _ in range(3)]
         msgs[1].acknowledge()
         assert conn.destination_stats(queue)["messageCount"] == 2
@@ -74,9 +78,8 @@ def test_individual_ack_acknowledges_only_that_message(vm_factory):
 def test_dups_ok_eventually_consumes_everything(vm_factory):
     vm_factory["dupsOkBatchSize"] = 3
     queue = Queue("dups")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.DUPS_OK_ACKNOWLEDGE)
-        consumer = sent_and_started(conn, session, queue, *[str(i) for i in range(10)])
+    with sent_and_started(vm_factory, queue, *[str(i) for i in range(10)],
+                          ack_mode=Session.DUPS_OK_ACKNOWLEDGE) as (conn, _, consumer):
         got = [consumer.receive(1.0).text for _ in range(10)]
         assert got == [str(i) for i in range(10)]
         assert conn.destination_stats(queue)["messageCount"] == 0
@@ -135,9 +138,8 @@ def test_transacted_receive_is_consumed_on_commit_and_redelivered_on_rollback(vm
 
 def test_unacked_messages_are_redelivered_when_the_consumer_closes(vm_factory):
     queue = Queue("close.redeliver")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        consumer = sent_and_started(conn, session, queue, "a", "b", "c")
+    with sent_and_started(vm_factory, queue, "a", "b", "c",
+                          ack_mode=Session.CLIENT_ACKNOWLEDGE) as (conn, session, consumer):
         assert consumer.receive(1.0).text == "a"
         consumer.close()
         assert conn.destination_stats(queue)["deliveringCount"] == 0
@@ -148,9 +150,7 @@ def test_unacked_messages_are_redelivered_when_the_consumer_closes(vm_factory):
 
 def test_acknowledge_is_a_no_op_in_auto_mode(vm_factory):
     queue = Queue("auto.noop")
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session()
-        consumer = sent_and_started(conn, session, queue, "a")
+    with sent_and_started(vm_factory, queue, "a") as (conn, _, consumer):
         msg = consumer.receive(1.0)
         assert isinstance(msg, TextMessage)
         msg.acknowledge()

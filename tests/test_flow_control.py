@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from jmspy import ConnectionFactory, Queue, Session, Topic
+from jmspy import Connection, ConnectionFactory, MessageConsumer, Queue, Session, Topic
 from jmspy.broker_ref.core.api import AddressSettings
 
 
@@ -20,13 +22,22 @@ def fill(factory: ConnectionFactory, queue: Queue, count: int) -> None:
             producer.send(session.create_text_message(f"m{i}"))
 
 
+@contextmanager
+def filled_and_consuming(factory: ConnectionFactory, queue: Queue, count: int,
+                         ack_mode: int = Session.AUTO_ACKNOWLEDGE
+                         ) -> Iterator[tuple[Connection, MessageConsumer]]:
+    """``count`` messages put on ``queue`` (:func:`fill`), then a connection with one
+    consumer of it (on a session in ``ack_mode``), started."""
+    fill(factory, queue, count)
+    with factory.create_connection() as conn:
+        consumer = conn.create_session(ack_mode=ack_mode).create_consumer(queue)
+        conn.start()
+        yield conn, consumer
+
+
 def test_defaults_deliver_1000_then_a_batch_of_500_after_the_500th_consumption(vm_factory):
     queue = Queue("seed.defaults")
-    fill(vm_factory, queue, 3000)
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 3000) as (conn, consumer):
         stats = conn.destination_stats(queue)
         assert stats["deliveringCount"] == 1000
         assert stats["messageCount"] == 3000
@@ -54,11 +65,7 @@ def test_defaults_deliver_1000_then_a_batch_of_500_after_the_500th_consumption(v
 
 def test_limit_1000_threshold_50_on_1500_messages_sends_batches_of_1000_then_500(vm_factory):
     queue = Queue("seed.batches")
-    fill(vm_factory, queue, 1500)
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session()
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 1500) as (_conn, consumer):
         batch_sizes = []
         last_delivered = 0
         for _ in range(1500):
@@ -72,11 +79,8 @@ def test_limit_1000_threshold_50_on_1500_messages_sends_batches_of_1000_then_500
 
 def test_client_ack_counts_consumption_only_when_acknowledged(vm_factory):
     queue = Queue("seed.client")
-    fill(vm_factory, queue, 3000)
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 3000,
+                              ack_mode=Session.CLIENT_ACKNOWLEDGE) as (conn, consumer):
         received = [consumer.receive(timeout=1.0) for _ in range(700)]
         # Received but not acknowledged is not consumed: still one batch, 1000 delivering.
         assert conn.destination_stats(queue)["deliveringCount"] == 1000
@@ -198,11 +202,7 @@ def test_destination_consumer_flow_limit_wins_when_lower(vm_broker_factory):
 def test_limit_zero_pulls_one_message_per_receive(vm_factory):
     vm_factory["imqConsumerFlowLimit"] = 0
     queue = Queue("pull")
-    fill(vm_factory, queue, 5)
-    with vm_factory.create_connection() as conn:
-        session = conn.create_session()
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 5) as (conn, consumer):
         assert conn.destination_stats(queue)["deliveringCount"] == 0
         assert consumer.flow_stats().limited_by == "pull"
         for i in range(5):
@@ -271,10 +271,7 @@ def test_threshold_edges_set_how_often_the_client_asks(
     vm_factory["imqConsumerFlowLimit"] = 10
     vm_factory["imqConsumerFlowThreshold"] = threshold
     queue = Queue(f"threshold.{threshold}")
-    fill(vm_factory, queue, 40)
-    with vm_factory.create_connection() as conn:
-        consumer = conn.create_session().create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 40) as (_conn, consumer):
         for n in range(1, 11):
             consumer.receive(timeout=1.0)
             if consumer.flow_stats().batches_requested == 2:
@@ -287,10 +284,7 @@ def test_threshold_edges_set_how_often_the_client_asks(
 def test_pauses_count_when_the_broker_stops_at_a_full_window(vm_factory):
     vm_factory["imqConsumerFlowLimit"] = 10
     queue = Queue("pauses")
-    fill(vm_factory, queue, 30)
-    with vm_factory.create_connection() as conn:
-        consumer = conn.create_session().create_consumer(queue)
-        conn.start()
+    with filled_and_consuming(vm_factory, queue, 30) as (_conn, consumer):
         assert consumer.flow_stats().pauses == 1
         for _ in range(5):
             consumer.receive(timeout=1.0)

@@ -22,6 +22,7 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, example, given, settings
+from traffic_steps import ack_or_cancel
 
 import jmspy._cext.queue_run as cext
 import jmspy.broker_ref.core.queue_run as pure
@@ -171,10 +172,7 @@ def play(twin: Any, w: dict[str, Any]) -> Any:
                 closed.add(a)
                 conn.close_consumer(a)
             elif op in ("ack", "cancel"):
-                tags = [t for (cid, t, _, _) in rec.got if cid == a
-                        and t in conn._channel.tags][:b]
-                if tags:
-                    (conn.ack if op == "ack" else conn.cancel)(tags)
+                ack_or_cancel(conn, rec.got, op, a, b)
             elif op == "tick":
                 clock[0] += a
                 if b:

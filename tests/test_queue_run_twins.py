@@ -20,6 +20,7 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
+from traffic_steps import ack_or_cancel
 
 import jmspy._cext.queue_run as cext
 import jmspy.broker_ref.core.queue_run as pure
@@ -231,24 +232,31 @@ def _send(conn: Any, seq: int, count: int, *, priority: int) -> int:
     return seq
 
 
-def traffic(callback: Single, consumers: int, flow_limit: int | None, steps: list[Any]
-            ) -> Any:
-    broker = Broker(name="b", default_settings=AddressSettings(consumer_flow_limit=flow_limit))
-    conn = broker.connect(callback)
-    _open_consumers(conn, consumers)
+def _replay(conn: Any, consumers: int, steps: list[Any],
+            got: list[tuple[int, int, str, int]] | None = None) -> None:
+    """Replay ``steps`` on ``conn``: the sends and the grants; given ``got`` (the
+    deliveries so far, which acks and cancels pick their tags from) also the revokes, acks
+    and cancels."""
     seq = 0
     for op, a, b in steps:
         if op == "send":
             seq = _send(conn, seq, b, priority=a)
         elif op == "grant" and a <= consumers:
             conn.grant_credit(a, b)
+        elif got is None:
+            continue
         elif op == "revoke" and a <= consumers:
             conn.revoke_credit(a)
         elif op in ("ack", "cancel"):
-            tags = [t for (cid, t, _, _) in callback.got if cid == a
-                    and t in conn._channel.tags][:b]
-            if tags:
-                (conn.ack if op == "ack" else conn.cancel)(tags)
+            ack_or_cancel(conn, got, op, a, b)
+
+
+def traffic(callback: Single, consumers: int, flow_limit: int | None, steps: list[Any]
+            ) -> Any:
+    broker = Broker(name="b", default_settings=AddressSettings(consumer_flow_limit=flow_limit))
+    conn = broker.connect(callback)
+    _open_consumers(conn, consumers)
+    _replay(conn, consumers, steps, got=callback.got)
     return callback.got, broker.stats("q", DestinationKind.QUEUE).as_dict()
 
 
@@ -299,12 +307,7 @@ def ack_world(twin: Any, consumers: int, amps: bool, steps: list[Any], pick: lis
     broker = Broker(name="b", default_settings=settings, clock=lambda: NOW)
     conn = broker.connect(single)
     _open_consumers(conn, consumers)
-    seq = 0
-    for op, a, b in steps:
-        if op == "send":
-            seq = _send(conn, seq, b, priority=a)
-        elif op == "grant" and a <= consumers:
-            conn.grant_credit(a, b)
+    _replay(conn, consumers, steps)  # sends and grants only: the tags stay outstanding
     outstanding = list(conn._channel.tags)
     tags = [outstanding[i % len(outstanding)] for i in pick] if outstanding else []
     tags = list(dict.fromkeys(tags))  # validated input: each tag once

@@ -32,20 +32,22 @@ def ref_not(a: Truth) -> Truth:
     return None if a is None else not a
 
 
-def ref_and(a: Truth, b: Truth) -> Truth:
-    if a is False or b is False:
-        return False
+def _ref_kleene(dominant: bool, a: Truth, b: Truth) -> Truth:
+    """Three-valued AND (``dominant`` False) or OR (``dominant`` True): the dominant value
+    if either side has it, else UNKNOWN if either side is UNKNOWN, else the other value."""
+    if a is dominant or b is dominant:
+        return dominant
     if a is None or b is None:
         return None
-    return True
+    return not dominant
+
+
+def ref_and(a: Truth, b: Truth) -> Truth:
+    return _ref_kleene(False, a, b)
 
 
 def ref_or(a: Truth, b: Truth) -> Truth:
-    if a is True or b is True:
-        return True
-    if a is None or b is None:
-        return None
-    return False
+    return _ref_kleene(True, a, b)
 
 
 # Leaves: boolean identifiers plus literals and an always-UNKNOWN comparison.

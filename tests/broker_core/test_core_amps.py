@@ -28,6 +28,31 @@ def make(clock: FakeClock, **kw: Any) -> Broker:
     return Broker(clock=clock, settings={"amps.#": AddressSettings(**kw)})
 
 
+def sent_a(clock: FakeClock, credit: int = 10, **kw: Any
+           ) -> tuple[Broker, Recorder, ServerConnection]:
+    """A broker whose ``amps.#`` settings are ``kw`` (:func:`make`), a recorded connection
+    whose consumer 1 has ``credit`` on ``amps.q``, and ``A`` sent there."""
+    b = make(clock, **kw)
+    r = Recorder()
+    c = b.connect(r)
+    c.create_consumer(1, Q, "amps.q", credit=credit)
+    c.send(msg("amps.q", "A"))
+    return b, r, c
+
+
+def two_consumers(clock: FakeClock, second_credit: int = 10, **kw: Any
+                  ) -> tuple[Broker, Recorder, Recorder, ServerConnection, ServerConnection]:
+    """A broker whose ``amps.#`` settings are ``kw`` (:func:`make`) and two recorded
+    connections, each with a consumer 1 on ``amps.q``: the first's credit 10, the
+    second's ``second_credit``."""
+    b = make(clock, **kw)
+    r1, r2 = Recorder(), Recorder()
+    c1, c2 = b.connect(r1), b.connect(r2)
+    c1.create_consumer(1, Q, "amps.q", credit=10)
+    c2.create_consumer(1, Q, "amps.q", credit=second_credit)
+    return b, r1, r2, c1, c2
+
+
 def dlq_reasons(conn: ServerConnection) -> list[tuple[object, str]]:
     return [(m.body, m.properties[DEAD_LETTER_REASON]) for m in conn.browse("DLQ")]
 
@@ -84,11 +109,7 @@ def test_lease_sublet_late_ack_consumes_message_current_holder_ack_is_noop(
 
 
 def test_lease_strict_late_ack_of_unleased_message_consumes_it(clock: FakeClock) -> None:
-    b = make(clock, lease_period_ms=1000, leasing="strict")
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=1)
-    c.send(msg("amps.q", "A"))
+    b, r, c = sent_a(clock, credit=1, lease_period_ms=1000, leasing="strict")
     (d,) = r.take()
     clock.advance(1000)
     b.process_timers()  # back on the queue, nobody holds it
@@ -102,11 +123,7 @@ def test_lease_strict_late_ack_of_unleased_message_consumes_it(clock: FakeClock)
 def test_lease_acked_in_time_is_not_redelivered_and_close_cleans_stale_tags(
     clock: FakeClock,
 ) -> None:
-    b = make(clock, lease_period_ms=1000)
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=3)
-    c.send(msg("amps.q", "A"))
+    b, r, c = sent_a(clock, credit=3, lease_period_ms=1000)
     c.send(msg("amps.q", "B"))
     da, _db = r.take()
     c.ack([da.delivery_tag])
@@ -123,11 +140,7 @@ def test_lease_acked_in_time_is_not_redelivered_and_close_cleans_stale_tags(
 
 
 def test_max_deliveries_dead_letters_with_reason(clock: FakeClock) -> None:
-    b = make(clock, max_deliveries=2)
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=10)
-    c.send(msg("amps.q", "A"))
+    b, r, c = sent_a(clock, max_deliveries=2)
     (d,) = r.take()
     c.cancel([d.delivery_tag])
     (d,) = r.take()
@@ -140,22 +153,14 @@ def test_max_deliveries_dead_letters_with_reason(clock: FakeClock) -> None:
 
 
 def test_max_deliveries_counts_lease_expiries(clock: FakeClock) -> None:
-    b = make(clock, max_deliveries=1, lease_period_ms=100)
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=10)
-    c.send(msg("amps.q", "A"))
+    b, _r, c = sent_a(clock, max_deliveries=1, lease_period_ms=100)
     clock.advance(100)
     b.process_timers()
     assert dlq_reasons(c) == [("A", "max deliveries (1) exceeded")]
 
 
 def test_max_cancels_dead_letters_with_reason(clock: FakeClock) -> None:
-    b = make(clock, max_cancels=2, max_delivery_attempts=0)
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=10)
-    c.send(msg("amps.q", "A"))
+    b, r, c = sent_a(clock, max_cancels=2, max_delivery_attempts=0)
     (d,) = r.take()
     c.cancel([d.delivery_tag])  # first cancel: back on the queue
     (d,) = r.take()
@@ -171,11 +176,7 @@ def test_max_cancels_dead_letters_with_reason(clock: FakeClock) -> None:
 
 
 def test_semantics_at_most_once_removes_message_at_delivery(clock: FakeClock) -> None:
-    b = make(clock, semantics="at-most-once")
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=10)
-    c.send(msg("amps.q", "A"))
+    b, r, c = sent_a(clock, semantics="at-most-once")
     assert r.bodies() == ["A"]
     st = b.stats("amps.q")
     assert (st.message_count, st.delivering_count, st.dequeued) == (0, 0, 1)
@@ -186,11 +187,7 @@ def test_semantics_at_most_once_removes_message_at_delivery(clock: FakeClock) ->
 
 def test_semantics_at_least_once_is_default(clock: FakeClock) -> None:
     assert AddressSettings().semantics == "at-least-once"
-    b = make(clock, semantics="at-least-once", max_deliveries=5)
-    r = Recorder()
-    c = b.connect(r)
-    c.create_consumer(1, Q, "amps.q", credit=10)
-    c.send(msg("amps.q", "A"))
+    _b, r, c = sent_a(clock, semantics="at-least-once", max_deliveries=5)
     r.take()
     c.close_consumer(1)
     c.create_consumer(2, Q, "amps.q", credit=10)
@@ -201,11 +198,7 @@ def test_semantics_at_least_once_is_default(clock: FakeClock) -> None:
 
 
 def test_max_backlog_caps_unacked_messages_of_the_whole_queue(clock: FakeClock) -> None:
-    b = make(clock, max_backlog=2)
-    r1, r2 = Recorder(), Recorder()
-    c1, c2 = b.connect(r1), b.connect(r2)
-    c1.create_consumer(1, Q, "amps.q", credit=10)
-    c2.create_consumer(1, Q, "amps.q", credit=10)
+    b, r1, r2, c1, _c2 = two_consumers(clock, max_backlog=2)
     for i in range(5):
         c1.send(msg("amps.q", i))
     got1, got2 = r1.take(), r2.take()
@@ -339,11 +332,7 @@ def test_policy_dispatch_keeps_priority_order_and_selectors(clock: FakeClock) ->
 
 
 def test_barrier_waits_for_earlier_acks_then_goes_to_all_consumers(clock: FakeClock) -> None:
-    b = make(clock, barrier_expression="sync IS NOT NULL")
-    r1, r2 = Recorder(), Recorder()
-    c1, c2 = b.connect(r1), b.connect(r2)
-    c1.create_consumer(1, Q, "amps.q", credit=10)
-    c2.create_consumer(1, Q, "amps.q", credit=10)
+    b, r1, r2, c1, c2 = two_consumers(clock, barrier_expression="sync IS NOT NULL")
     c1.send(msg("amps.q", "A"))
     c1.send(msg("amps.q", "B"))
     c1.send(msg("amps.q", "SYNC", properties={"sync": True}))
@@ -364,11 +353,7 @@ def test_barrier_waits_for_earlier_acks_then_goes_to_all_consumers(clock: FakeCl
 
 
 def test_barrier_waits_until_every_consumer_can_receive(clock: FakeClock) -> None:
-    b = make(clock, barrier_expression="sync = TRUE")
-    r1, r2 = Recorder(), Recorder()
-    c1, c2 = b.connect(r1), b.connect(r2)
-    c1.create_consumer(1, Q, "amps.q", credit=10)
-    c2.create_consumer(1, Q, "amps.q", credit=0)
+    _b, r1, r2, c1, c2 = two_consumers(clock, second_credit=0, barrier_expression="sync = TRUE")
     c1.send(msg("amps.q", "SYNC", properties={"sync": True}))
     assert r1.take() == []  # c2 could not receive it yet
     c2.grant_credit(1, 1)

@@ -15,6 +15,13 @@ from jmspy.broker_ref.core import (
 Q = DestinationKind.QUEUE
 
 
+def _deliver_expiring(clock: FakeClock, conn: ServerConnection, rec: Recorder) -> int:
+    """Consumer 1 (credit 1) takes ``a``, which expires 100 ms from now: its delivery tag."""
+    conn.create_consumer(1, Q, "q", credit=1)
+    conn.send(msg("q", "a", expiration=clock.now + 100))
+    return rec.take()[0].delivery_tag
+
+
 def test_priority_higher_first_fifo_among_equals(conn: ServerConnection, rec: Recorder) -> None:
     for body, prio in [("l1", 1), ("h1", 9), ("m1", 4), ("h2", 9), ("l2", 1), ("m2", 4)]:
         conn.send(msg("q", body, priority=prio))
@@ -81,9 +88,7 @@ def test_process_timers_expires_ready_messages(
 def test_expired_in_delivery_is_expired_on_cancel(
     broker: Broker, clock: FakeClock, conn: ServerConnection, rec: Recorder
 ) -> None:
-    conn.create_consumer(1, Q, "q", credit=1)
-    conn.send(msg("q", "a", expiration=clock.now + 100))
-    tag = rec.take()[0].delivery_tag
+    tag = _deliver_expiring(clock, conn, rec)
     clock.advance(200)
     broker.process_timers()  # in delivery: not touched
     assert broker.stats("q").delivering_count == 1
@@ -149,9 +154,7 @@ def test_scheduled_and_expired_while_held(
 def test_expiry_timer_survives_delivery_and_cancel(
     broker: Broker, clock: FakeClock, conn: ServerConnection, rec: Recorder
 ) -> None:
-    conn.create_consumer(1, Q, "q", credit=1)
-    conn.send(msg("q", "a", expiration=clock.now + 100))
-    tag = rec.take()[0].delivery_tag
+    tag = _deliver_expiring(clock, conn, rec)
     assert broker.next_deadline() == clock.now + 100
     clock.advance(50)
     conn.cancel([tag])  # back to ready, not expired yet; consumer has no credit left

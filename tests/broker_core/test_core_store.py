@@ -35,6 +35,17 @@ def disk(request: pytest.FixtureRequest, tmp_path: Path) -> Disk:
     return Disk(request.param, tmp_path / "messages.sqlite")
 
 
+def consuming(clock: FakeClock, disk: Disk, queue: str = "q", **broker_kw: Any
+              ) -> tuple[Broker, Recorder, Any]:
+    """A broker on ``disk``'s store (``broker_kw`` passed on) and a recorded connection to
+    it whose consumer 1 has credit 10 on ``queue``."""
+    b = Broker(store=disk.store, clock=clock, **broker_kw)
+    rec = Recorder()
+    c = b.connect(rec)
+    c.create_consumer(1, Q, queue, credit=10)
+    return b, rec, c
+
+
 def test_persistent_messages_recovered_by_new_broker(clock: FakeClock, disk: Disk) -> None:
     store = disk.store
     b1 = Broker(store=store, clock=clock)
@@ -64,10 +75,7 @@ def test_non_persistent_not_stored(disk: Disk) -> None:
 
 def test_ack_removes_from_store(clock: FakeClock, disk: Disk) -> None:
     store = disk.store
-    b = Broker(store=store, clock=clock)
-    rec = Recorder()
-    c = b.connect(rec)
-    c.create_consumer(1, Q, "q", credit=10)
+    _, rec, c = consuming(clock, disk)
     m1, m2 = msg("q", "a"), msg("q", "b")
     c.send(m1)
     c.send(m2)
@@ -78,10 +86,7 @@ def test_ack_removes_from_store(clock: FakeClock, disk: Disk) -> None:
 
 def test_cancel_updates_delivery_count_in_store(clock: FakeClock, disk: Disk) -> None:
     store = disk.store
-    b = Broker(store=store, clock=clock)
-    rec = Recorder()
-    c = b.connect(rec)
-    c.create_consumer(1, Q, "q", credit=10)
+    _, rec, c = consuming(clock, disk)
     m = msg("q", "a")
     c.send(m)
     for _ in range(3):
@@ -98,10 +103,7 @@ def test_dead_lettered_message_moves_in_store(clock: FakeClock, disk: Disk) -> N
     from jmspy.broker_ref.core import AddressSettings
 
     store = disk.store
-    b = Broker(store=store, clock=clock, default_settings=AddressSettings(max_delivery_attempts=1))
-    rec = Recorder()
-    c = b.connect(rec)
-    c.create_consumer(1, Q, "q", credit=10)
+    _, rec, c = consuming(clock, disk, default_settings=AddressSettings(max_delivery_attempts=1))
     m = msg("q", "a")
     c.send(m)
     c.cancel([rec.take()[0].delivery_tag])
@@ -144,10 +146,7 @@ def test_unsubscribe_forgets_stored_subscription(clock: FakeClock, disk: Disk) -
 
 def test_transaction_commit_persists_and_removes(clock: FakeClock, disk: Disk) -> None:
     store = disk.store
-    b = Broker(store=store, clock=clock)
-    rec = Recorder()
-    c = b.connect(rec)
-    c.create_consumer(1, Q, "in", credit=10)
+    _, rec, c = consuming(clock, disk, "in")
     m_in = msg("in", "req")
     c.send(m_in)
     c.begin("t")

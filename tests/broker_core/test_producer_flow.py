@@ -45,6 +45,16 @@ def flood(conn: Any, dest: str, n: int, first: int = 0, **kw: Any) -> list[bool]
     return [conn.send(m(dest, i, **kw), ticket=i) for i in range(first, first + n)]
 
 
+def filled(tmp_path: Path, clock: FakeClock) -> tuple[Broker, Recorder, Any]:
+    """A broker whose memory the producer connection (recorded by the Recorder) has just
+    filled: ten messages, tickets 0..9, all through, on ``q``."""
+    b = make(tmp_path, clock)
+    rec = Recorder()
+    prod = b.connect(rec)
+    flood(prod, "q", 10)
+    return b, rec, prod
+
+
 def test_a_producer_past_the_memory_limit_is_parked_then_resumes_in_order_and_none_is_lost(
         tmp_path: Path, clock: FakeClock) -> None:
     b = make(tmp_path, clock)
@@ -193,10 +203,7 @@ def test_send_fail_after_timeout_fails_only_once_the_timeout_has_passed(
 
 def test_a_per_send_timeout_fails_that_send_and_a_withdrawn_send_is_not_stored(
         tmp_path: Path, clock: FakeClock) -> None:
-    b = make(tmp_path, clock)
-    rec = Recorder()
-    prod = b.connect(rec)
-    flood(prod, "q", 10)
+    b, rec, prod = filled(tmp_path, clock)
     assert prod.send(m("q", 10), ticket="t", timeout_ms=100) is False
     assert prod.send(m("q", 11), ticket="w") is False
     assert b.flow.withdraw(prod, "w") is not None  # the producer gave up on it
@@ -208,10 +215,7 @@ def test_a_per_send_timeout_fails_that_send_and_a_withdrawn_send_is_not_stored(
 
 def test_a_commit_whose_sends_need_space_waits_as_one_and_a_rollback_withdraws_it(
         tmp_path: Path, clock: FakeClock) -> None:
-    b = make(tmp_path, clock)
-    rec = Recorder()
-    prod = b.connect(rec)
-    flood(prod, "q", 10)
+    b, rec, prod = filled(tmp_path, clock)
     prod.begin("tx1")
     for i in range(3):
         prod.send(m("q", 100 + i), "tx1")  # staged: no RAM of any queue yet

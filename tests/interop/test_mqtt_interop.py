@@ -348,24 +348,14 @@ def test_slow_listener_does_not_stop_keepalive(mqtt_target: MqttTarget) -> None:
         conn.set_exception_listener(errors.append)
         s = conn.create_session()
         t = _topic(s)
-        got: list[str] = []
-        done = threading.Event()
-
-        def on_message(m: Any) -> None:
-            if not got:
-                time.sleep(3.5)
-            got.append(m.text)
-            if len(got) == 2:
-                done.set()
-
-        s.create_consumer(t).set_message_listener(on_message)
+        listened = Listened(s, t, 2, slow_first=3.5)
         conn.start()
         p = s.create_producer(t)
         p.send(s.create_text_message("slow"))
-        time.sleep(3.6)
+        time.sleep(3.6)  # outlasts the listener's 3.5 s on "slow", past the 2 s keepalive
         p.send(s.create_text_message("after"))
-        assert done.wait(WAIT)
-        assert got == ["slow", "after"] and errors == []
+        assert listened.done.wait(WAIT)
+        assert listened.texts == ["slow", "after"] and errors == []
         assert conn._transport._client.is_connected()
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -34,6 +36,22 @@ def _send(factory: Any, queue_name: str, texts: list[str], **props: Any) -> None
         p = s.create_producer(s.create_queue(queue_name))
         for t in texts:
             p.send(s.create_text_message(t, properties=props or None))
+
+
+@contextmanager
+def _consuming_sent(target: Target, ack_mode: int, texts: list[str], **factory_props: Any
+                    ) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """A connection (``factory_props`` on its factory) with a session in ``ack_mode``, a
+    new queue, ``texts`` sent to it (:func:`_send`), then a consumer of it on the session
+    and the connection started: ``(connection, session, queue, consumer)``."""
+    f = target.make_factory(**factory_props)
+    with f.create_connection() as conn:
+        s = conn.create_session(ack_mode=ack_mode)
+        q = _q(s)
+        _send(f, q.name, texts)
+        c = s.create_consumer(q)
+        conn.start()
+        yield conn, s, q, c
 
 
 def _drain(consumer: Any, timeout: float = 0.5) -> list[str]:
@@ -85,13 +103,7 @@ def test_listener_gets_everything_in_order(target: Target) -> None:
 
 
 def test_auto_ack_consumes(target: Target) -> None:
-    f = target.make_factory()
-    with f.create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
-        q = _q(s)
-        _send(f, q.name, ["a", "b", "c"])
-        c = s.create_consumer(q)
-        conn.start()
+    with _consuming_sent(target, Session.AUTO_ACKNOWLEDGE, ["a", "b", "c"]) as (_conn, s, q, c):
         assert [c.receive(WAIT).text for _ in range(3)] == ["a", "b", "c"]
         c.close()
         assert _drain(s.create_consumer(q)) == []
@@ -120,13 +132,8 @@ def test_auto_ack_listener_failure_redelivers(target: Target) -> None:
 
 
 def test_client_ack_recover_redelivers_in_order(target: Target) -> None:
-    f = target.make_factory()
-    with f.create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        q = _q(s)
-        _send(f, q.name, [str(i) for i in range(6)])
-        c = s.create_consumer(q)
-        conn.start()
+    with _consuming_sent(target, Session.CLIENT_ACKNOWLEDGE,
+                         [str(i) for i in range(6)]) as (_conn, s, q, c):
         first = [c.receive(WAIT) for _ in range(3)]
         assert [m.text for m in first] == ["0", "1", "2"]
         s.recover()
@@ -140,13 +147,8 @@ def test_client_ack_recover_redelivers_in_order(target: Target) -> None:
 
 
 def test_individual_ack_leaves_the_others(target: Target) -> None:
-    f = target.make_factory()
-    with f.create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
-        q = _q(s)
-        _send(f, q.name, ["a", "b", "c"])
-        c = s.create_consumer(q)
-        conn.start()
+    with _consuming_sent(target, Session.INDIVIDUAL_ACKNOWLEDGE,
+                         ["a", "b", "c"]) as (_conn, s, q, c):
         ms = [c.receive(WAIT) for _ in range(3)]
         ms[1].acknowledge()
         s.recover()
@@ -159,13 +161,8 @@ def test_individual_ack_leaves_the_others(target: Target) -> None:
 
 
 def test_dups_ok_consumes(target: Target) -> None:
-    f = target.make_factory()
-    with f.create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.DUPS_OK_ACKNOWLEDGE)
-        q = _q(s)
-        _send(f, q.name, [str(i) for i in range(25)])
-        c = s.create_consumer(q)
-        conn.start()
+    with _consuming_sent(target, Session.DUPS_OK_ACKNOWLEDGE,
+                         [str(i) for i in range(25)]) as (_conn, s, q, c):
         assert [c.receive(WAIT).text for _ in range(25)] == [str(i) for i in range(25)]
         c.close()
         assert _drain(s.create_consumer(q)) == []
@@ -198,14 +195,10 @@ def test_transactions_commit_and_rollback(target: Target) -> None:
 
 
 def test_flow_limit_bounds_what_is_in_flight(target: Target) -> None:
-    f = target.make_factory(imqConsumerFlowLimit=10, imqConsumerFlowThreshold=50)
-    with f.create_connection() as conn:
-        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        q = _q(s)
-        _send(f, q.name, [str(i) for i in range(50)])
-        c = s.create_consumer(q)
-        conn.start()
-        time.sleep(0.5)
+    with _consuming_sent(target, Session.CLIENT_ACKNOWLEDGE,
+                         [str(i) for i in range(50)], imqConsumerFlowLimit=10,
+                         imqConsumerFlowThreshold=50) as (conn, _s, q, c):
+        time.sleep(0.5)  # lets the broker push what the window allows (and see it stop)
         st = c.flow_stats()
         assert st.limit == 10 and st.buffered == 10 and st.unconsumed == 10
         if target.stats:
@@ -392,23 +385,13 @@ def test_heartbeats_flow_while_a_listener_is_slow(stomp_broker: Any) -> None:
         conn.set_exception_listener(errors.append)
         s = conn.create_session()
         q = _q(s)
-        done = threading.Event()
-        got: list[str] = []
-
-        def slow(m: Any) -> None:
-            if m.text == "slow":
-                time.sleep(2.0)  # 4x the heart-beat interval
-            got.append(m.text)
-            if len(got) == 2:
-                done.set()
-
-        s.create_consumer(q).set_message_listener(slow)
+        listened = Listened(s, q, 2, slow_first=2.0)  # "slow" takes 4x the heart-beat interval
         conn.start()
         p = s.create_producer(q)
         p.send(s.create_text_message("slow"))
         p.send(s.create_text_message("after"))
-        assert done.wait(WAIT)
-        assert got == ["slow", "after"]
+        assert listened.done.wait(WAIT)
+        assert listened.texts == ["slow", "after"]
         assert conn._transport._conn.is_connected()
     assert errors == []
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import stomp
 
 from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.core.security import SecurityPolicy
 from jmspy.broker_ref.protocols.stomp import StompServer, runner
 
 T = TypeVar("T")
@@ -32,6 +33,18 @@ class _ErrorLog(logging.Handler):
 
 SERVER_ERRORS = _ErrorLog()
 logging.getLogger("jmspy.broker_ref.stomp").addHandler(SERVER_ERRORS)
+
+
+def orders_policy(secret: str, audit: str, **orders: list[str]) -> SecurityPolicy:
+    """The security tests' policy: alice (role ``traders``, password ``secret``), audrey
+    (``auditors``, password ``audit``) and the ``orders.#`` queue permission ``orders``
+    (``send=``/``consume=``/``browse=`` role lists). Few PBKDF2 rounds, so connecting
+    stays fast."""
+    p = SecurityPolicy(iterations=1_000)
+    p.add_user("alice", secret, roles=["traders"])
+    p.add_user("audrey", audit, roles=["auditors"])
+    p.add_permission("orders.#", "queue", **orders)
+    return p
 
 
 class ServerHandle:

@@ -20,13 +20,19 @@ def _ack_ids(version: str, headers: dict[str, str]) -> tuple[str, ...]:
     return (headers["ack"],) if version == "1.2" else (headers["message-id"], "s")
 
 
+def _sent_then_received(conn, lst, dest: str, n: int, ack: str) -> list:
+    """Send ``m0`` .. ``m{n-1}`` to ``dest``, then subscribe (id ``s``, the given ack mode)
+    and wait for all ``n`` to arrive; the messages received."""
+    for i in range(n):
+        conn.send(dest, f"m{i}")
+    conn.subscribe(dest, id="s", ack=ack)
+    return lst.wait_messages(n)
+
+
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 def test_client_ack_is_cumulative(server: ServerHandle, connect, version: str) -> None:
     conn, lst = connect(version)
-    for i in range(5):
-        conn.send("/queue/cum", f"m{i}")
-    conn.subscribe("/queue/cum", id="s", ack="client")
-    msgs = lst.wait_messages(5)
+    msgs = _sent_then_received(conn, lst, "/queue/cum", 5, "client")
     server.wait_stats("cum", "deliveringCount", 5)
     third = msgs[2].headers
     conn.ack(*_ack_ids(version, third))
@@ -37,10 +43,7 @@ def test_client_ack_is_cumulative(server: ServerHandle, connect, version: str) -
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 def test_client_individual_acks_one(server: ServerHandle, connect, version: str) -> None:
     conn, lst = connect(version)
-    for i in range(3):
-        conn.send("/queue/ind", f"m{i}")
-    conn.subscribe("/queue/ind", id="s", ack="client-individual")
-    msgs = lst.wait_messages(3)
+    msgs = _sent_then_received(conn, lst, "/queue/ind", 3, "client-individual")
     h = msgs[1].headers
     conn.ack(*_ack_ids(version, h))
     server.wait_stats("ind", "messageCount", 2)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from capability_probes import started_with_four_each
+
 from jmspy import ConnectionFactory
 
 
@@ -22,12 +24,7 @@ def test_connection_flow_limit_is_enforced_by_the_broker_across_consumers(server
     with factory.create_connection() as conn:
         s = conn.create_session()
         queues = [s.create_queue(n) for n in names]
-        consumers = [s.create_consumer(q) for q in queues]
-        conn.start()
-        producer = s.create_producer()
-        for q in queues:
-            for i in range(4):
-                producer.send(s.create_text_message(f"{q.name}-{i}"), q)
+        consumers = started_with_four_each(conn, s, queues)
         deadline = time.monotonic() + 10
         while _delivering(server, names) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)  # waits for the broker to push what the cap allows

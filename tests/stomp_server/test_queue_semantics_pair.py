@@ -31,6 +31,17 @@ def counts(pair: StompPair, name: str, *keys: str) -> tuple[int, ...]:
     return tuple(st[k] for k in keys)
 
 
+def _ring_subscriber(version: str, dest: str, sub_id: str, *, prefetch: int
+                     ) -> tuple[StompPair, StompClient]:
+    """A pair with the ring settings and a client that subscribes to ``dest``
+    client-individual with a window of ``prefetch`` messages."""
+    pair = StompPair(settings=RING)
+    client = pair.client(version)
+    client.subscribe(dest, sub_id, ack="client-individual",
+                     **{"activemq.prefetchSize": str(prefetch)})
+    return pair, client
+
+
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 def test_ring_size_3_abcd_new_subscriber_receives_bcd_one_replaced(version: str) -> None:
     pair = StompPair(settings=RING)  # default-ring-size by match: auto-created queue
@@ -60,10 +71,7 @@ def test_ring_explicit_ring_size_beats_default_ring_size() -> None:
 def test_ring_in_delivery_subscriber_holds_abcd_then_disconnects_bcd_remain(
     version: str,
 ) -> None:
-    pair = StompPair(settings=RING)
-    consumer = pair.client(version)
-    consumer.subscribe("/queue/ring.foo", "c", ack="client-individual",
-                       **{"activemq.prefetchSize": "10"})
+    pair, consumer = _ring_subscriber(version, "/queue/ring.foo", "c", prefetch=10)
     producer = pair.client()
     for i, body in enumerate("ABCD", start=1):
         producer.send("/queue/ring.foo", body)
@@ -85,10 +93,7 @@ def test_ring_in_delivery_subscriber_holds_abcd_then_disconnects_bcd_remain(
 def test_ring_transaction_abort_of_acks_readds_to_head_and_drops_head_most(
     version: str,
 ) -> None:
-    pair = StompPair(settings=RING)
-    c = pair.client(version)
-    c.subscribe("/queue/ring.tx", "s", ack="client-individual",
-                **{"activemq.prefetchSize": "4"})
+    pair, c = _ring_subscriber(version, "/queue/ring.tx", "s", prefetch=4)
     c.send("/queue/ring.tx", *"ABCD")
     first = list(c.messages)
     assert c.bodies() == ["A", "B", "C", "D"]

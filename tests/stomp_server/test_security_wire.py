@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import stomp
-from stomp_support import Collector, RawClient, ServerHandle
+from stomp_support import Collector, RawClient, ServerHandle, orders_policy
 
 from jmspy.broker_ref.core.security import SecurityPolicy
 
@@ -22,12 +22,8 @@ AUDIT = "audit-Pa55-wire"
 
 
 def policy() -> SecurityPolicy:
-    p = SecurityPolicy(iterations=1_000)
-    p.add_user("alice", SECRET, roles=["traders"])
-    p.add_user("audrey", AUDIT, roles=["auditors"])
-    p.add_permission("orders.#", "queue", send=["traders"], consume=["auditors"],
-                     browse=["auditors"])
-    return p
+    return orders_policy(SECRET, AUDIT, send=["traders"], consume=["auditors"],
+                         browse=["auditors"])
 
 
 @pytest.fixture

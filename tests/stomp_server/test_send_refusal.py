@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from stomp_support import ServerHandle
+from stomp_support import ServerHandle, orders_policy
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException
-from jmspy.broker_ref.core.security import SecurityPolicy
 from jmspy.errors import (
     JMSSecurityException,
     ResourceAllocationException,
@@ -26,17 +25,10 @@ SECRET = "s3cret-Pa55-refusal"
 AUDIT = "audit-Pa55-refusal"
 
 
-def policy() -> SecurityPolicy:
-    p = SecurityPolicy(iterations=1_000)
-    p.add_user("alice", SECRET, roles=["traders"])
-    p.add_user("audrey", AUDIT, roles=["auditors"])
-    p.add_permission("orders.#", "queue", send=["traders"], consume=["traders", "auditors"])
-    return p
-
-
 @pytest.fixture
 def secure(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
-    return server_factory(security=policy())
+    return server_factory(security=orders_policy(SECRET, AUDIT, send=["traders"],
+                                                 consume=["traders", "auditors"]))
 
 
 class Heard:
