@@ -18,13 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 import hypothesis.strategies as st
-import pytest
 from hypothesis import HealthCheck, given, settings
 from traffic_steps import ack_or_cancel
+from twin_support import needs_compiled_records
 
 import jmspy._cext.queue_run as cext
 import jmspy.broker_ref.core.queue_run as pure
-from jmspy import _speedups
 from jmspy.broker_ref.core import Broker, Delivery, DestinationKind, ServerMessage
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.consumer import (
@@ -44,14 +43,6 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 NOW = 1_000_000
-
-
-# The compiled twin reads the compiled records' C fields, so it runs on the records the
-# compiled twins make: the compiled run of the suite compares the two twins; the pure run
-# has only the pure records, and runs the end-to-end tests below on the pure twin.
-needs_compiled_records = pytest.mark.skipif(
-    _speedups.PURE_PYTHON, reason="the compiled twin runs on the compiled records only"
-)
 
 
 class Host:
