@@ -14,9 +14,14 @@ and the strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C 
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
+from jmspy._cext.members cimport check_members
 from jmspy._cext.message_record cimport MessageRecord
 
+from jmspy._pure.message_record import FIELDS
+
 __all__ = ["drain"]
+
+cdef tuple _FIELDS = FIELDS
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
@@ -92,8 +97,11 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if session._closed:
                 return handled
             if coalesce and ok:
-                tag = ((<MessageRecord>message)._delivery_tag if fast
-                       else message._delivery_tag)
+                if fast:  # the listener had the message: it may have deleted a field
+                    check_members(message, _FIELDS)
+                    tag = (<MessageRecord>message)._delivery_tag
+                else:
+                    tag = message._delivery_tag
                 hold((consumer, tag))
                 pending += 1
                 if cbuf is not None:

@@ -1,23 +1,30 @@
 # cython: language_level=3
-"""A new TextMessage (compiled twin).
+"""New messages of every type, as the session's ``create_*_message`` makes them (compiled
+twin).
 
 The pure twin ``jmspy/_pure/message_new.py`` says why; ``tests/test_message_new_twins.py``
-compares every field of both twins' messages. Change one, change the other (and both when
-``Message.__init__`` or ``TextMessage.__init__`` change: the test compares against them).
+compares every field of both twins' messages. Change one, change the other (and both when a
+message class's ``__init__`` changes: the test compares against them).
 
 The instance is allocated without running ``__init__`` and its fields (a typed record,
-``jmspy/_cext/message_record.pxd``) are set as ``Message.__init__`` sets them. Properties take the helpers' fast paths inline (a name
-already validated and remembered; a bool, str, float, None or 64-bit int value) and call
-``jmspy.message``'s own checks for anything else, so every refusal is their error.
+``jmspy/_cext/message_record.pxd``) are set as ``Message.__init__`` sets them. Properties
+take the helpers' fast paths inline (a name already validated and remembered; a bool,
+str, float, None or 64-bit int value) and call
+``jmspy.message``'s own checks for anything else, so every refusal is their error; a body
+the fast path does not take as it is (a text that is not a str, a bytearray, map values to
+check one by one) goes to the class's own constructor, which decides.
 """
 
 from cpython.object cimport PyObject, PyTypeObject
 
 from jmspy._cext.message_record cimport MessageRecord
 
-__all__ = ["new_text_message"]
+__all__ = ["new_bytes_message", "new_map_message", "new_message", "new_text_message"]
 
+cdef object _Message = None
 cdef object _TextMessage = None
+cdef object _BytesMessage = None
+cdef object _MapMessage = None
 cdef object _valid_name = None
 cdef object _check_value = None
 cdef set _VALID_NAMES = None
@@ -29,12 +36,11 @@ cdef tuple _NO_ARGS = ()
 
 
 cdef int _load() except -1:
-    global _TextMessage, _valid_name, _check_value, _VALID_NAMES, _LONG_MIN, _LONG_MAX
-    global _PERSISTENT
+    global _Message, _TextMessage, _BytesMessage, _MapMessage, _valid_name, _check_value
+    global _VALID_NAMES, _LONG_MIN, _LONG_MAX, _PERSISTENT
     from jmspy import message as m
-    T = m.TextMessage
-    if not issubclass(T, MessageRecord):
-        raise ImportError("jmspy.message.TextMessage is not built on the compiled message "
+    if not issubclass(m.Message, MessageRecord):
+        raise ImportError("jmspy.message.Message is not built on the compiled message "
                           "record; rebuild jmspy's compiled twins")
     _valid_name = m._valid_property_name
     _check_value = m._check_property_value
@@ -42,21 +48,18 @@ cdef int _load() except -1:
     _LONG_MIN = m._LONG_MIN
     _LONG_MAX = m._LONG_MAX
     _PERSISTENT = m.DeliveryMode.PERSISTENT
-    _TextMessage = T
+    _TextMessage, _BytesMessage, _MapMessage = m.TextMessage, m.BytesMessage, m.MapMessage
+    _Message = m.Message
     return 0
 
 
-cpdef new_text_message(object text=None, object properties=None):
-    """``TextMessage(text, properties)``; see the pure twin."""
-    if _TextMessage is None:
-        _load()
-    if (text is not None and type(text) is not str) or (
-            properties is not None and type(properties) is not dict):
-        return _TextMessage(text, properties)  # the constructor decides (or refuses)
+cdef object _new(object cls, dict properties, object body):
+    """A ``cls`` with ``Message.__init__``'s fields, ``properties`` checked, ``body`` as
+    its body."""
     cdef dict props = {}
     cdef object key, value
     if properties:
-        for key, value in (<dict>properties).items():
+        for key, value in properties.items():
             if not (type(key) is str and key in _VALID_NAMES):
                 key = _valid_name(key)
             if value is None or type(value) is bool or type(value) is str or type(value) is float:
@@ -66,8 +69,7 @@ cpdef new_text_message(object text=None, object properties=None):
             else:
                 value = _check_value(key, value)
             props[key] = value
-    cdef object msg = (<PyTypeObject*>_TextMessage).tp_new(<type>_TextMessage,
-                                                           <PyObject*>_NO_ARGS, NULL)
+    cdef object msg = (<PyTypeObject*>cls).tp_new(<type>cls, <PyObject*>_NO_ARGS, NULL)
     cdef MessageRecord r = <MessageRecord>msg
     r.message_id = None
     r.timestamp = _ZERO
@@ -86,5 +88,46 @@ cpdef new_text_message(object text=None, object properties=None):
     r._body_read_only = False
     r._acknowledger = None
     r._delivery_tag = _MINUS_ONE
-    r._body = text
+    r._body = body
     return msg
+
+
+cpdef new_message(object properties=None):
+    """``Message(properties)``; see the pure twin."""
+    if _Message is None:
+        _load()
+    if properties is not None and type(properties) is not dict:
+        return _Message(properties)
+    return _new(_Message, properties, None)
+
+
+cpdef new_text_message(object text=None, object properties=None):
+    """``TextMessage(text, properties)``; see the pure twin."""
+    if _Message is None:
+        _load()
+    if (text is not None and type(text) is not str) or (
+            properties is not None and type(properties) is not dict):
+        return _TextMessage(text, properties)  # the constructor decides (or refuses)
+    return _new(_TextMessage, properties, text)
+
+
+cpdef new_bytes_message(object data=None, object properties=None):
+    """``BytesMessage(data, properties)``; see the pure twin."""
+    if _Message is None:
+        _load()
+    if (data is not None and type(data) is not bytes) or (
+            properties is not None and type(properties) is not dict):
+        return _BytesMessage(data, properties)
+    msg = _new(_BytesMessage, properties, b"" if data is None else data)
+    msg._pos = 0
+    return msg
+
+
+cpdef new_map_message(object values=None, object properties=None):
+    """``MapMessage(values, properties)``; see the pure twin. Values are checked one by
+    one by ``MapMessage.set``, so any go to the constructor."""
+    if _Message is None:
+        _load()
+    if values or (properties is not None and type(properties) is not dict):
+        return _MapMessage(values, properties)
+    return _new(_MapMessage, properties, {})

@@ -4,8 +4,10 @@
 The pure twin ``jmspy/_pure/message_record.py`` says what the record is and why it is a
 twin; the fields are declared in ``jmspy/_cext/message_record.pxd``. Pickling and copying
 are ``Message``'s (``__reduce__``/``__copy__`` over :data:`FIELDS`), so both twins do them
-the same way.
+the same way. The fields are declared in the order of :data:`FIELDS` (checked at load).
 """
+
+from jmspy._cext.members cimport expose_members
 
 from jmspy._pure.message_record import FIELDS
 
@@ -14,3 +16,8 @@ __all__ = ["FIELDS", "MessageRecord"]
 
 cdef class MessageRecord:
     """A message's headers, properties, body and delivery bookkeeping; see the pure twin."""
+
+
+# Python code (the client's, the application's listener) reads these per message: as
+# fast as the pure twin's slots (jmspy/_cext/members.pxd says why).
+expose_members(MessageRecord, FIELDS)

@@ -9,6 +9,10 @@ behaviour. Change one, change the other.
 
 cimport cython
 
+import dataclasses
+
+from jmspy._cext.members cimport expose_members
+
 from jmspy.broker_ref.core.kinds import BodyType
 from jmspy.broker_ref.core.records import PRIORITIES, READY
 
@@ -40,6 +44,11 @@ cdef class ServerMessage:
     jms_type: object = None
     producer_connection: object = 0
     size: object = 0
+
+
+# The broker's Python code (mappings, selectors, stats) reads a message's fields per
+# delivery: as fast as the pure dataclass's slots (jmspy/_cext/members.pxd says why).
+expose_members(ServerMessage, tuple(f.name for f in dataclasses.fields(ServerMessage)))
 
 
 cdef class MessageRef:

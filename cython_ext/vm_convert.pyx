@@ -15,11 +15,13 @@ twins' messages are not these C types).
 
 from cpython.object cimport PyObject, PyTypeObject
 
+from jmspy._cext.members cimport check_members
 from jmspy._cext.message_record cimport MessageRecord
 from jmspy._cext.records cimport ServerMessage
 
 from jmspy.broker_ref.core.kinds import BodyType, DestinationKind
 from jmspy.destinations import Queue, TemporaryQueue, Topic
+from jmspy._pure.message_record import FIELDS
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 
 __all__ = [
@@ -45,6 +47,7 @@ cdef object _Bytes = BytesMessage
 cdef object _Map = MapMessage
 cdef object _Message = Message
 cdef tuple _NO_ARGS = ()
+cdef tuple _FIELDS = FIELDS
 
 
 cdef inline object _blank(object cls):
@@ -79,6 +82,7 @@ cpdef object to_destination(object kind, str name):
 cpdef object to_server_message(object message, object connection_id):
     """Copy what the broker needs; the sender may reuse its Message after send()."""
     cdef MessageRecord m = message
+    check_members(m, _FIELDS)  # the application's message: a deleted field is an error
     assert m.destination is not None and m.message_id is not None
     cdef object body = m._body
     if isinstance(message, _Text):

@@ -35,10 +35,14 @@ if TYPE_CHECKING:
 
 __all__ = ["AUTO_ACK_BATCH", "Session"]
 
-#: TextMessage(text, properties) (compiled twin, or pure under JMSPY_PUREPYTHON).
+# The message constructors, through the message_new twin (compiled: no __init__ frames;
+# jmspy/_pure/message_new.py), bound once.
+_new_message = twins.message_new.new_message
 _new_text_message: Callable[[str | None, dict[str, PropertyValue] | None], TextMessage] = (
     twins.message_new.new_text_message
 )
+_new_bytes_message = twins.message_new.new_bytes_message
+_new_map_message = twins.message_new.new_map_message
 
 
 class Session(SessionDispatcher):
@@ -94,26 +98,24 @@ class Session(SessionDispatcher):
         return TemporaryQueue(self._transport.create_temporary_queue(), self._connection)
 
     def create_message(self, properties: dict[str, PropertyValue] | None = None) -> Message:
-        return Message(properties)
+        return _new_message(properties)
 
     def create_text_message(
         self, text: str | None = None, properties: dict[str, PropertyValue] | None = None
     ) -> TextMessage:
-        # TextMessage(text, properties), through the message_new twin (compiled: no
-        # __init__ frames; jmspy/_pure/message_new.py)
         return _new_text_message(text, properties)
 
     def create_bytes_message(
         self, data: bytes | None = None, properties: dict[str, PropertyValue] | None = None
     ) -> BytesMessage:
-        return BytesMessage(data, properties)
+        return _new_bytes_message(data, properties)
 
     def create_map_message(
         self,
         values: dict[str, PropertyValue | bytes] | None = None,
         properties: dict[str, PropertyValue] | None = None,
     ) -> MapMessage:
-        return MapMessage(values, properties)
+        return _new_map_message(values, properties)
 
     def create_producer(
         self,

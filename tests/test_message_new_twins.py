@@ -1,11 +1,12 @@
 """Differential tests for the message-creation twins (``jmspy._cext/_pure.message_new``).
 
-Both twins and the ``TextMessage`` constructor itself get the same random text and
+Both twins and each message class's constructor itself get the same random body and
 properties: valid and invalid names (keywords, reserved JMS names, non-identifiers,
 non-strings), values of every accepted type and of refused ones (out-of-range ints,
-int subclasses, bytes, lists), plain dicts, dict subclasses and other mappings, texts
-that are str, a str subclass or not text at all. They must build messages equal in
-every field (and of the same class), or raise the same error with the same message.
+int subclasses, bytes, lists), plain dicts, dict subclasses and other mappings, bodies
+of the class's type, of a subclass of it or of no fitting type at all. They must build
+messages equal in every field (and of the same class), or raise the same error with the
+same message.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import given, settings
 from twin_support import record_twins
 
@@ -23,7 +25,7 @@ import jmspy._cext.message_new as cext
 import jmspy._pure.message_new as pure
 from jmspy import message as message_module
 from jmspy import twins
-from jmspy.message import TextMessage
+from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 
 
 class Level(enum.IntEnum):
@@ -36,6 +38,13 @@ class Text(str):
 
 FIELDS = twins.message_record.FIELDS
 MAKERS = record_twins(pure.new_text_message, cext.new_text_message)
+# (constructor, twin function name, bodies): the bare message takes no body argument.
+KINDS = [
+    (TextMessage, "new_text_message", "texts"),
+    (BytesMessage, "new_bytes_message", "datas"),
+    (MapMessage, "new_map_message", "maps"),
+    (Message, "new_message", None),
+]
 
 names = st.one_of(
     st.sampled_from(["color", "n", "_x", "$y", "JMSXGroupID", "JMS_vendor", "a1"]),
@@ -56,14 +65,22 @@ props = st.one_of(
 )
 texts = st.one_of(st.none(), st.text(max_size=10), st.just(Text("sub")), st.just(b"raw"),
                   st.just(3))
+BODIES = {
+    "texts": texts,
+    "datas": st.one_of(st.none(), st.binary(max_size=6), st.binary(max_size=6).map(bytearray),
+                       st.just(memoryview(b"mv")), st.just("text"), st.just(3)),
+    "maps": st.one_of(st.none(), st.just({}), st.dictionaries(names, values, max_size=3),
+                      st.just([("k", 1)])),
+}
 
 
-def build(make: Any, text: Any, properties: Any) -> Any:
+def build(make: Any, *args: Any) -> Any:
     try:
-        m = make(text, properties)
+        m = make(*args)
     except Exception as exc:
         return ("error", type(exc), str(exc))
-    return (type(m), [(name, getattr(m, name)) for name in FIELDS])
+    extra = [("_pos", m._pos)] if isinstance(m, BytesMessage) else []
+    return (type(m), [(name, getattr(m, name)) for name in FIELDS] + extra)
 
 
 @settings(max_examples=500, deadline=None, database=None)
@@ -76,6 +93,18 @@ def test_new_text_message_twins_agree_with_the_constructor(text: Any, properties
         assert build(make, text, properties) == expected  # names remembered
 
 
+@pytest.mark.parametrize(("cls", "name", "bodies"), KINDS, ids=[k[1] for k in KINDS])
+@settings(max_examples=200, deadline=None, database=None)
+@given(data=st.data())
+def test_every_message_type_twins_agree_with_its_constructor(
+        cls: type, name: str, bodies: str | None, data: st.DataObject) -> None:
+    args = ([] if bodies is None else [data.draw(BODIES[bodies])]) + [data.draw(props)]
+    expected = build(cls, *args)
+    for module in record_twins(pure, cext):
+        message_module._VALID_NAMES.clear()
+        assert build(getattr(module, name), *args) == expected
+
+
 def test_new_text_message_defaults_and_independent_properties() -> None:
     for make in MAKERS:
         a = make()
@@ -84,3 +113,13 @@ def test_new_text_message_defaults_and_independent_properties() -> None:
         assert b.text == "x" and b.get_property("n") == 1 and a.get_property("n") is None
         b.set_property("m", "v")  # a new message's properties are writable
         assert b.get_property("m") == "v"
+
+
+def test_the_session_creates_every_message_through_the_running_twin() -> None:
+    from jmspy import session, twins
+
+    running = twins.message_new
+    assert (session._new_message, session._new_text_message, session._new_bytes_message,
+            session._new_map_message) == (
+        running.new_message, running.new_text_message, running.new_bytes_message,
+        running.new_map_message)

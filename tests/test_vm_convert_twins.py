@@ -149,3 +149,12 @@ def test_destinations_are_shared_per_name() -> None:
         assert a is twin.to_destination(DestinationKind.TOPIC, "t") and a == Topic("t")
         assert isinstance(twin.to_destination(DestinationKind.QUEUE, "temp-queue://x"),
                           TemporaryQueue)
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_message_with_a_deleted_header_is_refused_by_name(twin: Any) -> None:
+    msg = TextMessage("x")
+    msg.destination, msg.message_id = Queue("q"), "ID:1"
+    del msg.priority
+    with pytest.raises(AttributeError, match="priority"):
+        twin.to_server_message(msg, 1)
