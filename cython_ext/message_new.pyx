@@ -21,39 +21,36 @@ from jmspy._cext.message_record cimport MessageRecord
 
 __all__ = ["new_bytes_message", "new_map_message", "new_message", "new_text_message"]
 
-cdef object _Message = None
-cdef object _TextMessage = None
-cdef object _BytesMessage = None
-cdef object _MapMessage = None
-cdef object _valid_name = None
-cdef object _check_value = None
-cdef set _VALID_NAMES = None
-cdef object _LONG_MIN, _LONG_MAX, _PERSISTENT
+# jmspy.message never imports this module (the session does), so loading it here meets no
+# cycle.
+from jmspy import message as _m
+
+cdef type _Message = _m.Message
+cdef type _TextMessage = _m.TextMessage
+cdef type _BytesMessage = _m.BytesMessage
+cdef type _MapMessage = _m.MapMessage
+cdef object _valid_name = _m._valid_property_name
+cdef object _check_value = _m._check_property_value
+cdef set _VALID_NAMES = _m._VALID_NAMES
+cdef object _LONG_MIN = _m._LONG_MIN
+cdef object _LONG_MAX = _m._LONG_MAX
+cdef object _PERSISTENT = _m.DeliveryMode.PERSISTENT
 cdef object _ZERO = 0
 cdef object _FOUR = 4
 cdef object _MINUS_ONE = -1
 cdef tuple _NO_ARGS = ()
+# Under JMSPY_PUREPYTHON the messages are built on the pure record, which this module
+# cannot fill: every call then goes to the constructor (the twin tests import it anyway).
+cdef bint _RECORDS = issubclass(_Message, MessageRecord)
 
 
-cdef int _load() except -1:
-    global _Message, _TextMessage, _BytesMessage, _MapMessage, _valid_name, _check_value
-    global _VALID_NAMES, _LONG_MIN, _LONG_MAX, _PERSISTENT
-    from jmspy import message as m
-    if not issubclass(m.Message, MessageRecord):
-        raise ImportError("jmspy.message.Message is not built on the compiled message "
-                          "record; rebuild jmspy's compiled twins")
-    _valid_name = m._valid_property_name
-    _check_value = m._check_property_value
-    _VALID_NAMES = m._VALID_NAMES
-    _LONG_MIN = m._LONG_MIN
-    _LONG_MAX = m._LONG_MAX
-    _PERSISTENT = m.DeliveryMode.PERSISTENT
-    _TextMessage, _BytesMessage, _MapMessage = m.TextMessage, m.BytesMessage, m.MapMessage
-    _Message = m.Message
-    return 0
+cdef inline bint _plain(object body, type kind, object properties):
+    """Whether the fast path takes ``body`` and ``properties`` as they are."""
+    return _RECORDS and (body is None or type(body) is kind) and (
+        properties is None or type(properties) is dict)
 
 
-cdef object _new(object cls, dict properties, object body):
+cdef object _new(type cls, dict properties, object body):
     """A ``cls`` with ``Message.__init__``'s fields, ``properties`` checked, ``body`` as
     its body."""
     cdef dict props = {}
@@ -69,7 +66,7 @@ cdef object _new(object cls, dict properties, object body):
             else:
                 value = _check_value(key, value)
             props[key] = value
-    cdef object msg = (<PyTypeObject*>cls).tp_new(<type>cls, <PyObject*>_NO_ARGS, NULL)
+    cdef object msg = (<PyTypeObject*>cls).tp_new(cls, <PyObject*>_NO_ARGS, NULL)
     cdef MessageRecord r = <MessageRecord>msg
     r.message_id = None
     r.timestamp = _ZERO
@@ -94,29 +91,21 @@ cdef object _new(object cls, dict properties, object body):
 
 cpdef new_message(object properties=None):
     """``Message(properties)``; see the pure twin."""
-    if _Message is None:
-        _load()
-    if properties is not None and type(properties) is not dict:
+    if not _plain(None, type(None), properties):
         return _Message(properties)
     return _new(_Message, properties, None)
 
 
 cpdef new_text_message(object text=None, object properties=None):
     """``TextMessage(text, properties)``; see the pure twin."""
-    if _Message is None:
-        _load()
-    if (text is not None and type(text) is not str) or (
-            properties is not None and type(properties) is not dict):
+    if not _plain(text, str, properties):
         return _TextMessage(text, properties)  # the constructor decides (or refuses)
     return _new(_TextMessage, properties, text)
 
 
 cpdef new_bytes_message(object data=None, object properties=None):
     """``BytesMessage(data, properties)``; see the pure twin."""
-    if _Message is None:
-        _load()
-    if (data is not None and type(data) is not bytes) or (
-            properties is not None and type(properties) is not dict):
+    if not _plain(data, bytes, properties):
         return _BytesMessage(data, properties)
     msg = _new(_BytesMessage, properties, b"" if data is None else data)
     msg._pos = 0
@@ -126,8 +115,6 @@ cpdef new_bytes_message(object data=None, object properties=None):
 cpdef new_map_message(object values=None, object properties=None):
     """``MapMessage(values, properties)``; see the pure twin. Values are checked one by
     one by ``MapMessage.set``, so any go to the constructor."""
-    if _Message is None:
-        _load()
-    if values or (properties is not None and type(properties) is not dict):
+    if values or not _plain(None, dict, properties):
         return _MapMessage(values, properties)
     return _new(_MapMessage, properties, {})
