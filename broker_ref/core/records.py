@@ -80,7 +80,8 @@ class ServerMessage:
 
     The compiled twin is a Cython dataclass: the same constructor, equality, repr and
     ``dataclasses.replace``/``fields``. Import it from :mod:`.api`, which hands out the
-    running twin.
+    running twin. Set fields, never delete them: the compiled twin's code (its generated
+    methods, the conversions) reads them without checking (``jmspy/_cext/members.pxd``).
     """
 
     message_id: str
