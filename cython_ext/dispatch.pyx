@@ -14,7 +14,7 @@ and the strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C 
 """
 
 from jmspy._cext.prefetch cimport PrefetchBuffer
-from jmspy._cext.members cimport check_members
+from jmspy._cext.members cimport check_members, member_indices
 from jmspy._cext.message_record cimport MessageRecord
 
 from jmspy._pure.message_record import FIELDS
@@ -22,6 +22,7 @@ from jmspy._pure.message_record import FIELDS
 __all__ = ["drain"]
 
 cdef tuple _FIELDS = FIELDS
+cdef tuple _TAG = member_indices(FIELDS, ("_delivery_tag",))
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
@@ -98,7 +99,7 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
                 return handled
             if coalesce and ok:
                 if fast:  # the listener had the message: it may have deleted a field
-                    check_members(message, _FIELDS)
+                    check_members(message, _FIELDS, _TAG)
                     tag = (<MessageRecord>message)._delivery_tag
                 else:
                     tag = message._delivery_tag

@@ -15,7 +15,7 @@ twins' messages are not these C types).
 
 from cpython.object cimport PyObject, PyTypeObject
 
-from jmspy._cext.members cimport check_members
+from jmspy._cext.members cimport check_members, member_indices
 from jmspy._cext.message_record cimport MessageRecord
 from jmspy._cext.records cimport ServerMessage
 
@@ -48,6 +48,10 @@ cdef object _Map = MapMessage
 cdef object _Message = Message
 cdef tuple _NO_ARGS = ()
 cdef tuple _FIELDS = FIELDS
+# The fields to_server_message reads (the pure twin reads these and no others).
+cdef tuple _SENT = member_indices(FIELDS, (
+    "destination", "message_id", "_body", "reply_to", "timestamp", "delivery_time",
+    "_properties", "delivery_mode", "priority", "expiration", "correlation_id", "jms_type"))
 
 
 cdef inline object _blank(object cls):
@@ -82,7 +86,7 @@ cpdef object to_destination(object kind, str name):
 cpdef object to_server_message(object message, object connection_id):
     """Copy what the broker needs; the sender may reuse its Message after send()."""
     cdef MessageRecord m = message
-    check_members(m, _FIELDS)  # the application's message: a deleted field is an error
+    check_members(m, _FIELDS, _SENT)  # the application's message: a deleted field is an error
     assert m.destination is not None and m.message_id is not None
     cdef object body = m._body
     if isinstance(message, _Text):

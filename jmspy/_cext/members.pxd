@@ -14,7 +14,7 @@ header: a class with no base and no ``cdef`` methods); that is checked when the 
 module loads, by writing a marker through each field's own descriptor and finding it in
 the instance. A member descriptor lets ``del obj.field`` empty a field, which compiled code
 reading it would not survive, so a compiled twin reading a record an application owns
-calls :func:`check_members` first (one pass over the fields, a few ns).
+calls :func:`check_members` first on the fields it reads (a few ns).
 """
 
 from cpython.mem cimport PyMem_Malloc
@@ -71,12 +71,20 @@ cdef inline int expose_members(type cls, tuple names) except -1:
     return 0
 
 
-cdef inline int check_members(object record, tuple names) except -1:
-    """AttributeError naming the first of ``names`` an application deleted from
-    ``record`` (whose type went through :func:`expose_members`)."""
+cdef inline tuple member_indices(tuple names, tuple read):
+    """The positions in ``names`` of the fields in ``read``: what a compiled reader hands
+    to :func:`check_members`, computed once when its module loads."""
+    return tuple([names.index(name) for name in read])
+
+
+cdef inline int check_members(object record, tuple names, tuple indices) except -1:
+    """AttributeError naming the first field at ``indices`` (positions in ``names``) an
+    application deleted from ``record`` (whose type went through :func:`expose_members`).
+    A reader checks the fields it reads, no others: the pure twin, reading them as
+    attributes, fails on exactly those."""
     cdef PyObject** fields = <PyObject**>(<char*><PyObject*>record + sizeof(PyObject))
     cdef Py_ssize_t i
-    for i in range(len(names)):
+    for i in indices:
         if fields[i] == NULL:
             raise AttributeError(
                 f"{type(record).__name__!r} object has no attribute {names[i]!r} (it was "
