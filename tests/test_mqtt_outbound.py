@@ -1,0 +1,131 @@
+"""The asynchronous-send window of mqtt:// (transports/mqtt/outbound.py), driven by an
+in-memory stand-in for paho: which PUBLISHes leave, when a sender blocks and resumes, and
+in which order completions are reported.
+
+The window bounds outstanding sends to ``send_window``; a sender that finds it full
+waits until PUBACKs have freed half of it (one wake-up per half window, not one per
+PUBACK), and completions come in send order whatever order the PUBACKs arrive in.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from jmspy import Topic
+from jmspy.message import TextMessage
+from jmspy.transports.mqtt.outbound import Outbound
+
+
+@dataclass
+class _Info:
+    mid: int
+    rc: int = 0
+
+
+class _Paho:
+    """Records PUBLISHes; packet ids count from 1 like paho's."""
+
+    def __init__(self) -> None:
+        self.mids: list[int] = []
+
+    def publish(self, topic: str, payload: bytes, qos: int, retain: bool,
+                properties: Any) -> _Info:
+        self.mids.append(len(self.mids) + 1)
+        return _Info(self.mids[-1])
+
+
+class _Host:
+    version = "3.1.1"
+
+    def __init__(self) -> None:
+        self.paho = _Paho()
+
+    def client(self, wait: bool = True) -> _Paho:
+        return self.paho
+
+    def describe(self) -> str:
+        return "MQTT 3.1.1 broker at in-memory"
+
+
+def _message(n: int) -> TextMessage:
+    message = TextMessage(f"m{n}")
+    message.destination = Topic("t")
+    message.message_id = f"ID:{n}"
+    message.delivery_mode = 2  # PERSISTENT: QoS 1, completed by its PUBACK
+    return message
+
+
+def _sender(outbound: Outbound, first: int, count: int, done: list[Any]) -> threading.Thread:
+    def run() -> None:
+        for n in range(first, first + count):
+            outbound.publish_async(_message(n), lambda error, n=n: done.append((n, error)))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _wait_blocked(outbound: Outbound, senders: int) -> None:
+    for _ in range(100_000):
+        if outbound.blocked_senders == senders:
+            return
+        threading.Event().wait(0.001)  # the sender thread reaching the full window
+    pytest.fail(f"{senders} sender(s) never blocked on the full window")
+
+
+def _puback(outbound: Outbound, mid: int) -> None:
+    outbound.on_publish(None, None, mid, None, None)
+
+
+@pytest.mark.parametrize("window", [1, 2, 10, 100])
+def test_a_blocked_sender_resumes_once_half_the_window_is_free(window: int) -> None:
+    host = _Host()
+    outbound = Outbound(host, window)
+    done: list[Any] = []
+    sender = _sender(outbound, 1, window + 1, done)
+    _wait_blocked(outbound, 1)
+    assert host.paho.mids == list(range(1, window + 1))  # the window full, no more
+    resume = max(1, window // 2)
+    for mid in range(1, resume):  # fewer PUBACKs than half the window: still blocked
+        _puback(outbound, mid)
+        assert outbound.blocked_senders == 1
+        assert outbound.free_places == mid
+    _puback(outbound, resume)
+    sender.join(10)
+    assert not sender.is_alive()
+    assert len(host.paho.mids) == window + 1
+    assert outbound.free_places == resume - 1
+    assert [n for n, _ in done] == list(range(1, resume + 1))
+
+
+def test_completions_come_in_send_order_whatever_the_puback_order() -> None:
+    host = _Host()
+    outbound = Outbound(host, 10)
+    done: list[Any] = []
+    _sender(outbound, 1, 5, done).join(10)
+    for mid in (3, 5, 1):
+        _puback(outbound, mid)
+    assert [n for n, _ in done] == [1]  # 2 is still outstanding: 3 and 5 wait for it
+    _puback(outbound, 2)
+    assert [n for n, _ in done] == [1, 2, 3]
+    _puback(outbound, 4)
+    assert done == [(n, None) for n in range(1, 6)]
+    assert outbound.free_places == 10
+
+
+def test_a_dropped_connection_fails_every_outstanding_send_and_frees_a_blocked_sender() -> None:
+    host = _Host()
+    outbound = Outbound(host, 4)
+    done: list[Any] = []
+    sender = _sender(outbound, 1, 5, done)
+    _wait_blocked(outbound, 1)
+    outbound.fail_all("the connection dropped")
+    sender.join(10)
+    assert not sender.is_alive()
+    assert [n for n, _ in done] == [1, 2, 3, 4]
+    assert all("no PUBACK for ID:" in str(error) for _, error in done)
+    assert len(host.paho.mids) == 5  # the blocked send went out once the window freed
