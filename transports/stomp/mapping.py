@@ -5,11 +5,12 @@ returns a :class:`BrokerProfile` saying how that broker carries each feature (th
 docs/transports.md is written from these profiles); :func:`to_frame` and
 :func:`from_frame` convert messages.
 
-Why jmspy adds ``jmspy-*`` headers: STOMP headers are untyped strings and brokers assign
+Why jmspy adds a ``jmspy-jms`` header: STOMP headers are untyped strings and brokers assign
 their own ``message-id`` (ActiveMQ) or reuse it as the ack id (RabbitMQ), so a JMS
 message's id, timestamp, body kind and property types would not survive the trip. The
-extra headers restore them for jmspy receivers; other clients just see extra string
-properties. Property *values* still travel as strings, which matters for server-side
+header (:mod:`jmspy.stomp_jms_header`) restores them for jmspy receivers; other clients
+just see one extra string property. The separate ``jmspy-*`` headers of earlier versions
+are still read. Property *values* still travel as strings, which matters for server-side
 selectors: ActiveMQ compares ``qty > 10`` against the string ``"12"`` and finds no match
 unless the broker runs with ``-Dorg.apache.activemq.filter.ComparisonExpression.
 CONVERT_STRING_EXPRESSIONS=true`` (see docs/transports.md).
@@ -32,6 +33,8 @@ from jmspy.message import (
     TextMessage,
     finish_received,
 )
+from jmspy.stomp_jms_header import HEADER as JMS_HEADER
+from jmspy.stomp_jms_header import format_header, parse_header
 
 __all__ = [
     "STOMP_TARGETS",
@@ -39,6 +42,7 @@ __all__ = [
     "BrokerProfile",
     "detect_broker",
     "from_frame",
+    "jms_message_id",
     "profile_key",
     "stomp_cells",
     "stomp_destination",
@@ -235,11 +239,10 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
     # substitutions: ~3.5 us a header per MESSAGE), so values that mean the same when
     # absent stay off the wire: ``persistent:false`` (STOMP's default is non-persistent
     # on every profile) and priority 4 (JMS's default, and what from_frame assumes) --
-    # except on RabbitMQ, where a missing priority is 0, not 4, in a priority queue.
-    headers: dict[str, str] = {
-        "jmspy-message-id": message.message_id,
-        "jmspy-timestamp": str(message.timestamp),
-    }
+    # except on RabbitMQ, where a missing priority is 0, not 4, in a priority queue; and
+    # JMSMessageID, JMSTimestamp, the body kind and the property types share one header
+    # (jmspy/stomp_jms_header.py says what that saved on ActiveMQ).
+    headers: dict[str, str] = {}
     if message.delivery_mode == 2:
         headers["persistent"] = "true"
     if message.priority != 4 or profile.family == "RabbitMQ":
@@ -268,27 +271,28 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
         if code is not None:
             types.append(f"{name}={code}")
         headers[name] = str(value).lower() if isinstance(value, bool) else str(value)
-    if types:
-        headers["jmspy-ptypes"] = ",".join(types)
     body: bytes
+    kind = ""
     if isinstance(message, TextMessage):
         body = (message.text or "").encode("utf-8")
         headers["content-type"] = "text/plain;charset=utf-8"
         if message.text is None:  # a text/* content-type alone reads back as text
-            headers["jmspy-body"] = "null-text"
+            kind = "null-text"
     elif isinstance(message, BytesMessage):
         body = message.body
         headers["content-type"] = "application/octet-stream"
-        headers["jmspy-body"] = "bytes"
+        kind = "bytes"
     elif isinstance(message, MapMessage):
         body = json.dumps(
             {k: {"b64": v.hex()} if isinstance(v, bytes) else v for k, v in message.map.items()}
         ).encode("utf-8")
         headers["content-type"] = "application/json"
-        headers["jmspy-body"] = "map"
+        kind = "map"
     else:
         body = b""
-        headers["jmspy-body"] = "none"
+        kind = "none"
+    headers[JMS_HEADER] = format_header(message.timestamp, kind, ",".join(types),
+                                        message.message_id)
     return stomp_destination(message.destination), body, headers
 
 
@@ -305,7 +309,14 @@ def _typed(raw: str, code: str | None) -> PropertyValue:
 def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
     raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
-    kind = headers.get("jmspy-body")
+    folded = headers.get(JMS_HEADER)
+    fields = parse_header(folded) if folded is not None else None
+    if fields is not None:
+        kind: str | None = fields.body or None
+        ptypes = fields.ptypes
+    else:  # a raw client's message, or one from a jmspy before the one header
+        kind = headers.get("jmspy-body")
+        ptypes = headers.get("jmspy-ptypes", "")
     if kind is None:
         ctype = headers.get("content-type", "")
         if ctype.startswith("text/") or (not ctype and "content-length" not in headers):
@@ -329,9 +340,7 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     else:
         msg = Message.__new__(Message)
         msg._body = None
-    codes = dict(
-        item.split("=", 1) for item in headers.get("jmspy-ptypes", "").split(",") if "=" in item
-    )
+    codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item) if ptypes else {}
     props: dict[str, PropertyValue] = {}
     for name, value in headers.items():
         if name in _RESERVED or name.startswith("jmspy-"):
@@ -340,8 +349,12 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
             props[name] = _typed(value, codes.get(name))
         except ValueError:
             props[name] = value
-    msg.message_id = headers.get("jmspy-message-id") or headers.get("message-id")
-    msg.timestamp = _int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
+    if fields is not None:
+        msg.message_id = fields.message_id
+        msg.timestamp = fields.timestamp
+    else:
+        msg.message_id = headers.get("jmspy-message-id") or headers.get("message-id")
+        msg.timestamp = _int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
     msg.correlation_id = headers.get("correlation-id")
     msg.reply_to = parse_destination(headers.get("reply-to"))
     msg.destination = parse_destination(headers.get("destination"))
@@ -353,6 +366,16 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     msg.jms_type = headers.get("type")
     msg.delivery_time = msg.timestamp
     return finish_received(msg, props)
+
+
+def jms_message_id(headers: dict[str, str]) -> str | None:
+    """The JMSMessageID a MESSAGE frame carries (what :func:`from_frame` would set),
+    without converting the rest of it."""
+    folded = headers.get(JMS_HEADER)
+    fields = parse_header(folded) if folded is not None else None
+    if fields is not None:
+        return fields.message_id
+    return headers.get("jmspy-message-id") or headers.get("message-id")
 
 
 def _absolute_expiration(relative: str, timestamp: int) -> int:

@@ -67,6 +67,7 @@ from .mapping import (
     BrokerProfile,
     detect_broker,
     from_frame,
+    jms_message_id,
     profile_key,
     subscribe_destination,
     to_frame,
@@ -417,7 +418,7 @@ class StompTransport:
                 # returns unacked messages); elsewhere hand it back explicitly.
                 if self.profile.cancel == "nack" and self._conn is not None and ack_id:
                     self.send_nack(ack_id, sid)
-                key = headers.get("jmspy-message-id") or headers.get("message-id")
+                key = jms_message_id(headers)
                 if key:
                     deliveries.never_seen(key)
                 return
@@ -427,7 +428,7 @@ class StompTransport:
                 # Sent before the broker took our NACKs back: it is younger than them in
                 # the queue, so it goes back too (to its own place) or it would overtake.
                 self.send_nack(ack_id, sid)
-                key = headers.get("jmspy-message-id") or headers.get("message-id")
+                key = jms_message_id(headers)
                 if key:
                     deliveries.never_seen(sub.count_key(key))
                 return

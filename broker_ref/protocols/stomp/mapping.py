@@ -16,8 +16,9 @@ Header -> message: ``persistent`` ("true"; default false, as ActiveMQ), ``priori
 (0-9, default 4), ``expires`` (absolute ms since the epoch, 0 = never), ``AMQ_SCHEDULED_DELAY``
 or ``jmspy-delivery-delay`` (ms from now), ``correlation-id``, ``reply-to``, ``type``; every
 other header that is not part of the protocol becomes a string property -- except where
-``jmspy-ptypes`` (sent by jmspy clients: ``name=i|f|b,...``) says a property is an int, a
-float or a boolean: those are stored typed, so that server-side selectors compare
+``jmspy-ptypes`` (``name=i|f|b,...``), or the types field of the ``jmspy-jms`` header
+jmspy clients send (:mod:`jmspy.stomp_jms_header`), says a property is an int, a float or
+a boolean: those are stored typed, so that server-side selectors compare
 ``pick = 1`` or ``qty > 10`` as numbers. A raw STOMP client that sends no
 ``jmspy-ptypes`` keeps string properties (``pick = '1'`` matches, ``pick = 1`` does not).
 The header itself stays a property, so jmspy receivers restore the same types.
@@ -32,6 +33,8 @@ from typing import Final
 
 from jmspy import twins
 from jmspy.stomp_frames import Frame, FrameError
+from jmspy.stomp_jms_header import HEADER as JMS_HEADER
+from jmspy.stomp_jms_header import parse_header
 
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
 
@@ -215,7 +218,12 @@ def to_server_message(
     props: dict[str, object] = {k: v for k, v in headers.items() if k not in _RESERVED}
     ptypes = headers.get("jmspy-ptypes")
     if ptypes:
-        _restore_types(props, ptypes)
+        _restore_types(props, ptypes, "jmspy-ptypes")
+    folded = headers.get(JMS_HEADER)
+    if folded is not None:
+        fields = parse_header(folded)
+        if fields is not None and fields.ptypes:
+            _restore_types(props, fields.ptypes, JMS_HEADER)
     if ctype is not None and text is None:
         props["content-type"] = ctype  # keep a binary body's declared type
     return ServerMessage(
@@ -237,8 +245,9 @@ def to_server_message(
     )
 
 
-def _restore_types(props: dict[str, object], ptypes: str) -> None:
-    """Type the properties ``jmspy-ptypes`` names (``name=i``, ``=f``, ``=b``)."""
+def _restore_types(props: dict[str, object], ptypes: str, header: str) -> None:
+    """Type the properties ``ptypes`` names (``name=i``, ``=f``, ``=b``), as ``header``
+    (``jmspy-ptypes``, or the types field of ``jmspy-jms``) said."""
     for item in ptypes.split(","):
         name, sep, code = item.partition("=")
         raw = props.get(name)
@@ -256,8 +265,8 @@ def _restore_types(props: dict[str, object], ptypes: str) -> None:
         except ValueError:
             kind = {"i": "an integer", "f": "a float", "b": "true or false"}[code]
             raise HeaderError(
-                f"header jmspy-ptypes says property {name} is {kind}, but it is {raw!r}: "
-                f"send {name} as {kind}, or drop {name}={code} from jmspy-ptypes"
+                f"header {header} says property {name} is {kind}, but it is {raw!r}: "
+                f"send {name} as {kind}, or drop {name}={code} from {header}"
             ) from None
 
 
