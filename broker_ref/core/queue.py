@@ -9,11 +9,12 @@ timers, the store and dead-letter routing through :class:`QueueHost`.
 Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
 
 * the ready messages in RAM are a :class:`~.ready_levels.ReadyLevels` (``self.levels``):
-  one deque per JMS priority, left from the head only, with tombstones for messages that
-  stopped being ready inside a deque; it also keeps the count and the RAM accounting.
+  one level of refs per JMS priority (:class:`~.records.Level`, a list and a head index),
+  left from the head only, with tombstones for messages that stopped being ready inside a
+  level; it also keeps the count and the RAM accounting.
 * a ring (deque) of consumers that may receive: round-robin is "pop left, deliver, append
   right if it can still receive". Consumers that lost their credit are dropped from the
-  ring lazily when they come up. Like the levels' deques and the scheduled set, it is
+  ring lazily when they come up. Like the levels and the scheduled set, it is
   made when first needed: a queue holding one message must stay small (issue 17).
 * with selectors, dispatch walks the ready messages in order and gives each to the first
   consumer in ring order whose selector matches; messages nobody matches stay in place.
