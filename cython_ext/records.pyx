@@ -14,13 +14,14 @@ import dataclasses
 from jmspy._cext.members cimport expose_members
 
 from jmspy.broker_ref.core.kinds import BodyType
-from jmspy.broker_ref.core.records import PRIORITIES, READY
+from jmspy.broker_ref.core.records import LEVEL_SLACK, PRIORITIES, READY
 
 __all__ = ["DeliveryChannel", "Level", "LevelsRecord", "MessageRef", "PageBudget",
            "QueueRecord", "ServerConsumer", "ServerMessage"]
 
 cdef int _READY = READY
 cdef Py_ssize_t _PRIORITIES = PRIORITIES
+cdef Py_ssize_t _LEVEL_SLACK = LEVEL_SLACK
 
 
 @cython.dataclasses.dataclass
@@ -191,7 +192,7 @@ cdef class Level:
         ref = items[head]
         items[head] = None
         head += 1
-        if head * 2 >= len(items):  # past half the list: drop the taken slots
+        if head >= _LEVEL_SLACK and head * 2 >= len(items):  # drop the taken slots
             del items[:head]
             head = 0
         self.head = head

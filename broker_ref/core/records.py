@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DELIVERING",
     "GONE",
+    "LEVEL_SLACK",
     "PAGE_OVERHEAD",
     "PRIORITIES",
     "READY",
@@ -64,6 +65,11 @@ def priority_level(priority: int) -> int:
         return PRIORITIES - 1
     return 0 if priority >= PRIORITIES else PRIORITIES - 1 - priority
 
+
+#: Taken slots a :class:`Level` may keep before it drops them: a level that fills and
+#: drains one message at a time keeps its list's storage instead of freeing it and making
+#: it again per message (a drained level holds at most this many None slots).
+LEVEL_SLACK: Final = 16
 
 #: Bytes a ready message costs in RAM beyond its ``size`` (its ref, the message object and
 #: its header fields), in the paging budget's accounting.
@@ -186,12 +192,12 @@ class Level:
     first element, 760 bytes with the object for a level holding one ref, and most queues
     hold a few messages at one priority (issue 17: a queue holding one message cost 2 KB
     of RSS, a third of it that block). A list grows with its length: this record and a
-    one-ref list are 136 bytes. Every step stays O(1) amortised, so a level of a million
-    refs still dispatches in O(1) per message:
+    one-ref list are about 130 bytes. Every step stays O(1) amortised, so a level of a
+    million refs still dispatches in O(1) per message:
 
     * :meth:`popleft` clears the head's slot and moves ``head`` on; once ``head`` passes
-      half the list the taken slots are dropped in one ``del`` (it moves fewer refs than
-      were taken since the last one);
+      half the list (and :data:`LEVEL_SLACK` slots) the taken slots are dropped in one
+      ``del``, which moves fewer refs than were taken since the last one;
     * :meth:`appendleft` fills the slot before ``head``; with none left it opens room at
       the front in proportion to the level (an eighth of it), so a run of refs coming
       back moves the level once per eighth of its length, not once per ref.
@@ -249,7 +255,7 @@ class Level:
         assert ref is not None
         items[head] = None
         head += 1
-        if head * 2 >= len(items):  # past half the list: drop the taken slots
+        if head >= LEVEL_SLACK and head * 2 >= len(items):  # drop the taken slots
             del items[:head]
             head = 0
         self.head = head
