@@ -13,13 +13,13 @@ What compiling buys: the records a run touches per message (``MessageRef``,
 interpreter loop around the per-message bookkeeping. So are the queue's per-message
 fields (``QueueRecord``, which ``Queue`` derives from) and those of its ready levels
 (``LevelsRecord``, which ``ReadyLevels`` derives from; a level is None until a message of
-its priority was first ready); the message is read as a Python object.
+its priority was first ready, then a final ``Level`` whose methods are C calls here); the
+message is read as a Python object.
 """
-
-from collections import deque
 
 from jmspy._cext.records cimport (
     DeliveryChannel,
+    Level,
     LevelsRecord,
     MessageRef,
     PageBudget,
@@ -65,18 +65,19 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
     cdef Py_ssize_t paged = levels.paged
     cdef Py_ssize_t i = -1
     cdef long long now = -1
-    cdef object message, level, expiration, key, popleft
+    cdef object message, level, expiration, key
+    cdef Level refs
     cdef MessageRef ref
     try:
-        for level in levels._deques:
+        for level in levels._levels:
             i += 1
-            if not level:  # None too: nothing of this priority was ever ready
+            if level is None:  # nothing of this priority was ever ready
                 if paged >> i & 1:
                     return messages, counts, first_tag, None  # page it in first
                 continue
-            popleft = level.popleft  # bound once per level: a method call per message was
-            while level:             # a lookup on the deque type each time
-                ref = <MessageRef?>popleft()
+            refs = <Level?>level
+            while refs.head < len(refs.items):  # the level is not empty
+                ref = <MessageRef?>refs.popleft()
                 if ref.state != _READY:
                     continue  # a tombstone (expired by a timer while queued)
                 ready -= 1
@@ -190,14 +191,16 @@ cpdef enqueue(QueueRecord queue, object message):
     cdef Py_ssize_t size = queue._ring_size
     cdef Py_ssize_t ready = levels.count
     cdef object level
+    cdef Level refs
     if size > 0 and ready >= size:
         queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
     else:  # ReadyLevels.add_tail, on the record's fields
-        level = levels._deques[ref.priority]
+        level = levels._levels[ref.priority]
         if level is None:
-            level = deque()
-            levels._deques[ref.priority] = level
-        level.append(ref)
+            level = Level()
+            levels._levels[ref.priority] = level
+        refs = <Level?>level
+        refs.append(ref)
         levels.count = ready + 1
         budget.used += cost
         levels.memory_usage += cost

@@ -2,7 +2,8 @@
 ``jmspy.broker_ref.core.queue_run``), and for batch delivery as a whole.
 
 ``take_run`` gets two identical random queues (priority levels holding ready refs,
-tombstones and already-expired messages; counts that may overstate what is ready) and a
+tombstones and already-expired messages, some put back at the head as a cancel does;
+counts that may overstate what is ready) and a
 consumer with random credit, auto-ack and room, and random levels that continue on disk
 (paged out); both twins must deliver the same messages with the same tags and counts,
 stop at the same expired message or paged level and leave the queue, the consumer, the
@@ -94,7 +95,10 @@ def build(spec: dict[str, Any]) -> tuple[Queue, ServerConsumer, Host]:
         m = ServerMessage(f"m{i}", DestinationKind.QUEUE, "q", persistent=persistent,
                           expiration=expiration)
         ref = MessageRef(m, level, earlier)
-        q.levels.add_tail(ref)
+        if i < spec.get("returned", 0):
+            q.levels.add_head(ref)  # came back (a cancel): the level's head moves back
+        else:
+            q.levels.add_tail(ref)
         if state == "tombstone":  # expired by a timer while queued: left in place
             ref.state = GONE
             q.levels.unready(ref)
@@ -143,6 +147,7 @@ def run(twin: Any, spec: dict[str, Any]) -> Any:
         "store": st.booleans(),
         "first_tag": st.integers(1, 2**40),
         "paged": st.sampled_from([0] * 4 + [1, 2, 1 << 4, 0b1010010]),
+        "returned": st.sampled_from([0] * 4 + [1, 3, 12]),
     })
 )
 def test_take_run_twins_agree(spec: dict[str, Any]) -> None:

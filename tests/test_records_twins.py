@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from collections import deque
 from typing import Any
 
 import hypothesis.strategies as st
@@ -110,8 +111,87 @@ def test_levels_record_defaults_and_repr(twin: Any) -> None:
     budget = twin.PageBudget(100)
     a, b = twin.LevelsRecord(budget), twin.LevelsRecord(budget)
     assert (a.budget, a.count, a.memory_usage, a.paged) == (budget, 0, 0, 0)
-    assert a._deques == [None] * pure.PRIORITIES and a._deques is not b._deques
+    assert a._levels == [None] * pure.PRIORITIES and a._levels is not b._levels
     assert repr(a) == repr(pure.LevelsRecord(pure.PageBudget(100)))
+
+
+# -- Level: a priority level's refs (a list and a head index, not a deque) ---------------
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_a_level_is_first_in_first_out_and_takes_refs_back_at_the_head(twin: Any) -> None:
+    level = twin.Level()
+    assert (level.items, level.head, len(level), list(level)) == ([], 0, 0, [])
+    assert level.items is not twin.Level().items
+    assert repr(level) == repr(pure.Level()) == "Level(items=[], head=0)"
+    for r in "abcd":
+        level.append(r)
+    assert (level.popleft(), level.popleft()) == ("a", "b")
+    assert list(level) == ["c", "d"] and len(level) == 2 and level.peek() == "c"
+    level.appendleft("b")  # a delivery cancelled back: into the slot "b" left
+    level.appendleft("x")
+    assert list(level) == ["x", "b", "c", "d"] and level.peek() == "x"
+    level.remove("c")
+    assert list(level) == ["x", "b", "d"]
+    assert [level.popleft() for _ in range(3)] == ["x", "b", "d"]
+    assert (len(level), bool(level), list(level)) == (0, False, [])
+    assert level.items[level.head:] == [] and level.head < pure.LEVEL_SLACK
+    with pytest.raises(IndexError, match="pop from an empty level"):
+        level.popleft()
+    with pytest.raises(IndexError, match="peek at an empty level"):
+        level.peek()
+
+
+level_step = st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("appendleft"), st.integers(1, 40)),
+    st.tuples(st.just("popleft"), st.integers(1, 60)),
+    st.tuples(st.just("remove"), st.integers(0, 1000)),
+)
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+@given(steps=st.lists(level_step, max_size=40))
+def test_a_level_holds_what_a_deque_would_and_no_taken_slot(
+    twin: Any, steps: list[tuple[str, int]]
+) -> None:
+    """Against a deque, after every step: the same refs in the same order; the slots
+    before the head hold no ref (a taken message is not kept alive), and there are never
+    more of them than refs held (plus the few opened for refs coming back), or than
+    ``LEVEL_SLACK``."""
+    level, model = twin.Level(), deque[object]()
+    serial = 0
+    for op, n in steps:
+        if op == "remove":
+            if model:
+                ref = model[n % len(model)]
+                model.remove(ref)
+                level.remove(ref)
+            continue
+        for _ in range(n):
+            if op == "popleft":
+                if not model:
+                    break
+                assert level.popleft() is model.popleft()
+                continue
+            serial += 1
+            ref = pure.MessageRef(serial, 0)
+            getattr(model, op)(ref)
+            getattr(level, op)(ref)
+        assert list(level) == list(model) and len(level) == len(model)
+        assert level.items[level.head:] == list(model)
+        assert level.items[:level.head] == [None] * level.head
+        assert level.head < max(pure.LEVEL_SLACK, len(model) + 5)
+
+
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_a_long_level_drops_the_slots_it_has_taken(twin: Any) -> None:
+    level = twin.Level()
+    for i in range(100_000):
+        level.append(i)
+    assert [level.popleft() for _ in range(60_000)] == list(range(60_000))
+    assert len(level.items) < 60_000 and list(level) == list(range(60_000, 100_000))
+    for i in reversed(range(60_000)):
+        level.appendleft(i)  # a long run coming back: room opened an eighth at a time
+    assert list(level) == list(range(100_000)) and len(level.items) < 120_000
 
 
 def test_records_compare_by_identity_as_the_dataclasses_do() -> None:

@@ -70,8 +70,20 @@ _STORE_CHECK_EVERY = 256
 PAGE_HIGH_WATER_PERCENT = 70
 
 
+_last_ms = 0
+
+
 def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
+    """Milliseconds since the epoch. Reads within one millisecond return the same int
+    object: every message keeps its send time, and an int past 256 is a 32-byte object
+    of its own, so a burst of sends shares one instead of holding one each (issue 17).
+    Threads racing here at worst return equal ints that are not the same object."""
+    global _last_ms
+    ms = int(time.time() * 1000)
+    if ms == _last_ms:
+        return _last_ms
+    _last_ms = ms
+    return ms
 
 
 class Broker:

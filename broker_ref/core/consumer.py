@@ -17,6 +17,7 @@ from .records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY, SCHEDUL
 if TYPE_CHECKING:
     from .records import (
         DeliveryChannel,
+        Level,
         LevelsRecord,
         MessageRef,
         PageBudget,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 else:
     _records = twins.records
     DeliveryChannel = _records.DeliveryChannel
+    Level = _records.Level
     LevelsRecord = _records.LevelsRecord
     MessageRef = _records.MessageRef
     PageBudget = _records.PageBudget
@@ -40,6 +42,7 @@ __all__ = [
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
+    "Level",
     "LevelsRecord",
     "MessageRef",
     "PageBudget",

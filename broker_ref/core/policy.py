@@ -296,7 +296,7 @@ class QueuePolicy:
             )
         strict = q.settings.leasing == "strict"
         if ref.state == READY:  # back on the queue, unleased: anyone may consume it
-            ref.state = GONE  # left in its deque as a tombstone
+            ref.state = GONE  # left in its level as a tombstone
             q.levels.unready(ref)
         elif ref.state == DELIVERING:
             if strict:

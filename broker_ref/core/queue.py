@@ -9,11 +9,12 @@ timers, the store and dead-letter routing through :class:`QueueHost`.
 Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
 
 * the ready messages in RAM are a :class:`~.ready_levels.ReadyLevels` (``self.levels``):
-  one deque per JMS priority, left from the head only, with tombstones for messages that
-  stopped being ready inside a deque; it also keeps the count and the RAM accounting.
+  one level of refs per JMS priority (:class:`~.records.Level`, a list and a head index),
+  left from the head only, with tombstones for messages that stopped being ready inside a
+  level; it also keeps the count and the RAM accounting.
 * a ring (deque) of consumers that may receive: round-robin is "pop left, deliver, append
   right if it can still receive". Consumers that lost their credit are dropped from the
-  ring lazily when they come up. Like the levels' deques and the scheduled set, it is
+  ring lazily when they come up. Like the levels and the scheduled set, it is
   made when first needed: a queue holding one message must stay small (issue 17).
 * with selectors, dispatch walks the ready messages in order and gives each to the first
   consumer in ring order whose selector matches; messages nobody matches stay in place.
@@ -24,13 +25,17 @@ The queue composes one owner per concern beside the ready levels: its settings' 
 messages and timers (:class:`~.queue_timers.QueueTimers`), the outcomes of deliveries
 (:class:`~.queue_deliveries.QueueDeliveries`) and the ways out other than consumption
 (:class:`~.queue_removals.QueueRemovals`: expiry, dead letters, ring replacement). The
-ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` / ``add_head``, the only
-places messages become ready apart from paging in. Past the broker's RAM budget a queue
-pages its backlog out (seed 002) through a :class:`~.queue_paging.QueuePaging` that
-exists while it has messages on disk; ring and AMPS queues are bounded by their own rules
-and never page. The AMPS-style settings (seed 001) live in a
-:class:`~.policy.QueuePolicy` that exists only when a queue sets one of them: without it
-the code below pays one ``is None`` test per operation, never per-setting checks.
+last three are made when first used (the properties ``timers``, ``deliveries`` and
+``removals``): many queues never schedule, expire or dead-letter a message, or see a
+consumer, and a queue holding one message must stay small (issue 17: the three were 184
+bytes of every queue). The ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` /
+``add_head``, the only places messages become ready apart from paging in. Past the
+broker's RAM budget a queue pages its backlog out (seed 002) through a
+:class:`~.queue_paging.QueuePaging` that exists while it has messages on disk; ring and
+AMPS queues are bounded by their own rules and never page. The AMPS-style settings (seed
+001) live in a :class:`~.policy.QueuePolicy` that exists only when a queue sets one of
+them: without it the code below pays one ``is None`` test per operation, never
+per-setting checks.
 """
 
 from __future__ import annotations
@@ -104,8 +109,8 @@ class Queue(QueueRecord):
     derives from (typed C fields under the compiled twins); the rest are its own."""
 
     __slots__ = (
-        "address", "consumers", "deliveries", "durable", "kind", "limits",
-        "owner_connection", "removals", "timers",
+        "_deliveries", "_removals", "_timers", "address", "consumers", "durable", "kind",
+        "limits", "owner_connection",
     )  # fmt: skip
 
     def __init__(
@@ -131,19 +136,45 @@ class Queue(QueueRecord):
         self._persist = durable and host.store is not None
         self.levels = ReadyLevels(host.budget)
         self._ring: deque[ServerConsumer] | None = None
-        self.timers = QueueTimers(self)
+        self._timers: QueueTimers | None = None
         self._filtered = 0
         self._dispatching = False
         self.consumers: list[ServerConsumer] = []
         self.delivering_count = 0
         self.enqueued = 0
         self.dequeued = 0
-        self.removals = QueueRemovals(self, host, self._persist)
-        self.deliveries = QueueDeliveries(self, self._persist)
+        self._removals: QueueRemovals | None = None
+        self._deliveries: QueueDeliveries | None = None
         self.deleted = False
         self._ring_size = self.limits.ring_size
         self._policy: QueuePolicy | None = QueuePolicy(self) if settings.amps else None
         self._pages: QueuePaging | None = None
+
+    # ------------------------------------------------------------------ parts made on use
+
+    @property
+    def timers(self) -> QueueTimers:
+        """The scheduled messages and what the queue's timers mean (made on first use)."""
+        timers = self._timers
+        if timers is None:
+            timers = self._timers = QueueTimers(self)
+        return timers
+
+    @property
+    def removals(self) -> QueueRemovals:
+        """The ways out other than consumption and their counters (made on first use)."""
+        removals = self._removals
+        if removals is None:
+            removals = self._removals = QueueRemovals(self, self.host, self._persist)
+        return removals
+
+    @property
+    def deliveries(self) -> QueueDeliveries:
+        """The outcomes of deliveries (made on first use)."""
+        deliveries = self._deliveries
+        if deliveries is None:
+            deliveries = self._deliveries = QueueDeliveries(self, self._persist)
+        return deliveries
 
     # ------------------------------------------------------------------ settings/stats
 
@@ -194,7 +225,12 @@ class Queue(QueueRecord):
 
     @property
     def scheduled_count(self) -> int:
-        return self.timers.scheduled_count
+        return 0 if self._timers is None else self._timers.scheduled_count
+
+    @property
+    def expired_count(self) -> int:
+        """Messages that expired here (``QueueRemovals.expired``)."""
+        return 0 if self._removals is None else self._removals.expired
 
     @property
     def message_count(self) -> int:
@@ -207,7 +243,7 @@ class Queue(QueueRecord):
         return 0 if self._pages is None else self._pages.count
 
     def stats(self) -> DestinationStats:
-        return DestinationStats(
+        out = DestinationStats(
             name=self.name,
             kind=DestinationKind.QUEUE,
             message_count=self.message_count,
@@ -216,14 +252,17 @@ class Queue(QueueRecord):
             consumer_count=len(self.consumers),
             enqueued=self.enqueued,
             dequeued=self.dequeued,
-            expired=self.removals.expired,
-            dead_lettered=self.removals.dead_lettered,
-            messages_replaced=self.removals.messages_replaced,
             paged_count=self.paged_count,
             memory_usage=self.memory_usage,
             memory_limit=self.settings.memory_limit or 0,
-            discarded=self.removals.discarded,
         )
+        removals = self._removals  # None: nothing left but by consumption (zero counts)
+        if removals is not None:
+            out.expired = removals.expired
+            out.dead_lettered = removals.dead_lettered
+            out.messages_replaced = removals.messages_replaced
+            out.discarded = removals.discarded
+        return out
 
     # ------------------------------------------------------------------ consumers
 
@@ -434,17 +473,17 @@ class Queue(QueueRecord):
     def _dispatch_paged(self) -> None:
         """Dispatch in rounds: top the levels up, dispatch what RAM holds, until nobody can
         take more; then let selector consumers look into the paged part."""
-        removals = self.removals
         while self._ring and self._pages is not None:
             self._fill()
             if not self.ready_count:
                 break
-            mark = (self.ready_count, self.delivering_count, self.dequeued, removals.expired)
+            mark = (self.ready_count, self.delivering_count, self.dequeued, self.expired_count)
             if self._filtered:
                 self._dispatch_filtered()
             else:
                 _twin.dispatch_fast(self)
-            if mark == (self.ready_count, self.delivering_count, self.dequeued, removals.expired):
+            if mark == (self.ready_count, self.delivering_count, self.dequeued,
+                        self.expired_count):
                 break
         if self._pages is None:
             if self._ring and self.ready_count:  # the last batch came in: the plain path
@@ -578,7 +617,8 @@ class Queue(QueueRecord):
         if self._pages is not None:
             self._pages.drop()
             self._pages = None
-        self.timers.clear()
+        if self._timers is not None:
+            self._timers.clear()
         if self._ring is not None:
             self._ring.clear()
         if self._persist:

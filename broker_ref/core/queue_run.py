@@ -29,7 +29,6 @@ else takes ``Queue``'s own methods, which stay the reference for what each step 
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING
 
 from .api import ServerMessage
@@ -39,6 +38,7 @@ from .consumer import (
     PAGE_OVERHEAD,
     PRIORITIES,
     READY,
+    Level,
     MessageRef,
     ServerConsumer,
 )
@@ -84,7 +84,7 @@ def take_run(
     now = -1
     tag = first_tag
     taken = 0
-    for i, level in enumerate(levels._deques):
+    for i, level in enumerate(levels._levels):
         while level:  # None: nothing of this priority was ever ready
             ref = level.popleft()
             if ref.state != READY:
@@ -177,9 +177,9 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
     if size > 0 and levels.count >= size:
         queue._add_tail(ref)  # a ring queue evicts its head first (seed 000)
     else:  # ReadyLevels.add_tail, on the record's fields
-        level = levels._deques[ref.priority]
+        level = levels._levels[ref.priority]
         if level is None:
-            level = levels._deques[ref.priority] = deque()
+            level = levels._levels[ref.priority] = Level()
         level.append(ref)
         levels.count += 1
         budget.used += cost

@@ -64,7 +64,7 @@ class QueueTimers:
                 q.policy.lease_due(ref)
             return False
         if ref.state == READY:
-            q.levels.unready(ref)  # stays in its deque as a tombstone
+            q.levels.unready(ref)  # stays in its level as a tombstone
             q.expire(ref)
         elif ref.state == SCHEDULED:
             assert self._scheduled is not None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .kinds import BodyType, DestinationKind
 
 if TYPE_CHECKING:
-    from collections import deque
+    from collections.abc import Iterator
 
     from .api import DeliverMany, SessionCallback
     from .filters import Filter
@@ -33,11 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DELIVERING",
     "GONE",
+    "LEVEL_SLACK",
     "PAGE_OVERHEAD",
     "PRIORITIES",
     "READY",
     "SCHEDULED",
     "DeliveryChannel",
+    "Level",
     "LevelsRecord",
     "MessageRef",
     "PageBudget",
@@ -52,7 +54,7 @@ READY: Final = 0
 SCHEDULED: Final = 1
 DELIVERING: Final = 2
 GONE: Final = 3
-#: Number of JMS priority levels: a queue keeps one deque per level.
+#: Number of JMS priority levels: a queue keeps one :class:`Level` per level.
 PRIORITIES: Final = 10
 
 
@@ -63,6 +65,11 @@ def priority_level(priority: int) -> int:
         return PRIORITIES - 1
     return 0 if priority >= PRIORITIES else PRIORITIES - 1 - priority
 
+
+#: Taken slots a :class:`Level` may keep before it drops them: a level that fills and
+#: drains one message at a time keeps its list's storage instead of freeing it and making
+#: it again per message (a drained level holds at most this many None slots).
+LEVEL_SLACK: Final = 16
 
 #: Bytes a ready message costs in RAM beyond its ``size`` (its ref, the message object and
 #: its header fields), in the paging budget's accounting.
@@ -172,7 +179,95 @@ class PageBudget:
     used: int = 0
 
 
-def _no_levels() -> list[deque[MessageRef] | None]:
+@dataclass(slots=True, eq=False)
+class Level:
+    """One priority level's refs in RAM, head first: a list and the index of its head.
+
+    Refs join at the tail (:meth:`append`) and leave from the head (:meth:`popleft`), as
+    with a deque, and come back to the head (:meth:`appendleft`: a cancelled delivery).
+    ``items[head:]`` are the refs, tombstones included; the slots before ``head`` hold
+    None (taken, or room left for refs coming back).
+
+    Why not a ``collections.deque``: CPython's deque allocates a 64-slot block with its
+    first element, 760 bytes with the object for a level holding one ref, and most queues
+    hold a few messages at one priority (issue 17: a queue holding one message cost 2 KB
+    of RSS, a third of it that block). A list grows with its length: this record and a
+    one-ref list are about 130 bytes. Every step stays O(1) amortised, so a level of a
+    million refs still dispatches in O(1) per message:
+
+    * :meth:`popleft` clears the head's slot and moves ``head`` on; once ``head`` passes
+      half the list (and :data:`LEVEL_SLACK` slots) the taken slots are dropped in one
+      ``del``, which moves fewer refs than were taken since the last one;
+    * :meth:`appendleft` fills the slot before ``head``; with none left it opens room at
+      the front in proportion to the level (an eighth of it), so a run of refs coming
+      back moves the level once per eighth of its length, not once per ref.
+
+    The compiled twin is a final ``cdef class`` with the same fields and methods
+    (``jmspy/_cext/records.pxd``), whose dispatch loop calls them as C functions.
+    """
+
+    items: list[MessageRef | None] = field(default_factory=list)
+    head: int = 0
+
+    def __len__(self) -> int:
+        """The refs held, tombstones included."""
+        return len(self.items) - self.head
+
+    def __iter__(self) -> Iterator[MessageRef]:
+        """The refs, head first, tombstones included; the level must not change while
+        this runs (as with a deque, minus the check)."""
+        items = self.items
+        for i in range(self.head, len(items)):
+            ref = items[i]
+            assert ref is not None
+            yield ref
+
+    def append(self, ref: MessageRef) -> None:
+        """``ref`` joins at the tail."""
+        self.items.append(ref)
+
+    def appendleft(self, ref: MessageRef) -> None:
+        """``ref`` goes ahead of every ref held."""
+        items = self.items
+        head = self.head
+        if not head:  # no room left at the front: open some, an eighth of the level
+            head = len(items) // 8 + 4
+            items[:0] = [None] * head
+        head -= 1
+        items[head] = ref
+        self.head = head
+
+    def peek(self) -> MessageRef:
+        """The head ref (IndexError if the level is empty)."""
+        if self.head >= len(self.items):
+            raise IndexError("peek at an empty level")
+        ref = self.items[self.head]
+        assert ref is not None
+        return ref
+
+    def popleft(self) -> MessageRef:
+        """Take the head ref off (IndexError if the level is empty)."""
+        items = self.items
+        head = self.head
+        if head >= len(items):
+            raise IndexError("pop from an empty level")
+        ref = items[head]
+        assert ref is not None
+        items[head] = None
+        head += 1
+        if head >= LEVEL_SLACK and head * 2 >= len(items):  # drop the taken slots
+            del items[:head]
+            head = 0
+        self.head = head
+        return ref
+
+    def remove(self, ref: MessageRef) -> None:
+        """Take ``ref`` out from anywhere in the level: O(level length)."""
+        items = self.items
+        del items[items.index(ref, self.head)]
+
+
+def _no_levels() -> list[Level | None]:
     return [None] * PRIORITIES
 
 
@@ -184,15 +279,15 @@ class LevelsRecord:
     ``ReadyLevels`` derives from this record and owns what happens to it; the dispatch
     twins (:mod:`.queue_run` and its compiled twin) reach the fields directly.
 
-    ``_deques`` has one entry per priority level, highest first: a deque of refs, or None
-    until a message of that level was first ready (an empty deque costs ~760 bytes, and
-    most queues only ever see one or two priorities: issue 17). ``count`` is the number
-    of ready refs (the deques may also hold tombstones). ``memory_usage`` is this queue's
-    share of the broker's ``budget``: every change to ``budget.used`` changes it by the
-    same amount. ``paged`` has bit ``i`` set when level ``i`` continues on disk."""
+    ``_levels`` has one entry per priority level, highest first: a :class:`Level` of
+    refs, or None until a message of that level was first ready (most queues only ever
+    see one or two priorities: issue 17). ``count`` is the number of ready refs (the
+    levels may also hold tombstones). ``memory_usage`` is this queue's share of the
+    broker's ``budget``: every change to ``budget.used`` changes it by the same amount.
+    ``paged`` has bit ``i`` set when level ``i`` continues on disk."""
 
     budget: PageBudget
-    _deques: list[deque[MessageRef] | None] = field(default_factory=_no_levels)
+    _levels: list[Level | None] = field(default_factory=_no_levels)
     count: int = 0
     memory_usage: int = 0
     paged: int = 0

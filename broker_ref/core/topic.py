@@ -137,19 +137,19 @@ class Topic:
     def stats(self) -> DestinationStats:
         out = DestinationStats(name=self.name, kind=DestinationKind.TOPIC)
         for sub in self.subscriptions.values():
-            q = sub.queue
+            q = sub.queue.stats()
             out.message_count += q.message_count
             out.delivering_count += q.delivering_count
             out.scheduled_count += q.scheduled_count
-            out.consumer_count += len(q.consumers)
+            out.consumer_count += q.consumer_count
             out.enqueued += q.enqueued
             out.dequeued += q.dequeued
-            out.expired += q.removals.expired
-            out.dead_lettered += q.removals.dead_lettered
-            out.messages_replaced += q.removals.messages_replaced
+            out.expired += q.expired
+            out.dead_lettered += q.dead_lettered
+            out.messages_replaced += q.messages_replaced
             out.paged_count += q.paged_count
             out.memory_usage += q.memory_usage
-            out.discarded += q.removals.discarded
+            out.discarded += q.discarded
         out.memory_limit = self.settings.memory_limit or 0
         out.subscription_count = len(self.subscriptions)
         return out

@@ -7,6 +7,8 @@ loop (``cython_ext/queue_run.pyx``) cimports them to read and write the fields d
 After editing, touch both .pyx files.
 """
 
+cimport cython
+
 
 cdef class ServerMessage:
     # Every field an object, as in the pure dataclass: the twins must accept the same
@@ -65,9 +67,22 @@ cdef class PageBudget:
     cdef public Py_ssize_t used
 
 
+@cython.final
+cdef class Level:
+    # final: the dispatch loop calls its methods as C functions, no Python lookup
+    cdef public list items
+    cdef public Py_ssize_t head
+
+    cpdef append(self, ref)
+    cpdef appendleft(self, ref)
+    cpdef peek(self)
+    cpdef popleft(self)
+    cpdef remove(self, ref)
+
+
 cdef class LevelsRecord:
     cdef public PageBudget budget
-    cdef public list _deques
+    cdef public list _levels
     cdef public Py_ssize_t count
     cdef public Py_ssize_t memory_usage
     cdef public Py_ssize_t paged

@@ -3,6 +3,7 @@
 
 from jmspy.broker_ref.core.records import (
     DeliveryChannel,
+    Level,
     LevelsRecord,
     MessageRef,
     PageBudget,
@@ -11,5 +12,5 @@ from jmspy.broker_ref.core.records import (
     ServerMessage,
 )
 
-__all__ = ["DeliveryChannel", "LevelsRecord", "MessageRef", "PageBudget", "QueueRecord",
-           "ServerConsumer", "ServerMessage"]
+__all__ = ["DeliveryChannel", "Level", "LevelsRecord", "MessageRef", "PageBudget",
+           "QueueRecord", "ServerConsumer", "ServerMessage"]

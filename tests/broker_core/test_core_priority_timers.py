@@ -162,3 +162,24 @@ def test_expiry_timer_survives_delivery_and_cancel(
     broker.process_timers()
     s = broker.stats("q")
     assert (s.message_count, s.expired) == (0, 1)
+
+
+def test_a_queue_makes_its_timers_and_removals_when_first_needed(
+    broker: Broker, clock: FakeClock, conn: ServerConnection
+) -> None:
+    """A queue that only holds messages has no timers, removals or deliveries object yet
+    (issue 17: a one-message queue stays small); its stats count zero for them, and the
+    first expiry makes them and counts as before."""
+    conn.send(msg("q", "a"))
+    q = broker.queues["q"]
+    assert (q._timers, q._removals, q._deliveries) == (None, None, None)
+    stats = broker.stats("q")
+    assert (stats.message_count, stats.scheduled_count, stats.expired) == (1, 0, 0)
+    conn.send(msg("q", "b", expiration=clock.now + 100))
+    conn.send(msg("q", "c", deliver_at=clock.now + 50))
+    assert broker.stats("q").scheduled_count == 1
+    clock.advance(500)
+    broker.process_timers()
+    stats = broker.stats("q")
+    assert (stats.message_count, stats.scheduled_count, stats.expired) == (2, 0, 1)
+    assert q._timers is not None and q._removals is not None
