@@ -153,7 +153,7 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "has the message, and its refusal is raised by that send() "
             "(JMSSecurityException, ResourceAllocationException). N > 1 = up to N-1 earlier "
             "sends may be unconfirmed when send() returns; a refusal is raised by the next "
-            "send(), commit() or close(). Non-persistent sends carry a receipt once every 200 "
+            "send(), commit() or close(). Non-persistent sends carry a receipt once every 400 "
             "sends (or 1 MiB) and the next such checkpoint waits for it, so a broker that "
             "applies producer flow control holds the producer there.",
             minimum=1, maximum=100_000,
