@@ -26,9 +26,10 @@ receiver restores the same message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-__all__ = ["HEADER", "JmsFields", "format_header", "parse_header"]
+__all__ = ["HEADER", "JmsFields", "format_header", "header_of", "parse_header"]
 
 #: The header's name. Not a valid property name (``-``), so no application property can
 #: collide with it; not the MQTT transport's ``jmspy-h`` either (another format), should
@@ -63,3 +64,10 @@ def parse_header(value: str) -> JmsFields | None:
     except ValueError:
         return None
     return JmsFields(timestamp, parts[2], parts[3], parts[4])
+
+
+def header_of(headers: Mapping[str, str]) -> JmsFields | None:
+    """The fields of the ``jmspy-jms`` header among a frame's ``headers``, or None when
+    there is none this version reads (see :func:`parse_header`)."""
+    value = headers.get(HEADER)
+    return None if value is None else parse_header(value)

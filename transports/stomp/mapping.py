@@ -34,7 +34,7 @@ from jmspy.message import (
     finish_received,
 )
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
-from jmspy.stomp_jms_header import format_header, parse_header
+from jmspy.stomp_jms_header import format_header, header_of
 
 __all__ = [
     "STOMP_TARGETS",
@@ -309,8 +309,7 @@ def _typed(raw: str, code: str | None) -> PropertyValue:
 def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
     raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
-    folded = headers.get(JMS_HEADER)
-    fields = parse_header(folded) if folded is not None else None
+    fields = header_of(headers)
     if fields is not None:
         kind: str | None = fields.body or None
         ptypes = fields.ptypes
@@ -353,7 +352,7 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
         msg.message_id = fields.message_id
         msg.timestamp = fields.timestamp
     else:
-        msg.message_id = headers.get("jmspy-message-id") or headers.get("message-id")
+        msg.message_id = _unfolded_message_id(headers)
         msg.timestamp = _int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
     msg.correlation_id = headers.get("correlation-id")
     msg.reply_to = parse_destination(headers.get("reply-to"))
@@ -371,10 +370,13 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
 def jms_message_id(headers: dict[str, str]) -> str | None:
     """The JMSMessageID a MESSAGE frame carries (what :func:`from_frame` would set),
     without converting the rest of it."""
-    folded = headers.get(JMS_HEADER)
-    fields = parse_header(folded) if folded is not None else None
-    if fields is not None:
-        return fields.message_id
+    fields = header_of(headers)
+    return fields.message_id if fields is not None else _unfolded_message_id(headers)
+
+
+def _unfolded_message_id(headers: dict[str, str]) -> str | None:
+    """The id of a frame without a readable ``jmspy-jms`` header: an earlier jmspy's own
+    header, else the broker's ``message-id`` (a raw client's message)."""
     return headers.get("jmspy-message-id") or headers.get("message-id")
 
 

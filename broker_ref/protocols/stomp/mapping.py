@@ -34,7 +34,7 @@ from typing import Final
 from jmspy import twins
 from jmspy.stomp_frames import Frame, FrameError
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
-from jmspy.stomp_jms_header import parse_header
+from jmspy.stomp_jms_header import header_of
 
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
 
@@ -219,11 +219,9 @@ def to_server_message(
     ptypes = headers.get("jmspy-ptypes")
     if ptypes:
         _restore_types(props, ptypes, "jmspy-ptypes")
-    folded = headers.get(JMS_HEADER)
-    if folded is not None:
-        fields = parse_header(folded)
-        if fields is not None and fields.ptypes:
-            _restore_types(props, fields.ptypes, JMS_HEADER)
+    fields = header_of(headers)
+    if fields is not None and fields.ptypes:
+        _restore_types(props, fields.ptypes, JMS_HEADER)
     if ctype is not None and text is None:
         props["content-type"] = ctype  # keep a binary body's declared type
     return ServerMessage(
