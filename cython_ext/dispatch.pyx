@@ -19,7 +19,7 @@ from jmspy._cext.message_record cimport MessageRecord
 
 from jmspy._pure.message_record import FIELDS
 
-__all__ = ["drain"]
+__all__ = ["consumed_counts", "drain", "held_tags", "take_held"]
 
 cdef tuple _FIELDS = FIELDS
 cdef tuple _TAG = member_indices(FIELDS, ("_delivery_tag",))
@@ -134,3 +134,56 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
     finally:
         if current:
             session._current = None
+
+
+# -- the queued acknowledgements (``hold``), settled as a batch; see the pure twin ---------
+
+
+cpdef list take_held(object pending):
+    """Pop what is queued now, oldest first (see the pure twin).
+
+    ``list(pending)`` then ``pending.clear()`` with no bytecode between them: compiled
+    code holds the GIL across both C calls (nothing here runs Python code or blocks), so
+    no other thread's append can fall between the copy and the clear."""
+    cdef list items = list(pending)
+    pending.clear()
+    return items
+
+
+cpdef list held_tags(list items):
+    """The delivery tags of ``(consumer, tag)`` items, in order."""
+    cdef Py_ssize_t n = len(items)
+    cdef list tags = [None] * n
+    cdef Py_ssize_t i
+    for i in range(n):
+        tags[i] = (<tuple?>items[i])[1]
+    return tags
+
+
+cpdef list consumed_counts(list items, object floor):
+    """How many of ``items`` (above ``floor``) each consumer delivered, in the order
+    consumers first appear (see the pure twin). Runs mostly share one consumer: counted
+    in a C integer until the consumer changes."""
+    cdef list order = []
+    cdef dict counts = {}
+    cdef object last = None
+    cdef Py_ssize_t run = 0
+    cdef bint any_dead = floor > 0
+    cdef tuple item
+    cdef object consumer
+    for item in items:
+        if any_dead and not item[1] > floor:
+            continue
+        consumer = item[0]
+        if run and consumer is last:
+            run += 1
+            continue
+        if run:
+            counts[last] += run
+        last, run = consumer, 1
+        if consumer not in counts:
+            counts[consumer] = 0
+            order.append(consumer)
+    if run:
+        counts[last] += run
+    return [(consumer, counts[consumer]) for consumer in order]

@@ -29,7 +29,7 @@ from jmspy._cext.records cimport (
 
 from jmspy.broker_ref.core.records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "take_run"]
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "tags_known_once", "take_run"]
 
 cdef int _READY = READY
 cdef int _DELIVERING = DELIVERING
@@ -122,6 +122,25 @@ cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
             ch.gate = gate - taken
         queue.dequeued = dequeued
         queue.delivering_count = in_delivery
+
+
+cpdef bint tags_known_once(object known, object staged, list tags) except -1:
+    """See the pure twin. Tags are mostly acknowledged in delivery order: while each is
+    above the one before, none can repeat, so one dict lookup per tag decides; a run out
+    of order takes the pure twin's set arithmetic (the same answer either way)."""
+    cdef dict known_d = <dict?>known
+    cdef bint check_staged = len(staged) > 0
+    cdef object tag
+    cdef object last = None
+    for tag in tags:
+        if last is not None and not tag > last:
+            unique = set(tags)
+            return (len(unique) == len(tags) and known.keys() >= unique
+                    and (not check_staged or unique.isdisjoint(staged)))
+        if tag not in known_d or (check_staged and tag in staged):
+            return False
+        last = tag
+    return True
 
 
 cpdef list acknowledge_tags(dict owners, list tags):

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable
 from enum import IntEnum
-from operator import itemgetter
 from typing import TYPE_CHECKING, Protocol
 
+from . import twins
 from .errors import IllegalStateException, JMSException, TransactionRolledBackException
 
 if TYPE_CHECKING:
@@ -78,8 +78,10 @@ AUTO_ACK_BATCH = 128
 Delivered = tuple["MessageConsumer", int]
 
 _tx_ids = itertools.count(1)
-_consumer_of = itemgetter(0)
-_tag_of = itemgetter(1)
+# the per-message loops of settling a batch, compiled (jmspy/_pure/dispatch.py says why)
+_take_held = twins.dispatch.take_held
+_held_tags = twins.dispatch.held_tags
+_consumed_counts = twins.dispatch.consumed_counts
 
 
 def _no_op_ack(message: Message) -> None:
@@ -155,15 +157,13 @@ class Acknowledgement:
 
     def _take_pending(self) -> list[Delivered]:
         """Pop what is queued now, oldest first (appends meanwhile stay queued)."""
-        pending = self._pending
-        popleft = pending.popleft
-        return [popleft() for _ in range(len(pending))]
+        return _take_held(self._pending)
 
     def flush(self) -> None:
         """Send the queued acknowledgements."""
         items = self._take_pending()
         if items:
-            self._host._transport.ack(list(map(_tag_of, items)))
+            self._host._transport.ack(_held_tags(items))
             self._count_consumed(items)
 
     # -- the application's calls ------------------------------------------------------
@@ -172,7 +172,7 @@ class Acknowledgement:
         self._host._check_open()
         items = self.take_unacknowledged()
         if items:
-            self._host._transport.ack([tag for _, tag in items])
+            self._host._transport.ack(_held_tags(items))
             self._count_consumed(items)
 
     def take_unacknowledged(self) -> list[Delivered]:
@@ -228,13 +228,9 @@ class Acknowledgement:
     def _count_consumed(self, items: list[Delivered]) -> None:
         """Tell each consumer how many of ``items`` it delivered were consumed, in the
         order the consumers first appear in ``items``."""
+        # tags at or below the floor were forgotten when the connection dropped
         floor = self._host._connection._dead_tag_floor  # see Connection._dead
-        if floor > 0:  # forgotten when the connection dropped
-            items = [item for item in items if item[1] > floor]
-        if len(items) == 1:
-            items[0][0]._consumed(1)
-            return
-        for consumer, n in Counter(map(_consumer_of, items)).items():
+        for consumer, n in _consumed_counts(items, floor):
             consumer._consumed(n)
 
 

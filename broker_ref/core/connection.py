@@ -120,12 +120,7 @@ class ServerConnection:
     def _check_tags(self, tags: list[int]) -> None:
         known = self._channel.tags
         staged = self._transactions.staged
-        unique = set(tags)
-        if (
-            len(unique) == len(tags)
-            and known.keys() >= unique
-            and (not staged or unique.isdisjoint(staged))
-        ):
+        if _queue_run.tags_known_once(known, staged, tags):
             return  # all known, none twice, none staged: the per-tag loop finds nothing
         seen: set[int] = set()
         for tag in tags:

@@ -24,11 +24,13 @@ of ``Queue`` (enqueue, accept, add to the tail, dispatch, the fast dispatch loop
 that walk in one C call. Only the common case is walked here (no AMPS policy, no expiry
 or delivery delay, queue not deleted, no selector on the queue's consumers); everything
 else takes ``Queue``'s own methods, which stay the reference for what each step means.
-:func:`acknowledge_tags` is ``ServerConnection.ack``'s loop over a run of tags.
+:func:`acknowledge_tags` is ``ServerConnection.ack``'s loop over a run of tags, and
+:func:`tags_known_once` its check that the run may be acknowledged as one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .api import ServerMessage
@@ -46,7 +48,7 @@ from .consumer import (
 if TYPE_CHECKING:
     from .queue import Queue
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "take_run"]
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "tags_known_once", "take_run"]
 
 
 def take_run(
@@ -126,6 +128,16 @@ def take_run(
             return messages, counts, first_tag, None  # before any lower priority goes
     levels.count = 0  # only tombstones were left: resync the count
     return messages, counts, first_tag, None
+
+
+def tags_known_once(known: Mapping[int, object], staged: Mapping[int, object],
+                    tags: list[int]) -> bool:
+    """Whether every one of ``tags`` is in ``known``, none is listed twice and none is in
+    ``staged``: a run of acknowledgements with nothing to report, which the caller may
+    settle without looking at each tag again (False: it looks, and says what is wrong)."""
+    unique = set(tags)
+    return (len(unique) == len(tags) and known.keys() >= unique
+            and (not staged or unique.isdisjoint(staged)))
 
 
 def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[Queue]:

@@ -7,3 +7,6 @@ repository root as include path). After editing, touch cython_ext/dispatch.pyx.
 
 
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1
+cpdef list take_held(object pending)
+cpdef list held_tags(list items)
+cpdef list consumed_counts(list items, object floor)

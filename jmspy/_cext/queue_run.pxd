@@ -6,6 +6,7 @@ from jmspy._cext.records cimport QueueRecord, ServerConsumer
 
 
 cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room)
+cpdef bint tags_known_once(object known, object staged, list tags) except -1
 cpdef list acknowledge_tags(dict owners, list tags)
 cpdef enqueue(QueueRecord queue, object message)
 cpdef dispatch_fast(QueueRecord queue)

@@ -7,7 +7,8 @@ from jmspy.broker_ref.core.queue_run import (
     acknowledge_tags,
     dispatch_fast,
     enqueue,
+    tags_known_once,
     take_run,
 )
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "take_run"]
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "tags_known_once", "take_run"]

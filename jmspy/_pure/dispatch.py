@@ -38,11 +38,16 @@ consumption there may feed a starved consumer elsewhere, which must not wait).
 
 from __future__ import annotations
 
+from collections import Counter, deque
+from operator import itemgetter
 from typing import Any
 
 from jmspy.dispatch_protocol import DrainConnection, DrainConsumer, DrainFunction, DrainSession
 
-__all__ = ["drain"]
+__all__ = ["consumed_counts", "drain", "held_tags", "take_held"]
+
+_consumer_of = itemgetter(0)
+_tag_of = itemgetter(1)
 
 
 def drain(session: DrainSession, connection: DrainConnection, consumer: DrainConsumer) -> int:
@@ -138,6 +143,33 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
     finally:
         if current:
             session._current = None
+
+
+# -- the queued acknowledgements (``hold``), settled as a batch ---------------------------
+# Per message of a batch, these are what remains of an AUTO acknowledgement once drain has
+# queued it: the compiled twins do each in one C loop (about 110 ns per message less on
+# the vm:// listener path than the comprehension, map and Counter below).
+
+
+def take_held(pending: deque[tuple[Any, int]]) -> list[tuple[Any, int]]:
+    """Pop what is queued now, oldest first; appends made meanwhile stay queued (one
+    ``popleft`` per item: between two bytecodes another thread may append)."""
+    popleft = pending.popleft
+    return [popleft() for _ in range(len(pending))]
+
+
+def held_tags(items: list[tuple[Any, int]]) -> list[int]:
+    """The delivery tags of ``(consumer, tag)`` items, in order."""
+    return list(map(_tag_of, items))
+
+
+def consumed_counts(items: list[tuple[Any, int]], floor: int) -> list[tuple[Any, int]]:
+    """How many of ``items`` each consumer delivered, counting only tags above ``floor``
+    (those at or below died with a dropped connection), in the order consumers first
+    appear."""
+    if floor > 0:
+        items = [item for item in items if item[1] > floor]
+    return list(Counter(map(_consumer_of, items)).items())
 
 
 _check: DrainFunction = drain
