@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-__all__ = ["HEADER", "JmsFields", "format_header", "header_of", "parse_header"]
+__all__ = ["HEADER", "JmsFields", "format_header", "header_of", "parse_header", "ptypes_of"]
 
 #: The header's name. Not a valid property name (``-``), so no application property can
 #: collide with it; not the MQTT transport's ``jmspy-h`` either (another format), should
@@ -56,14 +56,20 @@ def parse_header(value: str) -> JmsFields | None:
     """The fields of a ``jmspy-jms`` header, or None when it is not one this version reads
     (another format, or a header some other client sent by that name): the receiver then
     falls back to the broker's own headers, as for a message from a raw STOMP client."""
+    parts = _fields(value)
+    return None if parts is None else JmsFields(int(parts[1]), parts[2], parts[3], parts[4])
+
+
+def _fields(value: str) -> list[str] | None:
+    """The header's five fields as text, or None when it is not one this version reads."""
     parts = value.split(";", 4)
     if len(parts) != 5 or parts[0] != _VERSION:
         return None
     try:
-        timestamp = int(parts[1])
+        int(parts[1])
     except ValueError:
         return None
-    return JmsFields(timestamp, parts[2], parts[3], parts[4])
+    return parts
 
 
 def header_of(headers: Mapping[str, str]) -> JmsFields | None:
@@ -71,3 +77,12 @@ def header_of(headers: Mapping[str, str]) -> JmsFields | None:
     there is none this version reads (see :func:`parse_header`)."""
     value = headers.get(HEADER)
     return None if value is None else parse_header(value)
+
+
+def ptypes_of(headers: Mapping[str, str]) -> str:
+    """The property types of the ``jmspy-jms`` header among ``headers`` ("" when there is
+    none this version reads): all a broker needs of it, read per SEND without building
+    the other fields."""
+    value = headers.get(HEADER)
+    parts = None if value is None else _fields(value)
+    return "" if parts is None else parts[3]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jmspy import BytesMessage, MapMessage, Message, Queue, TextMessage
-from jmspy.stomp_jms_header import format_header, parse_header
+from jmspy.stomp_jms_header import format_header, header_of, parse_header, ptypes_of
 from jmspy.transports.stomp.mapping import detect_broker, from_frame, jms_message_id, to_frame
 
 PROFILE = detect_broker("ActiveMQ/5.17.0")
@@ -108,3 +108,31 @@ def test_the_header_fields_read_back_as_written() -> None:
     assert fields is not None
     assert (fields.timestamp, fields.body, fields.ptypes, fields.message_id) == (
         5, "null-text", "a=i,b=f", "ID:1;2;3")
+
+
+@settings(max_examples=300)
+@given(value=st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda ts, body, types, mid: f"1;{ts};{body};{types};{mid}",
+              st.one_of(st.integers(0, 2**45).map(str), st.text(max_size=4)),
+              st.sampled_from(["", "bytes", "map"]),
+              st.sampled_from(["", "a=i", "a=i,b=f", "x=b"]), st.text(max_size=10)),
+))
+def test_the_broker_reads_the_property_types_the_full_parse_would_give(value: str) -> None:
+    """ptypes_of (what jmspy broker reads per SEND) agrees with header_of on any value,
+    including ones this version does not read (then ``""``: nothing to type)."""
+    fields = header_of({"jmspy-jms": value})
+    assert ptypes_of({"jmspy-jms": value}) == (fields.ptypes if fields else "")
+    assert ptypes_of({}) == ""
+
+
+def test_the_brokers_parsed_property_types_stay_bounded_and_typed() -> None:
+    """Each distinct types text is split once and kept, but never more than 256 of them
+    (a client sending ever new property names must not grow the broker)."""
+    from jmspy.broker_ref.protocols.stomp import mapping as broker_mapping
+
+    for i in range(1000):
+        props: dict[str, object] = {f"p{i}": "7", "q": "x"}
+        broker_mapping._restore_types(props, f"p{i}=i,q", "jmspy-jms")
+        assert props == {f"p{i}": 7, "q": "x"}  # "q" has no type: left a string
+    assert len(broker_mapping._PTYPE_ITEMS) <= 256

@@ -34,7 +34,7 @@ from typing import Final
 from jmspy import twins
 from jmspy.stomp_frames import Frame, FrameError
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
-from jmspy.stomp_jms_header import header_of
+from jmspy.stomp_jms_header import ptypes_of
 
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
 
@@ -219,9 +219,9 @@ def to_server_message(
     ptypes = headers.get("jmspy-ptypes")
     if ptypes:
         _restore_types(props, ptypes, "jmspy-ptypes")
-    fields = header_of(headers)
-    if fields is not None and fields.ptypes:
-        _restore_types(props, fields.ptypes, JMS_HEADER)
+    ptypes = ptypes_of(headers)
+    if ptypes:
+        _restore_types(props, ptypes, JMS_HEADER)
     if ctype is not None and text is None:
         props["content-type"] = ctype  # keep a binary body's declared type
     return ServerMessage(
@@ -243,13 +243,29 @@ def to_server_message(
     )
 
 
+#: Property-type lists by their text, split once: a producer sends the same one with every
+#: message (bounded: forgotten past 256 different texts).
+_PTYPE_ITEMS: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+def _ptype_items(ptypes: str) -> tuple[tuple[str, str], ...]:
+    """``"a=i,b=f"`` as ``(("a", "i"), ("b", "f"))`` (items without ``=`` left out)."""
+    items = _PTYPE_ITEMS.get(ptypes)
+    if items is None:
+        items = tuple((name, code) for name, sep, code in (
+            item.partition("=") for item in ptypes.split(",")) if sep)
+        if len(_PTYPE_ITEMS) >= 256:
+            _PTYPE_ITEMS.clear()
+        _PTYPE_ITEMS[ptypes] = items
+    return items
+
+
 def _restore_types(props: dict[str, object], ptypes: str, header: str) -> None:
     """Type the properties ``ptypes`` names (``name=i``, ``=f``, ``=b``), as ``header``
     (``jmspy-ptypes``, or the types field of ``jmspy-jms``) said."""
-    for item in ptypes.split(","):
-        name, sep, code = item.partition("=")
+    for name, code in _ptype_items(ptypes):
         raw = props.get(name)
-        if not sep or not isinstance(raw, str):
+        if not isinstance(raw, str):
             continue  # a type for a property that is not there: nothing to restore
         try:
             if code == "i":
