@@ -211,3 +211,20 @@ def test_can_receive_agrees(credit: int, closed: bool, limit: int | None,
         c.delivering.update({t: None for t in range(delivering)})
         answers.append(c.can_receive())
     assert answers[0] == answers[1]
+
+
+def test_the_compiled_records_of_a_held_message_stay_out_of_the_cyclic_gc() -> None:
+    """A queued message is a ServerMessage, its MessageRef and a place in a Level: the
+    compiled three are ``no_gc`` (none can be part of a cycle), which saves the 16-byte
+    GC header on each and keeps them from counting towards the collector's next pass
+    (issue 17). A consumer can hold anything, so it stays tracked."""
+    import gc
+
+    sm = cext.ServerMessage("id", DestinationKind.QUEUE, "q", properties={"a": 1},
+                            reply_to=(DestinationKind.QUEUE, "r"))
+    ref = cext.MessageRef(sm, 0)
+    level = cext.Level()
+    level.append(ref)
+    assert not gc.is_tracked(sm) and not gc.is_tracked(ref) and not gc.is_tracked(level)
+    channel = cext.DeliveryChannel(1, Callback())
+    assert gc.is_tracked(cext.ServerConsumer(1, channel, None, None, False, None))
