@@ -349,7 +349,7 @@ class IndividualAcknowledge(Acknowledgement):
         dead = self._host._connection._dead  # a dropped connection's tags: nothing to ack
         items = [item for item in items if not dead(item[1])]
         if items:
-            self._host._transport.ack([tag for _, tag in items])
+            self._host._transport.ack(_held_tags(items))
             self._count_consumed(items)
 
     def take_unacknowledged(self) -> list[Delivered]:
@@ -411,7 +411,7 @@ class LocalTransaction(_Unacknowledged):
         assert tx is not None
         try:
             if items:
-                host._transport.ack([tag for _, tag in items], tx)
+                host._transport.ack(_held_tags(items), tx)
             host._transport.commit(tx)
         except JMSException as exc:
             host._return_to_broker(items, rollback=tx)
