@@ -162,9 +162,8 @@ cpdef list held_tags(list items):
 
 cpdef list consumed_counts(list items, object floor):
     """How many of ``items`` (above ``floor``) each consumer delivered, in the order
-    consumers first appear (see the pure twin). Runs mostly share one consumer: counted
-    in a C integer until the consumer changes."""
-    cdef list order = []
+    consumers first appear (a dict's insertion order; see the pure twin). Runs mostly
+    share one consumer: counted in a C integer until the consumer changes."""
     cdef dict counts = {}
     cdef object last = None
     cdef Py_ssize_t run = 0
@@ -183,7 +182,6 @@ cpdef list consumed_counts(list items, object floor):
         last, run = consumer, 1
         if consumer not in counts:
             counts[consumer] = 0
-            order.append(consumer)
     if run:
         counts[last] += run
-    return [(consumer, counts[consumer]) for consumer in order]
+    return list(counts.items())

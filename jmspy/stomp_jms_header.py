@@ -56,20 +56,23 @@ def parse_header(value: str) -> JmsFields | None:
     """The fields of a ``jmspy-jms`` header, or None when it is not one this version reads
     (another format, or a header some other client sent by that name): the receiver then
     falls back to the broker's own headers, as for a message from a raw STOMP client."""
-    parts = _fields(value)
-    return None if parts is None else JmsFields(int(parts[1]), parts[2], parts[3], parts[4])
+    read = _fields(value)
+    if read is None:
+        return None
+    timestamp, parts = read
+    return JmsFields(timestamp, parts[2], parts[3], parts[4])
 
 
-def _fields(value: str) -> list[str] | None:
-    """The header's five fields as text, or None when it is not one this version reads."""
+def _fields(value: str) -> tuple[int, list[str]] | None:
+    """The header's timestamp and its five fields as text, or None when it is not one
+    this version reads."""
     parts = value.split(";", 4)
     if len(parts) != 5 or parts[0] != _VERSION:
         return None
     try:
-        int(parts[1])
+        return int(parts[1]), parts
     except ValueError:
         return None
-    return parts
 
 
 def header_of(headers: Mapping[str, str]) -> JmsFields | None:
@@ -84,5 +87,5 @@ def ptypes_of(headers: Mapping[str, str]) -> str:
     none this version reads): all a broker needs of it, read per SEND without building
     the other fields."""
     value = headers.get(HEADER)
-    parts = None if value is None else _fields(value)
-    return "" if parts is None else parts[3]
+    read = None if value is None else _fields(value)
+    return "" if read is None else read[1][3]
