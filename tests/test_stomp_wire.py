@@ -8,6 +8,9 @@ for STOMP 1.2 and 1.1.
 
 from __future__ import annotations
 
+import socket
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stomp import utils as stomp_utils
 
-from jmspy.transports.stomp.wire import FrameWriter
+from jmspy.transports.stomp.wire import _WRITE_LOCK, FrameWriter, use_c_write_lock
 
 
 class _Transport:
@@ -107,3 +110,80 @@ def test_a_queued_transport_keeps_stomp_py_path_so_frames_stay_in_order() -> Non
         ("ack", ("a1",), {"transaction": None}),
         ("ack", ("a2",), {"transaction": None}),
     ]
+
+
+# -- the write lock (use_c_write_lock) ----------------------------------------------------
+_LOCK_TYPE = type(threading.Lock())
+
+
+def _stomp_py_connection() -> Any:
+    import stomp
+
+    return stomp.Connection12([("127.0.0.1", 1)], heartbeats=(0, 0))
+
+
+def test_stomp_py_still_guards_its_socket_with_the_semaphore_we_replace() -> None:
+    # Fails when a stomp.py release renames or retypes the lock, so the fallback (its own
+    # slower semaphore) never goes unnoticed.
+    conn = _stomp_py_connection()
+    assert isinstance(getattr(conn.transport, _WRITE_LOCK), threading.BoundedSemaphore)
+    assert use_c_write_lock(conn) is True
+    assert type(getattr(conn.transport, _WRITE_LOCK)) is _LOCK_TYPE
+
+
+def test_every_write_through_stomp_py_waits_for_the_new_lock() -> None:
+    conn = _stomp_py_connection()
+    use_c_write_lock(conn)
+    ours, theirs = socket.socketpair()
+    conn.transport.socket = ours
+    lock = getattr(conn.transport, _WRITE_LOCK)
+    writer = FrameWriter(conn, "1.2")
+    done = threading.Event()
+
+    def write() -> None:
+        writer.ack([("a-1", "s")], None)
+        done.set()
+
+    try:
+        with lock:  # another writer holds the socket
+            thread = threading.Thread(target=write, daemon=True)
+            thread.start()
+            assert not done.wait(0.2)  # waits up to 0.2 s for a write that must not happen
+            theirs.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                theirs.recv(100)  # nothing was written while the lock was held
+        assert done.wait(10)
+        theirs.setblocking(True)
+        (frame,) = _frames(theirs.recv(1000))
+        assert (frame.cmd, frame.headers) == ("ACK", {"id": "a-1"})
+    finally:
+        conn.transport.socket = None
+        ours.close()
+        theirs.close()
+
+
+def test_a_transport_without_the_semaphore_is_left_as_it_is() -> None:
+    conn = _Conn()
+    assert use_c_write_lock(conn) is False
+    assert not hasattr(conn.transport, _WRITE_LOCK)
+
+
+def test_a_stomp_url_connection_writes_under_a_c_lock(
+        vm_broker_factory: Callable[..., Any]) -> None:
+    from jmspy import ConnectionFactory
+
+    host, _ = vm_broker_factory()
+    url = host.add_connector("stomp://127.0.0.1:0")
+    conn = ConnectionFactory(f"{url}?heartbeat=0").create_connection()
+    try:
+        stomp_conn = conn._transport._conn  # type: ignore[attr-defined]
+        assert type(getattr(stomp_conn.transport, _WRITE_LOCK)) is _LOCK_TYPE
+        session = conn.create_session()
+        queue = session.create_queue("wire.lock")
+        consumer = session.create_consumer(queue)
+        conn.start()
+        session.create_producer(queue).send(session.create_text_message("through the lock"))
+        received = consumer.receive(10)
+        assert received is not None and received.text == "through the lock"
+    finally:
+        conn.close()

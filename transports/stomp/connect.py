@@ -26,6 +26,7 @@ from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 from .mapping import DIALECTS
 from .receipts import Receipts
 from .receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
+from .wire import use_c_write_lock
 
 try:
     import stomp as _stomp
@@ -198,6 +199,7 @@ def open_stomp(
     receiver.conn = conn
     conn.set_listener("jmspy", receiver)
     reader = install(conn, make_reader)
+    use_c_write_lock(conn)
     headers = {"client-id": credentials.client_id} if credentials.client_id else {}
     if options.connection_flow_limit:
         headers["jmspy-connection-flow-limit"] = str(options.connection_flow_limit)
