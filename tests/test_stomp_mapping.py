@@ -136,3 +136,63 @@ def test_the_brokers_parsed_property_types_stay_bounded_and_typed() -> None:
         broker_mapping._restore_types(props, f"p{i}=i,q", "jmspy-jms")
         assert props == {f"p{i}": 7, "q": "x"}  # "q" has no type: left a string
     assert len(broker_mapping._PTYPE_ITEMS) <= 256
+
+
+def _model_properties(headers: dict[str, str], ptypes: str) -> dict[str, Any]:
+    """What a MESSAGE frame's properties are, spelled out with no cache: every header
+    that is neither STOMP's/a broker's nor jmspy's own, typed as ``ptypes`` says (a value
+    that does not parse as its type stays a string)."""
+    from jmspy.transports.stomp.mapping import _RESERVED
+
+    codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
+    out: dict[str, Any] = {}
+    for name, value in headers.items():
+        if name in _RESERVED or name.startswith("jmspy-"):
+            continue
+        code = codes.get(name)
+        try:
+            out[name] = (int(value) if code == "i" else float(value) if code == "f"
+                         else value.lower() == "true" if code == "b" else value)
+        except ValueError:
+            out[name] = value
+    return out
+
+
+header_names = st.one_of(
+    st.sampled_from(["message-id", "priority", "expires", "persistent",
+                     "content-type", "ack", "subscription", "jmspy-body", "jmspy-x"]),
+    names,
+)
+ptype_lists = st.lists(
+    st.tuples(st.one_of(names, st.sampled_from(["priority", "jmspy-x"])),
+              st.sampled_from(["i", "f", "b", "x", "", "=i"]), st.booleans()),
+    max_size=4,
+).map(lambda items: ",".join(f"{n}={c}" if eq else n for n, c, eq in items))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(header_names, st.one_of(st.sampled_from(["1", "2.5", "true", "no"]),
+                                               st.text(max_size=6)), max_size=8),
+       ptype_lists)
+def test_received_properties_are_the_non_reserved_headers_typed_by_the_ptypes(
+        headers: dict[str, str], ptypes: str) -> None:
+    """from_frame keeps what it derives from a frame's header names and types text; the
+    result is the model's on the first frame and on every later frame of that layout."""
+    frame = {**headers, "jmspy-jms": f"1;5;;{ptypes};ID:x"}
+    for _ in range(2):  # the second read finds the layout and the types already derived
+        message = from_frame(dict(frame), b"body")
+        assert message._properties == _model_properties(frame, ptypes)
+        assert list(message._properties) == list(_model_properties(frame, ptypes))
+
+
+def test_what_the_client_derives_from_frames_stays_bounded_and_right() -> None:
+    """Each new header layout and types text is derived once and kept, never more than
+    256 of each (a broker sending ever new property names must not grow the client)."""
+    from jmspy.transports.stomp import mapping as client_mapping
+
+    for i in range(1000):
+        headers = {"destination": "/queue/q", f"p{i}": "7", "q": "x",
+                   "jmspy-jms": f"1;5;;p{i}=i,q;ID:{i}"}
+        assert from_frame(headers, b"")._properties == {f"p{i}": 7, "q": "x"}
+    assert len(client_mapping._codes) <= 256
+    assert len(client_mapping._names) <= 256

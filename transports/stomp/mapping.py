@@ -306,6 +306,41 @@ def _typed(raw: str, code: str | None) -> PropertyValue:
     return raw
 
 
+# A consumer sees the same few header layouts and property-type lists on every MESSAGE,
+# so what it derives from them is kept (bounded, forgotten past _DERIVED_MAX of each; the
+# values are shared: read, never changed). Deriving them per message was a fifth of a
+# stomp:// consumer's conversion.
+_DERIVED_MAX: Final = 256
+_NO_CODES: Final[dict[str, str]] = {}
+_codes: dict[str, dict[str, str]] = {}
+_names: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _ptype_codes(ptypes: str) -> dict[str, str]:
+    """``"a=i,b=f"`` as ``{"a": "i", "b": "f"}`` (items without ``=`` left out; a name
+    given twice keeps its last code)."""
+    codes = _codes.get(ptypes)
+    if codes is None:
+        codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
+        if len(_codes) >= _DERIVED_MAX:
+            _codes.clear()
+        _codes[ptypes] = codes
+    return codes
+
+
+def _property_names(headers: dict[str, str]) -> tuple[str, ...]:
+    """The names among ``headers`` that are application properties, in frame order:
+    not a STOMP or broker header, not one of jmspy's own."""
+    layout = tuple(headers)
+    names = _names.get(layout)
+    if names is None:
+        names = tuple(n for n in layout if n not in _RESERVED and not n.startswith("jmspy-"))
+        if len(_names) >= _DERIVED_MAX:
+            _names.clear()
+        _names[layout] = names
+    return names
+
+
 def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
     raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
@@ -339,13 +374,16 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     else:
         msg = Message.__new__(Message)
         msg._body = None
-    codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item) if ptypes else {}
+    codes = _ptype_codes(ptypes) if ptypes else _NO_CODES
     props: dict[str, PropertyValue] = {}
-    for name, value in headers.items():
-        if name in _RESERVED or name.startswith("jmspy-"):
+    for name in _property_names(headers):
+        value = headers[name]
+        code = codes.get(name)
+        if code is None:
+            props[name] = value
             continue
         try:
-            props[name] = _typed(value, codes.get(name))
+            props[name] = _typed(value, code)
         except ValueError:
             props[name] = value
     if fields is not None:
