@@ -24,6 +24,7 @@ PURE_MODULES: dict[str, str] = {
     "page_rows": "jmspy.broker_ref.core.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
+    "stomp_received": "jmspy.transports.stomp.received",
     "vm_convert": "jmspy.transports.vm_convert",
 }
 

@@ -30,6 +30,7 @@ __all__ = [
     "selector_eval",
     "stomp_codec",
     "stomp_message",
+    "stomp_received",
     "vm_convert",
 ]
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     )
     from jmspy.broker_ref.core import page_rows, queue_run, records
     from jmspy.transports import vm_convert
+    from jmspy.transports.stomp import received as stomp_received
 
 
 def __getattr__(name: str) -> ModuleType:

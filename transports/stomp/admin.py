@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from jmspy import errors
+from jmspy import errors, twins
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
 
-from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, from_frame, stomp_destination
+from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, stomp_destination
 from .receipts import Receipts
 from .stats import query_stats
 from .subscription import RABBIT_DURABLE
@@ -75,7 +75,7 @@ class StompAdmin:
             if headers.get("browser") == "end":
                 done.set()
             else:
-                found.append(from_frame(headers, body))
+                found.append(twins.stomp_received.from_frame(headers, body))
 
         self._replies[sid] = collect
         headers = {"browser": "true"}

@@ -3,7 +3,8 @@
 No I/O here: :func:`detect_broker` reads the CONNECTED frame's ``server`` header and
 returns a :class:`BrokerProfile` saying how that broker carries each feature (the table in
 docs/transports.md is written from these profiles); :func:`to_frame` and
-:func:`from_frame` convert messages.
+``from_frame`` (the ``stomp_received`` twin: :mod:`jmspy.transports.stomp.received`)
+convert messages.
 
 Why jmspy adds a ``jmspy-jms`` header: STOMP headers are untyped strings and brokers assign
 their own ``message-id`` (ActiveMQ) or reuse it as the ack id (RabbitMQ), so a JMS
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from jmspy.capabilities import Cell, Feature, emulated, native, refused
 from jmspy.destinations import Destination, Queue, TemporaryQueue, Topic
@@ -29,25 +30,26 @@ from jmspy.message import (
     BytesMessage,
     MapMessage,
     Message,
-    PropertyValue,
     TextMessage,
-    finish_received,
 )
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
 from jmspy.stomp_jms_header import format_header, header_of
 
 __all__ = [
+    "RESERVED_HEADERS",
     "STOMP_TARGETS",
     "TEMP_QUEUE_PREFIX",
     "BrokerProfile",
+    "absolute_expiration",
     "detect_broker",
-    "from_frame",
+    "header_int",
     "jms_message_id",
     "profile_key",
     "stomp_cells",
     "stomp_destination",
     "subscribe_destination",
     "to_frame",
+    "unfolded_message_id",
 ]
 
 
@@ -219,7 +221,7 @@ def _parse_destination(text: str) -> Destination:
 
 # -- messages ----------------------------------------------------------------------------
 #: Headers that are protocol or JMS header fields, never application properties.
-_RESERVED: Final = frozenset(
+RESERVED_HEADERS: Final = frozenset(
     {
         "destination", "content-type", "content-length", "receipt", "transaction",
         "persistent", "priority", "expires", "expiration", "correlation-id", "reply-to",
@@ -296,140 +298,32 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
     return stomp_destination(message.destination), body, headers
 
 
-def _typed(raw: str, code: str | None) -> PropertyValue:
-    if code == "i":
-        return int(raw)
-    if code == "f":
-        return float(raw)
-    if code == "b":
-        return raw.lower() == "true"
-    return raw
-
-
-# A consumer sees the same few header layouts and property-type lists on every MESSAGE,
-# so what it derives from them is kept (bounded, forgotten past _DERIVED_MAX of each; the
-# values are shared: read, never changed). Deriving them per message was a fifth of a
-# stomp:// consumer's conversion.
-_DERIVED_MAX: Final = 256
-_NO_CODES: Final[dict[str, str]] = {}
-_codes: dict[str, dict[str, str]] = {}
-_names: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
-def _ptype_codes(ptypes: str) -> dict[str, str]:
-    """``"a=i,b=f"`` as ``{"a": "i", "b": "f"}`` (items without ``=`` left out; a name
-    given twice keeps its last code)."""
-    codes = _codes.get(ptypes)
-    if codes is None:
-        codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
-        if len(_codes) >= _DERIVED_MAX:
-            _codes.clear()
-        _codes[ptypes] = codes
-    return codes
-
-
-def _property_names(headers: dict[str, str]) -> tuple[str, ...]:
-    """The names among ``headers`` that are application properties, in frame order:
-    not a STOMP or broker header, not one of jmspy's own."""
-    layout = tuple(headers)
-    names = _names.get(layout)
-    if names is None:
-        names = tuple(n for n in layout if n not in _RESERVED and not n.startswith("jmspy-"))
-        if len(_names) >= _DERIVED_MAX:
-            _names.clear()
-        _names[layout] = names
-    return names
-
-
-def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
-    """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
-    raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
-    fields = header_of(headers)
-    if fields is not None:
-        kind: str | None = fields.body or None
-        ptypes = fields.ptypes
-    else:  # a raw client's message, or one from a jmspy before the one header
-        kind = headers.get("jmspy-body")
-        ptypes = headers.get("jmspy-ptypes", "")
-    if kind is None:
-        ctype = headers.get("content-type", "")
-        if ctype.startswith("text/") or (not ctype and "content-length" not in headers):
-            kind = "text"
-        else:
-            kind = "bytes"
-    msg: Message
-    if kind == "text" or kind == "null-text":
-        msg = TextMessage.__new__(TextMessage)
-        msg._body = raw.decode("utf-8", errors="replace") if kind == "text" else None
-    elif kind == "bytes":
-        msg = BytesMessage.__new__(BytesMessage)
-        msg._body = raw
-        msg._pos = 0
-    elif kind == "map":
-        msg = MapMessage.__new__(MapMessage)
-        decoded: dict[str, Any] = json.loads(raw.decode("utf-8") or "{}")
-        msg._body = {
-            k: bytes.fromhex(v["b64"]) if isinstance(v, dict) else v for k, v in decoded.items()
-        }
-    else:
-        msg = Message.__new__(Message)
-        msg._body = None
-    codes = _ptype_codes(ptypes) if ptypes else _NO_CODES
-    props: dict[str, PropertyValue] = {}
-    for name in _property_names(headers):
-        value = headers[name]
-        code = codes.get(name)
-        if code is None:
-            props[name] = value
-            continue
-        try:
-            props[name] = _typed(value, code)
-        except ValueError:
-            props[name] = value
-    if fields is not None:
-        msg.message_id = fields.message_id
-        msg.timestamp = fields.timestamp
-    else:
-        msg.message_id = _unfolded_message_id(headers)
-        msg.timestamp = _int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
-    msg.correlation_id = headers.get("correlation-id")
-    msg.reply_to = parse_destination(headers.get("reply-to"))
-    msg.destination = parse_destination(headers.get("destination"))
-    msg.delivery_mode = 2 if headers.get("persistent", "").lower() == "true" else 1
-    msg.expiration = _int(headers.get("expires"))
-    if not msg.expiration and "expiration" in headers:
-        msg.expiration = _absolute_expiration(headers["expiration"], msg.timestamp)
-    msg.priority = _int(headers.get("priority"), 4)
-    msg.jms_type = headers.get("type")
-    msg.delivery_time = msg.timestamp
-    return finish_received(msg, props)
-
-
 def jms_message_id(headers: dict[str, str]) -> str | None:
-    """The JMSMessageID a MESSAGE frame carries (what :func:`from_frame` would set),
+    """The JMSMessageID a MESSAGE frame carries (what ``from_frame`` would set),
     without converting the rest of it."""
     fields = header_of(headers)
-    return fields.message_id if fields is not None else _unfolded_message_id(headers)
+    return fields.message_id if fields is not None else unfolded_message_id(headers)
 
 
-def _unfolded_message_id(headers: dict[str, str]) -> str | None:
+def unfolded_message_id(headers: dict[str, str]) -> str | None:
     """The id of a frame without a readable ``jmspy-jms`` header: an earlier jmspy's own
     header, else the broker's ``message-id`` (a raw client's message)."""
     return headers.get("jmspy-message-id") or headers.get("message-id")
 
 
-def _absolute_expiration(relative: str, timestamp: int) -> int:
+def absolute_expiration(relative: str, timestamp: int) -> int:
     """JMSExpiration (absolute epoch ms) from RabbitMQ's ``expiration`` header, which is
     the AMQP per-message TTL in ms *relative to when it was published* (to_frame sends
     ``JMSExpiration - JMSTimestamp``). The send time is JMSTimestamp; a message from a
     client that sets none is taken as published now. Not a number: never expires."""
-    ttl = _int(relative, -1)
+    ttl = header_int(relative, -1)
     if ttl < 0:
         return 0
     return (timestamp or int(time.time() * 1000)) + ttl
 
 
-def _int(text: str | None, default: int = 0) -> int:
+def header_int(text: str | None, default: int = 0) -> int:
+    """A numeric header's value; ``default`` when it is absent, empty or not a number."""
     if not text:
         return default
     try:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from jmspy import twins
+
 from .deliveries import Deliveries
-from .mapping import BrokerProfile, from_frame
+from .mapping import BrokerProfile
 from .subscription import StompSubscription
 
 __all__ = ["Redelivery", "RedeliveryHost"]
@@ -113,7 +115,8 @@ class Redelivery:
             if ack_id is None or frame is None or key is None:
                 continue
             headers, body = frame
-            message = from_frame(headers, body)  # a fresh copy: unread body, own flags
+            # a fresh copy: unread body, own flags
+            message = twins.stomp_received.from_frame(headers, body)
             message.delivery_time = message.timestamp
             tag = deliveries.new(sub)
             deliveries.set_key(tag, key)

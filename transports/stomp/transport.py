@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult
 
-from jmspy import errors
+from jmspy import errors, twins
 from jmspy.broker_ref.core.errors import ResourceLimitExceeded
 from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
@@ -66,7 +66,6 @@ from .failover import Failover
 from .mapping import (
     BrokerProfile,
     detect_broker,
-    from_frame,
     jms_message_id,
     profile_key,
     subscribe_destination,
@@ -80,6 +79,8 @@ from .wire import FrameWriter
 
 #: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
 _NO_SPACE = ResourceLimitExceeded.code
+#: MESSAGE frame -> client Message, once per message received (compiled when available)
+_received = twins.stomp_received
 
 __all__ = ["StompTransport"]
 
@@ -406,7 +407,7 @@ class StompTransport:
         # Converting needs no lock: taking it only for the bookkeeping keeps the
         # dispatcher thread's ACKs (which need it too) from queueing behind the parse.
         try:
-            message: Message | None = from_frame(headers, body)
+            message: Message | None = _received.from_frame(headers, body)
             problem = ""
         except Exception as exc:  # a frame we cannot read must not kill the receiver
             message, problem = None, str(exc)

@@ -1,0 +1,161 @@
+"""Differential tests for the received-MESSAGE twins (``jmspy._cext.stomp_received`` and
+``jmspy.transports.stomp.received``).
+
+Random MESSAGE frames -- jmspy's own ``jmspy-jms`` header (valid, another format, a bad
+timestamp), an earlier jmspy's one header per field, a raw client's bare headers, every
+body kind, typed and untyped properties, good and bad numbers, destinations that parse
+and ones that do not -- go through ``from_frame`` with both twins: the messages must have
+the same class and the same value in every field, or both twins must raise the same
+error. A second pass over the same frame checks the kept (derived) layouts and types give
+what the first pass did.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+from twin_support import needs_compiled_records
+
+import jmspy._cext.stomp_received as cext
+import jmspy.transports.stomp.received as pure
+from jmspy import twins
+from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+
+SETTINGS = settings(
+    max_examples=400, deadline=None, database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+FIELDS = twins.message_record.FIELDS
+TWINS = [pytest.param(cext, id="compiled", marks=needs_compiled_records),
+         pytest.param(pure, id="pure")]
+
+prop_names = st.sampled_from(["a", "b", "color", "n", "ts", "JMS_x"])
+numbers = st.one_of(st.integers(-(2**70), 2**70).map(str), st.sampled_from(
+    ["", "1.5", "-0", "nan", "inf", "true", "TRUE", "false", "x", " 7 ", "0x10"]))
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+ptypes = st.lists(
+    st.tuples(st.one_of(prop_names, texts), st.sampled_from(["i", "f", "b", "x", "", "=i"]),
+              st.booleans()),
+    max_size=4,
+).map(lambda items: ",".join(f"{n}={c}" if eq else n for n, c, eq in items))
+destinations = st.sampled_from(
+    ["/queue/a", "/topic/b.c", "/amq/queue/r", "/queue/jmspy-tmp-x", "/temp-queue/t", "",
+     "/queue/bad name", "/nowhere/x"])
+map_bodies = st.dictionaries(
+    prop_names, st.one_of(st.integers(), texts, st.binary(max_size=4).map(
+        lambda b: {"b64": b.hex()})), max_size=3).map(lambda d: json.dumps(d).encode())
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> tuple[dict[str, str], bytes | str]:
+    headers: dict[str, str] = {}
+    for name, value in draw(st.lists(st.tuples(
+            st.sampled_from(["destination", "reply-to"]), destinations), max_size=2)):
+        headers[name] = value
+    style = draw(st.sampled_from(["jmspy", "jmspy", "earlier", "raw", "other-format"]))
+    kind = draw(st.sampled_from(["", "bytes", "map", "none", "null-text", "weird"]))
+    types = draw(ptypes)
+    if style == "jmspy":
+        stamp = draw(st.one_of(st.integers(0, 2**45).map(str), st.sampled_from(["", "x"])))
+        headers["jmspy-jms"] = f"1;{stamp};{kind};{types};{draw(texts)}"
+    elif style == "other-format":
+        headers["jmspy-jms"] = draw(st.sampled_from(["2;5;;;id", "1;5", "", draw(texts)]))
+    elif style == "earlier":
+        headers.update({"jmspy-body": kind, "jmspy-ptypes": types,
+                        "jmspy-message-id": draw(texts), "jmspy-timestamp": draw(numbers)})
+    for name in draw(st.lists(st.sampled_from(
+            ["message-id", "timestamp", "expires", "expiration", "priority", "persistent",
+             "correlation-id", "type", "subscription", "ack", "redelivered"]), max_size=6)):
+        headers[name] = draw(st.one_of(numbers, texts))
+    ctype = draw(st.sampled_from([None, "", "text/plain;charset=utf-8", "application/json",
+                                  "application/octet-stream"]))
+    if ctype is not None:
+        headers["content-type"] = ctype
+    if draw(st.booleans()):
+        headers["content-length"] = "1"
+    for name, value in draw(st.lists(st.tuples(st.one_of(prop_names, texts),
+                                               st.one_of(numbers, texts)), max_size=4)):
+        headers.setdefault(name, value)
+    body: bytes | str = draw(st.one_of(map_bodies, st.binary(max_size=12), texts))
+    return headers, body
+
+
+def _value(v: Any) -> Any:
+    return "nan" if isinstance(v, float) and math.isnan(v) else v
+
+
+def view(m: Message) -> tuple[Any, ...]:
+    body: Any = None
+    if isinstance(m, TextMessage):
+        body = m.text
+    elif isinstance(m, BytesMessage):
+        body = (m.body, m._pos)
+    elif isinstance(m, MapMessage):
+        body = m.map
+    fields = tuple(
+        {k: _value(v) for k, v in getattr(m, s).items()} if s == "_properties"
+        else getattr(m, s) for s in FIELDS)
+    return (type(m), body, *fields)
+
+
+def outcome(module: Any, headers: dict[str, str], body: bytes | str) -> tuple[Any, ...]:
+    try:
+        return ("message", view(module.from_frame(dict(headers), body)))
+    except Exception as exc:
+        return ("error", type(exc), str(exc))
+
+
+@needs_compiled_records
+@SETTINGS
+@given(frames())
+def test_from_frame_twins_agree(frame: tuple[dict[str, str], bytes | str]) -> None:
+    headers, body = frame
+    first = outcome(pure, headers, body)
+    assert outcome(cext, headers, body) == first
+    # again: the header layout and the types text are now kept by both
+    assert outcome(cext, headers, body) == first
+    assert outcome(pure, headers, body) == first
+
+
+@pytest.mark.parametrize("module", TWINS)
+def test_a_jmspy_message_reads_back_typed_and_read_only(module: Any) -> None:
+    headers = {"destination": "/queue/orders", "message-id": "broker-1", "ack": "7",
+               "subscription": "1", "priority": "6", "timestamp": "99", "expires": "0",
+               "redelivered": "false", "qty": "12", "ratio": "0.5", "vip": "TRUE",
+               "note": "plain", "jmspy-jms": "1;1700000000000;;qty=i,ratio=f,vip=b;ID:p-1",
+               "content-type": "text/plain;charset=utf-8", "content-length": "5"}
+    m = module.from_frame(headers, b"hello")
+    assert isinstance(m, TextMessage) and m.text == "hello"
+    assert (m.message_id, m.timestamp, m.priority, m.delivery_time) == (
+        "ID:p-1", 1700000000000, 6, 1700000000000)
+    assert m.destination is not None and m.destination.name == "orders"
+    assert m._properties == {"qty": 12, "ratio": 0.5, "vip": True, "note": "plain"}
+    assert (m.redelivered, m.delivery_count, m._delivery_tag) == (False, 1, -1)
+    assert m._props_read_only and m._body_read_only
+
+
+@pytest.mark.parametrize("module", TWINS)
+def test_a_raw_clients_frame_and_an_unreadable_map_body(module: Any) -> None:
+    m = module.from_frame({"destination": "/topic/t", "message-id": "m-9",
+                           "content-length": "3", "timestamp": "12"}, b"\x00\x01\x02")
+    assert isinstance(m, BytesMessage) and m.body == b"\x00\x01\x02"
+    assert (m.message_id, m.timestamp) == ("m-9", 12)
+    with pytest.raises(json.JSONDecodeError):
+        module.from_frame({"jmspy-jms": "1;5;map;;ID:m"}, b"not json")
+
+
+@pytest.mark.parametrize("module", TWINS)
+def test_what_a_twin_derives_from_frames_stays_bounded(module: Any) -> None:
+    """Each new header layout and types text is derived once and kept, never more than
+    256 of each (a broker sending ever new property names must not grow the client)."""
+    for i in range(1000):
+        headers = {"destination": "/queue/q", f"p{i}": "7", "q": "x",
+                   "jmspy-jms": f"1;5;;p{i}=i,q;ID:{i}"}
+        assert module.from_frame(headers, b"")._properties == {f"p{i}": 7, "q": "x"}
+    types_kept, layouts_kept = module.derived_sizes()
+    assert 0 < types_kept <= 256 and 0 < layouts_kept <= 256

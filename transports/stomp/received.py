@@ -1,0 +1,150 @@
+"""A received STOMP MESSAGE frame as a client Message (pure twin).
+
+The ``stomp://`` transport converts every MESSAGE it receives here, on stomp.py's receiver
+thread, which on a busy consumer is the client's busiest thread. The compiled twin
+(``cython_ext/stomp_received.pyx``) does the same with the client record's fields as C
+fields and the per-header loop in C; ``tests/test_stomp_received_twins.py`` converts the
+same random frames (jmspy's own, an earlier jmspy's, raw clients', malformed values) with
+both and requires the same message, or the same error. Change one, change the other.
+
+What the headers mean is :mod:`jmspy.transports.stomp.mapping`'s (the reserved names,
+destinations, expiry forms); this module only reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from jmspy.message import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    PropertyValue,
+    TextMessage,
+    finish_received,
+)
+from jmspy.stomp_jms_header import header_of
+from jmspy.transports.stomp.mapping import (
+    RESERVED_HEADERS,
+    absolute_expiration,
+    header_int,
+    parse_destination,
+    unfolded_message_id,
+)
+
+__all__ = ["derived_sizes", "from_frame"]
+
+
+def _typed(raw: str, code: str | None) -> PropertyValue:
+    if code == "i":
+        return int(raw)
+    if code == "f":
+        return float(raw)
+    if code == "b":
+        return raw.lower() == "true"
+    return raw
+
+
+# A consumer sees the same few header layouts and property-type lists on every MESSAGE,
+# so what it derives from them is kept (bounded, forgotten past _DERIVED_MAX of each; the
+# values are shared: read, never changed). Deriving them per message was a fifth of a
+# stomp:// consumer's conversion.
+_DERIVED_MAX: Final = 256
+_NO_CODES: Final[dict[str, str]] = {}
+_codes: dict[str, dict[str, str]] = {}
+_names: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _ptype_codes(ptypes: str) -> dict[str, str]:
+    """``"a=i,b=f"`` as ``{"a": "i", "b": "f"}`` (items without ``=`` left out; a name
+    given twice keeps its last code)."""
+    codes = _codes.get(ptypes)
+    if codes is None:
+        codes = dict(item.split("=", 1) for item in ptypes.split(",") if "=" in item)
+        if len(_codes) >= _DERIVED_MAX:
+            _codes.clear()
+        _codes[ptypes] = codes
+    return codes
+
+
+def _property_names(headers: dict[str, str]) -> tuple[str, ...]:
+    """The names among ``headers`` that are application properties, in frame order:
+    not a STOMP or broker header, not one of jmspy's own."""
+    layout = tuple(headers)
+    names = _names.get(layout)
+    if names is None:
+        names = tuple(n for n in layout if n not in RESERVED_HEADERS and not n.startswith("jmspy-"))
+        if len(_names) >= _DERIVED_MAX:
+            _names.clear()
+        _names[layout] = names
+    return names
+
+
+def derived_sizes() -> tuple[int, int]:
+    """(types texts, header layouts) kept now: both stay bounded."""
+    return len(_codes), len(_names)
+
+
+def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
+    """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
+    raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+    fields = header_of(headers)
+    if fields is not None:
+        kind: str | None = fields.body or None
+        ptypes = fields.ptypes
+    else:  # a raw client's message, or one from a jmspy before the one header
+        kind = headers.get("jmspy-body")
+        ptypes = headers.get("jmspy-ptypes", "")
+    if kind is None:
+        ctype = headers.get("content-type", "")
+        if ctype.startswith("text/") or (not ctype and "content-length" not in headers):
+            kind = "text"
+        else:
+            kind = "bytes"
+    msg: Message
+    if kind == "text" or kind == "null-text":
+        msg = TextMessage.__new__(TextMessage)
+        msg._body = raw.decode("utf-8", errors="replace") if kind == "text" else None
+    elif kind == "bytes":
+        msg = BytesMessage.__new__(BytesMessage)
+        msg._body = raw
+        msg._pos = 0
+    elif kind == "map":
+        msg = MapMessage.__new__(MapMessage)
+        decoded: dict[str, Any] = json.loads(raw.decode("utf-8") or "{}")
+        msg._body = {
+            k: bytes.fromhex(v["b64"]) if isinstance(v, dict) else v for k, v in decoded.items()
+        }
+    else:
+        msg = Message.__new__(Message)
+        msg._body = None
+    codes = _ptype_codes(ptypes) if ptypes else _NO_CODES
+    props: dict[str, PropertyValue] = {}
+    for name in _property_names(headers):
+        value = headers[name]
+        code = codes.get(name)
+        if code is None:
+            props[name] = value
+            continue
+        try:
+            props[name] = _typed(value, code)
+        except ValueError:
+            props[name] = value
+    if fields is not None:
+        msg.message_id = fields.message_id
+        msg.timestamp = fields.timestamp
+    else:
+        msg.message_id = unfolded_message_id(headers)
+        msg.timestamp = header_int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
+    msg.correlation_id = headers.get("correlation-id")
+    msg.reply_to = parse_destination(headers.get("reply-to"))
+    msg.destination = parse_destination(headers.get("destination"))
+    msg.delivery_mode = 2 if headers.get("persistent", "").lower() == "true" else 1
+    msg.expiration = header_int(headers.get("expires"))
+    if not msg.expiration and "expiration" in headers:
+        msg.expiration = absolute_expiration(headers["expiration"], msg.timestamp)
+    msg.priority = header_int(headers.get("priority"), 4)
+    msg.jms_type = headers.get("type")
+    msg.delivery_time = msg.timestamp
+    return finish_received(msg, props)
