@@ -259,3 +259,49 @@ def test_silent_broker_is_declared_dead_without_errors_on_stomp_py_threads(
         broker.close()
     assert [e.error_code for e in errors] == ["CONNECTION_LOST"]
     assert thread_errors == []
+
+
+def test_heartbeat_eols_alone_keep_an_idle_connection_alive() -> None:
+    """A broker with nothing to deliver sends bare EOLs as heart-beats: each read of them
+    tells stomp.py's monitor the broker is alive, so the connection outlives 1.5 x the
+    promised interval many times over and the message after them arrives."""
+    broker = ScriptedBroker(heart_beat="200,200")
+
+    def script(b: ScriptedBroker) -> None:
+        for _ in range(15):  # 1.5 s of heart-beats 100 ms apart
+            b.write(b"\n")
+            time.sleep(0.1)
+        b.write(b.message(b"after the beats", 1))
+
+    broker.script = script
+    try:
+        got, errors = _consume(broker, 1, query="heartbeat=200", timeout=5.0)
+    finally:
+        broker.close()
+    assert [m.body.decode() for m in got] == ["after the beats"]
+    assert errors == []
+
+
+def test_an_eol_after_every_frame_reaches_no_stomp_py_listener(
+    broker: ScriptedBroker, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RabbitMQ ends every MESSAGE with an EOL. The frames arrive whole and in order, and
+    none of those EOLs goes through stomp.py's ``notify`` (a sort of its listeners and a
+    log call each, per message)."""
+    notified: list[str] = []
+    original = stomp.transport.BaseTransport.notify
+
+    def counting(self: Any, frame_type: str, *args: Any, **kwargs: Any) -> Any:
+        notified.append(frame_type)
+        return original(self, frame_type, *args, **kwargs)
+
+    monkeypatch.setattr(stomp.transport.BaseTransport, "notify", counting)
+
+    def script(b: ScriptedBroker) -> None:
+        b.write(b"".join(b.message(f"m{i}".encode(), i) + b"\n" for i in range(50)))
+
+    broker.script = script
+    got, errors = _consume(broker, 50)
+    assert [m.body.decode() for m in got] == [f"m{i}" for i in range(50)]
+    assert errors == []
+    assert "heartbeat" not in notified
