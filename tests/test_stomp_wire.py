@@ -8,6 +8,7 @@ for STOMP 1.2 and 1.1.
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Callable
@@ -97,6 +98,34 @@ def test_acks_are_one_frame_each_in_order_in_one_write(version: str) -> None:
     else:
         assert [f.headers for f in frames] == [
             {"message-id": a, "subscription": s, "transaction": "tx-9"} for a, s in acks]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(header_text, header_text), min_size=1, max_size=3),
+       st.one_of(st.none(), header_text), st.sampled_from(["1.2", "1.1"]))
+def test_ack_bytes_are_the_codecs_whatever_the_ids_hold(
+        acks: list[tuple[str, str]], tx: str | None, version: str) -> None:
+    """Plain ids take a shortcut past the codec; every id, plain or not, must come out as
+    the codec's own encoding of the ACK frame (or fail as the codec fails)."""
+    from jmspy import twins
+    from jmspy.stomp_frames import Frame, FrameError
+
+    def codec(ack_id: str, sub_id: str) -> bytes:
+        items = [("id", ack_id)] if version == "1.2" else [
+            ("message-id", ack_id), ("subscription", sub_id)]
+        if tx is not None:
+            items.append(("transaction", tx))
+        return bytes(twins.stomp_codec.encode_frame(Frame("ACK", items, b""), version))
+
+    conn = _Conn()
+    try:
+        expected = b"".join(codec(a, s) for a, s in acks)
+    except FrameError as exc:
+        with pytest.raises(FrameError, match=re.escape(str(exc))):
+            FrameWriter(conn, version).ack(acks, tx)
+        return
+    FrameWriter(conn, version).ack(acks, tx)
+    assert conn.transport.written == [expected]
 
 
 def test_a_queued_transport_keeps_stomp_py_path_so_frames_stay_in_order() -> None:
