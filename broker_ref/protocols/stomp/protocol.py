@@ -126,10 +126,13 @@ class StompSession:
                 continue
             self.frames_in += 1
             try:
-                receipt = frame.header("receipt")
+                # Every step reads the same header dict: first occurrence wins (STOMP
+                # 1.2), built once per frame instead of one scan of the list per lookup.
+                headers = header_dict(frame.headers)
+                receipt = headers.get("receipt")
                 if receipt is not None:
                     self._check_echoable("receipt", receipt)
-                self._dispatch(frame)
+                self._dispatch(frame, headers)
             except ProtocolError as exc:
                 self._error(exc.message, exc.detail, frame.header("receipt"))
             except HeaderError as exc:
@@ -250,7 +253,7 @@ class StompSession:
 
     # ------------------------------------------------------------------ frames
 
-    def _dispatch(self, frame: Frame) -> None:
+    def _dispatch(self, frame: Frame, headers: dict[str, str]) -> None:
         command = frame.command
         if not self.connected:
             if command in ("CONNECT", "STOMP"):
@@ -265,9 +268,6 @@ class StompSession:
         if command == "NACK" and self.version == "1.0":
             raise ProtocolError("NACK needs STOMP 1.1", "NACK does not exist in STOMP 1.0; "
                                 "connect with accept-version:1.1 or 1.2")
-        # Every handler reads the same header dict: first occurrence wins (STOMP 1.2),
-        # built once per frame instead of one scan of the header list per lookup.
-        headers = header_dict(frame.headers)
         handler(self, frame, headers)
         if self._held.take_withheld():  # parked by producer flow control: send_done answers
             return
