@@ -105,7 +105,7 @@ def derived_sizes():
 
 def from_frame(dict headers, body):
     """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
-    cdef bytes raw
+    cdef object raw  # bytes from jmspy's reader; any bytes-like reads as the pure twin reads it
     if isinstance(body, str):
         raw = (<str>body).encode("utf-8")
     else:

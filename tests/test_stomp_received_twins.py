@@ -81,7 +81,8 @@ def frames(draw: st.DrawFn) -> tuple[dict[str, str], bytes | str]:
     for name, value in draw(st.lists(st.tuples(st.one_of(prop_names, texts),
                                                st.one_of(numbers, texts)), max_size=4)):
         headers.setdefault(name, value)
-    body: bytes | str = draw(st.one_of(map_bodies, st.binary(max_size=12), texts))
+    body: bytes | str = draw(st.one_of(map_bodies, st.binary(max_size=12), texts,
+                                       st.binary(max_size=12).map(bytearray)))
     return headers, body
 
 
