@@ -15,16 +15,18 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+from unittest import mock
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from twin_support import needs_compiled_records
 
 import jmspy._cext.stomp_received as cext
 import jmspy.transports.stomp.received as pure
 from jmspy import twins
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.transports.stomp import mapping as stomp_mapping
 
 SETTINGS = settings(
     max_examples=400, deadline=None, database=None,
@@ -114,13 +116,25 @@ def outcome(module: Any, headers: dict[str, str], body: bytes | str) -> tuple[An
 @needs_compiled_records
 @SETTINGS
 @given(frames())
+# RabbitMQ's relative expiration on a frame without a timestamp: counted from the clock
+@example(({"destination": "/amq/queue/r", "expiration": " 7 "}, b"{}"))
 def test_from_frame_twins_agree(frame: tuple[dict[str, str], bytes | str]) -> None:
     headers, body = frame
-    first = outcome(pure, headers, body)
-    assert outcome(cext, headers, body) == first
-    # again: the header layout and the types text are now kept by both
-    assert outcome(cext, headers, body) == first
-    assert outcome(pure, headers, body) == first
+    # A relative ``expiration`` with no timestamp counts from now: one clock for all four.
+    with mock.patch.object(stomp_mapping, "time", _FrozenClock):
+        first = outcome(pure, headers, body)
+        assert outcome(cext, headers, body) == first
+        # again: the header layout and the types text are now kept by both
+        assert outcome(cext, headers, body) == first
+        assert outcome(pure, headers, body) == first
+
+
+class _FrozenClock:
+    """Stands in for the ``time`` module where the mapping reads the wall clock."""
+
+    @staticmethod
+    def time() -> float:
+        return 1_700_000_000.0
 
 
 @pytest.mark.parametrize("module", TWINS)
