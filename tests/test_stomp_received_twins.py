@@ -13,26 +13,23 @@ what the first pass did.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 from unittest import mock
 
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, example, given, settings
-from twin_support import needs_compiled_records
+from twin_support import message_view, needs_compiled_records
 
 import jmspy._cext.stomp_received as cext
 import jmspy.transports.stomp.received as pure
-from jmspy import twins
-from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.message import BytesMessage, TextMessage
 from jmspy.transports.stomp import mapping as stomp_mapping
 
 SETTINGS = settings(
     max_examples=400, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-FIELDS = twins.message_record.FIELDS
 TWINS = [pytest.param(cext, id="compiled", marks=needs_compiled_records),
          pytest.param(pure, id="pure")]
 
@@ -88,27 +85,9 @@ def frames(draw: st.DrawFn) -> tuple[dict[str, str], bytes | str]:
     return headers, body
 
 
-def _value(v: Any) -> Any:
-    return "nan" if isinstance(v, float) and math.isnan(v) else v
-
-
-def view(m: Message) -> tuple[Any, ...]:
-    body: Any = None
-    if isinstance(m, TextMessage):
-        body = m.text
-    elif isinstance(m, BytesMessage):
-        body = (m.body, m._pos)
-    elif isinstance(m, MapMessage):
-        body = m.map
-    fields = tuple(
-        {k: _value(v) for k, v in getattr(m, s).items()} if s == "_properties"
-        else getattr(m, s) for s in FIELDS)
-    return (type(m), body, *fields)
-
-
 def outcome(module: Any, headers: dict[str, str], body: bytes | str) -> tuple[Any, ...]:
     try:
-        return ("message", view(module.from_frame(dict(headers), body)))
+        return ("message", message_view(module.from_frame(dict(headers), body)))
     except Exception as exc:
         return ("error", type(exc), str(exc))
 

@@ -16,7 +16,7 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from twin_support import needs_compiled_records
+from twin_support import message_view, needs_compiled_records
 
 import jmspy._cext.vm_convert as cext
 import jmspy.transports.vm_convert as pure
@@ -82,16 +82,6 @@ TWINS = [pytest.param(cext, id="compiled", marks=needs_compiled_records),
          pytest.param(pure, id="pure")]
 
 
-def view(m: Message) -> tuple[Any, ...]:
-    body: Any = None
-    if isinstance(m, TextMessage):
-        body = m.text
-    elif isinstance(m, BytesMessage):
-        body = (m.body, m._pos)
-    elif isinstance(m, MapMessage):
-        body = m.map
-    return (type(m), body, *(getattr(m, s) for s in FIELDS))
-
 
 @needs_compiled_records
 @SETTINGS
@@ -113,14 +103,14 @@ def test_to_client_twins_agree(msgs: list[Message], first_tag: int, counts: list
     server = [pure.to_server_message(m, 7) for m in msgs]
     got_c = cext.to_client_messages(server, first_tag, counts)
     got_p = pure.to_client_messages(server, first_tag, counts)
-    assert [view(m) for m in got_c] == [view(m) for m in got_p]
+    assert [message_view(m) for m in got_c] == [message_view(m) for m in got_p]
     for i, (sm, m) in enumerate(zip(server, got_c, strict=True)):
         assert m._delivery_tag == first_tag + i and m.delivery_count == counts[i]
         assert m.redelivered == (counts[i] > 1)
         assert m._properties is sm.properties  # shared, not copied
         one_c = cext.to_client_message(sm, first_tag + i, counts[i])
         one_p = pure.to_client_message(sm, first_tag + i, counts[i])
-        assert view(one_c) == view(one_p) == view(m)
+        assert message_view(one_c) == message_view(one_p) == message_view(m)
 
 
 @pytest.mark.parametrize("twin", TWINS)

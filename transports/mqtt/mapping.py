@@ -42,6 +42,7 @@ from jmspy.message import (
     TextMessage,
     finish_received,
 )
+from jmspy.property_codes import TYPE_CODES, typed
 
 __all__ = [
     "SHARE_GROUP",
@@ -59,7 +60,6 @@ __all__ = [
 
 #: The shared-subscription group every jmspy Queue consumer joins.
 SHARE_GROUP: Final = "jmspy"
-_TYPE_CODES: Final = {bool: "b", int: "i", float: "f"}
 _HEADER_PREFIX: Final = "jmspy-"
 #: The JMS headers travel in one user property, ``jmspy-h`` =
 #: ``1;<timestamp>;<body kind>;<expiration>;<reply-to kind>;<property types>;<message id>``
@@ -299,7 +299,7 @@ def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
         for name, value in props.items():
             if value is None:
                 continue
-            code = _TYPE_CODES.get(type(value))
+            code = TYPE_CODES.get(type(value))
             if code is not None:
                 types.append(f"{name}={code}")
             user.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
@@ -314,16 +314,6 @@ def to_publish_v5(message: Message) -> tuple[bytes, PublishProperties]:
                      + _utf8(value, f"the value of {key!r}"))
     body = b"".join(parts)
     return payload, PublishProperties(_vbi(len(body)) + body)
-
-
-def _typed(raw: str, code: str | None) -> PropertyValue:
-    if code == "i":
-        return int(raw)
-    if code == "f":
-        return float(raw)
-    if code == "b":
-        return raw.lower() == "true"
-    return raw
 
 
 def _int(text: str | None, default: int = 0) -> int:
@@ -384,7 +374,7 @@ def from_publish(
         if name.startswith(_HEADER_PREFIX):
             continue
         try:
-            props[name] = _typed(value, codes.get(name))
+            props[name] = typed(value, codes.get(name))
         except ValueError:
             props[name] = value
     now = int(time.time() * 1000)

@@ -32,6 +32,7 @@ from jmspy.message import (
     Message,
     TextMessage,
 )
+from jmspy.property_codes import TYPE_CODES
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
 from jmspy.stomp_jms_header import format_header, header_of
 
@@ -230,7 +231,6 @@ RESERVED_HEADERS: Final = frozenset(
         "x-exchange", "x-routing-key",
     }
 )
-_TYPE_CODES: Final = {bool: "b", int: "i", float: "f"}
 
 
 def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict[str, str]]:
@@ -269,7 +269,7 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
     for name, value in message._properties.items():
         if value is None:
             continue
-        code = _TYPE_CODES.get(type(value))
+        code = TYPE_CODES.get(type(value))
         if code is not None:
             types.append(f"{name}={code}")
         headers[name] = str(value).lower() if isinstance(value, bool) else str(value)

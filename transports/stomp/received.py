@@ -24,6 +24,7 @@ from jmspy.message import (
     TextMessage,
     finish_received,
 )
+from jmspy.property_codes import typed
 from jmspy.stomp_jms_header import header_of
 from jmspy.transports.stomp.mapping import (
     RESERVED_HEADERS,
@@ -34,16 +35,6 @@ from jmspy.transports.stomp.mapping import (
 )
 
 __all__ = ["derived_sizes", "from_frame"]
-
-
-def _typed(raw: str, code: str | None) -> PropertyValue:
-    if code == "i":
-        return int(raw)
-    if code == "f":
-        return float(raw)
-    if code == "b":
-        return raw.lower() == "true"
-    return raw
 
 
 # A consumer sees the same few header layouts and property-type lists on every MESSAGE,
@@ -128,7 +119,7 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
             props[name] = value
             continue
         try:
-            props[name] = _typed(value, code)
+            props[name] = typed(value, code)
         except ValueError:
             props[name] = value
     if fields is not None:
