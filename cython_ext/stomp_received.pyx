@@ -20,6 +20,7 @@ from jmspy._cext.message_record cimport MessageRecord
 import json
 
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
+from jmspy.property_codes import typed
 from jmspy.stomp_jms_header import HEADER
 from jmspy.transports.stomp.mapping import (
     RESERVED_HEADERS,
@@ -38,6 +39,7 @@ cdef object _Message = Message
 cdef tuple _NO_ARGS = ()
 cdef str _HEADER = HEADER
 cdef object _RESERVED = RESERVED_HEADERS
+cdef object _typed = typed  # one table of type codes (jmspy/property_codes.py)
 cdef Py_ssize_t _DERIVED_MAX = 256
 cdef dict _NO_CODES = {}
 cdef dict _codes = {}
@@ -86,16 +88,6 @@ cdef tuple _property_names(dict headers):
             _names.clear()
         _names[layout] = names
     return names
-
-
-cdef object _typed(object raw, object code):
-    if code == "i":
-        return int(raw)
-    if code == "f":
-        return float(raw)
-    if code == "b":
-        return raw.lower() == "true"
-    return raw
 
 
 def derived_sizes():

@@ -101,7 +101,7 @@ class FrameWriter:
     def _ack_frame(self, ack_id: str, sub_id: str, tx: str | None) -> bytes:
         if tx is None and _plain(ack_id) and (self._version == "1.2" or _plain(sub_id)):
             # Nothing to escape (broker ack ids are like these): the codec's bytes for
-            # this frame, without its per-frame checks (1.1 us -> 0.4 us a message).
+            # this frame, without its per-frame checks (one ACK: 1.18 -> 0.63 us).
             if self._version == "1.2":
                 return b"ACK\nid:" + ack_id.encode() + b"\n\n\x00"
             return (b"ACK\nmessage-id:" + ack_id.encode() + b"\nsubscription:"
