@@ -25,6 +25,7 @@ from jmspy._pure.message_record import FIELDS
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 
 __all__ = [
+    "DeliverMany",
     "dest_key",
     "to_client_message",
     "to_client_messages",
@@ -178,3 +179,16 @@ cpdef list to_client_messages(list messages, object first_tag, list counts):
     for i in range(n):
         out[i] = _convert(messages[i], tag + i, counts[i])
     return out
+
+
+cdef class DeliverMany:
+    """The vm connection's hand-over of a run of deliveries; see the pure twin. A C
+    callable: the broker core's dispatch calls it without a Python frame in between."""
+
+    cdef readonly object on_deliveries
+
+    def __init__(self, on_deliveries):
+        self.on_deliveries = on_deliveries
+
+    def __call__(self, consumer_id, first_tag, list messages, list counts):
+        self.on_deliveries(consumer_id, first_tag, to_client_messages(messages, first_tag, counts))

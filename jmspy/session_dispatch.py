@@ -103,10 +103,15 @@ class SessionDispatcher:
                 self._thread.start()
 
     def _schedule(self, consumer: MessageConsumer) -> None:
-        # Lock-free skip: the dispatcher is taking this consumer's messages right now, and
-        # it re-checks the buffer after clearing _draining (see _dispatch_loop), so a
-        # message pushed before this read is never stranded.
-        if self._draining is consumer:
+        # Lock-free skips, for a message already pushed into the consumer's buffer:
+        # * the dispatcher is taking this consumer's messages right now, and it re-checks
+        #   the buffer after clearing _draining (see _dispatch_loop);
+        # * the consumer waits in the ready queue: the dispatcher clears _scheduled when
+        #   it pops the consumer, under the lock and before it drains, so a True read here
+        #   means that drain is still to come and will see the message.
+        # Either way the message is never stranded, and a producer delivering in-process
+        # (vm://) does not take the dispatch lock for every message it sends.
+        if self._draining is consumer or consumer._scheduled:
             return
         with self._dispatch_lock:
             if not consumer._scheduled:

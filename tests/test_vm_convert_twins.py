@@ -113,6 +113,43 @@ def test_to_client_twins_agree(msgs: list[Message], first_tag: int, counts: list
         assert message_view(one_c) == message_view(one_p) == message_view(m)
 
 
+@needs_compiled_records
+@SETTINGS
+@given(
+    st.lists(client_messages(), max_size=6),
+    st.integers(1, 2**40),
+    st.lists(st.integers(1, 20), min_size=6, max_size=6),
+    st.integers(0, 2**31),
+)
+def test_deliver_many_twins_hand_over_the_same_run(
+    msgs: list[Message], first_tag: int, counts: list[int], consumer_id: int
+) -> None:
+    """The broker's dispatch calls DeliverMany with a run of server messages; both twins
+    pass the client connection the consumer, the first tag and the converted run."""
+    server = [pure.to_server_message(m, 7) for m in msgs]
+    heard: dict[str, list[tuple[int, int, list[dict[str, Any]]]]] = {"c": [], "p": []}
+    for key, twin in (("c", cext), ("p", pure)):
+        def on_deliveries(cid: int, tag: int, got: list[Message], key: str = key) -> None:
+            heard[key].append((cid, tag, [message_view(m) for m in got]))
+
+        hand_over = twin.DeliverMany(on_deliveries)
+        assert hand_over.on_deliveries is on_deliveries
+        hand_over(consumer_id, first_tag, server, counts)
+    assert heard["c"] == heard["p"]
+    [(cid, tag, views)] = heard["p"]
+    assert (cid, tag) == (consumer_id, first_tag)
+    assert views == [message_view(m) for m in pure.to_client_messages(server, first_tag, counts)]
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_deliver_many_refuses_a_run_with_too_few_counts(twin: Any) -> None:
+    sm = ServerMessage("ID:1", DestinationKind.QUEUE, "q")
+    heard: list[object] = []
+    with pytest.raises(ValueError, match="delivery counts"):
+        twin.DeliverMany(lambda *args: heard.append(args))(5, 1, [sm, sm], [1])
+    assert heard == []  # nothing half-delivered
+
+
 @pytest.mark.parametrize("twin", TWINS)
 def test_received_messages_are_read_only_and_browse_defaults(twin: Any) -> None:
     sm = ServerMessage("ID:1", DestinationKind.QUEUE, "q", BodyType.TEXT, "hi", {"a": 1})

@@ -240,10 +240,8 @@ def stop_broker(name: str = "embedded") -> None:
 _convert = twins.vm_convert
 to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_message
 to_client_message: Callable[..., Message] = _convert.to_client_message
-_to_client_messages: Callable[[list[ServerMessage], int, list[int]], list[Message]] = (
-    _convert.to_client_messages
-)
 _dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
+_DeliverMany = _convert.DeliverMany
 
 
 # -- errors: the broker core's exception classes map to JMS ones (broker_errors.py) ------
@@ -253,27 +251,21 @@ _translate = translate
 class _Callback:
     """The core's (batch) SessionCallback for one vm connection: convert, hand over."""
 
-    __slots__ = ("listener", "parked")
+    __slots__ = ("deliver_many", "listener", "parked")
 
     def __init__(self, listener: TransportListener, parked: dict[int, _Waiting]) -> None:
         self.listener = listener
         #: the transport's parked sends by ticket number (VmTransport.send)
         self.parked = parked
+        #: A run of deliveries to one consumer: converted in one call, buffered in one
+        #: (a twin: compiled, the core's dispatch calls C all the way to the client).
+        self.deliver_many = _DeliverMany(listener.on_deliveries)
 
     def deliver(self, delivery: Delivery) -> None:
         tag = delivery.delivery_tag
         count = delivery.delivery_count
         self.listener.on_delivery(
             delivery.consumer_id, tag, to_client_message(delivery.message, tag, count), count
-        )
-
-    def deliver_many(
-        self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
-        counts: list[int],
-    ) -> None:
-        """A run of deliveries to one consumer: converted in one call, buffered in one."""
-        self.listener.on_deliveries(
-            consumer_id, first_tag, _to_client_messages(messages, first_tag, counts)
         )
 
     def consumer_closed(self, consumer_id: int, reason: str) -> None:

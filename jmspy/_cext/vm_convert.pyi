@@ -3,11 +3,14 @@
 Same functions as :mod:`jmspy.transports.vm_convert` (the pure twin).
 """
 
+from collections.abc import Callable
+
 from jmspy.broker_ref.core.api import DestinationKind, ServerMessage
 from jmspy.destinations import Destination
 from jmspy.message import Message
 
 __all__ = [
+    "DeliverMany",
     "dest_key",
     "to_client_message",
     "to_client_messages",
@@ -22,3 +25,10 @@ def to_client_message(sm: ServerMessage, delivery_tag: int = -1, count: int = 1)
 def to_client_messages(
     messages: list[ServerMessage], first_tag: int, counts: list[int]
 ) -> list[Message]: ...
+
+class DeliverMany:
+    on_deliveries: Callable[[int, int, list[Message]], None]
+    def __init__(self, on_deliveries: Callable[[int, int, list[Message]], None]) -> None: ...
+    def __call__(
+        self, consumer_id: int, first_tag: int, messages: list[ServerMessage], counts: list[int]
+    ) -> None: ...
