@@ -76,6 +76,35 @@ def test_send_receive_bodies_and_qos(
         assert m3.text == "fire" and m3.delivery_mode == DeliveryMode.NON_PERSISTENT  # QoS 0
 
 
+def test_publish_and_puback_leave_on_the_thread_that_makes_them(
+    mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transports/mqtt/direct_write.py: a persistent send's PUBLISH and a receive's PUBACK
+    are written by the sending and the acknowledging thread; only the other packets
+    (SUBSCRIBE, DISCONNECT...) go through paho's queue to its network thread."""
+    import paho.mqtt.client as paho
+
+    from jmspy.transports.mqtt import direct_write
+
+    queued: list[int] = []
+    original = paho.Client._packet_queue
+
+    def recording(self: Any, command: int, packet: Any, mid: int, qos: int,
+                  info: Any = None) -> Any:
+        queued.append(command & 0xF0)
+        return original(self, command, packet, mid, qos, info)
+
+    monkeypatch.setattr(paho.Client, "_packet_queue", recording)
+    with mqtt_target.factory().create_connection() as conn:
+        assert direct_write.installed(conn._transport.paho)
+        s, c, p = _consumer_and_producer(conn)
+        for n in range(5):
+            p.send(s.create_text_message(f"m{n}"))  # PERSISTENT: QoS 1, waits for PUBACK
+        assert [c.receive(WAIT).text for _ in range(5)] == [f"m{n}" for n in range(5)]
+    assert 0x80 in queued  # SUBSCRIBE took paho's path: the recorder sees that path
+    assert 0x30 not in queued and 0x40 not in queued
+
+
 def test_headers_and_properties_survive_on_mqtt5(mqtt_target: MqttTarget) -> None:
     with mqtt_target.factory().create_connection() as conn:
         s, c, p = _consumer_and_producer(conn)

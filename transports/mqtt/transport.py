@@ -35,7 +35,10 @@ order after each PUBACK.
 
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
-so a slow listener does not stop PINGREQs (keepalive) or acks.
+so a slow listener does not stop PINGREQs (keepalive) or acks. The other way, a QoS 1
+PUBLISH or a PUBACK is written by the thread that makes it (the sender, the session
+acknowledging) when nothing waits ahead of it, instead of being handed to paho's network
+thread (direct_write.py).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from jmspy.transport import (
 )
 
 from ..capabilities import native_features, refusal, require, supports
+from .direct_write import install as install_direct_writes
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, unsupported_in_message
 from .outbound import Done, Outbound
@@ -229,6 +233,7 @@ class MqttTransport:
             **kwargs,
         )
         install_publish_decoder(client)  # jmspy decodes PUBLISH (see .receive)
+        install_direct_writes(client)  # PUBLISH and PUBACK leave on the caller's thread
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self.inbound.on_message
