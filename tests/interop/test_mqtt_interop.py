@@ -81,28 +81,38 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
 ) -> None:
     """transports/mqtt/direct_write.py: a persistent send's PUBLISH and a receive's PUBACK
     are written by the sending and the acknowledging thread; only the other packets
-    (SUBSCRIBE, DISCONNECT...) go through paho's queue to its network thread."""
+    (SUBSCRIBE, DISCONNECT...) go through paho's queue to its network thread. And
+    (buffered_read.py) paho's byte-at-a-time socket read is never used."""
     import paho.mqtt.client as paho
 
-    from jmspy.transports.mqtt import direct_write
+    from jmspy.transports.mqtt import buffered_read, direct_write
 
     queued: list[int] = []
+    pahos_reads: list[int] = []
     original = paho.Client._packet_queue
+    original_recv = paho.Client._sock_recv
 
     def recording(self: Any, command: int, packet: Any, mid: int, qos: int,
                   info: Any = None) -> Any:
         queued.append(command & 0xF0)
         return original(self, command, packet, mid, qos, info)
 
+    def recording_recv(self: Any, bufsize: int) -> Any:
+        pahos_reads.append(bufsize)
+        return original_recv(self, bufsize)
+
     monkeypatch.setattr(paho.Client, "_packet_queue", recording)
+    monkeypatch.setattr(paho.Client, "_sock_recv", recording_recv)
     with mqtt_target.factory().create_connection() as conn:
-        assert direct_write.installed(conn._transport.paho)
+        client = conn._transport.paho
+        assert direct_write.installed(client) and buffered_read.installed(client)
         s, c, p = _consumer_and_producer(conn)
         for n in range(5):
             p.send(s.create_text_message(f"m{n}"))  # PERSISTENT: QoS 1, waits for PUBACK
         assert [c.receive(WAIT).text for _ in range(5)] == [f"m{n}" for n in range(5)]
     assert 0x80 in queued  # SUBSCRIBE took paho's path: the recorder sees that path
     assert 0x30 not in queued and 0x40 not in queued
+    assert pahos_reads == []  # CONNACK, SUBACK, PUBACKs, PUBLISHes: all read in blocks
 
 
 def test_headers_and_properties_survive_on_mqtt5(mqtt_target: MqttTarget) -> None:

@@ -38,7 +38,8 @@ them to ``TransportListener.on_delivery`` (which buffers). User code never runs 
 so a slow listener does not stop PINGREQs (keepalive) or acks. The other way, a QoS 1
 PUBLISH or a PUBACK is written by the thread that makes it (the sender, the session
 acknowledging) when nothing waits ahead of it, instead of being handed to paho's network
-thread (direct_write.py).
+thread (direct_write.py), and paho's thread reads the socket a block at a time
+(buffered_read.py).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from jmspy.transport import (
 )
 
 from ..capabilities import native_features, refusal, require, supports
+from .buffered_read import install as install_buffered_reads
 from .direct_write import install as install_direct_writes
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, unsupported_in_message
@@ -234,6 +236,7 @@ class MqttTransport:
         )
         install_publish_decoder(client)  # jmspy decodes PUBLISH (see .receive)
         install_direct_writes(client)  # PUBLISH and PUBACK leave on the caller's thread
+        install_buffered_reads(client)  # one recv per readable event (see .buffered_read)
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self.inbound.on_message
