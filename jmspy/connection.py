@@ -454,7 +454,9 @@ class _Notifier:
             finally:
                 with self._cond:
                     key = id(owner)
-                    self._pending[key] -= 1
-                    if not self._pending[key]:
+                    left = self._pending[key] - 1
+                    if left:
+                        self._pending[key] = left
+                    else:  # what wait_for waits for: no wake-up per callback before it
                         del self._pending[key]
-                    self._cond.notify_all()
+                        self._cond.notify_all()
