@@ -35,11 +35,9 @@ order after each PUBACK.
 
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
-so a slow listener does not stop PINGREQs (keepalive) or acks. The other way, a QoS 1
-PUBLISH or a PUBACK is written by the thread that makes it (the sender, the session
-acknowledging) when nothing waits ahead of it, instead of being handed to paho's network
-thread (direct_write.py), and paho's thread reads the socket a block at a time
-(buffered_read.py).
+so a slow listener does not stop PINGREQs (keepalive) or acks. A QoS 1 PUBLISH or a
+PUBACK is written by the thread that makes it (paho_client.py says which steps of paho's
+client are jmspy's).
 """
 
 from __future__ import annotations
@@ -62,18 +60,15 @@ from jmspy.transport import (
 )
 
 from ..capabilities import native_features, refusal, require, supports
-from .buffered_read import install as install_buffered_reads
-from .direct_write import install as install_direct_writes
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, unsupported_in_message
 from .outbound import Done, Outbound
-from .receive import install as install_publish_decoder
+from .paho_client import new_client
 from .subacks import Subacks
 
 _paho: Any
 try:
     import paho.mqtt.client as _paho_client
-    from paho.mqtt.enums import CallbackAPIVersion as _CallbackAPIVersion
     from paho.mqtt.packettypes import PacketTypes as _PacketTypes
     from paho.mqtt.properties import Properties as _Properties
     from paho.mqtt.subscribeoptions import SubscribeOptions as _SubscribeOptions
@@ -223,20 +218,7 @@ class MqttTransport:
     ) -> bool:
         assert _paho is not None
         v5 = version == "5"
-        kwargs: dict[str, Any] = {}
-        if not v5:
-            kwargs["clean_session"] = client_id is None
-        client = _paho.Client(
-            _CallbackAPIVersion.VERSION2,
-            client_id=client_id or "",
-            protocol=_paho.MQTTv5 if v5 else _paho.MQTTv311,
-            reconnect_on_failure=False,
-            manual_ack=True,
-            **kwargs,
-        )
-        install_publish_decoder(client)  # jmspy decodes PUBLISH (see .receive)
-        install_direct_writes(client)  # PUBLISH and PUBACK leave on the caller's thread
-        install_buffered_reads(client)  # one recv per readable event (see .buffered_read)
+        client = new_client(_paho, version, client_id)  # paho, with jmspy's steps
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self.inbound.on_message
