@@ -55,11 +55,16 @@ def test_async_sends_arrive_and_complete_in_send_order(
         producer = session.create_producer(topic)
         done = _Completions(count)
         sent: list[str | None] = []
+        paho = conn._transport.paho
+        assert paho.max_inflight_messages == 0  # the window is jmspy's, not paho's cap
+        peak = 0
         for i in range(count):
             message = session.create_text_message(f"m{i}")
             mode = DeliveryMode.NON_PERSISTENT if i % 7 == 3 else DeliveryMode.PERSISTENT
             producer.send(message, delivery_mode=mode, completion_listener=done)
             sent.append(message.message_id)
+            peak = max(peak, paho._inflight_messages)  # QoS 1 PUBLISHes without PUBACK
+        assert 0 < peak <= window
         assert done.all.wait(WAIT), f"only {len(done.seen)} of {count} completions"
         assert [mid for mid, _ in done.seen] == sent
         assert [err for _, err in done.seen if err is not None] == []
@@ -72,6 +77,15 @@ def test_async_sends_arrive_and_complete_in_send_order(
         assert got == {f"m{i}" for i in range(count)}
     finally:
         conn.close()
+
+
+def test_pipelined_sends_keep_pahos_in_flight_cap(mqtt_target: MqttTarget) -> None:
+    """sync_send=false: a persistent send returns once paho has the PUBLISH, so paho's own
+    cap (send_window) is what bounds the PUBLISHes in flight."""
+    with mqtt_target.factory("sync_send=false&send_window=7").create_connection() as conn:
+        assert conn._transport.paho.max_inflight_messages == 7
+    with mqtt_target.factory().create_connection() as conn:
+        assert conn._transport.paho.max_inflight_messages == 0
 
 
 def test_closing_the_session_waits_for_outstanding_completions(mqtt_target: MqttTarget) -> None:

@@ -224,7 +224,11 @@ class MqttTransport:
         client.on_message = self.inbound.on_message
         client.on_publish = self.outbound.on_publish
         client.on_subscribe = client.on_unsubscribe = self._subacks.on_suback
-        client.max_inflight_messages_set(self.send_window)
+        # paho's own in-flight cap makes it scan every outstanding message on each PUBACK
+        # (its _update_inflight). jmspy bounds what it has in flight itself (one per
+        # synchronous send, send_window asynchronous ones), so the cap stays only for
+        # sync_send=false, where it is what bounds the pipelined sends.
+        client.max_inflight_messages_set(0 if self.sync_send else self.send_window)
         if user is not None:
             client.username_pw_set(user, password)
         self._connected.clear()
