@@ -103,8 +103,7 @@ def install(client: Any) -> bool:
         block.fresh = False
         data = sock.recv(BLOCK)  # errors and end of stream reach paho as from its recv
         if len(data) <= bufsize:
-            block.drop()
-            return data
+            return data  # the block stays empty: nothing is kept
         block.data, block.pos, block.sock = data, bufsize, sock
         return data[:bufsize]
 
