@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from . import twins
 from .destinations import Destination, TemporaryQueue
 from .errors import IllegalStateException, InvalidClientIDException, JMSException
 from .flow import ConnectionFlow
@@ -91,8 +92,11 @@ class Connection:
         self._transport = transport
         self._properties = properties
         self._instance = next(_instances)
-        self._id_prefix = f"ID:{uuid.uuid4().hex[:16]}-{self._instance}-"
-        self._message_ids = itertools.count(1)
+        #: JMSMessageIDs, ``ID:<16 hex of a uuid4>-<instance>-<n>``: unique across
+        #: connections and processes. A bound method of the twin (a C call when compiled),
+        #: called once per message sent.
+        self._next_message_id: Callable[[], str] = twins.producer_core.MessageIds(
+            f"ID:{uuid.uuid4().hex[:16]}-{self._instance}-").next_id
         self._consumer_ids = itertools.count(1)
         self._started = False
         self._closed = False
@@ -232,9 +236,6 @@ class Connection:
                 consumer._cond.notify_all()
         for session in list(self._sessions):
             session._wake()
-
-    def _next_message_id(self) -> str:
-        return f"{self._id_prefix}{next(self._message_ids)}"
 
     def _next_consumer_id(self) -> int:
         return next(self._consumer_ids)
