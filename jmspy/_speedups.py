@@ -26,6 +26,7 @@ PURE_MODULES: dict[str, str] = {
     "records": "jmspy.broker_ref.core.records",
     "stomp_received": "jmspy.transports.stomp.received",
     "vm_convert": "jmspy.transports.vm_convert",
+    "vm_send": "jmspy.transports.vm_send",
 }
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "stomp_message",
     "stomp_received",
     "vm_convert",
+    "vm_send",
 ]
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
         stomp_message,
     )
     from jmspy.broker_ref.core import page_rows, queue_run, records
-    from jmspy.transports import vm_convert
+    from jmspy.transports import vm_convert, vm_send
     from jmspy.transports.stomp import received as stomp_received
 
 

@@ -23,6 +23,7 @@ SANS_IO = [
     "jmspy/selector",
     "jmspy/_pure",
     "transports/vm_convert.py",
+    "transports/vm_send.py",
     "broker_ref/core",
 ]
 FORBIDDEN = {

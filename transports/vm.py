@@ -242,6 +242,7 @@ to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_
 to_client_message: Callable[..., Message] = _convert.to_client_message
 _dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
 _DeliverMany = _convert.DeliverMany
+_Sender = twins.vm_send.Sender
 
 
 # -- errors: the broker core's exception classes map to JMS ones (broker_errors.py) ------
@@ -344,9 +345,11 @@ class VmTransport:
         self._closing = False
         #: sendTimeout (ms): how long a send may wait for space (0 = as long as it takes)
         self._send_timeout = int(properties.get("sendTimeout", 0))
-        #: every send carries a number; only one the broker parks gets a waiter, here
-        self._tickets = itertools.count(1)
+        #: parked sends' waiters by ticket: the Sender adds them, _Callback settles them
         self._parked: dict[int, _Waiting] = {}
+        #: Sends are the Sender's (a twin: transports/vm_send.py), called directly.
+        self._sender = _Sender(self._parked, _Waiting, self._send_failed, self._send_timeout)
+        self.send = self._sender.send
         #: imqConnectionFlowLimit: the core gates deliveries on it (its ConnectionGate),
         #: told of every message that leaves the client's buffers (release_flow)
         self._flow_limit: int | None = (
@@ -392,6 +395,7 @@ class VmTransport:
                     conn.create_consumer(**self._consumer_args(spec))
                 host.transports.add(self)
                 self.host, self._conn = host, conn
+                self._sender.attach(conn, host)
         except Exception as exc:
             raise _translate(exc) from exc
 
@@ -466,6 +470,7 @@ class VmTransport:
         if conn is None:
             return
         self._conn = None
+        self._sender.detach()
         try:
             with self.host.lock:
                 self.host.transports.discard(self)
@@ -500,27 +505,16 @@ class VmTransport:
         returned: int = self._call(self._conn.revoke_credit, consumer_id)
         return returned
 
-    def send(self, message: Message, tx: str | None = None) -> None:
-        conn = self._conn
-        if conn is None:
-            raise errors.IllegalStateException("the vm connection is closed")
-        server_message = to_server_message(message, conn.connection_id)
-        ticket = next(self._tickets)
-        try:
-            with self.host.lock:
-                done = conn.send(server_message, tx, ticket=ticket,
-                                 timeout_ms=self._send_timeout)
-                if not done:  # parked: its waiter, before the lock lets anyone settle it
-                    waiting = self._parked[ticket] = _Waiting()
-                if not done or server_message.deliver_at or server_message.expiration:
-                    self.host.poke_timers()  # a deadline to keep
-        except Exception as exc:
-            if conn.closed and self._conn is not None:  # the broker stopped under us
-                self._await_broker()
-                return self.send(message, tx)
-            raise _translate(exc) from exc
-        if not done:
-            waiting.wait()  # producer flow control (seed 003): the producer waits
+    def _send_failed(self, exc: Exception, conn: Any, message: Message,
+                     tx: str | None) -> None:
+        """A send (``self.send``, the Sender's) raised ``exc`` on broker connection
+        ``conn``: send again once reconnected if the broker stopped under it, else raise
+        what ``exc`` means to JMS."""
+        if conn.closed and self._conn is not None:  # the broker stopped under us
+            self._await_broker()
+            self.send(message, tx)
+            return
+        raise _translate(exc) from exc
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         self._call(self._conn.ack, delivery_tags, tx)
