@@ -21,6 +21,7 @@ PURE_PYTHON: bool = os.environ.get("JMSPY_PUREPYTHON", "") not in ("", "0")
 
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
+    "consumer_core": "jmspy.consumer_core",
     "page_rows": "jmspy.broker_ref.core.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",

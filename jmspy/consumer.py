@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from . import twins
 from .destinations import Destination, Queue
 from .errors import IllegalStateException, JMSException
 from .flow import FlowStats, new_prefetch_buffer
@@ -45,8 +46,19 @@ def check_selector(selector: str | None) -> str | None:
     return selector
 
 
-class MessageConsumer:
-    """Receives messages from one destination, synchronously or through a listener."""
+if TYPE_CHECKING:
+    from .consumer_core import ConsumerCore
+else:
+    # The fields the session and flow control share, and the hand-off of deliveries, are
+    # a twin (compiled when built): jmspy/consumer_core.py.
+    ConsumerCore = twins.consumer_core.ConsumerCore
+
+
+class MessageConsumer(ConsumerCore):
+    """Receives messages from one destination, synchronously or through a listener.
+
+    Its shared fields and ``_deliver_many`` (the transport's hand-off) are the
+    :class:`ConsumerCore` twin's (``jmspy/consumer_core.py``); the rest is here."""
 
     def __init__(
         self,
@@ -83,19 +95,7 @@ class MessageConsumer:
     def _deliver(self, message: Message) -> None:
         self._deliver_many([message])
 
-    def _deliver_many(self, messages: list[Message]) -> None:
-        """Buffer a run of messages under one lock round trip and wake their reader."""
-        with self._lock:
-            if self._closed:
-                # Late delivery after close: the broker has it as delivered; the close
-                # path cancels everything unacknowledged, so just drop our copy.
-                return
-            self._buffer.push_many(messages)
-            has_listener = self._listener is not None
-            if not has_listener and self._receiving:
-                self._cond.notify()
-        if has_listener:
-            self._session._schedule(self)
+    # _deliver_many(messages), for a run of them, is the ConsumerCore twin's.
 
     # -- public API -------------------------------------------------------------------
     @property

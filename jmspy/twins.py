@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from . import _speedups
 
 __all__ = [
+    "consumer_core",
     "dispatch",
     "message_new",
     "message_record",
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from jmspy import consumer_core
     from jmspy._pure import (
         dispatch,
         message_new,

@@ -1,0 +1,71 @@
+"""The fields a :class:`~jmspy.consumer.MessageConsumer` shares with its session and
+flow control, and its hand-off of deliveries (pure twin; it lives beside
+the consumer rather than in ``jmspy._pure``, which imports no threading).
+
+``_deliver_many`` runs once per run of deliveries on the transport's thread; over
+``vm://`` that is the producer's own thread, once per message sent while the consumer
+keeps up, so its Python frame and lock round trip were paid by every send.
+``MessageConsumer`` derives from :class:`ConsumerCore` and keeps everything else. The
+compiled twin (``cython_ext/consumer_core.pyx``) takes the same steps in the same order,
+with the fields as C members (exposed to Python as fast as slots) and the buffer's
+``push_many`` called in C. ``tests/test_consumer_core_twins.py`` holds both to the same
+calls. Change one, change the other.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from jmspy.message import Message
+    from jmspy.prefetch_protocol import PrefetchBufferProtocol
+    from jmspy.session import Session
+
+__all__ = ["FIELDS", "ConsumerCore"]
+
+#: The shared fields, in the order of the compiled twin's C members.
+FIELDS: Final = (
+    "_session",
+    "_lock",
+    "_cond",
+    "_buffer",
+    "_listener",
+    "_closed",
+    "_scheduled",
+    "_receiving",
+)
+
+
+class ConsumerCore:
+    """A consumer's lock, buffer, listener and state; ``_deliver_many``. The subclass
+    sets every field in its ``__init__``."""
+
+    __slots__ = FIELDS
+
+    _session: Session
+    _lock: threading.Lock
+    #: wakes a thread blocked in receive() (on ``_lock``)
+    _cond: threading.Condition
+    _buffer: PrefetchBufferProtocol
+    _listener: Any
+    _closed: bool
+    #: waits in the session's ready queue (guarded by the session's dispatch lock)
+    _scheduled: bool
+    #: how many threads are blocked in receive()
+    _receiving: int
+
+    def _deliver_many(self, messages: list[Message]) -> None:
+        """Buffer a run of messages under one lock round trip and wake their reader."""
+        with self._lock:
+            if self._closed:
+                # Late delivery after close: the broker has it as delivered; the close
+                # path cancels everything unacknowledged, so just drop our copy.
+                return
+            self._buffer.push_many(messages)
+            has_listener = self._listener is not None
+            if not has_listener and self._receiving:
+                self._cond.notify()
+        if has_listener:
+            # (only a MessageConsumer is ever made of this class)
+            self._session._schedule(self)  # type: ignore[arg-type]
