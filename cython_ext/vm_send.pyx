@@ -16,14 +16,7 @@ from jmspy._cext.vm_convert cimport to_server_message
 
 from jmspy.errors import IllegalStateException
 
-__all__ = ["Sender", "Waiter"]
-
-
-class Waiter:
-    """What a parked send's producer waits on (a Protocol in the pure twin)."""
-
-    def wait(self):
-        raise NotImplementedError
+__all__ = ["Sender"]
 
 
 def _unattached():

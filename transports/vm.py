@@ -238,7 +238,6 @@ def stop_broker(name: str = "embedded") -> None:
 # -- message mapping ----------------------------------------------------------------------
 # The per-message conversions are twins (vm_convert.py beside this module documents them).
 _convert = twins.vm_convert
-to_server_message: Callable[[Message, int], ServerMessage] = _convert.to_server_message
 to_client_message: Callable[..., Message] = _convert.to_client_message
 _dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
 _DeliverMany = _convert.DeliverMany

@@ -27,7 +27,7 @@ from jmspy.errors import IllegalStateException
 if TYPE_CHECKING:
     from jmspy.message import Message
 
-__all__ = ["Sender", "Waiter"]
+__all__ = ["Sender"]
 
 _to_server_message = twins.vm_convert.to_server_message
 
