@@ -82,10 +82,12 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     """transports/mqtt/direct_write.py: a persistent send's PUBLISH and a receive's PUBACK
     are written by the sending and the acknowledging thread; only the other packets
     (SUBSCRIBE, DISCONNECT...) go through paho's queue to its network thread. And
-    (buffered_read.py) paho's byte-at-a-time socket read is never used."""
+    (buffered_read.py) paho's byte-at-a-time socket read is never used, nor (puback.py)
+    paho's PUBACK decoder for the broker's plain PUBACKs."""
+    import paho.mqtt._packet as paho_packet
     import paho.mqtt.client as paho
 
-    from jmspy.transports.mqtt import buffered_read, direct_write
+    from jmspy.transports.mqtt import buffered_read, direct_write, puback
 
     queued: list[int] = []
     pahos_reads: list[int] = []
@@ -103,9 +105,18 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
 
     monkeypatch.setattr(paho.Client, "_packet_queue", recording)
     monkeypatch.setattr(paho.Client, "_sock_recv", recording_recv)
+    pahos_pubacks: list[bytes] = []
+    original_puback = paho_packet.decode_puback
+
+    def recording_puback(header: int, packet: Any, protocol: Any) -> Any:
+        pahos_pubacks.append(bytes(packet))
+        return original_puback(header, packet, protocol)
+
+    monkeypatch.setattr(paho_packet, "decode_puback", recording_puback)
     with mqtt_target.factory().create_connection() as conn:
         client = conn._transport.paho
         assert direct_write.installed(client) and buffered_read.installed(client)
+        assert puback.installed(client)
         s, c, p = _consumer_and_producer(conn)
         for n in range(5):
             p.send(s.create_text_message(f"m{n}"))  # PERSISTENT: QoS 1, waits for PUBACK
@@ -113,6 +124,7 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     assert 0x80 in queued  # SUBSCRIBE took paho's path: the recorder sees that path
     assert 0x30 not in queued and 0x40 not in queued
     assert pahos_reads == []  # CONNACK, SUBACK, PUBACKs, PUBLISHes: all read in blocks
+    assert pahos_pubacks == []  # the five PUBACKs: read by puback.py
 
 
 def test_headers_and_properties_survive_on_mqtt5(mqtt_target: MqttTarget) -> None:
