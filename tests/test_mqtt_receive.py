@@ -22,7 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from jmspy.transports.mqtt.receive import decode_publish_properties, install
+from jmspy.transports.mqtt.receive import ReceivedMessage, decode_publish_properties, install
 
 SETTINGS = settings(max_examples=400, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -157,3 +157,65 @@ def test_install_refuses_a_client_that_acks_by_itself() -> None:
     """paho acknowledges on its own without manual_ack; the fast path does not, so it
     must not take over such a client."""
     assert not install(_client(manual_ack=False))
+
+
+@SETTINGS
+@given(props=paho_properties(), topic=texts.filter(bool), qos=st.integers(0, 1),
+       mid=st.integers(1, 65535), payload=st.binary(max_size=30), dup=st.booleans(),
+       retain=st.booleans(), v5=st.booleans())
+def test_on_message_gets_what_pahos_dispatch_gives(
+    props: Properties, topic: str, qos: int, mid: int, payload: bytes, dup: bool,
+    retain: bool, v5: bool
+) -> None:
+    """The installed client hands on_message a ReceivedMessage; a plain paho client fed the
+    same packet hands it an MQTTMessage: every attribute the transport reads agrees."""
+    protocol = paho.MQTTv5 if v5 else paho.MQTTv311
+    header = 0x30 | qos << 1 | (0x08 if dup and qos else 0) | (0x01 if retain else 0)
+    body = _variable_header(topic.encode(), qos, mid) + (props.pack() if v5 else b"") + payload
+    ours, theirs = _client(protocol), _client(protocol)
+    assert install(ours)
+    _feed(ours, header, body)
+    _feed(theirs, header, body)
+    (mine,), (pahos,) = ours.got, theirs.got
+    assert isinstance(mine, ReceivedMessage) and isinstance(pahos, paho.MQTTMessage)
+    for name in ("topic", "mid", "qos", "dup", "retain", "payload"):
+        assert getattr(mine, name) == getattr(pahos, name), name
+    if v5:
+        _same(mine.properties, pahos.properties)
+    else:
+        assert mine.properties is None and pahos.properties is None
+
+
+def test_filtered_callbacks_and_non_utf8_topics_get_pahos_dispatch() -> None:
+    client = _client()
+    assert install(client)
+    filtered: list[Any] = []
+    client.message_callback_add("a/#", lambda c, u, m: filtered.append(m))
+    _feed(client, 0x32, _variable_header(b"a/b", 1, 1) + b"\x00" + b"x")
+    _feed(client, 0x32, _variable_header(b"z", 1, 2) + b"\x00" + b"y")
+    assert [(m.topic, type(m)) for m in filtered] == [("a/b", paho.MQTTMessage)]
+    assert [(m.topic, type(m)) for m in client.got] == [("z", paho.MQTTMessage)]
+    client.message_callback_remove("a/#")
+    plain = _client(paho.MQTTv311)
+    assert install(plain)
+    _feed(plain, 0x32, _variable_header(b"\xff\xfe", 1, 3) + b"z")  # not UTF-8
+    (m,) = plain.got
+    assert type(m) is paho.MQTTMessage and m.payload == b"z"
+
+
+@pytest.mark.parametrize("suppress", [False, True])
+def test_an_on_message_exception_is_raised_or_suppressed_as_paho_does(suppress: bool) -> None:
+    client = _client()
+    assert install(client)
+    client.suppress_exceptions = suppress
+
+    def boom(c: Any, u: Any, m: Any) -> None:
+        raise RuntimeError("listener failed")
+
+    client.on_message = boom
+    feed = _variable_header(b"t", 1, 4) + b"\x00" + b"p"
+    if suppress:
+        assert _feed(client, 0x32, feed) == paho.MQTT_ERR_SUCCESS
+    else:
+        with pytest.raises(RuntimeError, match="listener failed"):
+            _feed(client, 0x32, feed)
