@@ -53,6 +53,7 @@ class Host:
         self.store: Any = self if with_store else None
         self.budget = PageBudget(1 << 40, 1 << 30)
         self.spool = Spool()
+        self.deferred_dispatch: list[Any] | None = None
         self.removed: list[str] = []
         self.clock_reads = 0
 

@@ -159,9 +159,43 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._timers: list[tuple[int, int, int, Queue, MessageRef]] = []
         self._timer_seq = itertools.count()
+        #: queues whose dispatch waits for :meth:`dispatch_deferred` (None: not deferring)
+        self.deferred_dispatch: list[Queue] | None = None
         self.closed = False
         if store is not None:
             self.post_office.recover(store)
+
+    # ------------------------------------------------------------------ deferred dispatch
+
+    def defer_dispatch(self) -> bool:
+        """Until :meth:`dispatch_deferred`, a message sent to a queue waits in it, ready,
+        instead of being delivered during the send: the queue is remembered and
+        dispatched then, in the order queues were first sent to.
+
+        Why: a protocol server that reads a SEND with a receipt would otherwise do the
+        whole delivery (picking the consumer, encoding its MESSAGE) before it can write
+        the RECEIPT, and a producer that waits for each RECEIPT waits for that too. With
+        the dispatch after the write, the producer's next SEND is on its way while the
+        broker delivers, and the deliveries of one read go out as one run. Nothing else
+        changes: the message is stored and counted by the send, the consumer gets it
+        from the same dispatch, in the same order, moments later.
+
+        Ring queues (seed 000) and queues with an AMPS policy (seed 001) still dispatch
+        during the send, so what they evict, lease or refuse stays exactly as before.
+        Returns False (and changes nothing) if dispatch is already deferred: the caller
+        that deferred it first dispatches."""
+        if self.deferred_dispatch is not None:
+            return False
+        self.deferred_dispatch = []
+        return True
+
+    def dispatch_deferred(self) -> None:
+        """Dispatch every queue a send reached since :meth:`defer_dispatch`, and defer no
+        more."""
+        queues, self.deferred_dispatch = self.deferred_dispatch, None
+        for queue in queues or ():
+            if not queue.deleted:
+                queue.dispatch()
 
     # ------------------------------------------------------------------ QueueHost
 

@@ -92,6 +92,9 @@ class QueueHost(Protocol):
     #: the RAM budget every queue of the broker shares, and where non-stored pages go
     budget: PageBudget
     spool: Spool
+    #: queues waiting for a deferred dispatch, None when sends dispatch at once
+    #: (:meth:`~.broker.Broker.defer_dispatch`)
+    deferred_dispatch: list[Queue] | None
 
     def now(self) -> int: ...
 
@@ -332,7 +335,18 @@ class Queue(QueueRecord):
             assert store is not None
             seq = store.add_message(self.name, message)
         self.enqueued += 1
-        self._accept(message, 0, seq)
+        pending = self.host.deferred_dispatch
+        if (pending is None or not self._ring or self._ring_size > 0 or self._policy is not None
+                or self._dispatching):
+            self._accept(message, 0, seq)
+            return
+        self._dispatching = True  # the dispatch waits for Broker.dispatch_deferred
+        try:
+            self._accept(message, 0, seq)
+        finally:
+            self._dispatching = False
+        if not pending or pending[-1] is not self:
+            pending.append(self)
 
     def recover(self, runs: list[PageRun]) -> None:
         """Take the rows a restarted broker found in the store for this queue (already

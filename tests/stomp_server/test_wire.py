@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from stomp_support import RawClient, ServerHandle
 
+from jmspy.broker_ref.core import AddressSettings
 from jmspy.stomp_frames import CodecLimits
 
 
@@ -205,3 +206,28 @@ def test_stomp_10_consumer_gets_the_message_without_the_header_10_cannot_carry(
     assert again.headers["redelivered"] == "true" and again.headers["jmspy-delivery-count"] == "2"
     conn.ack(again.headers["message-id"])
     server.wait_stats("ten-eol", "messageCount", 0)
+
+
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_receipt_leaves_before_the_delivery_its_send_causes(
+    server_factory: Callable[..., ServerHandle], event_loop: str
+) -> None:
+    """The server writes a client's replies, then delivers what its SENDs brought
+    (Broker.defer_dispatch): a client subscribed to the queue it sends to gets the RECEIPT
+    first, then the messages of that read, in order. A ring queue still delivers during
+    the send (its evictions must not change), so there the MESSAGE comes first."""
+    server = server_factory(event_loop=event_loop,
+                            settings={"ring.#": AddressSettings(default_ring_size=5)})
+    with RawClient(server.host, server.port) as c:
+        assert c.connect().command == "CONNECTED"
+        c.send(b"SUBSCRIBE\nid:0\ndestination:/queue/plain\nack:auto\n\n\0"
+               b"SUBSCRIBE\nid:1\ndestination:/queue/ring.q\nack:auto\nreceipt:s\n\n\0")
+        assert c.read_frame().command == "RECEIPT"
+        c.send(b"SEND\ndestination:/queue/plain\n\none\0"
+               b"SEND\ndestination:/queue/plain\nreceipt:r\n\ntwo\0")
+        frames = [c.read_frame() for _ in range(3)]
+        assert [(f.command, f.body) for f in frames] == [
+            ("RECEIPT", b""), ("MESSAGE", b"one"), ("MESSAGE", b"two")]
+        c.send(b"SEND\ndestination:/queue/ring.q\nreceipt:q\n\nringed\0")
+        frames = [c.read_frame() for _ in range(2)]
+        assert [f.command for f in frames] == ["MESSAGE", "RECEIPT"]

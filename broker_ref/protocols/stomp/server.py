@@ -211,6 +211,23 @@ class _Connection(asyncio.Protocol):
 
     @_holding_core
     def data_received(self, data: bytes) -> None:
+        """Act on the frames ``data`` completes, write this client's replies, then
+        deliver what its SENDs brought (``Broker.defer_dispatch``): a producer waiting
+        for a RECEIPT does not wait for the delivery work as well."""
+        broker = self.server.broker
+        deferred = broker.defer_dispatch()
+        try:
+            self._received(data)
+        finally:
+            if deferred:
+                try:
+                    broker.dispatch_deferred()
+                except Exception:  # a broken queue must not take the event loop with it
+                    log.exception("internal error delivering messages; the connection "
+                                  "whose SENDs they were is closed")
+                    self.close()
+
+    def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
         self._received_any = True
         session = self.session
