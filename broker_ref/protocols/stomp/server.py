@@ -78,7 +78,10 @@ def _holding_core(
 
     @wraps(method)
     def run(self: _Connection, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with self.server.core_lock:
+        server = self.server
+        if not server.shares_core:  # nothing to hold: skip the empty context manager
+            return method(self, *args, **kwargs)
+        with server.core_lock:
             return method(self, *args, **kwargs)
 
     return run
@@ -393,6 +396,9 @@ class StompServer:
         #: held around every call into the core: nothing for a broker this server owns
         #: alone; the in-process broker's re-entrant lock for a connector (.connector)
         self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
+        #: the core has other threads (a connector's): callbacks hold ``core_lock``; a
+        #: plain ``jmspy broker`` runs five callbacks per message without entering it
+        self.shares_core = core_lock is not None
         #: stop() closes the broker (``jmspy broker``), or leaves it to its owner (a
         #: connector of a ``vm://`` broker, which outlives its listeners)
         self.owns_broker = owns_broker
