@@ -223,12 +223,11 @@ cpdef enqueue(QueueRecord queue, object message):
         levels.count = ready + 1
         budget.used += cost
         levels.memory_usage += cost
-    cdef object pending
+    cdef object host
     if queue._ring and not queue._dispatching:
-        pending = queue.host.deferred_dispatch
-        if pending is not None and size <= 0:  # Broker.defer_dispatch: after the reply
-            if not pending or pending[len(pending) - 1] is not queue:  # no wraparound
-                pending.append(queue)
+        host = queue.host
+        if host.deferred_dispatch is not None and size <= 0:  # after the reply
+            host.defer(queue)  # Broker.defer_dispatch
             return
         if queue._filtered:
             queue.dispatch()

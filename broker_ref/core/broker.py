@@ -189,6 +189,15 @@ class Broker:
         self.deferred_dispatch = []
         return True
 
+    def defer(self, queue: Queue) -> None:
+        """``queue`` got a message while dispatch is deferred: dispatch it later, once,
+        in the order queues were first sent to (consecutive sends to one queue are
+        remembered once)."""
+        pending = self.deferred_dispatch
+        assert pending is not None  # only while defer_dispatch() is in force
+        if not pending or pending[-1] is not queue:
+            pending.append(queue)
+
     def dispatch_deferred(self) -> None:
         """Dispatch every queue a send reached since :meth:`defer_dispatch`, and defer no
         more."""

@@ -96,6 +96,10 @@ class QueueHost(Protocol):
     #: (:meth:`~.broker.Broker.defer_dispatch`)
     deferred_dispatch: list[Queue] | None
 
+    def defer(self, queue: Queue) -> None:
+        """Dispatch ``queue`` when the deferral ends (only while ``deferred_dispatch``
+        is a list)."""
+
     def now(self) -> int: ...
 
     def schedule_timer(self, due: int, kind: int, queue: Queue, ref: MessageRef) -> None: ...
@@ -335,9 +339,9 @@ class Queue(QueueRecord):
             assert store is not None
             seq = store.add_message(self.name, message)
         self.enqueued += 1
-        pending = self.host.deferred_dispatch
-        if (pending is None or not self._ring or self._ring_size > 0 or self._policy is not None
-                or self._dispatching):
+        host = self.host
+        if (host.deferred_dispatch is None or not self._ring or self._ring_size > 0
+                or self._policy is not None or self._dispatching):
             self._accept(message, 0, seq)
             return
         self._dispatching = True  # the dispatch waits for Broker.dispatch_deferred
@@ -345,8 +349,7 @@ class Queue(QueueRecord):
             self._accept(message, 0, seq)
         finally:
             self._dispatching = False
-        if not pending or pending[-1] is not self:
-            pending.append(self)
+        host.defer(self)
 
     def recover(self, runs: list[PageRun]) -> None:
         """Take the rows a restarted broker found in the store for this queue (already

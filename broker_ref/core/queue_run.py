@@ -197,10 +197,9 @@ def enqueue(queue: Queue, message: ServerMessage) -> None:
         budget.used += cost
         levels.memory_usage += cost
     if queue._ring and not queue._dispatching:
-        pending = queue.host.deferred_dispatch
-        if pending is not None and size <= 0:  # Broker.defer_dispatch: after the reply
-            if not pending or pending[-1] is not queue:
-                pending.append(queue)
+        host = queue.host
+        if host.deferred_dispatch is not None and size <= 0:  # after the reply
+            host.defer(queue)  # Broker.defer_dispatch
             return
         if queue._filtered:
             queue.dispatch()
