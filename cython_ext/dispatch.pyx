@@ -43,7 +43,7 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
     cdef object acknowledger = ack.acknowledger
     cdef object hold = ack.hold
     cdef object delivered = ack.delivered
-    cdef Py_ssize_t pending = 0
+    cdef Py_ssize_t pending = ack.held_count() if coalesce else 0  # see the pure twin
     cdef Py_ssize_t handled = 0
     cdef Py_ssize_t unconsumed, outstanding
     cdef object last_listener = None
@@ -129,7 +129,7 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             session._current = None
             current = False
         if pending:
-            session._flush_acks()
+            session._offer_acks()
         return handled
     finally:
         if current:

@@ -131,6 +131,9 @@ class Acknowledgement:
         #: Queue a ``(consumer, tag)`` acknowledgement for :meth:`flush` (the dispatcher's
         #: coalesced AUTO): the deque's own ``append``, a C call per message.
         self.hold: Callable[[Delivered], None] = self._pending.append
+        #: How many acknowledgements are queued (the deque's ``len``): drain counts
+        #: those a busy transport declined (:meth:`flush` with ``wait=False``) as its own.
+        self.held_count: Callable[[], int] = self._pending.__len__
         #: The callable a delivered message's ``acknowledge()`` runs.
         self.acknowledger: Callable[[Message], None] = _no_op_ack
         #: recover() was called inside a listener: the dispatcher redelivers its message.
@@ -159,12 +162,22 @@ class Acknowledgement:
         """Pop what is queued now, oldest first (appends meanwhile stay queued)."""
         return _take_held(self._pending)
 
-    def flush(self) -> None:
-        """Send the queued acknowledgements."""
+    def flush(self, *, wait: bool = True) -> bool:
+        """Send the queued acknowledgements; True when nothing is left queued.
+
+        ``wait=False`` sends them only if the transport can take them without waiting
+        for another thread (``Transport.try_ack``); if it cannot, they stay queued, in
+        front of anything queued meanwhile, uncounted, and this returns False."""
         items = self._take_pending()
         if items:
-            self._host._transport.ack(_held_tags(items))
+            tags = _held_tags(items)
+            if wait:
+                self._host._transport.ack(tags)
+            elif not self._host._transport.try_ack(tags):
+                self._pending.extendleft(reversed(items))
+                return False
             self._count_consumed(items)
+        return True
 
     # -- the application's calls ------------------------------------------------------
     def acknowledge(self) -> None:

@@ -54,6 +54,8 @@ class DrainAck(Protocol):
 
     #: Queue a ``(consumer, delivery tag)`` acknowledgement (sent by ``_flush_acks``).
     hold: Callable[[tuple[Any, int]], None]
+    #: How many are queued now, declined ones from an earlier drain included.
+    held_count: Callable[[], int]
 
     def delivered(self, consumer: Any, message: Any) -> None: ...
 
@@ -82,6 +84,10 @@ class DrainSession(Protocol):
     def _listener_failed(self, listener: Any, message: Any, exc: Exception) -> None: ...
 
     def _flush_acks(self) -> None: ...
+
+    def _offer_acks(self) -> None:
+        """Send the queued acknowledgements unless the transport is busy (they stay
+        queued then)."""
 
 
 class DrainFunction(Protocol):

@@ -168,6 +168,16 @@ class Transport(Protocol):
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None: ...
 
+    def try_ack(self, delivery_tags: list[int]) -> bool:
+        """Acknowledge outside a transaction if that needs no wait for another thread;
+        False: nothing was sent (the caller keeps the tags and acknowledges later).
+
+        Only an in-process broker can answer False: its lock may be held by a producer in
+        the middle of a send, and a listener thread that blocked on it there would hand
+        the GIL and the lock back and forth with that producer for every batch of
+        acknowledgements (``SessionDispatcher`` says what it does instead). Over a
+        socket this is :meth:`ack`."""
+
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         """Hand unacknowledged deliveries back for redelivery, in delivery order."""
 

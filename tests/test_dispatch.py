@@ -155,3 +155,67 @@ def test_everything_is_acknowledged_once_the_listener_is_idle(vm_factory: Any) -
         assert done.wait(5.0)
         stats = settled_stats(conn, queue)
     assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 300)
+
+
+def _unacked(host: Any, queue: Queue) -> int:
+    """How many of ``queue``'s messages the broker still counts (the caller holds, or may
+    take, the broker's lock: it is reentrant)."""
+    with host.lock:
+        return int(host.broker.queues[queue.name].message_count)
+
+
+def test_a_listener_keeps_running_while_its_acks_wait_for_the_brokers_lock(
+    vm_broker: Any, vm_factory: Any, monkeypatch: Any
+) -> None:
+    """Acks declined because another thread holds the in-process broker's lock (a
+    producer mid-send) stay queued; the dispatcher does not block on the lock but runs
+    the next delivery, and the next flush that finds the lock free carries them all."""
+    from jmspy import session_dispatch
+
+    monkeypatch.setattr(session_dispatch, "ACK_GRACE", 60.0)  # only a ring wakes it here
+    queue = Queue("dispatch.busy")
+    fill(vm_factory, queue, [f"m{i}" for i in range(5)])
+    seen: list[str] = []
+    got = threading.Semaphore(0)
+
+    def listener(msg: Any) -> None:
+        seen.append(msg.text)
+        got.release()
+
+    with vm_factory.create_connection() as conn, vm_factory.create_connection() as other:
+        producer_session = other.create_session()
+        producer = producer_session.create_producer(queue)
+        conn.create_session().create_consumer(queue).set_message_listener(listener)
+        with vm_broker.lock:  # this thread is the busy producer
+            conn.start()
+            for _ in range(5):
+                assert got.acquire(timeout=5.0)
+            assert _unacked(vm_broker, queue) == 5  # processed, acks declined
+            producer.send(producer_session.create_text_message("m5"))  # reentrant
+            assert got.acquire(timeout=5.0)  # the dispatcher was not stuck on the lock
+            assert _unacked(vm_broker, queue) == 6
+        producer.send(producer_session.create_text_message("m6"))
+        assert got.acquire(timeout=5.0)
+        stats = settled_stats(conn, queue)
+    assert seen == [f"m{i}" for i in range(7)]
+    assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 7)
+
+
+def test_declined_acks_are_sent_once_the_dispatcher_is_idle(
+    vm_broker: Any, vm_factory: Any
+) -> None:
+    """No further delivery comes to carry the declined acks: the idle dispatcher sends
+    them itself, waiting for the lock, so nothing stays unacknowledged."""
+    queue = Queue("dispatch.idle_busy")
+    fill(vm_factory, queue, [f"m{i}" for i in range(5)])
+    got = threading.Semaphore(0)
+    with vm_factory.create_connection() as conn:
+        conn.create_session().create_consumer(queue).set_message_listener(
+            lambda _m: got.release())
+        with vm_broker.lock:
+            conn.start()
+            for _ in range(5):
+                assert got.acquire(timeout=5.0)
+            assert _unacked(vm_broker, queue) == 5
+        stats = settled_stats(conn, queue)
+    assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 5)

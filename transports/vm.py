@@ -366,12 +366,19 @@ class VmTransport:
             with self.host.lock:
                 return fn(*args, **kwargs)
         except Exception as exc:
-            if conn.closed and self._conn is not None:  # the broker stopped under us
-                if fn.__name__ in _DIED_WITH_THE_BROKER:
-                    return _DIED_WITH_THE_BROKER[fn.__name__]  # type: ignore[no-any-return]
-                again: Callable[..., T] = getattr(self._await_broker(), fn.__name__)
-                return self._call(again, *args, **kwargs)
-            raise _translate(exc) from exc
+            return self._failed(conn, fn, exc, args, kwargs)
+
+    def _failed(self, conn: Any, fn: Callable[..., T], exc: Exception,
+                args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        """``fn`` (a method of broker connection ``conn``) raised ``exc``: a call the
+        broker's stop made moot returns what it would have, one that must happen is made
+        again once reconnected; anything else is raised as what it means to JMS."""
+        if conn.closed and self._conn is not None:  # the broker stopped under us
+            if fn.__name__ in _DIED_WITH_THE_BROKER:
+                return _DIED_WITH_THE_BROKER[fn.__name__]  # type: ignore[no-any-return]
+            again: Callable[..., T] = getattr(self._await_broker(), fn.__name__)
+            return self._call(again, *args, **kwargs)
+        raise _translate(exc) from exc
 
     # Transport interface ----------------------------------------------------------------
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
@@ -517,6 +524,22 @@ class VmTransport:
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         self._call(self._conn.ack, delivery_tags, tx)
+
+    def try_ack(self, delivery_tags: list[int]) -> bool:
+        """:meth:`ack`, unless another thread holds the broker's lock right now (then
+        False and nothing happened: see ``Transport.try_ack``)."""
+        conn = self._conn
+        lock = self.host.lock
+        if conn is None or not lock.acquire(blocking=False):
+            return False  # (closed: the caller's ack() says so, or waits for the broker)
+        try:
+            conn.ack(delivery_tags)
+        except Exception as exc:
+            lock.release()
+            self._failed(conn, conn.ack, exc, (delivery_tags,), {})
+            return True
+        lock.release()
+        return True
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self._call(self._conn.cancel, delivery_tags, redelivered=redelivered)

@@ -18,9 +18,14 @@ message back to the broker or let the application observe the gap:
 
 * before redelivering a message whose listener raised (or called ``recover()``), so the
   earlier messages are consumed, not redelivered;
-* before leaving the loop: the buffer ran dry, another consumer is waiting, the
-  connection stopped, the session is closing, or a close was requested from inside the
-  listener (the deferred close then finds nothing pending);
+* when leaving the loop (the buffer ran dry, another consumer is waiting, the
+  connection stopped, the session is closing, a close was requested from inside the
+  listener), unless the transport would have to wait for another thread to take them
+  (``session._offer_acks``; vm://: a producer holds the broker's lock mid-send). Then
+  they stay queued: the next drain counts them as held from its start, so the two rules
+  below still bound them, its flushes carry them, and an idle dispatcher sends them
+  after a grace of a millisecond (``jmspy/session_dispatch.py`` says why); a close
+  settles them either way;
 * as soon as the consumed count would make the flow window ask for the next batch, so
   the credit grants happen at exactly the same message as with one ack per message
   (seed 004: the 500th consumption asks for 500);
@@ -66,7 +71,8 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
     trigger = limit * buf.threshold
     acknowledger = ack.acknowledger
     hold = ack.hold
-    pending = 0
+    # acks an earlier drain left queued (the transport was busy) count as held here
+    pending = ack.held_count() if coalesce else 0
     handled = 0
     last_listener: Any = None
     call: Any = None
@@ -138,7 +144,7 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
             session._current = None
             current = False
         if pending:
-            session._flush_acks()
+            session._offer_acks()
         return handled
     finally:
         if current:

@@ -493,6 +493,11 @@ class MqttTransport:
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         self.inbound.ack(delivery_tags, tx)
 
+    def try_ack(self, delivery_tags: list[int]) -> bool:
+        """Never declines: PUBACKs go out on paho's socket (see ``Transport.try_ack``)."""
+        self.inbound.ack(delivery_tags, None)
+        return True
+
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self.inbound.cancel(delivery_tags, redelivered=redelivered)
 

@@ -506,6 +506,12 @@ class StompTransport:
             conn = self.connection(wait=False)  # raises: closed, or down (broker redelivers)
         self._writer_for(conn).ack(out, tx)
 
+    def try_ack(self, delivery_tags: list[int]) -> bool:
+        """Never declines: the lock above is held only for bookkeeping, not for another
+        thread's work (see ``Transport.try_ack``)."""
+        self.ack(delivery_tags)
+        return True
+
     def _writer_for(self, conn: Any) -> FrameWriter:
         writer = self._writer
         if writer is None or writer.conn is not conn:  # first use, or reconnected
