@@ -37,7 +37,7 @@ _drain: DrainFunction = twins.dispatch.drain
 #: Seconds an idle dispatcher holding declined acknowledgements waits for a ring before it
 #: waits for the broker's lock instead. Blocking on the lock at once, every time drain ran
 #: dry while a producer was mid-send, made the two threads trade the lock and the GIL
-#: per few messages (vm:// producer + listener: 3x fewer msgs/s, measured); a
+#: per few messages (vm:// producer + listener: 2.2-2.5x fewer msgs/s, measured); a
 #: millisecond is what a processed message may then stay unacknowledged at the broker.
 ACK_GRACE = 0.001
 
