@@ -29,6 +29,14 @@ class Transport:
     def ack(self, tags: list[int], tx: str | None = None) -> None:
         self.calls.append(("ack", list(tags), tx))
 
+    busy = False  # try_ack declines (another thread holds an in-process broker's lock)
+
+    def try_ack(self, tags: list[int]) -> bool:
+        if self.busy:
+            return False
+        self.calls.append(("ack", list(tags), None))
+        return True
+
     def begin(self, tx: str) -> None:
         self.calls.append(("begin", tx))
 
@@ -158,6 +166,31 @@ def test_held_acks_go_out_together_on_flush_in_order() -> None:
     auto.flush()
     assert host._transport.calls == [("ack", [1, 2, 3], None)]
     assert (a.consumed, b.consumed) == (2, 1)
+
+
+def test_a_flush_the_transport_declines_keeps_the_acks_queued_in_order() -> None:
+    host, auto = make(AckMode.AUTO_ACKNOWLEDGE)
+    a, b = Consumer("a"), Consumer("b")
+    auto.hold((a, 1))
+    auto.hold((b, 2))
+    host._transport.busy = True
+    assert auto.flush(wait=False) is False
+    assert host._transport.calls == [] and (a.consumed, b.consumed) == (0, 0)
+    assert auto.held_count() == 2
+    auto.hold((a, 3))  # queued after the declined offer: stays behind it
+    host._transport.busy = False
+    assert auto.flush(wait=False) is True
+    assert host._transport.calls == [("ack", [1, 2, 3], None)]
+    assert (a.consumed, b.consumed) == (2, 1) and auto.held_count() == 0
+
+
+def test_a_waiting_flush_never_asks_whether_the_transport_is_busy() -> None:
+    host, auto = make(AckMode.AUTO_ACKNOWLEDGE)
+    c = Consumer("c")
+    auto.hold((c, 1))
+    host._transport.busy = True
+    assert auto.flush() is True
+    assert host._transport.calls == [("ack", [1], None)] and c.consumed == 1
 
 
 def test_dups_ok_acks_in_batches_and_when_the_buffer_runs_dry() -> None:

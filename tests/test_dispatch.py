@@ -7,6 +7,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from jmspy import Queue, Session
 
 
@@ -219,3 +221,53 @@ def test_declined_acks_are_sent_once_the_dispatcher_is_idle(
             assert _unacked(vm_broker, queue) == 5
         stats = settled_stats(conn, queue)
     assert (stats["messageCount"], stats["deliveringCount"], stats["dequeued"]) == (0, 0, 5)
+
+
+def _received(factory: Any, queue: Queue) -> tuple[Any, Any, Any]:
+    """A connection, its vm transport and one message it received and did not ack."""
+    fill(factory, queue, ["one"])
+    conn = factory.create_connection()
+    session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+    consumer = session.create_consumer(queue)
+    conn.start()
+    message = consumer.receive(timeout=5.0)
+    assert message is not None
+    return conn, conn._transport, message
+
+
+def test_vm_try_ack_declines_while_another_thread_holds_the_brokers_lock(
+    vm_broker: Any, vm_factory: Any
+) -> None:
+    queue = Queue("dispatch.try_ack")
+    conn, transport, message = _received(vm_factory, queue)
+    holding, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with vm_broker.lock:
+            holding.set()
+            release.wait(5.0)
+
+    other = threading.Thread(target=holder)
+    other.start()
+    try:
+        assert holding.wait(5.0)
+        assert transport.try_ack([message._delivery_tag]) is False
+    finally:
+        release.set()
+        other.join(5.0)
+    assert _unacked(vm_broker, queue) == 1  # declined: nothing happened
+    assert transport.try_ack([message._delivery_tag]) is True
+    assert _unacked(vm_broker, queue) == 0
+    conn.close()
+
+
+def test_vm_try_ack_reports_a_refused_ack_as_ack_does(vm_broker: Any, vm_factory: Any) -> None:
+    from jmspy.errors import JMSException
+
+    conn, transport, message = _received(vm_factory, Queue("dispatch.try_ack_bad"))
+    with pytest.raises(JMSException) as refused:
+        transport.ack([message._delivery_tag + 1000])
+    with pytest.raises(type(refused.value)) as declined:
+        transport.try_ack([message._delivery_tag + 1000])
+    assert str(declined.value) == str(refused.value)
+    conn.close()

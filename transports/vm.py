@@ -532,13 +532,15 @@ class VmTransport:
         lock = self.host.lock
         if conn is None or not lock.acquire(blocking=False):
             return False  # (closed: the caller's ack() says so, or waits for the broker)
+        error: Exception | None = None
         try:
             conn.ack(delivery_tags)
         except Exception as exc:
+            error = exc
+        finally:
             lock.release()
-            self._failed(conn, conn.ack, exc, (delivery_tags,), {})
-            return True
-        lock.release()
+        if error is not None:  # outside the lock, as _call does it
+            self._failed(conn, conn.ack, error, (delivery_tags,), {})
         return True
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
