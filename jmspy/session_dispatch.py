@@ -72,10 +72,10 @@ class SessionDispatcher:
         raise NotImplementedError
 
     # -- what drain calls back (jmspy.dispatch_protocol.DrainSession) --------------------
-    def _flush_acks(self) -> None:
+    def _flush_acks(self, *, wait: bool = True) -> None:
         """The dispatcher's flush: a failure goes to the exception listener."""
         try:
-            self.acknowledgement.flush()
+            self.acknowledgement.flush(wait=wait)
         except JMSException as exc:
             self._connection._report(exc)
 
@@ -83,10 +83,7 @@ class SessionDispatcher:
         """Drain is leaving: send the queued acknowledgements unless the transport would
         have to wait for another thread; then they stay queued for the next flush, or
         for :meth:`_settle_acks` once the dispatcher has nothing else to do."""
-        try:
-            self.acknowledgement.flush(wait=False)
-        except JMSException as exc:
-            self._connection._report(exc)
+        self._flush_acks(wait=False)
 
     def _settle_acks(self) -> None:
         """Idle with acknowledgements a busy transport declined: wait up to
