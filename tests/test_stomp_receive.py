@@ -11,8 +11,6 @@ only if jmspy's reader is the one in use. Runs on both codec twins.
 
 from __future__ import annotations
 
-import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,78 +19,10 @@ from typing import Any
 import pytest
 import stomp.transport
 import stomp.utils
-from scripted_stomp import read_client_frames
+from scripted_stomp import ScriptedBroker
 
 from jmspy import ConnectionFactory, JMSException, Session
-from jmspy._speedups import load
 from jmspy.destinations import Queue
-from jmspy.stomp_frames import Frame
-
-_codec = load("stomp_codec")
-
-
-class ScriptedBroker:
-    """Accepts one client, answers CONNECT and SUBSCRIBE, then runs ``script(broker)``."""
-
-    def __init__(self, heart_beat: str = "0,0") -> None:
-        self.heart_beat = heart_beat
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self.sub_id = ""
-        self.script: Callable[[ScriptedBroker], None] = lambda b: None
-        self.client_frames: queue.Queue[Frame] = queue.Queue()
-        self._sock: socket.socket | None = None
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"stomp://127.0.0.1:{self.port}"
-
-    def write(self, data: bytes) -> None:
-        assert self._sock is not None
-        self._sock.sendall(data)
-
-    def message(self, body: bytes, n: int, extra: list[tuple[str, str]] | None = None) -> bytes:
-        headers = [("destination", "/queue/q"), ("subscription", self.sub_id),
-                   ("message-id", f"m-{n}"), ("ack", f"a-{n}"), *(extra or [])]
-        return bytes(_codec.encode_frame(Frame("MESSAGE", headers, body), "1.2"))
-
-    def _serve(self) -> None:
-        sock, _ = self._server.accept()
-        self._sock = sock
-        scripted = False
-
-        def on_frame(frame: Frame) -> bool:
-            nonlocal scripted
-            self.client_frames.put(frame)
-            if frame.command in ("CONNECT", "STOMP"):
-                self.write(bytes(_codec.encode_frame(Frame("CONNECTED", [
-                    ("version", "1.2"), ("heart-beat", self.heart_beat),
-                    ("server", "scripted/1.0")]), "1.2")))
-                return False
-            receipt = frame.header("receipt")
-            if receipt:
-                self.write(bytes(_codec.encode_frame(
-                    Frame("RECEIPT", [("receipt-id", receipt)]), "1.2")))
-            if frame.command == "DISCONNECT":
-                sock.close()
-                return True
-            if frame.command == "SUBSCRIBE" and not scripted:
-                self.sub_id = frame.header("id") or ""
-                scripted = True
-                threading.Thread(target=self.script, args=(self,), daemon=True).start()
-            return False
-
-        read_client_frames(sock, on_frame)
-
-    def close(self) -> None:
-        for s in (self._sock, self._server):
-            if s is not None:
-                try:
-                    s.close()
-                except OSError:
-                    pass
 
 
 @pytest.fixture(autouse=True)
