@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from . import twins
 from .errors import JMSException
+from .reading_lease import woken_list
 
 if TYPE_CHECKING:
     from .acknowledgement import Acknowledgement
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .consumer import ListenerType, MessageConsumer
     from .dispatch_protocol import DrainFunction
     from .message import Message
+    from .reading_lease import ReadingLease
 
 __all__ = ["SessionDispatcher"]
 
@@ -63,6 +65,11 @@ class SessionDispatcher:
         self._thread: threading.Thread | None = None
         self._current: MessageConsumer | None = None
         self._deferred: list[MessageConsumer | None] = []  # None = close the session
+        #: the transport's socket reading, lent to this thread (jmspy/reading_lease.py)
+        self._lease: ReadingLease | None = None
+        #: the dispatcher is idle and reads the socket (with _idle): a ring would not be
+        #: heard, it looks at _idle after each batch and poll instead
+        self._reading = False
 
     # -- hooks the session implements -------------------------------------------------
     def _do_close(self) -> None:
@@ -142,19 +149,64 @@ class SessionDispatcher:
                 self._ready.append(consumer)
                 if self._idle:
                     self._idle = False  # one ring is enough: it looks at the whole queue
-                    self._doorbell.put(None)
+                    if not self._reading:  # (a reading dispatcher sees _idle cleared)
+                        self._doorbell.put(None)
+                        woken = woken_list()  # a transport's reader may lend it the socket
+                        if woken is not None:
+                            woken.append(self)
 
     def _wake(self) -> None:
         """Something an idle dispatcher waits for besides a ready consumer changed (the
         connection started, the session closes): it looks again. A ring it finds nothing
         for only sends it back to sleep."""
+        with self._dispatch_lock:
+            self._idle = False  # (a dispatcher reading the socket looks at this)
         self._doorbell.put(None)
+
+    # -- the socket reading a transport lends (jmspy/reading_lease.py) -------------------
+    def _lend_reading(self, lease: ReadingLease) -> bool:
+        """A transport's reading thread offers this thread the reading of its socket
+        (after waking it): it reads between listener calls. Refused when closing."""
+        with self._dispatch_lock:
+            if self._closing or self._thread is None or self._lease is not None:
+                return False
+            self._lease = lease
+            if self._idle:  # asleep since the ring: it must look at the lease
+                self._idle = False
+                self._doorbell.put(None)
+        return True
+
+    def _has_work(self) -> bool:
+        """For a lease's read(): a ring came (a ready consumer, a start, a close)."""
+        return not self._idle or self._closing
+
+    def _read_while_idle(self, lease: ReadingLease) -> None:
+        try:
+            lease.read(self)
+        finally:
+            still = lease.holds(self)
+            with self._dispatch_lock:
+                self._reading = False
+                if not still:
+                    self._lease = None
 
     def _on_dispatcher_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
     def _dispatch_loop(self) -> None:
-        """Wait for a ready consumer, drain it (jmspy/_pure/dispatch.py), repeat."""
+        """The thread: :meth:`_dispatch`, then the lent reading (if any) goes back."""
+        try:
+            self._dispatch()
+        finally:
+            with self._dispatch_lock:
+                lease, self._lease = self._lease, None
+                self._reading = False
+            if lease is not None:
+                lease.give_back(self)
+
+    def _dispatch(self) -> None:
+        """Wait for a ready consumer, drain it (jmspy/_pure/dispatch.py), repeat. Idle,
+        it reads the socket if a transport lent it the reading, else it sleeps."""
         conn = self._connection
         lock = self._dispatch_lock
         ready = self._ready
@@ -166,6 +218,7 @@ class SessionDispatcher:
                 if self._closing:
                     return
                 consumer: MessageConsumer | None = None
+                lease: ReadingLease | None = None
                 if ready and conn._started:
                     self._idle = False
                     consumer = ready.popleft()
@@ -173,8 +226,12 @@ class SessionDispatcher:
                     self._draining = consumer
                 else:
                     self._idle = True
+                    lease = self._lease
+                    self._reading = lease is not None
             if consumer is None:
-                if held():
+                if lease is not None:
+                    self._read_while_idle(lease)
+                elif held():
                     self._settle_acks()  # a ring it takes counts as one here
                 else:
                     doorbell.get()  # a ring after the check above is kept: never lost

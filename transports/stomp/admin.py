@@ -84,6 +84,7 @@ class StompAdmin:
         self._host.connection().subscribe(stomp_destination(queue), id=sid, ack="auto",
                                           headers=headers)
         try:
+            self._receipts.need_reader()  # the answer comes as MESSAGE frames
             if not done.wait(30):
                 raise errors.JMSException(f"browsing {queue} at {self._host.where} timed out")
         finally:
@@ -166,4 +167,4 @@ class StompAdmin:
         self._host.require(Feature.DESTINATION_STATS)
         host = self._host
         return query_stats(host.connection(), host.profile, host.where, self._replies,
-                           destination)
+                           destination, need_reader=self._receipts.need_reader)

@@ -108,9 +108,13 @@ class Receipts:
     connection than the current one can never come."""
 
     def __init__(self, where: str, current: Callable[[], Any],
-                 properties: Mapping[str, Any]) -> None:
+                 properties: Mapping[str, Any],
+                 need_reader: Callable[[], None] = lambda: None) -> None:
         self.where = where
         self._current = current
+        #: called before a wait for a frame: a session thread that has the turn to read
+        #: the socket but is busy in a listener gives it back now (.reading_turn)
+        self.need_reader = need_reader
         self._receipts: dict[str, threading.Event] = {}
         #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
         self._refused: dict[str, ErrorFrame] = {}
@@ -180,6 +184,7 @@ class Receipts:
         and it ends early when the broker closes first (after an ERROR)."""
         receipt, event = self.expect(reset_error=False)
         conn.send_frame("DISCONNECT", {"receipt": receipt})
+        self.need_reader()
         deadline = time.monotonic() + self.drain_timeout
         while not event.wait(0.05):
             if not conn.is_connected():  # the broker closed first (after an ERROR)
@@ -199,6 +204,8 @@ class Receipts:
         """Wait for ``receipt``; raise the ERROR that answered it (or any unnamed ERROR,
         after which the broker closes), the drop of ``conn``, or the time running out."""
         deadline = time.monotonic() + timeout
+        if not event.is_set():
+            self.need_reader()
         while not event.wait(0.2):
             err = self.last_error
             if err is not None and err is not error_before and (

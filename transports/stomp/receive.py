@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import twins
+from jmspy.reading_lease import collect_woken, stop_collecting
 from jmspy.stomp_frames import (
     DEFAULT_MAX_FRAME_BYTES,
     CodecLimits,
@@ -48,6 +49,8 @@ from jmspy.stomp_frames import (
     Heartbeat,
     header_dict,
 )
+
+from .reading_turn import ReadingTurn
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
@@ -71,7 +74,7 @@ class FrameReader:
     """
 
     __slots__ = ("_alive", "_closed_exc", "_interrupted", "_on_error", "_on_message",
-                 "_parser", "_transport", "_utils_frame")
+                 "_parser", "_transport", "_utils_frame", "turn")
 
     def __init__(
         self,
@@ -96,6 +99,9 @@ class FrameReader:
         listener = transport.get_listener("protocol-listener")
         # stomp.py's heart-beat monitor (absent when heart-beats are off)
         self._alive: Callable[[], None] | None = getattr(listener, "on_heartbeat", None)
+        #: who reads the socket now: stomp.py's receiver thread or a session it lent it to
+        self.turn = ReadingTurn(self._read_once, lambda: transport.socket,
+                                lambda: bool(transport.running))
 
     def read_frames(self) -> None:
         """One ``recv`` and every frame it completes; stomp.py's loop calls it again.
@@ -103,21 +109,40 @@ class FrameReader:
         Mirrors what stomp.py's own step does with the socket: an interrupted read is
         retried by the loop, an empty read (or a socket error) means the broker closed
         the connection, which stomp.py handles by raising ConnectionClosedException.
+        While a session thread has the turn to read (:mod:`.reading_turn`), this waits
+        for it to come back instead, and raises what that thread saw.
         """
         t = self._transport
         if not t.running:
             return
+        turn = self.turn
+        error = turn.wait_home() if turn.lent() else self._read_once(lend=True)
+        if error is not None:
+            raise error
+
+    def need_reader(self) -> None:
+        """A thread is about to wait for a frame (see :meth:`ReadingTurn.need_reader`)."""
+        self.turn.need_reader()
+
+    def _read_once(self, *, lend: bool = False) -> BaseException | None:
+        """One ``recv`` and its frames, on whichever thread has the turn; returns the
+        exception for stomp.py's loop instead of raising it. ``lend``: stomp.py's receiver
+        thread, which lends the turn to a session it woke (none is woken by a holder's
+        reads: it keeps the turn)."""
+        t = self._transport
         try:
             data = t.receive()
         except self._interrupted:
-            return
+            return None
         except Exception:
             data = b""
         if not data:
             if not t.blocking:  # TLS: no application data yet
-                return
-            raise self._closed_exc()
+                return None
+            closed: BaseException = self._closed_exc()
+            return closed
         parser = self._parser
+        woken = collect_woken() if lend else None
         try:
             parser.feed(data)
             while True:
@@ -136,10 +161,18 @@ class FrameReader:
             self._on_error(
                 f"the broker sent bytes that are not a valid STOMP frame ({exc}); the "
                 "connection is closed and, with reconnect enabled, opened again")
-            raise self._closed_exc() from exc
+            broken: BaseException = self._closed_exc()
+            broken.__cause__ = exc
+            return broken
+        finally:
+            if lend:
+                stop_collecting()
         alive = self._alive
         if alive is not None:
             alive()
+        if woken:
+            self.turn.lend(woken)
+        return None
 
 
 def install(conn: Any, reader_factory: Callable[[Any], FrameReader]) -> FrameReader | None:

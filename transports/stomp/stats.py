@@ -47,7 +47,7 @@ def _activemq_map(text: str) -> dict[str, Any]:
 def query_stats(
     conn: Any, profile: BrokerProfile, where: str,
     replies: dict[str, Callable[[dict[str, str], bytes], None]], destination: Destination,
-    timeout: float = 10.0,
+    timeout: float = 10.0, need_reader: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Ask the broker behind ``conn`` (a stomp.py connection) for ``destination``'s
     counters; ``replies`` routes the answer's subscription to this call."""
@@ -70,6 +70,7 @@ def query_stats(
         else:
             target = "/jmspy/stats"
         conn.send(target, b"", headers={"reply-to": reply_to})
+        need_reader()  # the answer comes as a MESSAGE frame
         if not done.wait(timeout):
             hint = (" (is <statisticsBrokerPlugin/> in activemq.xml?)"
                     if family == "ActiveMQ" else "")

@@ -115,7 +115,8 @@ class StompTransport:
         self._settled = threading.Event()
         self._lost: str | None = None  # why the connection is gone for good
         self._deliveries = Deliveries()
-        self._receipts = Receipts(self.where, lambda: self._conn, properties)
+        self._receipts = Receipts(self.where, lambda: self._conn, properties,
+                                  self._need_reader)
         #: jmspy broker's per-send timeout header, set once the broker is known
         self._send_timeout_header: dict[str, str] = {}
         #: the last ERROR refused a send for lack of space (see .failover)
@@ -127,6 +128,12 @@ class StompTransport:
     @property
     def where(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def _need_reader(self) -> None:
+        """A thread waits for a frame: make sure someone reads (see .reading_turn)."""
+        reader = self._reader
+        if reader is not None:
+            reader.need_reader()
 
     @property
     def broker_connection_flow(self) -> bool:

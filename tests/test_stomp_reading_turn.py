@@ -1,0 +1,321 @@
+"""stomp:// lends the socket's reading to a session thread it woke
+(transports/stomp/reading_turn.py, jmspy/reading_lease.py).
+
+A scripted broker on a loopback socket writes each MESSAGE only after the client ACKed
+the one before (a prefetch window of 1), so every test knows which thread can have read
+which frame. Which thread read a MESSAGE is recorded where the transport receives it.
+Listeners always run on the session thread; what changes is who reads between them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from scripted_stomp import ScriptedBroker
+
+from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
+from jmspy.destinations import Queue
+from jmspy.transports.stomp import reading_turn
+from jmspy.transports.stomp.reading_turn import ReadingTurn
+from jmspy.transports.stomp.transport import StompTransport
+
+SESSION = "jmspy-session-"
+
+
+@pytest.fixture
+def broker() -> Iterator[ScriptedBroker]:
+    b = ScriptedBroker()
+    yield b
+    b.close()
+
+
+class Readers(list[str]):
+    """The name of the thread that read each MESSAGE, in order, and the connection's turn."""
+
+    turn: ReadingTurn | None = None
+
+
+@pytest.fixture
+def readers(monkeypatch: pytest.MonkeyPatch) -> Readers:
+    names = Readers()
+    original = StompTransport.on_message_frame
+
+    def record(self: StompTransport, headers: dict[str, str], body: bytes) -> None:
+        names.append(threading.current_thread().name)
+        if self._reader is not None:
+            names.turn = self._reader.turn
+        original(self, headers, body)
+
+    monkeypatch.setattr(StompTransport, "on_message_frame", record)
+    return names
+
+
+def _paced(count: int, before: Callable[[ScriptedBroker, int], None] = lambda b, i: None
+           ) -> Callable[[ScriptedBroker], None]:
+    """A script writing ``count`` messages, each once the previous one was ACKed."""
+    def script(b: ScriptedBroker) -> None:
+        for i in range(count):
+            before(b, i)
+            b.write(b.message(f"m{i}".encode(), i))
+            while b.client_frames.get(timeout=30).command != "ACK":
+                pass
+    return script
+
+
+def _listen(broker: ScriptedBroker, count: int,
+            on_message: Callable[[Any, Session], object] = lambda m, s: None,
+            ) -> tuple[list[str], list[JMSException], Any]:
+    """Consume ``count`` messages with a listener (window 1, individual acks); returns the
+    listener's thread names, the exception listener's errors and the (closed) connection."""
+    errors: list[JMSException] = []
+    threads: list[str] = []
+    done = threading.Event()
+    conn = ConnectionFactory(f"{broker.url}?heartbeat=0",
+                             imqConsumerFlowLimit=1).create_connection()
+    conn.set_exception_listener(errors.append)
+    try:
+        session = conn.create_session(False, Session.INDIVIDUAL_ACKNOWLEDGE)
+
+        def listener(m: Any) -> None:
+            threads.append(threading.current_thread().name)
+            on_message(m, session)
+            m.acknowledge()
+            if len(threads) == count:
+                done.set()
+
+        session.create_consumer(Queue("q")).set_message_listener(listener)
+        conn.start()
+        assert done.wait(30), f"{len(threads)} of {count} messages reached the listener"
+    finally:
+        conn.close()
+    return threads, errors, conn
+
+
+def test_after_the_first_message_the_session_thread_reads_the_socket_itself(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # no watchdog take-back and no idle give-back during the test: each read is the lease's
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
+    broker.script = _paced(20)
+    threads, errors, _ = _listen(broker, 20)
+    assert errors == []
+    assert all(t.startswith(SESSION) for t in threads)  # listeners: the session thread only
+    assert not readers[0].startswith(SESSION)  # stomp.py's receiver woke the session ...
+    assert readers[1:] == [threads[0]] * 19  # ... which then read every later message
+
+
+def test_a_listener_waiting_for_a_receipt_gets_it_while_its_thread_holds_the_turn(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A persistent send inside the listener waits for its RECEIPT, which only a reader
+    can bring: the waiting thread gives the turn back at once (with the watchdog's tick
+    at a minute, it is the only way the listener could finish). So each MESSAGE is read
+    by the receiver thread, which lends the turn again each time."""
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+
+    def send_persistent(m: Any, session: Session) -> None:
+        producer = session.create_producer(Queue("out"))
+        producer.delivery_mode = DeliveryMode.PERSISTENT
+        producer.send(session.create_text_message("reply to " + m.body.decode()))
+        producer.close()
+
+    broker.script = _paced(5)
+    threads, errors, _ = _listen(broker, 5, send_persistent)
+    assert errors == [] and len(threads) == 5
+    assert readers.turn is not None and readers.turn.lends == 5
+
+
+def test_a_listener_busy_past_a_tick_loses_the_turn_and_frames_keep_being_read(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first listener call blocks until the second MESSAGE has been read: only the
+    receiver thread, taking the turn back from the busy session thread, can read it."""
+    monkeypatch.setattr(reading_turn, "TICK", 0.005)
+    second_read = threading.Event()
+    original = StompTransport.on_message_frame
+
+    def record(self: StompTransport, headers: dict[str, str], body: bytes) -> None:
+        original(self, headers, body)
+        if body == b"m1":
+            second_read.set()
+
+    monkeypatch.setattr(StompTransport, "on_message_frame", record)
+
+    in_listener = threading.Event()
+
+    def script(b: ScriptedBroker) -> None:
+        b.write(b.message(b"m0", 0))
+        assert in_listener.wait(30)  # the session thread, lent the turn, runs a listener
+        b.write(b.message(b"m1", 1))
+
+    def first_waits(m: Any, session: Session) -> None:
+        if m.body == b"m0":
+            in_listener.set()
+            assert second_read.wait(30), "nobody read the socket while the listener ran"
+
+    broker.script = script
+    threads, errors, _ = _listen(broker, 2, first_waits)
+    assert errors == [] and len(threads) == 2
+    assert second_read.is_set()
+
+
+def test_an_idle_holder_gives_the_turn_back_and_the_receiver_reads_again(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    monkeypatch.setattr(reading_turn, "POLL", 0.005)
+    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 2)
+    def wait_given_back(b: ScriptedBroker, i: int) -> None:
+        if i == 2:  # m1 was read by the holder: it has the turn, until it idles
+            assert readers.turn is not None
+            while readers.turn.lent():
+                time.sleep(0.005)  # the holder's idle polls run out
+
+    broker.script = _paced(4, wait_given_back)
+    _, errors, _ = _listen(broker, 4)
+    assert errors == []
+    assert readers[1].startswith(SESSION)
+    assert not readers[2].startswith(SESSION)  # given back: the receiver read m2 ...
+    assert readers[3].startswith(SESSION)  # ... and lent the turn again
+    assert readers.turn is not None and readers.turn.lends == 2
+
+
+def test_the_socket_closing_under_the_holder_reaches_the_exception_listener(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
+    errors: list[JMSException] = []
+    lost = threading.Event()
+
+    def script(b: ScriptedBroker) -> None:
+        _paced(2)(b)
+        b.close()  # the holder is reading when the socket closes
+
+    broker.script = script
+    conn = ConnectionFactory(f"{broker.url}?heartbeat=0",
+                             imqConsumerFlowLimit=1).create_connection()
+
+    def on_error(e: JMSException) -> None:
+        errors.append(e)
+        if e.error_code == "CONNECTION_LOST":
+            lost.set()
+
+    conn.set_exception_listener(on_error)
+    try:
+        session = conn.create_session(False, Session.INDIVIDUAL_ACKNOWLEDGE)
+        session.create_consumer(Queue("q")).set_message_listener(lambda m: m.acknowledge())
+        conn.start()
+        assert lost.wait(30), [str(e) for e in errors]
+    finally:
+        conn.close()
+    assert readers[1].startswith(SESSION)
+
+
+def test_closing_the_connection_while_its_session_thread_reads_returns(
+    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
+    broker.script = _paced(3)
+    threads, errors, conn = _listen(broker, 3)  # closes the connection at the end
+    assert errors == [] and conn.closed
+    sessions = [t for t in threading.enumerate() if t.name == threads[0]]
+    for t in sessions:
+        t.join(30)
+    assert not any(t.is_alive() for t in sessions)
+
+
+# -- the turn itself -----------------------------------------------------------------------
+class _Holder:
+    def __init__(self) -> None:
+        self.work = False
+
+    def _has_work(self) -> bool:
+        return self.work
+
+    def _lend_reading(self, lease: ReadingTurn) -> bool:
+        return True
+
+
+def _turn(read_once: Callable[[], BaseException | None] = lambda: None) -> ReadingTurn:
+    return ReadingTurn(read_once, lambda: None, lambda: True)
+
+
+def test_need_reader_takes_the_turn_from_a_busy_holder_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    turn, holder = _turn(), _Holder()
+    turn.lend([holder])
+    assert turn.lent() and turn.holds(holder)
+    home = threading.Thread(target=turn.wait_home)
+    home.start()
+    turn.need_reader()  # the holder is busy (not in read()): the receiver gets it back
+    home.join(30)
+    assert not home.is_alive() and not turn.lent()
+
+
+def test_need_reader_leaves_a_reading_holder_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    in_read = threading.Event()
+    release = threading.Event()
+
+    def read_once() -> None:
+        in_read.set()
+        release.wait(30)
+        return None
+
+    turn, holder = _turn(read_once), _Holder()
+    turn.lend([holder])
+    reading = threading.Thread(target=turn.read, args=(holder,))
+    reading.start()
+    assert in_read.wait(30)
+    turn.need_reader()
+    assert turn.holds(holder)  # it reads: the frame a waiter needs comes through it
+    holder.work = True
+    release.set()
+    reading.join(30)
+    assert turn.holds(holder)  # it returned for its work and keeps the turn
+
+
+def test_a_busy_holder_keeps_the_turn_for_a_tick_then_loses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "TICK", 0.005)
+    turn, holder = _turn(), _Holder()
+    turn.lend([holder])
+    got: list[BaseException | None] = []
+    home = threading.Thread(target=lambda: got.append(turn.wait_home()))
+    home.start()
+    home.join(30)  # returns once it took the turn back from the busy holder
+    assert not home.is_alive() and got == [None]
+    assert not turn.lent() and not turn.holds(holder)
+    holder.work = True
+    turn.read(holder)  # the old holder's read finds the turn gone and reads nothing
+
+
+def test_what_the_holder_read_that_ends_the_connection_is_raised_by_the_receiver() -> None:
+    closed = ConnectionError("the socket closed")
+    turn, holder = _turn(lambda: closed), _Holder()
+    turn.lend([holder])
+    turn.read(holder)
+    assert not turn.lent()
+    assert turn.wait_home() is closed
+
+
+def test_a_session_that_refuses_is_not_lent_the_turn() -> None:
+    class Closing(_Holder):
+        def _lend_reading(self, lease: ReadingTurn) -> bool:
+            return False
+
+    turn = _turn()
+    turn.lend([Closing()])
+    assert not turn.lent() and turn.lends == 0
+    taker = _Holder()
+    turn.lend([Closing(), taker])  # the next woken session takes it
+    assert turn.holds(taker) and turn.lends == 1

@@ -1,0 +1,194 @@
+"""Whose turn it is to read a ``stomp://`` connection's socket: stomp.py's receiver
+thread, or a session thread it lent the reading to (``jmspy/reading_lease.py`` says why).
+
+The rules, all kept by :class:`ReadingTurn` under one lock:
+
+* One thread reads at a time, and a turn changes hands only between batches of frames,
+  so frames are processed in the order they arrived (the parser's state goes with it).
+* The receiver thread lends the turn after a batch in which it woke an idle session
+  (:meth:`ReadingTurn.lend`); it then waits in :meth:`ReadingTurn.wait_home` instead of
+  reading, inside stomp.py's receiver loop, which goes on once the turn is back.
+* The holder reads between its listener calls (:meth:`ReadingTurn.read`). It keeps the
+  turn while it dispatches, because the next frame usually arrives after the listener's
+  ACK, when it reads again. If it is still not reading a whole :data:`TICK` later (a slow
+  listener, or one waiting for something only a reader can bring), the receiver thread
+  takes the turn back; a receipt wait asks for it back at once (:meth:`need_reader`).
+* The holder gives the turn back when its session closes, when the socket closes or the
+  stream breaks (the receiver thread then raises what stomp.py expects, so the
+  disconnect is handled where it always is), and after :data:`IDLE_POLLS` polls without
+  a frame (an idle connection then costs no wake-ups until traffic resumes).
+
+What it costs: the receiver thread wakes every :data:`TICK` while the turn is lent, the
+holder every :data:`POLL` while it reads an idle socket (at most ~1 s, see above), and
+work that another thread queues for a session whose thread is reading (a close, a start,
+a client-side redelivery) is seen within :data:`POLL`.
+"""
+
+from __future__ import annotations
+
+import select
+import ssl
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from jmspy.reading_lease import LeaseHolder
+
+__all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
+
+#: Seconds between the receiver thread's looks at a lent turn: a holder not reading for a
+#: whole tick (its session is busy in a listener) loses the turn.
+TICK = 0.01
+#: Seconds a reading holder waits for a frame before it looks for other work.
+POLL = 0.02
+#: Polls without a frame after which a holder gives the turn back (about a second).
+IDLE_POLLS = 50
+
+_BUSY, _READING = 0, 1
+
+
+class Lendable(LeaseHolder, Protocol):
+    """A session that can be lent the reading (``SessionDispatcher._lend_reading``)."""
+
+    def _lend_reading(self, lease: ReadingTurn) -> bool: ...
+
+
+class ReadingTurn:
+    """The turn to read one stomp.py connection's socket.
+
+    ``read_once()`` reads once and processes the frames (returning the exception the
+    receiver loop must raise: the socket closed, the stream broke); ``socket_of()`` is
+    the socket (None once closed); ``running()`` is stomp.py's loop flag.
+    """
+
+    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller", "_read_once",
+                 "_running", "_seq", "_socket_of", "_state", "lends")
+
+    def __init__(self, read_once: Callable[[], BaseException | None],
+                 socket_of: Callable[[], Any], running: Callable[[], bool]) -> None:
+        self._read_once = read_once
+        self._socket_of = socket_of
+        self._running = running
+        self._cond = threading.Condition(threading.Lock())
+        self._holder: LeaseHolder | None = None  # None: stomp.py's receiver thread reads
+        self._state = _BUSY  # the holder's: _READING inside read(), else _BUSY
+        self._seq = 0  # counts the holder's reads: a busy holder that read meanwhile keeps it
+        self._pending: BaseException | None = None  # for the receiver loop to raise
+        self._poller: Any = None
+        self._polled_fd = -1
+        #: how many times the turn was lent (tests and diagnostics)
+        self.lends = 0
+
+    # -- the receiver thread's side -------------------------------------------------------
+    def lent(self) -> bool:
+        return self._holder is not None
+
+    def lend(self, woken: list[object]) -> None:
+        """After a batch that woke ``woken`` sessions: lend the turn to the first that
+        takes it (an idle, open session with a dispatcher thread). Plain sockets only:
+        a TLS socket can hold decrypted bytes that ``poll`` does not see."""
+        if isinstance(self._socket_of(), ssl.SSLSocket):
+            return
+        for item in woken:
+            session = cast(Lendable, item)
+            with self._cond:
+                self._holder = session
+                self._state = _BUSY
+                self._seq += 1
+            if session._lend_reading(self):
+                self.lends += 1
+                return
+            with self._cond:
+                self._holder = None
+
+    def wait_home(self) -> BaseException | None:
+        """Wait until the turn is back (given back, or taken back from a holder that was
+        busy for a whole tick); returns what the holder saw that the receiver loop must
+        raise. Returns early once stomp.py stops its loop."""
+        with self._cond:
+            seen: tuple[int, int] | None = None
+            while self._holder is not None and self._running():
+                self._cond.wait(TICK)
+                if self._holder is None:
+                    break
+                mark = (self._state, self._seq)
+                if self._state != _READING and mark == seen:
+                    self._holder = None  # busy a whole tick: the receiver thread reads
+                    break
+                seen = mark
+            pending, self._pending = self._pending, None
+            return pending
+
+    def need_reader(self) -> None:
+        """Someone waits for a frame (a RECEIPT): a holder busy in a listener, perhaps
+        the very one waiting, loses the turn now rather than after a tick."""
+        if self._holder is None:
+            return
+        with self._cond:
+            if self._holder is not None and self._state != _READING:
+                self._holder = None
+                self._cond.notify()
+
+    # -- the holder's side (jmspy.reading_lease.ReadingLease) ------------------------------
+    def holds(self, holder: LeaseHolder) -> bool:
+        return self._holder is holder
+
+    def give_back(self, holder: LeaseHolder, error: BaseException | None = None) -> None:
+        with self._cond:
+            if self._holder is holder:
+                self._holder = None
+                if error is not None:
+                    self._pending = error
+                self._cond.notify()
+
+    def read(self, holder: LeaseHolder) -> None:
+        """Read on the holder's thread until it has other work, or the turn ends."""
+        with self._cond:
+            if self._holder is not holder:
+                return
+            self._state = _READING
+        empty = 0
+        try:
+            while True:
+                if not self._running():
+                    self.give_back(holder)
+                    return
+                if self._readable():
+                    empty = 0
+                    try:
+                        error = self._read_once()
+                    except Exception as exc:  # the receiver loop would have raised it
+                        error = exc
+                    if error is not None:
+                        self.give_back(holder, error)
+                        return
+                else:
+                    empty += 1
+                    if empty >= IDLE_POLLS:
+                        self.give_back(holder)
+                        return
+                if holder._has_work():
+                    return
+        finally:
+            with self._cond:
+                if self._holder is holder:
+                    self._state = _BUSY
+                    self._seq += 1
+
+    def _readable(self) -> bool:
+        """Wait up to :data:`POLL` for the socket; True also when it is closed or broken
+        (reading then tells what happened)."""
+        sock = self._socket_of()
+        if sock is None:
+            return True
+        try:
+            fd = sock.fileno()
+            if fd < 0:
+                return True
+            if fd != self._polled_fd:
+                self._poller = select.poll()
+                self._poller.register(fd, select.POLLIN)
+                self._polled_fd = fd
+            return bool(self._poller.poll(POLL * 1000))
+        except (OSError, ValueError):
+            return True
