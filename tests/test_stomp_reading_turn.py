@@ -54,6 +54,14 @@ def readers(monkeypatch: pytest.MonkeyPatch) -> Readers:
     return names
 
 
+@pytest.fixture
+def holder_keeps_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No watchdog take-back and no idle give-back: a lent turn stays lent until a receipt
+    wait, a close or the socket takes it back."""
+    monkeypatch.setattr(reading_turn, "TICK", 60.0)
+    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
+
+
 def _paced(count: int, before: Callable[[ScriptedBroker, int], None] = lambda b, i: None
            ) -> Callable[[ScriptedBroker], None]:
     """A script writing ``count`` messages, each once the previous one was ACKed."""
@@ -95,12 +103,10 @@ def _listen(broker: ScriptedBroker, count: int,
     return threads, errors, conn
 
 
+@pytest.mark.usefixtures("holder_keeps_turn")
 def test_after_the_first_message_the_session_thread_reads_the_socket_itself(
-    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+    broker: ScriptedBroker, readers: Readers,
 ) -> None:
-    # no watchdog take-back and no idle give-back during the test: each read is the lease's
-    monkeypatch.setattr(reading_turn, "TICK", 60.0)
-    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
     broker.script = _paced(20)
     threads, errors, _ = _listen(broker, 20)
     assert errors == []
@@ -185,11 +191,10 @@ def test_an_idle_holder_gives_the_turn_back_and_the_receiver_reads_again(
     assert readers.turn is not None and readers.turn.lends == 2
 
 
+@pytest.mark.usefixtures("holder_keeps_turn")
 def test_the_socket_closing_under_the_holder_reaches_the_exception_listener(
-    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+    broker: ScriptedBroker, readers: Readers,
 ) -> None:
-    monkeypatch.setattr(reading_turn, "TICK", 60.0)
-    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
     errors: list[JMSException] = []
     lost = threading.Event()
 
@@ -217,18 +222,18 @@ def test_the_socket_closing_under_the_holder_reaches_the_exception_listener(
     assert readers[1].startswith(SESSION)
 
 
+@pytest.mark.usefixtures("holder_keeps_turn")
 def test_closing_the_connection_while_its_session_thread_reads_returns(
-    broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
+    broker: ScriptedBroker, readers: Readers,
 ) -> None:
-    monkeypatch.setattr(reading_turn, "TICK", 60.0)
-    monkeypatch.setattr(reading_turn, "IDLE_POLLS", 10**6)
+    session_threads: list[threading.Thread] = []
     broker.script = _paced(3)
-    threads, errors, conn = _listen(broker, 3)  # closes the connection at the end
+    _, errors, conn = _listen(  # closes the connection at the end
+        broker, 3, lambda m, s: session_threads.append(threading.current_thread()))
     assert errors == [] and conn.closed
-    sessions = [t for t in threading.enumerate() if t.name == threads[0]]
-    for t in sessions:
-        t.join(30)
-    assert not any(t.is_alive() for t in sessions)
+    assert readers[-1].startswith(SESSION)  # it had the turn when close() came
+    session_threads[0].join(30)
+    assert not session_threads[0].is_alive()
 
 
 # -- the turn itself -----------------------------------------------------------------------
