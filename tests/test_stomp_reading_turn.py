@@ -266,7 +266,7 @@ def test_need_reader_takes_the_turn_from_a_busy_holder_at_once(
     assert not home.is_alive() and not turn.lent()
 
 
-def test_need_reader_leaves_a_reading_holder_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_need_reader_leaves_a_reading_holder_alone() -> None:
     in_read = threading.Event()
     release = threading.Event()
 
