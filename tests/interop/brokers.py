@@ -14,6 +14,7 @@ process name: other brokers on the machine are not ours.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -51,12 +52,40 @@ class BrokerStartError(RuntimeError):
     """A peer broker did not come up; the message carries the tail of its log."""
 
 
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the broker binds it moments later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
+    """A TCP port free on 127.0.0.1 right now (the broker binds it moments later).
+
+    Chosen below the kernel's ephemeral range, never twice in one run. A port the kernel
+    hands out for ``bind(0)`` comes from the range it also gives every outgoing
+    connection its local port from: in the moments between choosing a port and the
+    broker binding it, a client connecting elsewhere could take it, and the broker (or
+    RabbitMQ's epmd or distribution listener) would then fail with "address in use".
+    """
+    low = _ephemeral_range()[0]
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10000, low) if low > 11000 else rng.randrange(low, 65536)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise BrokerStartError(f"no free TCP port found on {HOST} in 200 tries")
 
 
 def _port_open(port: int) -> bool:
@@ -185,6 +214,21 @@ class Restartable:
     def start(self) -> BrokerProcess:
         if self.process is not None:
             return self.process
+        try:
+            process = self._start_once()
+        except BrokerStartError as first:
+            if not self._worth_retrying(first):
+                self.close()
+                raise
+            try:
+                process = self._start_once()
+            except BrokerStartError as second:
+                self.close()
+                raise BrokerStartError(f"{second}\n(a first attempt failed too: {first})") from None
+        self.process = process
+        return process
+
+    def _start_once(self) -> BrokerProcess:
         proc = self._spawn()
         process = BrokerProcess(
             self.name, HOST, self.stomp_port, self.mqtt_port, proc, self.work, self.log,
@@ -194,10 +238,13 @@ class Restartable:
             process.wait_ready([p for p in (self.stomp_port, self.mqtt_port) if p],
                                self.ready_timeout)
         except BrokerStartError:
-            self.close()
+            _stop_group(proc)
             raise
-        self.process = process
         return process
+
+    def _worth_retrying(self, error: BrokerStartError) -> bool:
+        """Whether a failed start is a known transient of this broker (default: none)."""
+        return False
 
     def stop(self) -> None:
         """TERM the broker's process group (brokers flush their stores on TERM)."""
@@ -281,6 +328,7 @@ class RabbitMQ(Restartable):
             "log.console = true\nlog.console.level = info\nlog.file = false\n"
         )
         (work / "enabled_plugins").write_text("[rabbitmq_stomp,rabbitmq_mqtt].\n")
+        self.epmd_port = epmd_port
         self.helpers.append(
             _spawn(["epmd", "-address", HOST, "-port", str(epmd_port)], work / "epmd.log")
         )
@@ -299,7 +347,34 @@ class RabbitMQ(Restartable):
         }
 
     def _spawn(self) -> subprocess.Popen[bytes]:
+        self._wait_for_epmd()
         return _spawn([str(RABBITMQ_SERVER)], self.log, env=self.env, cwd=self.work)
+
+    def _worth_retrying(self, error: BrokerStartError) -> bool:
+        """Erlang's distribution failing to come up at boot (``nodistribution``: the node
+        could not listen or register with epmd) has been seen once in CI with a running
+        epmd and free ports; the node exits before touching its Mnesia, so one more try
+        is safe. Any other failure, or a second one, fails the fixture with its log."""
+        return "nodistribution" in str(error)
+
+    def _wait_for_epmd(self, timeout: float = 15.0) -> None:
+        """Start RabbitMQ only once its epmd listens: a node that cannot register with
+        epmd at boot exits with ``nodistribution`` instead of waiting for it."""
+        epmd = self.helpers[0]
+        deadline = time.monotonic() + timeout
+        while not _port_open(self.epmd_port):
+            log = self.work / "epmd.log"
+            if epmd.poll() is not None:
+                tail = log.read_text(errors="replace") if log.exists() else "(no log)"
+                raise BrokerStartError(
+                    f"epmd exited with status {epmd.returncode} before listening on "
+                    f"{HOST}:{self.epmd_port}; {log}:\n{tail}"
+                )
+            if time.monotonic() > deadline:
+                raise BrokerStartError(
+                    f"epmd did not listen on {HOST}:{self.epmd_port} within {timeout:.0f}s"
+                )
+            time.sleep(0.05)  # epmd binds its port within milliseconds of starting
 
 
 def start_rabbitmq() -> BrokerProcess:
