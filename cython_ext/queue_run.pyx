@@ -18,18 +18,24 @@ message is read as a Python object.
 """
 
 from jmspy._cext.records cimport (
+    ConnectionRecord,
     DeliveryChannel,
+    FlowRecord,
     Level,
     LevelsRecord,
     MessageRef,
     PageBudget,
     QueueRecord,
     ServerConsumer,
+    ServerMessage,
 )
 
+from jmspy.broker_ref.core.duplicates import DUPLICATE_ID
+from jmspy.broker_ref.core.kinds import DestinationKind
 from jmspy.broker_ref.core.records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "tags_known_once", "take_run"]
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "route_fast", "tags_known_once",
+           "take_run"]
 
 cdef int _READY = READY
 cdef int _DELIVERING = DELIVERING
@@ -37,6 +43,8 @@ cdef int _GONE = GONE
 cdef Py_ssize_t _PRIORITIES = PRIORITIES
 cdef Py_ssize_t _OVERHEAD = PAGE_OVERHEAD
 cdef object _MISSING = object()
+cdef object _QUEUE = DestinationKind.QUEUE
+cdef str _DUPLICATE_ID = DUPLICATE_ID
 
 
 cpdef tuple take_run(QueueRecord queue, ServerConsumer c, Py_ssize_t room):
@@ -237,6 +245,27 @@ cpdef enqueue(QueueRecord queue, object message):
             dispatch_fast(queue)
         finally:
             queue._dispatching = False
+
+
+cpdef bint route_fast(ConnectionRecord conn, object message) except -1:
+    """``ServerConnection.send``'s common case; see the pure twin. A message that is not
+    the compiled ``ServerMessage`` takes the full path (False)."""
+    if type(message) is not ServerMessage:
+        return False
+    cdef ServerMessage m = <ServerMessage>message
+    if conn.closed or m.kind is not _QUEUE:
+        return False
+    broker = conn._broker
+    if broker.closed or broker.security is not None or not conn._flow.free_for(m):
+        return False
+    if _DUPLICATE_ID in m.properties:
+        return False
+    queue = conn._queues.get(m.destination)
+    if queue is None:
+        return False
+    m.producer_connection = conn._id
+    enqueue(queue, m)
+    return True
 
 
 cpdef dispatch_fast(QueueRecord queue):

@@ -16,8 +16,8 @@ from jmspy._cext.members cimport expose_members
 from jmspy.broker_ref.core.kinds import BodyType
 from jmspy.broker_ref.core.records import LEVEL_SLACK, PRIORITIES, READY
 
-__all__ = ["DeliveryChannel", "Level", "LevelsRecord", "MessageRef", "PageBudget",
-           "QueueRecord", "ServerConsumer", "ServerMessage"]
+__all__ = ["ConnectionRecord", "DeliveryChannel", "FlowRecord", "Level", "LevelsRecord",
+           "MessageRef", "PageBudget", "QueueRecord", "ServerConsumer", "ServerMessage"]
 
 cdef int _READY = READY
 cdef Py_ssize_t _PRIORITIES = PRIORITIES
@@ -234,3 +234,19 @@ cdef class LevelsRecord:
 
 cdef class QueueRecord:
     """The per-message fields of a queue (``Queue`` derives from it); see the pure twin."""
+
+
+cdef class FlowRecord:
+    """The fields of the broker's producer flow every send reads (``ProducerFlow``
+    derives from it); see the pure twin."""
+
+    cpdef bint free_for(self, ServerMessage message) except -1:
+        """Whether ``message`` may go without asking anything more; see the pure twin."""
+        return (not self._waiting and self._budget.used < self._memory_limit
+                and self._spool.used < self.temp_limit and not self.destination_limits
+                and not (message.persistent and self._stored))
+
+
+cdef class ConnectionRecord:
+    """The fields of a broker connection its common send reads (``ServerConnection``
+    derives from it); see the pure twin."""

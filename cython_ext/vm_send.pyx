@@ -11,7 +11,8 @@ methods, and the ticket is a C integer. The broker connection's ``send`` stays a
 call: it is the broker core's.
 """
 
-from jmspy._cext.records cimport ServerMessage
+from jmspy._cext.queue_run cimport route_fast
+from jmspy._cext.records cimport ConnectionRecord, ServerMessage
 from jmspy._cext.vm_convert cimport to_server_message
 
 from jmspy.errors import IllegalStateException
@@ -69,13 +70,16 @@ cdef class Sender:
         cdef ServerMessage server_message = <ServerMessage>to_server_message(
             message, self._connection_id)
         waiting = None
+        cdef bint routed
         try:
             self._acquire()
             try:
                 self._ticket += 1  # under the broker's lock, like every send of this Sender
                 ticket = self._ticket
-                if not conn.send(server_message, tx, ticket=ticket,
-                                 timeout_ms=self.timeout_ms):
+                # the common send needs no more than route_fast (see the pure twin)
+                routed = tx is None and route_fast(<ConnectionRecord?>conn, server_message)
+                if not routed and not conn.send(server_message, tx, ticket=ticket,
+                                                timeout_ms=self.timeout_ms):
                     waiting = self._new_waiter()
                     self.parked[ticket] = waiting
                     self._poke()  # its deadline (sendTimeout, the broker's own) to keep

@@ -21,7 +21,7 @@ from typing import Any
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 from traffic_steps import ack_or_cancel
-from twin_support import needs_compiled_records
+from twin_support import needs_compiled_records, record_twins
 
 import jmspy._cext.queue_run as cext
 import jmspy.broker_ref.core.queue_run as pure
@@ -334,3 +334,65 @@ def test_acknowledge_tags_twins_agree(
     assert ack_world(cext, consumers, amps, steps, pick) == ack_world(
         pure, consumers, amps, steps, pick
     )
+
+
+# -- route_fast ---------------------------------------------------------------------------
+#: What can keep a send off the common path, each one alone enough.
+BLOCKERS = ("conn_closed", "topic", "queue_missing", "broker_closed", "security", "parked",
+            "memory_full", "temp_full", "destination_limits", "persistent_stored",
+            "duplicate_id")
+#: A few of them at once (mostly none or one), and whether the message is persistent and
+#: the broker has a store, which block only together.
+ROUTE = st.builds(lambda broken, persistent, stored: {
+    **{name: name in broken for name in BLOCKERS},
+    "persistent": persistent or "persistent_stored" in broken,
+    "stored": stored or "persistent_stored" in broken,
+}, st.sets(st.sampled_from(BLOCKERS), max_size=3), st.booleans(), st.booleans())
+
+
+def route_world(twin: Any, spec: dict[str, Any]) -> Any:
+    """One send through ``twin.route_fast`` on a broker in the state ``spec`` names;
+    what it returned and what it changed."""
+    broker = Broker(name="b", clock=lambda: NOW)
+    conn = broker.connect(Single())
+    if not spec["queue_missing"]:
+        broker.post_office.queue("q", create=True)
+    flow = broker.flow
+    conn.closed = spec["conn_closed"]
+    broker.closed = spec["broker_closed"]
+    broker.security = object() if spec["security"] else None
+    flow._waiting = {99: []} if spec["parked"] else {}
+    if spec["memory_full"]:
+        flow._budget.used = flow._memory_limit
+    if spec["temp_full"]:
+        flow.temp_limit = flow._spool.used
+    flow.destination_limits = spec["destination_limits"]
+    flow._stored = spec["stored"]
+    props = {"_AMQ_DUPL_ID": "d-1"} if spec["duplicate_id"] else {}
+    kind = DestinationKind.TOPIC if spec["topic"] else DestinationKind.QUEUE
+    message = ServerMessage("ID:m-1", kind, "q", persistent=spec["persistent"],
+                            properties=props, size=10)
+    routed = twin.route_fast(conn, message)
+    queue = broker.queues.get("q")
+    return (routed, message.producer_connection,
+            None if queue is None else (queue.enqueued, queue.levels.count))
+
+
+def routable(spec: dict[str, Any]) -> bool:
+    """What ServerConnection.send's common case is (the oracle, from its docstring)."""
+    blocked = [spec[name] for name in BLOCKERS if name != "persistent_stored"]
+    return not any(blocked) and not (spec["stored"] and spec["persistent"])
+
+
+@SETTINGS
+@given(ROUTE)
+def test_route_fast_takes_exactly_the_common_send(spec: dict[str, Any]) -> None:
+    """A send routed here is stamped with its connection and enqueued; any other is left
+    untouched for ServerConnection.send's full path, with each twin."""
+    for twin in record_twins(pure, cext):
+        routed, stamped, queue = route_world(twin, spec)
+        assert routed == routable(spec), (twin, spec)
+        if routed:
+            assert (stamped, queue) == (1, (1, 1))
+        else:
+            assert stamped == 0 and queue in (None, (0, 0))

@@ -22,6 +22,8 @@ import jmspy._pure.message_record as pure_message
 import jmspy.broker_ref.core.records as pure
 from jmspy import _speedups, message
 from jmspy.broker_ref.core import BodyType, DestinationKind, api, consumer
+from jmspy.broker_ref.core.connection import ServerConnection
+from jmspy.broker_ref.core.producer_flow import ProducerFlow
 from jmspy.destinations import Queue
 
 
@@ -39,6 +41,9 @@ def test_the_broker_makes_the_running_twins_records() -> None:
     assert consumer.DeliveryChannel is twin.DeliveryChannel
     assert consumer.LevelsRecord is twin.LevelsRecord
     assert api.ServerMessage is twin.ServerMessage
+    # the send path's records: what the broker's connections and producer flow derive from
+    assert issubclass(ServerConnection, twin.ConnectionRecord)
+    assert issubclass(ProducerFlow, twin.FlowRecord)
     message_twin = pure_message if _speedups.PURE_PYTHON else cext_message
     assert issubclass(message.Message, message_twin.MessageRecord)
 

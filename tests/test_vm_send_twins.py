@@ -10,6 +10,7 @@ message record's C fields, so it runs on the compiled records only (``twin_suppo
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import hypothesis.strategies as st
@@ -19,6 +20,7 @@ from twin_support import record_twins
 
 import jmspy.transports.vm_send as pure
 from jmspy import _speedups
+from jmspy.broker_ref.core.consumer import ConnectionRecord, FlowRecord, PageBudget
 from jmspy.destinations import Queue
 from jmspy.errors import IllegalStateException
 from jmspy.message import TextMessage
@@ -38,9 +40,24 @@ def twin_modules() -> list[Any]:
     return record_twins(pure, None if _speedups.PURE_PYTHON else _compiled())
 
 
-class Broker:
+def _room() -> FlowRecord:
+    """A producer flow with room for anything (``route_fast`` asks it first)."""
+    flow = FlowRecord()
+    flow._waiting = {}
+    flow._budget = PageBudget(1 << 30)
+    flow._memory_limit = 1 << 30
+    flow._spool = SimpleNamespace(used=0)
+    flow.temp_limit = 1 << 30
+    flow.destination_limits = False
+    flow._stored = False
+    return flow
+
+
+class Broker(ConnectionRecord):
     """A broker host and connection that script each send's outcome and record, with
-    whether the lock was held, every call the Sender makes."""
+    whether the lock was held, every call the Sender makes. It has no queues, so the
+    common-case routing (``queue_run.route_fast``) declines every send and each one
+    reaches :meth:`send` (``test_queue_run_twins`` tests that routing)."""
 
     def __init__(self, outcomes: list[str]) -> None:
         self.lock = threading.Lock()
@@ -48,6 +65,8 @@ class Broker:
         self.calls: list[tuple[Any, ...]] = []
         self.connection_id = 7
         self.closed = False
+        self.security = None
+        self._broker, self._flow, self._queues, self._id = self, _room(), {}, 7
 
     def poke_timers(self) -> None:
         self.calls.append(("poke", self.lock.locked()))

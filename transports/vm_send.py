@@ -3,8 +3,9 @@
 A send over ``vm://`` is a call on the producer's thread: convert the message
 (:mod:`.vm_convert`), take the broker's lock, hand it to the broker connection. That was
 about half of what a message cost the producer, so it is a twin: the compiled one
-(``cython_ext/vm_send.pyx``) calls the conversion in C and takes the lock through its
-C methods. :class:`Sender` does only that hand-off, and numbers the sends; the
+(``cython_ext/vm_send.pyx``) calls the conversion in C, takes the lock through its C
+methods and routes the common send with ``queue_run.route_fast`` as a C call.
+:class:`Sender` does only that hand-off, and numbers the sends; the
 :class:`~jmspy.transports.vm.VmTransport` it belongs to keeps everything else (which
 broker, reconnecting, what an error means to JMS) and is called back for a failure.
 ``tests/test_vm_send_twins.py`` holds both twins to the same calls and outcomes. Change
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Sender"]
 
 _to_server_message = twins.vm_convert.to_server_message
+_route_fast = twins.queue_run.route_fast
 
 
 class Waiter(Protocol):
@@ -91,8 +93,11 @@ class Sender:
             try:
                 self._ticket += 1  # under the broker's lock, like every send of this Sender
                 ticket = self._ticket
-                if not conn.send(server_message, tx, ticket=ticket,
-                                 timeout_ms=self.timeout_ms):
+                # the common send, to an existing queue with room, needs no more than
+                # the broker's route_fast; anything else is the connection's to decide
+                routed = tx is None and _route_fast(conn, server_message)
+                if not routed and not conn.send(server_message, tx, ticket=ticket,
+                                                timeout_ms=self.timeout_ms):
                     waiting = self.parked[ticket] = self._new_waiter()
                     self._poke()  # its deadline (sendTimeout, the broker's own) to keep
                 elif server_message.deliver_at or server_message.expiration:

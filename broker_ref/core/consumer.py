@@ -16,7 +16,9 @@ from .records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY, SCHEDUL
 
 if TYPE_CHECKING:
     from .records import (
+        ConnectionRecord,
         DeliveryChannel,
+        FlowRecord,
         Level,
         LevelsRecord,
         MessageRef,
@@ -26,7 +28,9 @@ if TYPE_CHECKING:
     )
 else:
     _records = twins.records
+    ConnectionRecord = _records.ConnectionRecord
     DeliveryChannel = _records.DeliveryChannel
+    FlowRecord = _records.FlowRecord
     Level = _records.Level
     LevelsRecord = _records.LevelsRecord
     MessageRef = _records.MessageRef
@@ -41,7 +45,9 @@ __all__ = [
     "PRIORITIES",
     "READY",
     "SCHEDULED",
+    "ConnectionRecord",
     "DeliveryChannel",
+    "FlowRecord",
     "Level",
     "LevelsRecord",
     "MessageRef",

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .api import DestinationKind, ServerMessage
+from .consumer import FlowRecord
 from .errors import BrokerError, IllegalBrokerState, ResourceLimitExceeded
 
 if TYPE_CHECKING:
@@ -95,14 +96,14 @@ class _Parked:
     reason: Full
 
 
-class ProducerFlow:
+class ProducerFlow(FlowRecord):
     """The parked sends of one broker and the limits they wait for (module docstring).
 
     ``messages_of``: the messages a connection's transaction would route at commit."""
 
-    __slots__ = ("_broker", "_budget", "_log_state", "_logged", "_memory_limit", "_resuming",
-                 "_spool", "_stored", "_waiting", "destination_limits",
-                 "fail_after_ms", "fail_if_no_space", "temp_limit")
+    # the fields every send reads are the FlowRecord's (.records)
+    __slots__ = ("_broker", "_log_state", "_logged", "_resuming", "fail_after_ms",
+                 "fail_if_no_space")
 
     def __init__(self, broker: Broker, *, temp_limit: int, fail_if_no_space: bool,
                  fail_after_ms: int) -> None:
@@ -207,10 +208,8 @@ class ProducerFlow:
             items = self._waiting.get(conn.connection_id)
             if items is not None:
                 return items[0].reason
-        elif (self._budget.used < self._memory_limit and self._spool.used < self.temp_limit
-              and not self.destination_limits
-              and not (message.persistent and self._stored)):
-            return None  # the common case, checked here without a call per send
+        elif self.free_for(message):
+            return None  # the common case (FlowRecord.free_for, a C call when compiled)
         return self.blocker(message)
 
     def must_wait_commit(self, conn: ServerConnection,

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any, Final
 from .kinds import BodyType, DestinationKind
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from .api import DeliverMany, SessionCallback
+    from .broker import Broker
     from .filters import Filter
     from .queue import Queue
+    from .spool import Spool
 
 __all__ = [
     "DELIVERING",
@@ -38,7 +40,9 @@ __all__ = [
     "PRIORITIES",
     "READY",
     "SCHEDULED",
+    "ConnectionRecord",
     "DeliveryChannel",
+    "FlowRecord",
     "Level",
     "LevelsRecord",
     "MessageRef",
@@ -320,3 +324,59 @@ class QueueRecord:
         "levels",
         "name",
     )  # fmt: skip
+
+
+class FlowRecord:
+    """The fields of the broker's :class:`~.producer_flow.ProducerFlow` that every send
+    reads, and the one question it asks of them.
+
+    ``ProducerFlow`` derives from this record (the compiled twin's typed ``cdef class``,
+    or this slotted class) and sets every field in its ``__init__``; behaviour stays
+    ``ProducerFlow``'s. ``_budget`` is the broker's RAM budget of ready messages,
+    ``_memory_limit`` its memory limit, ``_spool`` its temp spool (``used`` bytes),
+    ``_stored`` whether it has a store, ``_waiting`` the parked sends by connection id,
+    ``destination_limits`` whether any address has a memory limit."""
+
+    __slots__ = (
+        "_budget",
+        "_memory_limit",
+        "_spool",
+        "_stored",
+        "_waiting",
+        "destination_limits",
+        "temp_limit",
+    )  # fmt: skip
+
+    _budget: PageBudget
+    _memory_limit: int
+    _spool: Spool
+    _stored: bool
+    _waiting: dict[int, Any]
+    destination_limits: bool
+    temp_limit: int
+
+    def free_for(self, message: ServerMessage) -> bool:
+        """Whether ``message`` may go without asking anything more: no send is parked,
+        and neither the broker's memory nor its temp spool is at its limit, no address
+        has a limit of its own, and the message needs no room in the store. False
+        means "ask ``ProducerFlow.must_wait``", not "wait"."""
+        return (not self._waiting and self._budget.used < self._memory_limit
+                and self._spool.used < self.temp_limit and not self.destination_limits
+                and not (message.persistent and self._stored))
+
+
+class ConnectionRecord:
+    """The fields of a :class:`~.connection.ServerConnection` that its common send reads
+    (``queue_run.route_fast`` and its compiled twin).
+
+    ``ServerConnection`` derives from this record and sets every field in its
+    ``__init__``; behaviour stays the connection's. ``_flow`` and ``_queues`` are its
+    broker's producer flow and queues by name, both fixed for the broker's life."""
+
+    __slots__ = ("_broker", "_flow", "_id", "_queues", "closed")
+
+    _broker: Broker
+    _flow: FlowRecord
+    _id: int
+    _queues: Mapping[str, Queue]
+    closed: bool

@@ -7,8 +7,10 @@ from jmspy.broker_ref.core.queue_run import (
     acknowledge_tags,
     dispatch_fast,
     enqueue,
+    route_fast,
     tags_known_once,
     take_run,
 )
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "tags_known_once", "take_run"]
+__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "route_fast", "tags_known_once",
+           "take_run"]

@@ -103,3 +103,23 @@ cdef class QueueRecord:
     cdef public Py_ssize_t _ring_size
     cdef public object _policy
     cdef public object _pages
+
+
+cdef class FlowRecord:
+    cdef public PageBudget _budget
+    cdef public Py_ssize_t _memory_limit
+    cdef public object _spool
+    cdef public bint _stored
+    cdef public dict _waiting
+    cdef public bint destination_limits
+    cdef public Py_ssize_t temp_limit
+
+    cpdef bint free_for(self, ServerMessage message) except -1
+
+
+cdef class ConnectionRecord:
+    cdef public object _broker
+    cdef public FlowRecord _flow
+    cdef public object _id
+    cdef public object _queues
+    cdef public bint closed

@@ -2,7 +2,9 @@
 :mod:`jmspy.broker_ref.core.records` (the pure twin), with typed fields."""
 
 from jmspy.broker_ref.core.records import (
+    ConnectionRecord,
     DeliveryChannel,
+    FlowRecord,
     Level,
     LevelsRecord,
     MessageRef,
@@ -12,5 +14,5 @@ from jmspy.broker_ref.core.records import (
     ServerMessage,
 )
 
-__all__ = ["DeliveryChannel", "Level", "LevelsRecord", "MessageRef", "PageBudget",
-           "QueueRecord", "ServerConsumer", "ServerMessage"]
+__all__ = ["ConnectionRecord", "DeliveryChannel", "FlowRecord", "Level", "LevelsRecord",
+           "MessageRef", "PageBudget", "QueueRecord", "ServerConsumer", "ServerMessage"]
