@@ -21,7 +21,8 @@ __all__ = ["FIELDS", "ConsumerCore"]
 
 #: the fields _deliver_many reads (checked: an application may have deleted one)
 cdef tuple _READ = member_indices(FIELDS, (
-    "_session", "_lock", "_cond", "_buffer", "_listener", "_closed", "_receiving"))
+    "_session", "_lock", "_cond", "_buffer", "_listener", "_closed", "_scheduled",
+    "_receiving"))
 
 
 cdef class ConsumerCore:
@@ -57,7 +58,7 @@ cdef class ConsumerCore:
                 self._cond.notify()
         finally:
             lock.release()
-        if has_listener:
+        if has_listener and not self._scheduled:  # see the pure twin
             self._session._schedule(self)
 
 

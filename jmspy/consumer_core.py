@@ -66,6 +66,9 @@ class ConsumerCore:
             has_listener = self._listener is not None
             if not has_listener and self._receiving:
                 self._cond.notify()
-        if has_listener:
-            # (only a MessageConsumer is ever made of this class)
+        if has_listener and not self._scheduled:
+            # Already in the session's ready queue (_scheduled, read without the lock as
+            # the session's _schedule reads it): the drain still to come sees this run.
+            # Over vm:// that is most runs while the listener keeps up, and the call is
+            # one Python frame per message sent. (Only a MessageConsumer is made of this.)
             self._session._schedule(self)  # type: ignore[arg-type]
