@@ -7,15 +7,28 @@ are ``Message``'s (``__reduce__``/``__copy__`` over :data:`FIELDS`), so both twi
 the same way. The fields are declared in the order of :data:`FIELDS` (checked at load).
 """
 
-from jmspy._cext.members cimport expose_members
+from jmspy._cext.members cimport check_members, expose_members, member_indices
 
 from jmspy._pure.message_record import FIELDS
 
 __all__ = ["FIELDS", "MessageRecord"]
 
+#: the field each branch of get_property reads (checked: an application may delete one)
+cdef tuple _READ_COUNT = member_indices(FIELDS, ("delivery_count",))
+cdef tuple _READ_PROPERTIES = member_indices(FIELDS, ("_properties",))
+
 
 cdef class MessageRecord:
-    """A message's headers, properties, body and delivery bookkeeping; see the pure twin."""
+    """A message's headers, properties, body and delivery bookkeeping, and reading a
+    property; see the pure twin."""
+
+    def get_property(self, name):
+        """The property's value, or None when it is absent."""
+        if name == "JMSXDeliveryCount":
+            check_members(self, FIELDS, _READ_COUNT)
+            return self.delivery_count
+        check_members(self, FIELDS, _READ_PROPERTIES)
+        return self._properties.get(name)
 
 
 # Python code (the client's, the application's listener) reads these per message: as

@@ -229,12 +229,6 @@ class Message(MessageRecord):
             )
         self._properties[name] = _check_property_value(_valid_property_name(name), value)
 
-    def get_property(self, name: str) -> PropertyValue:
-        """The property's value, or None when it is absent."""
-        if name == "JMSXDeliveryCount":
-            return self.delivery_count
-        return self._properties.get(name)
-
     def get_string_property(self, name: str) -> str | None:
         value = self.get_property(name)
         if value is None or isinstance(value, str):

@@ -69,7 +69,40 @@ def test_the_message_record_has_the_same_fields_in_both_twins() -> None:
     assert cext_message.FIELDS is pure_message.FIELDS
     assert pure_message.MessageRecord.__slots__ == pure_message.FIELDS
     compiled = {n for n in dir(cext_message.MessageRecord) if not n.startswith("__")}
-    assert compiled == set(pure_message.FIELDS)
+    pure_names = {n for n in dir(pure_message.MessageRecord) if not n.startswith("__")}
+    assert compiled == pure_names == {*pure_message.FIELDS, "get_property"}
+
+
+def _property_reading(twin: Any, props: dict[str, Any], count: int, deleted: str | None,
+                      name: str) -> Any:
+    record = twin.MessageRecord()
+    record._properties, record.delivery_count = props, count
+    if deleted is not None:
+        delattr(record, deleted)
+    try:
+        return ("value", record.get_property(name))
+    except AttributeError as exc:
+        return ("AttributeError", deleted is not None and deleted in str(exc))
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "JMSXDeliveryCount"]),
+                       st.one_of(st.none(), st.integers(), st.text(max_size=2)), max_size=3),
+       st.integers(0, 5), st.sampled_from([None, "_properties", "delivery_count"]),
+       st.sampled_from(["a", "b", "c", "JMSXDeliveryCount"]))
+def test_get_property_reads_alike_in_both_twins(
+    props: dict[str, Any], count: int, deleted: str | None, name: str
+) -> None:
+    """The property or None; JMSXDeliveryCount is the delivery count (whatever the
+    properties hold under that name); a deleted field is an AttributeError naming it,
+    only when that field is the one read."""
+    results = [_property_reading(twin, props, count, deleted, name)
+               for twin in (pure_message, cext_message)]
+    assert results[0] == results[1]
+    reads = "delivery_count" if name == "JMSXDeliveryCount" else "_properties"
+    if deleted == reads:
+        assert results[0] == ("AttributeError", True)
+    else:
+        assert results[0] == ("value", count if reads == "delivery_count" else props.get(name))
 
 
 @pytest.mark.parametrize("make", [

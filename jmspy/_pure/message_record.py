@@ -1,12 +1,14 @@
 """The fields of a client :class:`~jmspy.message.Message` (pure twin).
 
 ``Message`` derives from this record and owns everything that happens to the fields; the
-record only declares them. The compiled twin (``cython_ext/message_record.pyx``, fields in
+record declares them, and has the one reading of them nearly every listener makes per
+message, :meth:`MessageRecord.get_property` (compiled, that call runs no Python frame).
+The compiled twin (``cython_ext/message_record.pyx``, fields in
 ``jmspy/_cext/message_record.pxd``) declares the same fields as a ``cdef class``, so the
 compiled twins that build and read messages once per message (``vm_convert``,
 ``message_new``, ``dispatch``) reach them as C fields instead of by attribute lookup.
-``tests/test_message_record_twins.py`` holds both to the same fields and behaviour.
-Change one, change the other.
+``tests/test_records_twins.py`` holds both to the same fields and behaviour. Change one,
+change the other.
 
 ``_body`` is the body of whatever kind the subclass defines (a str, bytes, a dict), kept
 here rather than in each subclass so that a converter fills it like any other field.
@@ -48,7 +50,8 @@ FIELDS: Final = (
 
 
 class MessageRecord:
-    """A message's headers, properties, body and delivery bookkeeping; no behaviour."""
+    """A message's headers, properties, body and delivery bookkeeping, and reading a
+    property."""
 
     __slots__ = FIELDS
 
@@ -71,3 +74,9 @@ class MessageRecord:
     _delivery_tag: int
     #: Its type is the subclass's (TextMessage: str | None, BytesMessage: bytes...).
     _body: Any
+
+    def get_property(self, name: str) -> PropertyValue:
+        """The property's value, or None when it is absent."""
+        if name == "JMSXDeliveryCount":
+            return self.delivery_count
+        return self._properties.get(name)
