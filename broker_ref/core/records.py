@@ -1,8 +1,10 @@
 """The records the broker runs on: a message, its place in a queue, a consumer, a
-connection's delivery channel (pure twin).
+connection's delivery channel, and the fields of a queue, a connection and the producer
+flow that the per-message paths read (pure twin).
 
-Plain slotted dataclasses with no behaviour beyond ``can_receive``: what happens to them is
-:mod:`.queue`'s (dispatch) and :mod:`.connection`'s (acks, transactions). The compiled twin
+Plain slotted classes with no behaviour beyond ``can_receive`` and ``free_for``: what
+happens to them is :mod:`.queue`'s (dispatch), :mod:`.connection`'s (sends, acks,
+transactions) and :mod:`.producer_flow`'s. The compiled twin
 declares the same records as ``cdef class``\\ es with typed fields in
 ``jmspy/_cext/records.pxd`` (implemented in ``cython_ext/records.pyx``), so that the
 compiled twins (the dispatch loop ``cython_ext/queue_run.pyx``, the message conversions
