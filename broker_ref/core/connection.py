@@ -40,10 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerConnection"]
 
-#: Acknowledges a run of tags and enqueues the common send (compiled twin; queue_run.py
+#: Acknowledges a run of tags and routes the common send (compiled twin; queue_run.py
 #: beside this module documents both). Looked up per call (see queue.py's ``_twin``).
 _queue_run = twins.queue_run
-_QUEUE = DestinationKind.QUEUE
 
 
 def _norm_selector(selector: str | None) -> str | None:
