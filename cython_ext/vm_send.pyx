@@ -7,8 +7,11 @@ Change one, change the other.
 
 What compiling buys, once per message sent: the conversion is a C call into the compiled
 ``vm_convert`` (no Python frame), the broker's lock is taken and released through its C
-methods, and the ticket is a C integer. The broker connection's ``send`` stays a Python
-call: it is the broker core's.
+methods, the ticket is a C integer, and the common send (an existing queue with room) is
+routed by a C call into the compiled ``queue_run.route_fast``, which reads the broker
+connection's typed record. Any other send is the broker connection's ``send``, a Python
+call: it is the broker core's (it asks ``route_fast`` again first, which declines in a
+few field reads).
 """
 
 from jmspy._cext.queue_run cimport route_fast

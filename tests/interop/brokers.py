@@ -360,10 +360,9 @@ class RabbitMQ(Restartable):
     def _wait_for_epmd(self, timeout: float = 15.0) -> None:
         """Start RabbitMQ only once its epmd listens: a node that cannot register with
         epmd at boot exits with ``nodistribution`` instead of waiting for it."""
-        epmd = self.helpers[0]
+        epmd, log = self.helpers[0], self.work / "epmd.log"
         deadline = time.monotonic() + timeout
         while not _port_open(self.epmd_port):
-            log = self.work / "epmd.log"
             if epmd.poll() is not None:
                 tail = log.read_text(errors="replace") if log.exists() else "(no log)"
                 raise BrokerStartError(
