@@ -1,6 +1,10 @@
 """(b) jmspy's STOMP client (stomp:// transport) -> ``jmspy broker`` against raw stomp.py
 -> ActiveMQ 5, RabbitMQ and CoilMQ, with client acknowledgement and windows 1000 and 1.
 
+The jmspy broker runs as a user starts it, on its default event loop (uvloop,
+``peers.DEFAULT_JMSPY``): (b) measures the stack we ship. Part (c) shows the same broker
+on asyncio's loop beside it.
+
 Producer and consumer are separate processes (workers.py). jmspy consumes with
 INDIVIDUAL_ACKNOWLEDGE and ``imqConsumerFlowLimit`` = window, acknowledging each message;
 stomp.py subscribes ``ack:client-individual`` with ``activemq.prefetchSize`` /
@@ -21,10 +25,10 @@ import uuid
 from typing import Any
 
 from .common import Config, Goal, Progress, Row, Spec, run_interleaved, run_pair
-from .peers import Endpoint, Peers
+from .peers import DEFAULT_JMSPY, Endpoint, Peers
 
-BROKER_LABEL = {"jmspy": "jmspy broker", "activemq": "ActiveMQ 5", "rabbitmq": "RabbitMQ",
-                "coilmq": "CoilMQ"}
+BROKER_LABEL = {"jmspy": "jmspy broker (uvloop, default)", "activemq": "ActiveMQ 5",
+                "rabbitmq": "RabbitMQ", "coilmq": "CoilMQ"}
 
 
 def stomp_specs(ep: Endpoint, client: str, ack: str, window: int, count: int
@@ -54,7 +58,7 @@ def stomp_specs(ep: Endpoint, client: str, ack: str, window: int, count: int
 def pair_runner(peers: Peers, broker: str, client: str, ack: str, window: int, count: int
                 ) -> Any:
     def run(_rnd: int) -> dict[str, Any]:
-        ep = peers.get(broker)
+        ep = peers.get(DEFAULT_JMSPY if broker == "jmspy" else broker)
         if isinstance(ep, str):
             return {"error": ep}
         consumer, producer = stomp_specs(ep, client, ack, window, count)

@@ -35,7 +35,7 @@ from typing import Any
 from . import broker_memory
 from .common import Config, Goal, Progress, Row, run_interleaved, run_pair
 from .part_b_stomp_client import BROKER_LABEL, stomp_specs
-from .peers import Peers
+from .peers import DEFAULT_JMSPY, Peers
 
 STREAMING = [("client-individual", 1000), ("client-individual", 1), ("auto", 1000)]
 RECEIPTED = [("client", 1000), ("client", 1), ("auto", 1000)]
@@ -43,7 +43,8 @@ JMSPY = ("jmspy", "jmspy-uvloop")
 PEERS = ("activemq", "rabbitmq", "coilmq")
 LABEL = {**BROKER_LABEL, "jmspy": "jmspy broker (asyncio)",
          "jmspy-uvloop": "jmspy broker (uvloop, default)",
-         "jmspy-persistent": "jmspy broker --data-dir", "activemq-kahadb": "ActiveMQ 5 (KahaDB)"}
+         "jmspy-persistent": "jmspy broker --data-dir (uvloop)",
+         "activemq-kahadb": "ActiveMQ 5 (KahaDB)"}
 
 
 #: Producers of the group-commit row.
@@ -101,13 +102,13 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
             out.append(Config(row, _runner(peers, broker, ack, window, count, True)))
     count = 500 if quick else 3_000
     config = f"STOMP 1.1, persistent:true, receipt per SEND, ack:auto, {count:,} msgs"
-    for broker in ("jmspy-persistent", "activemq-kahadb", "jmspy"):
+    for broker in ("jmspy-persistent", "activemq-kahadb", DEFAULT_JMSPY):
         row = Row("c", f"c/{broker}/persistent", f"stomp.py -> {LABEL[broker]}", config,
                   short="persistent, receipt/SEND")
         if broker == "jmspy-persistent":
             row.baseline = "c/activemq-kahadb/persistent"
             row.goals = [Goal(2.0, over=row.baseline, label="vs KahaDB", issue=13)]
-            row.also = [("c/jmspy/persistent", "jmspy broker in memory")]
+            row.also = [(f"c/{DEFAULT_JMSPY}/persistent", "jmspy broker in memory")]
         out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True)))
     # Several producers at once: what group commit is for (their SENDs share one fsync;
     # KahaDB batches concurrent journal writes the same way).

@@ -21,7 +21,7 @@ import uuid
 from typing import Any
 
 from .common import BODY, Config, Progress, Row, Spec, now, run_interleaved, run_worker
-from .peers import Peers
+from .peers import DEFAULT_JMSPY, Peers
 
 LIMITS = [1, 2, 5, 10, 50, 100, 500, 1000, 5000]
 SHARE_MESSAGES = 20
@@ -121,7 +121,7 @@ def _runner(peers: Peers, transport: str, spec: Spec) -> Any:
     def run(_rnd: int) -> dict[str, Any]:
         if transport == "vm":
             return run_worker("part_e_flow", {**spec, "url": "vm"})
-        ep = peers.get("jmspy")
+        ep = peers.get(DEFAULT_JMSPY)
         if isinstance(ep, str):
             return {"error": ep}
         url = f"stomp://{ep.host}:{ep.stomp_port}?heartbeat=0"

@@ -64,6 +64,13 @@ def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -
     return broker
 
 
+#: The peer name of ``jmspy broker`` as a user starts it: uvloop is its default event loop
+#: (a dependency of jmspy where it has wheels, and in the ``[bench]`` extra). Every row of
+#: "the jmspy broker" runs it; the ``jmspy`` peer (``--loop asyncio``) is the row beside it
+#: in part (c) that shows what the standard library's loop costs.
+DEFAULT_JMSPY = "jmspy-uvloop"
+
+
 def start_jmspy(loop: str = "asyncio", *, persistent: bool = False) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
     (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
@@ -107,8 +114,8 @@ class Peers:
             return start_jmspy
         if name == "jmspy-uvloop":
             return lambda: start_jmspy("uvloop")
-        if name == "jmspy-persistent":
-            return lambda: start_jmspy(persistent=True)
+        if name == "jmspy-persistent":  # as installed: the default loop
+            return lambda: start_jmspy("uvloop", persistent=True)
         if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)
             return lambda: _interop().ActiveMQ(persistent=True).start()
         if name == "coilmq":
