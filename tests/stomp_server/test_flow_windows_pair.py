@@ -217,3 +217,22 @@ def test_a_bad_consumer_window_size_is_an_error_frame_naming_the_header(value: s
     (error,) = c.subscribe("/queue/q", "s", ack=INDIVIDUAL, **{"consumer-window-size": value})
     assert error.command == "ERROR"
     assert "consumer-window-size" in header_dict(error.headers)["message"]
+
+
+# -- waking the host ------------------------------------------------------------------------
+def test_a_clients_own_ack_refills_its_window_without_waking_the_host() -> None:
+    """``wakeup`` asks the host for a flush it would not otherwise make: output caused by
+    another client's frame. A delivery caused by the client's own ACK is written by the
+    flush the host makes after every ``receive_data``, so it must not ask for a second."""
+    pair = StompPair()
+    consumer, producer = pair.client(), pair.client()
+    woken = {"consumer": 0, "producer": 0}
+    consumer.session.wakeup = lambda: woken.__setitem__("consumer", woken["consumer"] + 1)
+    producer.session.wakeup = lambda: woken.__setitem__("producer", woken["producer"] + 1)
+    consumer.subscribe("/queue/q", "s", INDIVIDUAL, **{"activemq.prefetchSize": "1"})
+
+    assert bodies(producer.send("/queue/q", "a", "b", receipt="r")) == ["a"]
+    assert woken == {"consumer": 1, "producer": 0}  # "a" came from the producer's SEND
+
+    assert bodies(consumer.ack(consumer.messages[0])) == ["b"]  # written all the same
+    assert woken == {"consumer": 1, "producer": 0}

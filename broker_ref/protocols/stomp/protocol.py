@@ -94,8 +94,11 @@ class StompSession:
         self.frames_in = 0
         self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
         #: called when output appears outside receive_data (another connection's send,
-        #: a timer): the host schedules a flush
+        #: a timer): the host schedules a flush. Output made *inside* receive_data (a
+        #: client's ACK refilling its own window) does not call it: the host writes what
+        #: receive_data left anyway, and a wakeup there would cost a second, empty flush.
         self.wakeup: Callable[[], None] | None = None
+        self._receiving = False
 
     # ------------------------------------------------------------------ host interface
 
@@ -105,9 +108,11 @@ class StompSession:
             return
         parser = self._parser
         parser.feed(data)
+        self._receiving = True
         try:
             self._process(parser)
         finally:
+            self._receiving = False
             if self.closing:
                 self.connection_lost()
 
@@ -204,7 +209,7 @@ class StompSession:
         if sub is None:
             return
         out = self._out
-        if not out and self.wakeup is not None:
+        if not out and not self._receiving and self.wakeup is not None:
             self.wakeup()
         version = self.version
         temps = self._destinations.local_temps
