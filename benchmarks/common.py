@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .quiet import wait_quiet
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 BODY = "x" * 100
 
@@ -341,22 +343,25 @@ class Config:
 
 
 def run_interleaved(configs: Sequence[Config], runs: int, progress: Progress) -> list[Row]:
-    """Round-robin over the configs ``runs`` times (so drift hits all alike); a config that
-    errors once is marked not available and skipped afterwards. Ratios pair each run with
-    its baseline's run of the same round."""
+    """Round-robin over the configs ``runs`` times (so drift hits all alike), each run
+    started on a quiet machine (:mod:`.quiet`); a config that errors once is marked not
+    available and skipped afterwards. Ratios pair each run with its baseline's run of the
+    same round."""
     progress.rows.extend(c.row for c in configs)
     for rnd in range(runs):
         for cfg in configs:
             row = cfg.row
             progress.show(f"part {row.part} run {rnd + 1}/{runs}: {row.name}, {row.config}")
             if row.unavailable is None:
+                waited = wait_quiet()
                 got = cfg.run(rnd)
                 if "error" in got:
                     row.unavailable = str(got["error"])
                     progress.log(f"  part {row.part} {row.name} ({row.config}): "
                                  f"not available: {row.unavailable}")
                 else:
-                    row.runs.append({k: float(v) for k, v in got.items()})
+                    row.runs.append({**{k: float(v) for k, v in got.items()},
+                                     "quiet_wait_s": waited})
             progress.advance()
     rows = [c.row for c in configs]
     by_key = {r.key: r for r in rows}
