@@ -26,6 +26,7 @@ PURE_MODULES: dict[str, str] = {
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
     "stomp_received": "jmspy.transports.stomp.received",
+    "stomp_send": "jmspy.broker_ref.protocols.stomp.send_path",
     "vm_convert": "jmspy.transports.vm_convert",
     "vm_send": "jmspy.transports.vm_send",
 }

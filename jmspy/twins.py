@@ -33,6 +33,7 @@ __all__ = [
     "stomp_codec",
     "stomp_message",
     "stomp_received",
+    "stomp_send",
     "vm_convert",
     "vm_send",
 ]
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         stomp_message,
     )
     from jmspy.broker_ref.core import page_rows, queue_run, records
+    from jmspy.broker_ref.protocols.stomp import send_path as stomp_send
     from jmspy.transports import vm_convert, vm_send
     from jmspy.transports.stomp import received as stomp_received
 

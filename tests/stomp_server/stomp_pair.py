@@ -119,9 +119,11 @@ class StompClient:
 class StompPair:
     """A broker core on a fake clock and the in-memory clients talking to it."""
 
-    def __init__(self, settings: dict[str, AddressSettings] | None = None) -> None:
+    def __init__(self, settings: dict[str, AddressSettings] | None = None,
+                 **broker: Any) -> None:
+        """``broker``: further keyword arguments of the :class:`Broker` (memory_limit...)."""
         self.clock = FakeClock()
-        self.broker = Broker(settings=settings, clock=self.clock)
+        self.broker = Broker(settings=settings, clock=self.clock, **broker)
         self.clients: list[StompClient] = []
 
     def client(self, version: str = "1.2", **connect: str) -> StompClient:

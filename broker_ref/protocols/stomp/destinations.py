@@ -59,6 +59,11 @@ class SessionDestinations:
             self._targets[text] = target
         return target
 
+    def cached(self, text: str) -> Target | None:
+        """The core destination of a header text already parsed by :meth:`target`, or
+        None (never parsed, forgotten, or a temp queue, which is never cached)."""
+        return self._targets.get(text)
+
     def reply(self, text: str) -> tuple[DestinationKind, str]:
         """A ``reply-to`` header as the core's (kind, name)."""
         t = self.target(text)

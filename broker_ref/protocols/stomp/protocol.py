@@ -51,11 +51,15 @@ __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "HeldSend", "Proto
 
 _codec = twins.stomp_codec
 _message = twins.stomp_message  # .encode_message read per call: see twins' import order
+_send = twins.stomp_send
 _SERVER = "jmspy-broker_ref/0.1"
 
 
-class StompSession:
-    """One client's STOMP session. Implements the core's ``SessionCallback``."""
+class StompSession(_send.SessionRecord):
+    """One client's STOMP session. Implements the core's ``SessionCallback``.
+
+    Its :class:`~.send_path.SessionRecord` base holds the fields the common SEND reads
+    (``send_common``: the twin that takes most SENDs in one call)."""
 
     def __init__(
         self,
@@ -137,6 +141,9 @@ class StompSession:
                 receipt = headers.get("receipt")
                 if receipt is not None:
                     self._check_echoable("receipt", receipt)
+                if (frame.command == "SEND" and self.connected
+                        and self.send_common(frame, headers, receipt)):
+                    continue  # the common SEND, taken whole (send_path.py)
                 self._dispatch(frame, headers)
             except ProtocolError as exc:
                 self._error(exc.message, exc.detail, frame.header("receipt"))
