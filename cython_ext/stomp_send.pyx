@@ -59,9 +59,12 @@ cdef class SessionRecord:
         cdef ServerMessage message
         if conn is None:
             return False
-        for name in headers:
+        props = {}  # the application properties, in one pass
+        for name, value in headers.items():
             if name in _slow:
                 return False
+            if name not in _reserved:
+                props[name] = value
         dest = headers.get("destination")
         if dest is None or dest == _stats:
             return False
@@ -77,10 +80,6 @@ cdef class SessionRecord:
             except UnicodeDecodeError:
                 return False
             body_type = _TEXT
-        props = {}
-        for name, value in headers.items():
-            if name not in _reserved:
-                props[name] = value
         message = ServerMessage.__new__(ServerMessage)  # a direct tp_new call
         message.message_id = self._id_prefix + str(next(self._msg_seq))
         message.kind = target.kind

@@ -68,9 +68,12 @@ class SessionRecord:
         conn = self._conn
         if conn is None:
             return False
-        for name in headers:
+        props: dict[str, object] = {}  # the application properties, in one pass
+        for name, text in headers.items():
             if name in SLOW_HEADERS:
                 return False
+            if name not in _RESERVED:
+                props[name] = text
         dest = headers.get("destination")
         if dest is None or dest == STATS_DESTINATION:
             return False
@@ -87,7 +90,6 @@ class SessionRecord:
             except UnicodeDecodeError:
                 return False  # the full path refuses it, naming the rule
             body_type = BodyType.TEXT
-        props: dict[str, object] = {k: v for k, v in headers.items() if k not in _RESERVED}
         message_id = self._id_prefix + str(next(self._msg_seq))
         message = ServerMessage(
             message_id=message_id, kind=target.kind, destination=target.name,
