@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import resource
 import threading
+from pathlib import Path
 from typing import Any
 
 from .common import Spec, worker_main
@@ -28,8 +29,6 @@ def thread_migrations(pid: int | str = "self") -> dict[str, int]:
     """CPU migrations so far of each live thread of process ``pid``, by thread id
     (``se.nr_migrations`` of ``/proc/<pid>/task/<tid>/sched``); empty where the kernel does
     not say."""
-    from pathlib import Path
-
     found: dict[str, int] = {}
     try:
         tasks = list(Path(f"/proc/{pid}/task").iterdir())
