@@ -1,4 +1,6 @@
-"""Builds the Cython twins in cython_ext/ as jmspy._cext.<name>.
+"""Builds the Cython twins in cython_ext/ as jmspy._cext.<name>, and compiles the modules
+``jmspy/_speedups.py`` lists in COMPILED_SOURCES from their own .py source, in place
+(their pure twin is that source).
 
 A compile error fails the build: there is no silent fallback to pure Python at install
 time (set JMSPY_PUREPYTHON=1 at run time to choose the pure twins deliberately).
@@ -8,6 +10,7 @@ JMSPY_CYTHON_TRACE=1 compiles with line tracing for profilers.
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
@@ -26,8 +29,48 @@ extensions = [
     for pyx in sorted((HERE / "cython_ext").glob("*.pyx"))
 ]
 
+#: Where each top-level package's sources live (pyproject's [tool.setuptools] package-dir).
+PACKAGE_DIRS = {
+    "jmspy.transports": "transports", "jmspy.broker_ref": "broker_ref", "jmspy": "jmspy",
+}
+
+
+def compiled_sources() -> list[str]:
+    """COMPILED_SOURCES from jmspy/_speedups.py, read without importing jmspy."""
+    tree = ast.parse((HERE / "jmspy" / "_speedups.py").read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "COMPILED_SOURCES" and node.value is not None):
+            names = ast.literal_eval(node.value)
+            assert isinstance(names, tuple) and names, "COMPILED_SOURCES must be a tuple"
+            return list(names)
+    raise SystemExit("jmspy/_speedups.py has no COMPILED_SOURCES tuple")
+
+
+def source_of(module: str) -> str:
+    for package, folder in PACKAGE_DIRS.items():
+        if module.startswith(package + "."):
+            rest = module[len(package) + 1:].replace(".", "/")
+            return f"{folder}/{rest}.py"
+    raise SystemExit(f"COMPILED_SOURCES: {module} is in no package this build knows")
+
+
+source_extensions = [Extension(name, [source_of(name)]) for name in compiled_sources()]
+
+JOBS = os.cpu_count() or 1
+
 setup(
+    # the C compiler runs once per core (build_ext --parallel)
+    options={"build_ext": {"parallel": JOBS}},
     ext_modules=cythonize(
+        source_extensions,
+        nthreads=JOBS,
+        language_level=3,
+        # Plain Python, compiled as it is: annotations stay annotations (no C typing from
+        # them), so both builds behave alike.
+        compiler_directives={"annotation_typing": False, "binding": True,
+                             "embedsignature": True},
+    ) + cythonize(
         extensions,
         language_level=3,
         # Each module's .pxd sits beside its .pyi in jmspy/_cext/, where Cython finds it

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+# First: it chooses the build (compiled or pure) of the modules imported below.
+from . import _speedups  # noqa: F401  (isort: skip)
 from .acknowledgement import AckMode
 from .connection import Connection, ConnectionFactory, ExceptionListener
 from .consumer import MessageConsumer, MessageListener, QueueBrowser

@@ -1,13 +1,15 @@
 """Shared pytest configuration.
 
 Twin check (see jmspy/_speedups.py): unless JMSPY_PUREPYTHON is set, every module built
-from cython_ext/*.pyx must load as the compiled extension; with JMSPY_PUREPYTHON=1 the pure
-twins must be the ones in use. Anything else ends the session at once instead of letting
-the suite pass against the wrong twin.
+from cython_ext/*.pyx, and every module compiled from its own source (COMPILED_SOURCES),
+must load as the compiled extension; with JMSPY_PUREPYTHON=1 the pure twins (for the
+latter, their .py) must be the ones in use. Anything else ends the session at once
+instead of letting the suite pass against the wrong twin.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 from pathlib import Path
 
@@ -33,12 +35,22 @@ def _twin_problems() -> list[str]:
         compiled = path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
         if module.__name__ != want or compiled == _speedups.PURE_PYTHON:
             problems.append(f"{name}: expected {want}, got {module.__name__} ({path})")
+    for name in _speedups.COMPILED_SOURCES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        if _speedups.is_extension(module) == _speedups.PURE_PYTHON:
+            want = "its .py source" if _speedups.PURE_PYTHON else "the compiled extension"
+            problems.append(f"{name}: expected {want}, got {module.__file__}")
     return problems
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     mode = "pure (JMSPY_PUREPYTHON set)" if _speedups.PURE_PYTHON else "compiled"
-    return f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}"
+    return (f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}; compiled from source: "
+            f"{len(_speedups.COMPILED_SOURCES)} modules")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -121,7 +121,10 @@ def test_a_listener_waiting_for_a_receipt_gets_it_while_its_thread_holds_the_tur
     """A persistent send inside the listener waits for its RECEIPT, which only a reader
     can bring: the waiting thread gives the turn back at once (with the watchdog's tick
     at a minute, it is the only way the listener could finish). So each MESSAGE is read
-    by the receiver thread, which lends the turn again each time."""
+    by the receiver thread. It lends the turn for the first one (the session is idle,
+    waiting to start); whether it lends it again for a later one depends on whether the
+    session thread is back to waiting before that MESSAGE arrives (its listener ACKed the
+    one before, which is when the broker writes the next), a race this test leaves alone."""
     monkeypatch.setattr(reading_turn, "TICK", 60.0)
 
     def send_persistent(m: Any, session: Session) -> None:
@@ -133,7 +136,8 @@ def test_a_listener_waiting_for_a_receipt_gets_it_while_its_thread_holds_the_tur
     broker.script = _paced(5)
     threads, errors, _ = _listen(broker, 5, send_persistent)
     assert errors == [] and len(threads) == 5
-    assert readers.turn is not None and readers.turn.lends == 5
+    assert not any(name.startswith(SESSION) for name in readers)
+    assert readers.turn is not None and 1 <= readers.turn.lends <= 5
 
 
 def test_a_listener_busy_past_a_tick_loses_the_turn_and_frames_keep_being_read(
