@@ -48,19 +48,22 @@ PURE_MODULES: dict[str, str] = {
 
 #: Modules Cython compiles from their own ``.py`` (``setup.py`` reads this tuple): the
 #: code a message passes through in the broker, from the socket's bytes to the frames
-#: written back. Plain Python compiled as it is, so it keeps Python's semantics; what it
-#: saves is the interpreter's work per call and per attribute (measured with
-#: ``python -m benchmarks``, recorded in benchmarks/README.md). The test suite runs on
-#: both builds, like every twin.
+#: written back, and to the disk for a persistent one. Plain Python compiled as it is, so
+#: it keeps Python's semantics; what it saves is the interpreter's work per call and per
+#: attribute (measured with ``python -m benchmarks``, recorded in benchmarks/README.md).
+#: The test suite runs on both builds, like every twin.
 COMPILED_SOURCES: tuple[str, ...] = (
     "jmspy.stomp_frames",
     "jmspy.stomp_jms_header",
     "jmspy.broker_ref.core.broker",
     "jmspy.broker_ref.core.connection",
+    "jmspy.broker_ref.core.message_codec",
+    "jmspy.broker_ref.core.postoffice",
     "jmspy.broker_ref.core.producer_flow",
     "jmspy.broker_ref.core.queue",
     "jmspy.broker_ref.core.queue_deliveries",
     "jmspy.broker_ref.core.queue_removals",
+    "jmspy.broker_ref.core.sqlite_store",
     "jmspy.broker_ref.protocols.stomp.credit",
     "jmspy.broker_ref.protocols.stomp.destinations",
     "jmspy.broker_ref.protocols.stomp.held",
