@@ -12,7 +12,9 @@ or makes its clients slow; this can: on a 2-core machine the three processes sha
 CPUs, so what the clients spend per message, and how often the scheduler moves their
 threads between CPUs (each move starts the next run on a cold cache), counts as much as
 the broker's own CPU. Counters come from the workers themselves (benchmarks/cpu_workers.py)
-and from ``/proc`` for the broker; migrations need Linux.
+and from ``/proc`` for the broker; migrations need Linux. ``jmspy-interpreted`` is the
+jmspy broker with the modules jmspy compiles from their own source run as Python
+(``JMSPY_PUREPYTHON=sources``): beside ``jmspy-uvloop``, what compiling them is worth.
 """
 
 from __future__ import annotations
@@ -115,8 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="receipt-auto")
     ap.add_argument("--brokers", default=f"{DEFAULT_JMSPY},activemq",
-                    help="peer names, comma-separated (jmspy-uvloop, jmspy, activemq, "
-                         "rabbitmq, coilmq)")
+                    help="peer names, comma-separated (jmspy-uvloop, jmspy, "
+                         "jmspy-interpreted, activemq, rabbitmq, coilmq)")
     ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
                     help="w1 only: the client on both ends (the receipt rows are raw)")
     ap.add_argument("--runs", type=int, default=6)

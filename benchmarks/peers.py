@@ -71,10 +71,13 @@ def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -
 DEFAULT_JMSPY = "jmspy-uvloop"
 
 
-def start_jmspy(loop: str = "asyncio", *, persistent: bool = False) -> Any:
+def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
+                interpreted: bool = False) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
     (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
-    non-persistent workloads, or ``persistent`` with a fresh data directory."""
+    non-persistent workloads, or ``persistent`` with a fresh data directory.
+    ``interpreted``: the modules jmspy compiles from their own source run as Python
+    (``JMSPY_PUREPYTHON=sources``), to measure what compiling them is worth."""
     if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise RuntimeError("uvloop is not installed (pip install uvloop)")
     name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
@@ -82,9 +85,12 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False) -> Any:
     if persistent:
         name += "-persistent"
         where = ["--data-dir", tempfile.mkdtemp(prefix="jmspy-bench-data-")]
+    env = worker_env()
+    if interpreted:
+        name += "-interpreted"
+        env["JMSPY_PUREPYTHON"] = "sources"
     return _spawn_local(name, [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1",
-                               "--port", "{port}", "--loop", loop, *where],
-                        env=worker_env())
+                               "--port", "{port}", "--loop", loop, *where], env=env)
 
 
 def ensure_coilmq(log: Callable[[str], None]) -> str:
@@ -114,6 +120,8 @@ class Peers:
             return start_jmspy
         if name == "jmspy-uvloop":
             return lambda: start_jmspy("uvloop")
+        if name == "jmspy-interpreted":  # as installed, COMPILED_SOURCES interpreted
+            return lambda: start_jmspy("uvloop", interpreted=True)
         if name == "jmspy-persistent":  # as installed: the default loop
             return lambda: start_jmspy("uvloop", persistent=True)
         if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)

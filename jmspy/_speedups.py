@@ -13,7 +13,9 @@ Some modules have no separate ``.pyx``: Cython compiles their own ``.py`` source
 twin, and the extension sits beside it under the same name, which Python's import system
 would always prefer. :class:`SourceBuildFinder` (on ``sys.meta_path`` once ``jmspy`` is
 imported) chooses by the same rule as :func:`load`: the ``.py`` under ``JMSPY_PUREPYTHON``,
-else the extension, which is then required.
+else the extension, which is then required. ``JMSPY_PUREPYTHON=sources`` interprets only
+these (every ``jmspy._cext`` twin stays compiled): what compiling them is worth, measured
+by ``python -m benchmarks.cpu_split --brokers jmspy-uvloop,jmspy-interpreted``.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["COMPILED_SOURCES", "PURE_MODULES", "PURE_PYTHON", "SourceBuildFinder",
-           "install_finder", "is_extension", "load", "pure_module"]
+__all__ = ["COMPILED_SOURCES", "PURE_MODULES", "PURE_PYTHON", "PURE_SOURCES",
+           "SourceBuildFinder", "install_finder", "is_extension", "load", "pure_module"]
 
-PURE_PYTHON: bool = os.environ.get("JMSPY_PUREPYTHON", "") not in ("", "0")
+_CHOICE = os.environ.get("JMSPY_PUREPYTHON", "")
+#: the pure twins everywhere (``JMSPY_PUREPYTHON`` set, other than ``0`` or ``sources``)
+PURE_PYTHON: bool = _CHOICE not in ("", "0", "sources")
+#: the :data:`COMPILED_SOURCES` modules interpreted (every pure mode, and ``sources``)
+PURE_SOURCES: bool = PURE_PYTHON or _CHOICE == "sources"
 
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
@@ -128,7 +134,7 @@ class SourceBuildFinder(importlib.abc.MetaPathFinder):
 def install_finder() -> None:
     """Put the :class:`SourceBuildFinder` first on ``sys.meta_path`` (once)."""
     if not any(isinstance(f, SourceBuildFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, SourceBuildFinder(COMPILED_SOURCES, PURE_PYTHON))
+        sys.meta_path.insert(0, SourceBuildFinder(COMPILED_SOURCES, PURE_SOURCES))
 
 
 install_finder()

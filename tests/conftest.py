@@ -41,8 +41,8 @@ def _twin_problems() -> list[str]:
         except ImportError as exc:
             problems.append(f"{name}: {exc}")
             continue
-        if _speedups.is_extension(module) == _speedups.PURE_PYTHON:
-            want = "its .py source" if _speedups.PURE_PYTHON else "the compiled extension"
+        if _speedups.is_extension(module) == _speedups.PURE_SOURCES:
+            want = "its .py source" if _speedups.PURE_SOURCES else "the compiled extension"
             problems.append(f"{name}: expected {want}, got {module.__file__}")
     return problems
 

@@ -54,19 +54,21 @@ def test_other_modules_are_left_to_the_other_finders():
     assert SourceBuildFinder(["pkg.mod"], pure=True).find_spec("json", None) is None
 
 
-@pytest.mark.parametrize("pure", ["1", ""])
-def test_a_fresh_interpreter_imports_the_build_its_mode_asks_for(pure):
-    """The finder is in place before ``jmspy`` imports any listed module, in both modes."""
+@pytest.mark.parametrize(("choice", "sources", "twins"), [
+    ("1", "[False]", "False"), ("", "[True]", "True"), ("sources", "[False]", "True")])
+def test_a_fresh_interpreter_imports_the_build_its_mode_asks_for(choice, sources, twins):
+    """The finder is in place before ``jmspy`` imports any listed module, in every mode;
+    ``sources`` interprets the listed modules and keeps the compiled twins."""
     code = ("import importlib, jmspy; from jmspy import _speedups as s; "
             "print(sorted({s.is_extension(importlib.import_module(n)) "
-            "for n in s.COMPILED_SOURCES}))")
-    env = {"JMSPY_PUREPYTHON": pure, "PATH": "/usr/bin:/bin"}
+            "for n in s.COMPILED_SOURCES}), s.is_extension(s.load('stomp_codec')))")
+    env = {"JMSPY_PUREPYTHON": choice, "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, cwd=Path(__file__).parent.parent / "tests")
-    assert out.stdout.strip() == ("[False]" if pure else "[True]")
+                         text=True, check=True, cwd=Path(__file__).parent)
+    assert out.stdout.split() == [sources, twins]
 
 
 def test_the_listed_modules_are_the_ones_in_use_here():
     for name in COMPILED_SOURCES:
         module = sys.modules.get(name) or importlib.import_module(name)
-        assert _speedups.is_extension(module) is not _speedups.PURE_PYTHON, name
+        assert _speedups.is_extension(module) is not _speedups.PURE_SOURCES, name
