@@ -56,8 +56,9 @@ PURE_MODULES: dict[str, str] = {
 #: code a message passes through in the broker, from the socket's bytes to the frames
 #: written back, and to the disk for a persistent one. Plain Python compiled as it is, so
 #: it keeps Python's semantics; what it saves is the interpreter's work per call and per
-#: attribute (measured with ``python -m benchmarks``, recorded in benchmarks/README.md).
-#: The test suite runs on both builds, like every twin.
+#: attribute (``python -m benchmarks.cpu_split --brokers jmspy-uvloop,jmspy-interpreted``
+#: measures it; figures in benchmarks/README.md). The test suite runs on both builds,
+#: like every twin.
 COMPILED_SOURCES: tuple[str, ...] = (
     "jmspy.stomp_frames",
     "jmspy.stomp_jms_header",
@@ -82,9 +83,13 @@ COMPILED_SOURCES: tuple[str, ...] = (
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
+def _built(path: str) -> bool:
+    return path.endswith(_EXTENSION_SUFFIXES)
+
+
 def is_extension(module: ModuleType) -> bool:
     """True if ``module`` was loaded from a compiled extension."""
-    return (getattr(module, "__file__", None) or "").endswith(_EXTENSION_SUFFIXES)
+    return _built(getattr(module, "__file__", None) or "")
 
 
 class SourceBuildFinder(importlib.abc.MetaPathFinder):
@@ -114,7 +119,7 @@ class SourceBuildFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec:
         """``spec`` itself, or the spec of the build this mode requires."""
         origin = spec.origin or ""
-        compiled = origin.endswith(_EXTENSION_SUFFIXES)
+        compiled = _built(origin)
         if compiled and self._pure:
             source = Path(origin).with_name(fullname.rpartition(".")[2] + ".py")
             pure = importlib.util.spec_from_file_location(fullname, source)

@@ -10,7 +10,6 @@ instead of letting the suite pass against the wrong twin.
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 from pathlib import Path
 
 import pytest
@@ -32,8 +31,7 @@ def _twin_problems() -> list[str]:
             problems.append(f"{name}: {exc}")
             continue
         path = getattr(module, "__file__", None) or ""
-        compiled = path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-        if module.__name__ != want or compiled == _speedups.PURE_PYTHON:
+        if module.__name__ != want or _speedups.is_extension(module) == _speedups.PURE_PYTHON:
             problems.append(f"{name}: expected {want}, got {module.__name__} ({path})")
     for name in _speedups.COMPILED_SOURCES:
         try:
