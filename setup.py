@@ -62,6 +62,10 @@ JOBS = os.cpu_count() or 1
 setup(
     # the C compiler runs once per core (build_ext --parallel)
     options={"build_ext": {"parallel": JOBS}},
+    # The C that Cython writes beside each compiled source is a build product: an
+    # extension's sources count as package data otherwise, and every wheel would carry
+    # megabytes of it next to the .so built from it.
+    exclude_package_data={"": ["*.c"]},
     ext_modules=cythonize(
         source_extensions,
         nthreads=JOBS,
