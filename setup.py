@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+import tomllib
 from pathlib import Path
 
 from Cython.Build import cythonize
@@ -29,10 +30,10 @@ extensions = [
     for pyx in sorted((HERE / "cython_ext").glob("*.pyx"))
 ]
 
-#: Where each top-level package's sources live (pyproject's [tool.setuptools] package-dir).
-PACKAGE_DIRS = {
-    "jmspy.transports": "transports", "jmspy.broker_ref": "broker_ref", "jmspy": "jmspy",
-}
+#: Where each package's sources live: pyproject's [tool.setuptools] package-dir, read here
+#: so the two cannot disagree.
+PACKAGE_DIRS: dict[str, str] = tomllib.loads((HERE / "pyproject.toml").read_text())[
+    "tool"]["setuptools"]["package-dir"]
 
 
 def compiled_sources() -> list[str]:
@@ -48,11 +49,12 @@ def compiled_sources() -> list[str]:
 
 
 def source_of(module: str) -> str:
-    for package, folder in PACKAGE_DIRS.items():
+    """The .py of ``module``, under the deepest package-dir entry that holds it."""
+    for package in sorted(PACKAGE_DIRS, key=len, reverse=True):
         if module.startswith(package + "."):
             rest = module[len(package) + 1:].replace(".", "/")
-            return f"{folder}/{rest}.py"
-    raise SystemExit(f"COMPILED_SOURCES: {module} is in no package this build knows")
+            return f"{PACKAGE_DIRS[package]}/{rest}.py"
+    raise SystemExit(f"COMPILED_SOURCES: {module} is in no package-dir of pyproject.toml")
 
 
 source_extensions = [Extension(name, [source_of(name)]) for name in compiled_sources()]

@@ -107,7 +107,7 @@ class SourceBuildFinder(importlib.abc.MetaPathFinder):
             return None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
-            if finder is self or isinstance(finder, SourceBuildFinder) or find is None:
+            if isinstance(finder, SourceBuildFinder) or find is None:  # self too
                 continue
             spec: importlib.machinery.ModuleSpec | None = find(fullname, path, target)
             if spec is not None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jmspy import _speedups
-from jmspy._speedups import COMPILED_SOURCES, SourceBuildFinder
+from jmspy._speedups import SourceBuildFinder
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
@@ -67,8 +66,3 @@ def test_a_fresh_interpreter_imports_the_build_its_mode_asks_for(choice, sources
                          text=True, check=True, cwd=Path(__file__).parent)
     assert out.stdout.split() == [sources, twins]
 
-
-def test_the_listed_modules_are_the_ones_in_use_here():
-    for name in COMPILED_SOURCES:
-        module = sys.modules.get(name) or importlib.import_module(name)
-        assert _speedups.is_extension(module) is not _speedups.PURE_SOURCES, name
