@@ -152,12 +152,31 @@ class Receiver:
         broker went silent; the close itself reaches :meth:`on_disconnected`."""
 
 
-def drop(conn: Any) -> None:
-    """Close a stomp.py connection's socket now, without DISCONNECT or waiting for its
-    threads (the broker did not answer, so nothing graceful can be expected of it)."""
+def drop(conn: Any, io_wait: float = 1.0) -> None:
+    """Close a stomp.py connection's socket now, without DISCONNECT (the broker did not
+    answer, or already answered it).
+
+    The socket is shut down first, so stomp.py's I/O thread reads the end of the stream and
+    closes the socket itself; this waits up to ``io_wait`` s for that thread before
+    stomp.py's ``disconnect_socket`` does its bookkeeping. Called straight away, that method
+    raced the I/O thread to the socket (after a DISCONNECT receipt the broker closes its end
+    too) and logged "unable to issue SHUT_RDWR ... Bad file descriptor" on a clean close."""
+    transport = getattr(conn, "transport", None)
+    if transport is None:
+        return
+    transport.running = False
+    sock = getattr(transport, "socket", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more, or the I/O thread has closed it already
+    io_thread = getattr(transport, "io_thread", None)
+    if (isinstance(io_thread, threading.Thread) and io_thread.is_alive()
+            and io_thread is not threading.current_thread()):
+        io_thread.join(io_wait)
     try:
-        conn.transport.running = False
-        conn.transport.disconnect_socket()
+        transport.disconnect_socket()
     except Exception:
         pass
 
