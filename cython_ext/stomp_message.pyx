@@ -94,7 +94,7 @@ def encode_message(message, str destination, str subscription, str ack,
         _add(parts, u"destination", destination, v12)
         and _add(parts, u"message-id", message.message_id, v12)
         and _add(parts, u"subscription", subscription, v12)
-        and _add(parts, u"ack", ack, v12)
+        and (not ack or _add(parts, u"ack", ack, v12))
     ):
         return _fallback(message, destination, subscription, ack, delivery_count, reply_to,
                          version)

@@ -171,3 +171,18 @@ def test_destination_consumer_flow_limit_lower_wins(server_factory, connect) -> 
     h.wait_stats("limited.q", "deliveringCount", 5)
     time.sleep(0.05)
     assert len(lst.messages) == 5
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_only_subscriptions_that_acknowledge_get_an_ack_header(
+        server: ServerHandle, connect, version: str) -> None:
+    """``ack:auto`` deliveries carry no ``ack`` header (nothing will answer them; ActiveMQ 5
+    and RabbitMQ send none either); the client modes carry it on every MESSAGE."""
+    conn, lst = connect(version)
+    for i, mode in enumerate(("auto", "client", "client-individual")):
+        conn.send(f"/queue/ackhdr{i}", mode)
+        conn.subscribe(f"/queue/ackhdr{i}", id=f"s{i}", ack=mode)
+    got = {m.body if isinstance(m.body, str) else m.body.decode(): m.headers
+           for m in lst.wait_messages(3)}
+    assert "ack" not in got["auto"]
+    assert got["client"]["ack"] and got["client-individual"]["ack"]

@@ -322,17 +322,20 @@ def message_headers(
     true (as ActiveMQ 5 does) and ``jmspy-delivery-count`` only from the second delivery
     on: absent, each means what its default says, and every header costs every consumer a
     parse (stomp.py: ~3.5 us). ``priority``, ``timestamp`` and ``expires`` (0 = never)
-    always go, like ActiveMQ's.
+    always go, like ActiveMQ's. ``ack`` is empty for an ``ack:auto`` subscription, whose
+    client never acknowledges: no ``ack`` header then, as neither ActiveMQ 5 nor RabbitMQ
+    sends one (STOMP 1.2 requires it only for the client modes).
     """
     headers = [
         ("destination", destination),
         ("message-id", message.message_id),
         ("subscription", subscription),
-        ("ack", ack),
-        ("priority", str(message.priority)),
-        ("timestamp", str(message.timestamp)),
-        ("expires", str(message.expiration)),
     ]
+    if ack:
+        headers.append(("ack", ack))
+    headers.append(("priority", str(message.priority)))
+    headers.append(("timestamp", str(message.timestamp)))
+    headers.append(("expires", str(message.expiration)))
     if delivery_count > 1:
         headers.append(("redelivered", "true"))
         headers.append(("jmspy-delivery-count", str(delivery_count)))

@@ -229,7 +229,7 @@ class StompSession(_send.SessionRecord):
                      if msg.reply_to is not None else None)
             data = encode_message(
                 msg, mapping.render_destination(msg.kind, msg.destination, temps), sub.id,
-                str(tag), count, reply, version)
+                "" if auto else str(tag), count, reply, version)
             if not auto:
                 sub.delivered(tag, msg.message_id, len(data))
                 self._tag_owner[tag] = sub
