@@ -322,9 +322,10 @@ def message_headers(
     true (as ActiveMQ 5 does) and ``jmspy-delivery-count`` only from the second delivery
     on: absent, each means what its default says, and every header costs every consumer a
     parse (stomp.py: ~3.5 us). ``priority``, ``timestamp`` and ``expires`` (0 = never)
-    always go, like ActiveMQ's. ``ack`` is empty for an ``ack:auto`` subscription, whose
-    client never acknowledges: no ``ack`` header then, as neither ActiveMQ 5 nor RabbitMQ
-    sends one (STOMP 1.2 requires it only for the client modes).
+    always go, like ActiveMQ's. ``ack`` is empty where no client uses an ack id (an
+    ``ack:auto`` subscription; STOMP 1.0 and 1.1, which ACK by message-id): no ``ack``
+    header then, as neither ActiveMQ 5 nor RabbitMQ sends one there (STOMP 1.2 requires it
+    only for the client modes).
     """
     headers = [
         ("destination", destination),

@@ -221,6 +221,9 @@ class StompSession(_send.SessionRecord):
         version = self.version
         temps = self._destinations.local_temps
         auto = sub.ack_mode == AUTO
+        # An ack id only where the client will use one: STOMP 1.2's client modes (1.0 and
+        # 1.1 ACK by message-id; ActiveMQ 5 and RabbitMQ send no ack header there either).
+        with_ack = not auto and version == "1.2"
         self._credit.delivered(sub, len(messages))
         tag = first_tag
         encode_message = _message.encode_message
@@ -229,7 +232,7 @@ class StompSession(_send.SessionRecord):
                      if msg.reply_to is not None else None)
             data = encode_message(
                 msg, mapping.render_destination(msg.kind, msg.destination, temps), sub.id,
-                "" if auto else str(tag), count, reply, version)
+                str(tag) if with_ack else "", count, reply, version)
             if not auto:
                 sub.delivered(tag, msg.message_id, len(data))
                 self._tag_owner[tag] = sub
