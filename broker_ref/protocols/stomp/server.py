@@ -113,10 +113,12 @@ class _Connection(asyncio.Protocol):
         self._received_any = False
 
     def _wakeup(self) -> None:
-        """The session has new output produced by another connection's call or a timer."""
+        """The session has new output produced by another connection's call or a timer:
+        written when that connection's ``data_received`` ends, else by a flush callback
+        (:meth:`StompServer.schedule_flush`)."""
         if not self._flush_scheduled and not self._closed:
             self._flush_scheduled = True
-            self.server.call_soon(self.flush)
+            self.server.schedule_flush(self)
 
     # -- asyncio.Protocol -----------------------------------------------------------------
 
@@ -217,8 +219,10 @@ class _Connection(asyncio.Protocol):
         """Act on the frames ``data`` completes, write this client's replies, then
         deliver what its SENDs brought (``Broker.defer_dispatch``): a producer waiting
         for a RECEIPT does not wait for the delivery work as well."""
-        broker = self.server.broker
+        server = self.server
+        broker = server.broker
         deferred = broker.defer_dispatch()
+        outermost = server.open_batch()
         try:
             self._received(data)
         finally:
@@ -229,6 +233,8 @@ class _Connection(asyncio.Protocol):
                     log.exception("internal error delivering messages; the connection "
                                   "whose SENDs they were is closed")
                     self.close()
+            if outermost:
+                server.flush_woken()
 
     def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
@@ -416,8 +422,51 @@ class StompServer:
         self.call_soon: Callable[[Callable[[], object]], object] = (
             self.loop.call_soon if core_lock is None else self.loop.call_soon_threadsafe)
         self._server: asyncio.Server | None = None
+        #: While a connection's ``data_received`` runs, the connections it gave output
+        #: (deliveries of its SENDs, say): written when it ends, in the order woken, not
+        #: a loop turn later by a callback each (on asyncio's loop one more epoll_wait and
+        #: ``_run_once`` per message). None outside ``data_received``.
+        self._woken: list[_Connection] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
+
+    def schedule_flush(self, conn: _Connection) -> None:
+        """Have ``conn``'s output written: at the end of the batch open, else by a flush
+        callback on the loop (from another thread when the core is shared: no batch is
+        open then, since a batch holds the core)."""
+        woken = self._woken
+        if woken is not None:
+            woken.append(conn)
+        else:
+            self.call_soon(conn.flush)
+
+    def open_batch(self) -> bool:
+        """Start collecting woken connections (a connection's ``data_received``); False
+        if a batch is open already (its opener flushes it)."""
+        if self._woken is not None:
+            return False
+        self._woken = []
+        return True
+
+    def flush_woken(self) -> None:
+        """Write what the batch's woken connections have, ending the batch. While the
+        store has writes pending they wait for the flush callback instead, as the writer's
+        own RECEIPT does: the first flush of the loop turn commits the writes of every
+        connection read in it (group commit), and nothing goes out before that commit."""
+        woken, self._woken = self._woken, None
+        if not woken:
+            return
+        store = self.broker.store
+        if store is not None and store.pending:
+            for conn in woken:
+                self.call_soon(conn.flush)
+            return
+        for conn in woken:
+            try:
+                conn.flush()
+            except Exception:  # that client's failure, not the one whose data this was
+                log.exception("internal error writing to a STOMP connection; closing it")
+                conn.close()
 
     def admit(self, conn: _Connection) -> str | None:
         """Count a new connection in, or say why it may not come in."""
