@@ -7,6 +7,7 @@ loop, without sockets: what was written, in which order, and whether it took a l
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from jmspy.broker_ref.core import Broker
@@ -52,29 +53,35 @@ def _commands(log: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
     return [(name, data.split(b"\n", 1)[0].decode()) for name, data in log]
 
 
+async def _one_send(
+    broker: Broker, probe: Callable[[], object] = lambda: None, **send: str,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], object]:
+    """A consumer subscribed (``ack:auto``) to ``/queue/q`` and a producer: what had been
+    written when the producer's SEND (``send``: more headers; a receipt) returned from
+    data_received, ``probe()`` at that moment, and what had been written one loop turn
+    later."""
+    server = StompServer(broker, heartbeat_ms=0)
+    log: list[tuple[str, bytes]] = []
+    consumer = _client(server, "consumer", log)
+    consumer.data_received(_frame("SUBSCRIBE", destination="/queue/q", id="s", ack="auto"))
+    producer = _client(server, "producer", log)
+    log.clear()
+    producer.data_received(_frame("SEND", destination="/queue/q", receipt="r1", **send))
+    before, probed = _commands(log), probe()
+    await asyncio.sleep(0)  # one loop turn: the flush callbacks scheduled meanwhile run
+    after = _commands(log)
+    for conn in (consumer, producer):
+        conn.close()
+    broker.close()
+    return before, after, probed
+
+
 def test_a_send_is_delivered_to_other_clients_before_the_loop_turns() -> None:
     """The RECEIPT goes to the producer first, then the MESSAGE to the consumer, both
     written within the producer's data_received: no flush callback a loop turn later
     (on asyncio's loop that turn was one more epoll_wait and _run_once per message)."""
-
-    async def main() -> list[tuple[str, str]]:
-        broker = Broker(name="flush")
-        server = StompServer(broker, heartbeat_ms=0)
-        log: list[tuple[str, bytes]] = []
-        consumer = _client(server, "consumer", log)
-        consumer.data_received(_frame("SUBSCRIBE", destination="/queue/q", id="s", ack="auto"))
-        producer = _client(server, "producer", log)
-        log.clear()
-        producer.data_received(_frame("SEND", destination="/queue/q", receipt="r1"))
-        written = _commands(log)  # before any await: what data_received itself wrote
-        await asyncio.sleep(0)  # one loop turn: nothing more may be pending
-        assert _commands(log) == written
-        for conn in (consumer, producer):
-            conn.close()
-        broker.close()
-        return written
-
-    assert asyncio.run(main()) == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
+    before, after, _ = asyncio.run(_one_send(Broker(name="flush")))
+    assert before == after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
 
 
 def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
@@ -85,25 +92,9 @@ def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
     for all): writing the delivery at the end of data_received would commit early."""
     from jmspy.broker_ref.core.sqlite_store import SqliteStore
 
-    async def main() -> tuple[list[tuple[str, str]], list[tuple[str, str]], bool]:
-        store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
-        broker = Broker(name="flush", store=store)
-        server = StompServer(broker, heartbeat_ms=0)
-        log: list[tuple[str, bytes]] = []
-        consumer = _client(server, "consumer", log)
-        consumer.data_received(_frame("SUBSCRIBE", destination="/queue/q", id="s", ack="auto"))
-        producer = _client(server, "producer", log)
-        log.clear()
-        producer.data_received(_frame("SEND", destination="/queue/q", receipt="r1",
-                                      persistent="true"))
-        before, pending = _commands(log), store.pending
-        await asyncio.sleep(0)  # one loop turn: the flush callbacks run, the first commits
-        after = _commands(log)
-        for conn in (consumer, producer):
-            conn.close()
-        broker.close()
-        return before, after, pending
-
-    before, after, pending = asyncio.run(main())
+    store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
+    before, after, pending = asyncio.run(
+        _one_send(Broker(name="flush", store=store), lambda: store.pending,
+                  persistent="true"))
     assert pending and before == []
     assert after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
