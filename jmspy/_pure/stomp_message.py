@@ -33,8 +33,8 @@ def encode_message(
     reply_to: str | None,
     version: str,
 ) -> bytes:
-    """The encoded MESSAGE frame delivering ``message`` (``ack`` is the ack id; empty for
-    an ``ack:auto`` subscription: no ``ack`` header)."""
+    """The encoded MESSAGE frame delivering ``message`` (``ack`` is the ack id; empty
+    where the client uses none, ``ack:auto`` or STOMP 1.0/1.1: no ``ack`` header)."""
     headers = message_headers(message, destination, subscription, ack, delivery_count,
                               reply_to)
     body, ctype = message_body(message)

@@ -152,12 +152,16 @@ class Receiver:
         broker went silent; the close itself reaches :meth:`on_disconnected`."""
 
 
-def drop(conn: Any, io_wait: float = 1.0) -> None:
+#: How long :func:`drop` waits for stomp.py's I/O thread to close a socket it shut down.
+IO_THREAD_WAIT = 1.0
+
+
+def drop(conn: Any) -> None:
     """Close a stomp.py connection's socket now, without DISCONNECT (the broker did not
     answer, or already answered it).
 
     The socket is shut down first, so stomp.py's I/O thread reads the end of the stream and
-    closes the socket itself; this waits up to ``io_wait`` s for that thread before
+    closes the socket itself; this waits up to :data:`IO_THREAD_WAIT` s for that thread before
     stomp.py's ``disconnect_socket`` does its bookkeeping. Called straight away, that method
     raced the I/O thread to the socket (after a DISCONNECT receipt the broker closes its end
     too) and logged "unable to issue SHUT_RDWR ... Bad file descriptor" on a clean close."""
@@ -174,7 +178,7 @@ def drop(conn: Any, io_wait: float = 1.0) -> None:
     io_thread = getattr(transport, "io_thread", None)
     if (isinstance(io_thread, threading.Thread) and io_thread.is_alive()
             and io_thread is not threading.current_thread()):
-        io_thread.join(io_wait)
+        io_thread.join(IO_THREAD_WAIT)
     try:
         transport.disconnect_socket()
     except Exception:
