@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="receipt-auto")
     ap.add_argument("--brokers", default=f"{DEFAULT_JMSPY},activemq",
                     help="peer names, comma-separated (jmspy-uvloop, jmspy, "
-                         "jmspy-interpreted, activemq, rabbitmq, coilmq)")
+                         "jmspy-interpreted, activemq, rabbitmq, coilmq; "
+                         "jmspy-uvloop@PYTHON: the broker of another environment)")
     ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
                     help="w1 only: the client on both ends (the receipt rows are raw)")
     ap.add_argument("--runs", type=int, default=6)

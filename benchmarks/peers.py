@@ -72,14 +72,18 @@ DEFAULT_JMSPY = "jmspy-uvloop"
 
 
 def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
-                interpreted: bool = False) -> Any:
+                interpreted: bool = False, python: str | None = None) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
     (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
     non-persistent workloads, or ``persistent`` with a fresh data directory.
     ``interpreted``: the modules jmspy compiles from their own source run as Python
-    (``JMSPY_PUREPYTHON=sources``), to measure what compiling them is worth."""
-    if loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+    (``JMSPY_PUREPYTHON=sources``), to measure what compiling them is worth. ``python``:
+    the interpreter to run it with (another environment's jmspy, another build)."""
+    if python is None and loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise RuntimeError("uvloop is not installed (pip install uvloop)")
+    if python is not None and not Path(python).is_file():
+        raise RuntimeError(f"no Python interpreter at {python!r}: name one whose environment "
+                           "has jmspy installed (e.g. /path/to/venv/bin/python)")
     name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
     where = ["--in-memory"]
     if persistent:
@@ -89,8 +93,9 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
     if interpreted:
         name += "-interpreted"
         env["JMSPY_PUREPYTHON"] = "sources"
-    return _spawn_local(name, [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1",
-                               "--port", "{port}", "--loop", loop, *where], env=env)
+    return _spawn_local(name, [python or sys.executable, "-m", "jmspy", "broker", "--host",
+                               "127.0.0.1", "--port", "{port}", "--loop", loop, *where],
+                        env=env)
 
 
 def ensure_coilmq(log: Callable[[str], None]) -> str:
@@ -116,6 +121,13 @@ class Peers:
         self._started: dict[str, Any] = {}
 
     def _starter(self, name: str) -> Callable[[], Any]:
+        if "@" in name:  # jmspy[-uvloop]@PYTHON: the broker of another environment
+            base, python = name.split("@", 1)
+            if base not in ("jmspy", "jmspy-uvloop"):
+                raise ValueError(f"{name!r}: only jmspy@PYTHON and jmspy-uvloop@PYTHON "
+                                 "name a broker run by another interpreter")
+            loop = "asyncio" if base == "jmspy" else "uvloop"
+            return lambda: start_jmspy(loop, python=python)
         if name == "jmspy":
             return start_jmspy
         if name == "jmspy-uvloop":
