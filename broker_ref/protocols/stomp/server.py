@@ -222,7 +222,7 @@ class _Connection(asyncio.Protocol):
         server = self.server
         broker = server.broker
         deferred = broker.defer_dispatch()
-        outermost = server.open_batch()
+        server.open_batch()
         try:
             self._received(data)
         finally:
@@ -233,8 +233,7 @@ class _Connection(asyncio.Protocol):
                     log.exception("internal error delivering messages; the connection "
                                   "whose SENDs they were is closed")
                     self.close()
-            if outermost:
-                server.flush_woken()
+            server.flush_woken()
 
     def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
@@ -440,13 +439,10 @@ class StompServer:
         else:
             self.call_soon(conn.flush)
 
-    def open_batch(self) -> bool:
-        """Start collecting woken connections (a connection's ``data_received``); False
-        if a batch is open already (its opener flushes it)."""
-        if self._woken is not None:
-            return False
+    def open_batch(self) -> None:
+        """Start collecting woken connections (a connection's ``data_received``, which
+        ends with :meth:`flush_woken`; calls into the core do not nest one in another)."""
         self._woken = []
-        return True
 
     def flush_woken(self) -> None:
         """Write what the batch's woken connections have, ending the batch. While the
