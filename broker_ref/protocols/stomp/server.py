@@ -487,12 +487,18 @@ class StompServer:
             else:
                 self._per_address.pop(conn.address, None)
 
+    def protocol(self) -> asyncio.Protocol:
+        """A new client connection's protocol object, as the listening socket makes one
+        per accepted socket; a host without sockets (an in-process driver) gives it a
+        transport with ``connection_made`` and feeds it bytes."""
+        return _Connection(self)
+
     async def start(self, host: str = "127.0.0.1", port: int = 61613) -> tuple[str, int]:
         """Listen; returns the bound (host, port) (useful with port 0)."""
         self._server = await self.loop.create_server(
             # a deep accept backlog: a burst of connections is accepted (and counted
             # against the limits) at once instead of waiting in the kernel for SYN retries
-            lambda: _Connection(self), host, port, reuse_address=True, backlog=1024
+            self.protocol, host, port, reuse_address=True, backlog=1024
         )
         addr = self._server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
