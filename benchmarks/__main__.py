@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from types import ModuleType
 
-from . import report
+from . import machine, report
 from .common import Progress, Row
 from .peers import Peers
 
@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = sum(m.planned(args.quick, args.runs) for m in modules.values())
     progress = Progress(total)
     started = time.time()
+    idle = machine.cpu_idle()  # before the brokers start: a setting, read once
     with Peers(log=progress.log) as peers:
         try:
             for module in modules.values():
@@ -69,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = report.RESULTS_DIR / f"bench-{stamp}"
     command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
     meta = {"command": command.strip(), "started": stamp, "runs": args.runs,
-            "quick": args.quick, "parts": args.parts, "seconds": round(time.time() - started)}
+            "quick": args.quick, "parts": args.parts, "seconds": round(time.time() - started),
+            "cpu_idle": idle}
+    print(machine.describe(idle))
     print(report.table(rows, args.runs))
     report.write_json(rows, base.with_suffix(".json"), meta)
     shutil.copyfile(base.with_suffix(".json"), report.RESULTS_DIR / "latest.json")

@@ -28,6 +28,7 @@ from typing import Any
 
 from .common import exchange, median
 from .cpu_workers import migrations
+from .machine import cpu_idle, describe
 from .part_b_stomp_client import stomp_specs
 from .peers import DEFAULT_JMSPY, Peers
 
@@ -129,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = args.count or WORKLOADS[args.workload][3]
     brokers = [b for b in args.brokers.split(",") if b]
     results: dict[str, list[dict[str, Any]]] = {b: [] for b in brokers}
+    print(describe(cpu_idle()), flush=True)
     print(f"{args.workload}, {count:,} msgs per run; per message: CPU us, context switches "
           "(cs) and CPU migrations (mig) of each process", flush=True)
     with Peers(log=lambda s: print(s, flush=True)) as peers:
