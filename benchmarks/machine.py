@@ -6,10 +6,10 @@ cpuidle driver with ``guest_halt_poll_ns`` 0, as on the VM this suite is tuned o
 wakeup of a thread on an idle vCPU costs an interrupt and a VM entry, paid largely by the
 thread that wakes it. A broker that idles between messages (one event-loop thread: the
 jmspy broker) pays that about once per message per peer; a broker whose threads keep
-both CPUs busy (ActiveMQ) rarely does. The same commit's ratios against ActiveMQ moved by
-1.2-2x between ``guest_halt_poll_ns`` 0 and the kernel's default of 200,000 (figures in
-benchmarks/README.md, "The machine's idle CPUs"), so every result file records it and
-the table says it.
+both CPUs busy (ActiveMQ) rarely does. On one commit, the broker's CPU per message fell by
+a quarter to a half between ``guest_halt_poll_ns`` 0 and the kernel's default of 200,000,
+and the absolute rates of a full run nearly doubled (figures in benchmarks/README.md, "The
+machine's idle CPUs"), so every result file records the setting and the table says it.
 """
 
 from __future__ import annotations
