@@ -184,3 +184,102 @@ def test_install_leaves_a_client_without_pahos_steps_alone() -> None:
     thing = NotPaho()
     assert direct_write.install(thing) is False
     assert not direct_write.installed(thing)
+
+
+def _counting_sends(client: Any) -> list[int]:
+    """Record the size of every write paho's writer makes."""
+    sizes: list[int] = []
+    send = client._sock_send
+
+    def counted(buf: bytes) -> int:
+        sizes.append(len(buf))
+        return int(send(buf))
+
+    client._sock_send = counted
+    return sizes
+
+
+def test_a_publish_made_while_another_awaits_its_puback_waits_for_the_network_thread(
+        pair: Any) -> None:
+    """With a PUBLISH in flight (a window of asynchronous sends), the next one is left to
+    paho's network thread, which is awake reading PUBACKs and writes the queue at once."""
+    client, peer = pair
+    first = client.publish("t/1", b"one", qos=1)
+    assert peer.read(len(_publish_qos1("t/1", b"one", first.mid))) == _publish_qos1(
+        "t/1", b"one", first.mid)
+    second = client.publish("t/1", b"two", qos=1)
+    assert second.rc == 0
+    assert peer.nothing_waiting()
+    assert [p["mid"] for p in client._out_packet] == [second.mid]
+    client.loop_write()
+    assert peer.read(len(_publish_qos1("t/1", b"two", second.mid))) == _publish_qos1(
+        "t/1", b"two", second.mid)
+    assert {first.mid, second.mid} <= set(client._out_messages)
+
+
+def test_once_the_publish_in_flight_is_acknowledged_the_next_leaves_at_once(
+        pair: Any) -> None:
+    client, peer = pair
+    first = client.publish("t", b"one", qos=1)
+    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    peer.sock.sendall(_puback(first.mid))
+    for _ in range(1000):  # loop_read reads what is there; the PUBACK may lag a little
+        client.loop_read()
+        if first.is_published():
+            break
+        threading.Event().wait(0.001)  # the PUBACK crossing the socket pair
+    assert first.is_published() and not client._out_messages
+    second = client.publish("t", b"two", qos=1)
+    assert peer.read(len(_publish_qos1("t", b"two", second.mid))) == _publish_qos1(
+        "t", b"two", second.mid)
+    assert not client._out_packet
+
+
+def test_queued_publishes_and_pubacks_leave_in_one_write_in_their_order(pair: Any) -> None:
+    client, peer = pair
+    first = client.publish("t", b"one", qos=1)
+    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    sizes = _counting_sends(client)
+    queued = [client.publish("t", f"m{i}".encode(), qos=1) for i in range(5)]
+    assert client.ack(3, 1) == 0  # behind the queued PUBLISHes, so queued too
+    assert peer.nothing_waiting() and len(client._out_packet) == 6
+    client.loop_write()
+    expected = b"".join(_publish_qos1("t", f"m{i}".encode(), info.mid)
+                        for i, info in enumerate(queued)) + _puback(3)
+    assert sizes == [len(expected)]
+    assert peer.read(len(expected)) == expected
+    assert not client._out_packet
+    assert all(info.mid in client._out_messages for info in queued)  # still awaiting acks
+
+
+def test_a_qos0_publish_is_not_joined_and_keeps_pahos_after_write_step(pair: Any) -> None:
+    client, peer = pair
+    published: list[int] = []
+    client.on_publish = lambda c, u, mid, rc, props: published.append(mid)
+    first = client.publish("t", b"one", qos=1)
+    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    sizes = _counting_sends(client)
+    a = client.publish("t", b"a", qos=1)
+    b = client.publish("t", b"b", qos=1)
+    zero = client.publish("t", b"zero", qos=0)
+    c = client.publish("t", b"c", qos=1)
+    client.loop_write()
+    pa, pb, pc = (_publish_qos1("t", p, i.mid) for p, i in ((b"a", a), (b"b", b), (b"c", c)))
+    assert sizes == [len(pa) + len(pb), 9, len(pc)]
+    assert peer.read(len(pa) + len(pb) + 9 + len(pc)) == (
+        pa + pb + bytes([0x30, 7]) + b"\x00\x01tzero" + pc)
+    assert published == [zero.mid] and zero.is_published()
+
+
+def test_joined_writes_stop_at_the_merge_limit(pair: Any, monkeypatch: Any) -> None:
+    client, peer = pair
+    first = client.publish("t", b"one", qos=1)
+    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    packet_size = len(_publish_qos1("t", b"x" * 20, 2))
+    monkeypatch.setattr(direct_write, "MERGE_LIMIT", 2 * packet_size)
+    sizes = _counting_sends(client)
+    infos = [client.publish("t", b"x" * 20, qos=1) for _ in range(5)]
+    client.loop_write()
+    assert sizes == [2 * packet_size, 2 * packet_size, packet_size]
+    assert peer.read(5 * packet_size) == b"".join(
+        _publish_qos1("t", b"x" * 20, i.mid) for i in infos)

@@ -10,9 +10,10 @@ and a trip round paho's loop. On the part (d) rows the sync MQTT 5 send went fro
 How, on one client *instance* (the way :mod:`.receive` replaces one paho step):
 
 * A QoS 1 or 2 PUBLISH or a PUBACK is sent at once on the calling thread when nothing is
-  queued ahead of it and paho's writer is not busy. For these packets paho's writer does
-  nothing after the bytes are out except note the time (its keep-alive clock), which is
-  done here too.
+  queued ahead of it and paho's writer is not busy; a PUBLISH only when no other PUBLISH
+  of the client awaits its acknowledgement (one synchronous send at a time). For these
+  packets paho's writer does nothing after the bytes are out except note the time (its
+  keep-alive clock), which is done here too.
 * Everything else (CONNECT, SUBSCRIBE, PINGREQ, QoS 0 PUBLISH, whose write paho follows
   with ``on_publish``) and any packet that finds another one queued or the writer busy
   goes through paho's queue as before. So the bytes on the wire keep the order in which
@@ -25,6 +26,15 @@ How, on one client *instance* (the way :mod:`.receive` replaces one paho step):
   thread, which finishes it. A failed write (the connection broke) hands the packet to
   paho's queue: paho's thread meets the same error and reports the loss as it always
   does.
+* With PUBLISHes already in flight (asynchronous sends, a window of them), a new one
+  goes through paho's queue instead: the network thread is awake anyway, reading their
+  PUBACKs, and it writes what the sender queued meanwhile as one ``send()``: a run of
+  queued packets that paho does nothing with after writing them (QoS >= 1 PUBLISH,
+  PUBACK), up to :data:`MERGE_LIMIT` bytes, leaves in one write. Written one by one on
+  the sender's thread, each PUBLISH cost the sender a system call and the broker a read
+  and a wake-up. Part (d)'s 100-in-flight row on Mosquitto, per message, four rounds:
+  producer 57 -> 41 us of CPU, consumer 47 -> 34, Mosquitto 26 -> 18 (raw paho's
+  clients: 46, 57, 18); against raw paho in the same rounds 1.05-1.10x -> 1.24-1.27x.
 * Only on a plain TCP socket: a TLS or WebSocket connection keeps paho's path.
 
 ``tests/test_mqtt_direct_write.py`` drives a real paho client over a socket pair;
@@ -43,6 +53,8 @@ __all__ = ["install", "installed"]
 _PUBLISH = 0x30
 _PUBACK = 0x40
 _MARK = "_jmspy_direct_write"
+#: At most this many bytes of queued packets are joined into one write.
+MERGE_LIMIT = 65536
 
 
 def installed(client: Any) -> bool:
@@ -60,6 +72,7 @@ def install(client: Any) -> bool:
     clock_lock = getattr(client, "_msgtime_mutex", None)
     if (not callable(queue_packet) or not callable(write_packets) or out is None
             or clock_lock is None or not hasattr(client, "_sock")
+            or not hasattr(client, "_out_messages")
             or not hasattr(client, "_last_msg_out")):
         return False
     from paho.mqtt.enums import MQTTErrorCode
@@ -69,15 +82,21 @@ def install(client: Any) -> bool:
     plain = socket.socket
     monotonic = time.monotonic  # paho's keep-alive clock
 
+    pending = client._out_messages  # paho's PUBLISHes awaiting their ack (made once)
+
     def packet_write() -> Any:
         with writer:
+            if len(out) > 1:
+                _join_runs(out)
             return write_packets()
 
     def packet_queue(command: int, packet: bytes | bytearray, mid: int, qos: int,
                      info: Any = None) -> Any:
         kind = command & 0xF0
-        if (kind == _PUBACK or (kind == _PUBLISH and qos)) and not out \
-                and writer.acquire(False):
+        # paho registers a PUBLISH in _out_messages before queueing it: more than one
+        # there means others are in flight, and the network thread writes this one.
+        if (kind == _PUBACK or (kind == _PUBLISH and qos and len(pending) <= 1)) \
+                and not out and writer.acquire(False):
             try:
                 sock = client._sock
                 if not out and type(sock) is plain:
@@ -101,6 +120,48 @@ def install(client: Any) -> bool:
     client._packet_queue = packet_queue
     setattr(client, _MARK, True)
     return True
+
+
+def _join_runs(out: Any) -> None:
+    """Join each run of unstarted packets in paho's queue ``out`` that paho does nothing
+    with once written (QoS >= 1 PUBLISH, PUBACK) into one packet of at most
+    :data:`MERGE_LIMIT` bytes (a single larger packet stays as it is), so paho's writer
+    sends a run with one system call. Order is kept.
+
+    Called holding the writer lock: no other thread takes from the head meanwhile, while
+    other threads may append at the tail. So the packets there now are taken from the
+    head and put back at the head, joined; anything appended meanwhile stays behind them
+    (deque operations are atomic, iterating one is not)."""
+    runs: list[tuple[list[Any], int]] = []
+    for _ in range(len(out)):
+        packet = out.popleft()
+        size = len(packet["packet"])
+        if runs and _joinable(packet):
+            run, total = runs[-1]
+            if _joinable(run[0]) and total + size <= MERGE_LIMIT:
+                run.append(packet)
+                runs[-1] = (run, total + size)
+                continue
+        runs.append(([packet], size))
+    joined = []
+    for run, total in runs:
+        if len(run) == 1:
+            joined.append(run[0])
+        else:
+            data = b"".join(packet["packet"] for packet in run)
+            joined.append({**run[0], "packet": data, "to_process": total})
+    out.extendleft(reversed(joined))
+
+
+def _joinable(packet: Any) -> bool:
+    """A queued packet not begun that paho does nothing with after writing it."""
+    return not packet["pos"] and _inert(packet)
+
+
+def _inert(packet: Any) -> bool:
+    """A queued packet paho does nothing with after writing it."""
+    kind: int = packet["command"] & 0xF0
+    return kind == _PUBACK or (kind == _PUBLISH and int(packet["qos"]) > 0)
 
 
 def _queue_rest(client: Any, command: int, packet: bytes | bytearray, mid: int, qos: int,
