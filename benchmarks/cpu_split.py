@@ -5,16 +5,17 @@ the broker, the producer and the consumer, broker by broker, runs alternated.
 [--runs 6] [--warmup 2] [--count N] [--client raw|jmspy]``
 
 The workloads are part (c)'s receipt-per-SEND rows (``receipt-auto``, ``receipt-client``,
-``receipt-client-1``: STOMP 1.1, a RECEIPT awaited per SEND, raw stomp.py on both ends)
-and part (b)'s window-1 row (``w1``: client-individual, one message in flight, the
-``--client`` on both ends). A throughput figure alone cannot say whether a broker is slow
-or makes its clients slow; this can: on a 2-core machine the three processes share two
-CPUs, so what the clients spend per message, and how often the scheduler moves their
-threads between CPUs (each move starts the next run on a cold cache), counts as much as
-the broker's own CPU. Counters come from the workers themselves (benchmarks/cpu_workers.py)
-and from ``/proc`` for the broker; migrations need Linux. ``jmspy-interpreted`` is the
-jmspy broker with the modules jmspy compiles from their own source run as Python
-(``JMSPY_PUREPYTHON=sources``): beside ``jmspy-uvloop``, what compiling them is worth.
+``receipt-client-1``: STOMP 1.1, a RECEIPT awaited per SEND, raw stomp.py on both ends) and
+part (b)'s window rows (``w1``: client-individual, one message in flight; ``w1000``: a
+window of 1,000, the producer streaming; the ``--client`` on both ends). A throughput figure
+alone cannot say whether a broker is slow or makes its clients slow; this can: on a 2-core
+machine the three processes share two CPUs, so what the clients spend per message, and how
+often the scheduler moves their threads between CPUs (each move starts the next run on a
+cold cache), counts as much as the broker's own CPU. Counters come from the workers
+themselves (benchmarks/cpu_workers.py) and from ``/proc`` for the broker; migrations need
+Linux. ``jmspy-interpreted`` is the jmspy broker with the modules jmspy compiles from their
+own source run as Python (``JMSPY_PUREPYTHON=sources``): beside ``jmspy-uvloop``, what
+compiling them is worth.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ WORKLOADS: dict[str, tuple[str, int, bool, int]] = {
     "receipt-client": ("client", 1000, True, 5_000),
     "receipt-client-1": ("client", 1, True, 3_000),
     "w1": ("client-individual", 1, False, 3_000),
+    "w1000": ("client-individual", 1000, False, 20_000),
 }
 
 _COLUMNS = ("cpu_us", "cs", "migrations")
@@ -122,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "jmspy-interpreted, activemq, rabbitmq, coilmq; "
                          "jmspy-uvloop@PYTHON: the broker of another environment)")
     ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
-                    help="w1 only: the client on both ends (the receipt rows are raw)")
+                    help="w1, w1000: the client on both ends (the receipt rows are raw)")
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured runs per broker first")
     ap.add_argument("--count", type=int, default=0, help="messages per run (0: the row's)")
