@@ -2,7 +2,7 @@
 the broker, the producer and the consumer, broker by broker, runs alternated.
 
 ``python -m benchmarks.cpu_split [--workload receipt-auto] [--brokers jmspy-uvloop,activemq]
-[--runs 6] [--warmup 2] [--count N] [--client raw|jmspy]``
+[--runs 6] [--warmup N] [--count N] [--client raw|jmspy]``
 
 The workloads are part (c)'s receipt-per-SEND rows (``receipt-auto``, ``receipt-client``,
 ``receipt-client-1``: STOMP 1.1, a RECEIPT awaited per SEND, raw stomp.py on both ends) and
@@ -33,7 +33,7 @@ from .machine import cpu_idle, describe
 from .part_b_stomp_client import stomp_specs
 from .peers import DEFAULT_JMSPY, Peers
 
-__all__ = ["WORKLOADS", "broker_counters", "main"]
+__all__ = ["WARMUP_MESSAGES", "WORKLOADS", "broker_counters", "main", "warmup_runs"]
 
 #: workload -> (ack mode, window, receipts per SEND, default count)
 WORKLOADS: dict[str, tuple[str, int, bool, int]] = {
@@ -45,6 +45,20 @@ WORKLOADS: dict[str, tuple[str, int, bool, int]] = {
 }
 
 _COLUMNS = ("cpu_us", "cs", "migrations")
+
+#: Messages each broker serves, unmeasured, before the measured runs (rounded up to whole
+#: runs). ActiveMQ's JIT needs them: on receipt ``ack:auto`` (5,000 messages a run) its CPU
+#: per message was 252 and 226 us in the runs after 10,000 messages of warm-up, 102 after
+#: 20,000 and 70-106 from 25,000 on, while its rate went from 4.8k to 7-10k msgs/s. The
+#: jmspy broker measured the same from its first run (82-92 us). The full suite needs no
+#: warm-up of its own: part (c)'s receipt rows come after parts (b) and (c)'s streaming
+#: rows have run tens of thousands of messages through every broker.
+WARMUP_MESSAGES = 40_000
+
+
+def warmup_runs(count: int, messages: int = WARMUP_MESSAGES) -> int:
+    """Unmeasured runs of ``count`` messages that make at least ``messages``."""
+    return max(1, -(-messages // count))
 
 
 def listening_pid(port: int) -> int:
@@ -126,25 +140,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
                     help="w1, w1000: the client on both ends (the receipt rows are raw)")
     ap.add_argument("--runs", type=int, default=6)
-    ap.add_argument("--warmup", type=int, default=2, help="unmeasured runs per broker first")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="unmeasured runs per broker first (default: enough runs for "
+                         f"{WARMUP_MESSAGES:,} messages, which a JVM broker's JIT needs)")
     ap.add_argument("--count", type=int, default=0, help="messages per run (0: the row's)")
     args = ap.parse_args(argv)
     count = args.count or WORKLOADS[args.workload][3]
+    warmup = warmup_runs(count) if args.warmup is None else args.warmup
     brokers = [b for b in args.brokers.split(",") if b]
     results: dict[str, list[dict[str, Any]]] = {b: [] for b in brokers}
     print(describe(cpu_idle()), flush=True)
-    print(f"{args.workload}, {count:,} msgs per run; per message: CPU us, context switches "
-          "(cs) and CPU migrations (mig) of each process", flush=True)
+    print(f"{args.workload}, {count:,} msgs per run after {warmup} unmeasured; per message: "
+          "CPU us, context switches (cs) and CPU migrations (mig) of each process", flush=True)
     with Peers(log=lambda s: print(s, flush=True)) as peers:
-        for rnd in range(args.warmup + args.runs):
+        for rnd in range(warmup + args.runs):
             for broker in brokers:
                 got = run_once(peers, broker, args.workload, args.client, count)
                 if "error" in got:
                     print(f"{broker}: {got['error']}", flush=True)
                     return 1
-                if rnd >= args.warmup:
+                if rnd >= warmup:
                     results[broker].append(got)
-                    print(f"run {rnd - args.warmup + 1} {broker:14s} {_fmt([got])}", flush=True)
+                    print(f"run {rnd - warmup + 1} {broker:14s} {_fmt([got])}", flush=True)
     print("medians:")
     for broker in brokers:
         print(f"  {broker:14s} {_fmt(results[broker])}")

@@ -1,15 +1,15 @@
-"""What of the machine decides the broker rows' ratios besides the code: how its idle
-CPUs wait.
+"""What of the machine moves the broker rows' figures besides the code: how its idle CPUs
+wait.
 
-On a virtual machine whose guest kernel halts an idle vCPU at once (the ``haltpoll``
-cpuidle driver with ``guest_halt_poll_ns`` 0, as on the VM this suite is tuned on), every
-wakeup of a thread on an idle vCPU costs an interrupt and a VM entry, paid largely by the
-thread that wakes it. A broker that idles between messages (one event-loop thread: the
-jmspy broker) pays that about once per message per peer; a broker whose threads keep
-both CPUs busy (ActiveMQ) rarely does. On one commit, the broker's CPU per message fell by
-a quarter to a half between ``guest_halt_poll_ns`` 0 and the kernel's default of 200,000,
-and the absolute rates of a full run nearly doubled (figures in benchmarks/README.md, "The
-machine's idle CPUs"), so every result file records the setting and the table says it.
+On a virtual machine whose guest kernel halts an idle vCPU at once (the ``haltpoll`` cpuidle
+driver with ``guest_halt_poll_ns`` 0, as on the VM this suite is tuned on), every wakeup of
+a thread on an idle vCPU costs an interrupt and a VM entry, paid largely by the thread that
+wakes it. On one commit, the jmspy broker's CPU per message fell by 14-30 % on the receipt
+rows and by more than half on window 1 between ``guest_halt_poll_ns`` 0 and the kernel's
+default of 200,000, and the absolute rates of a full run nearly doubled; with ActiveMQ's JIT
+warm, the ratios of the receipt rows hardly moved (figures in benchmarks/README.md, "The
+machine's idle CPUs"). Results taken with different settings are not comparable, so every
+result file records the setting and the table says it.
 """
 
 from __future__ import annotations
@@ -54,6 +54,6 @@ def describe(idle: dict[str, str]) -> str:
         line += f", guest_halt_poll_ns {poll}"
         if poll == "0":
             line += (" (an idle vCPU halts at once: each wakeup of a thread on it costs a "
-                     "VM entry, which weighs on single-threaded brokers; benchmarks/"
+                     "VM entry; compare only results with the same setting, benchmarks/"
                      "README.md, \"The machine's idle CPUs\")")
     return line

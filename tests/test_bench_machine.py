@@ -1,5 +1,6 @@
 """benchmarks.machine: how the machine's idle CPUs wait, read from sysfs and said in one
-line beside the results (it moves the broker rows' ratios by more than their margins)."""
+line beside the results (it moves the broker rows' absolute figures more than most code
+changes)."""
 
 from __future__ import annotations
 
