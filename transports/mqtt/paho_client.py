@@ -5,8 +5,9 @@ transport's business, see :mod:`.inbound`) and its own reconnect off (the transp
 failover reconnects). Four steps of that client *instance* are jmspy's, each in its
 module with the measurements that justify it and each leaving paho's step in place where
 it cannot apply: decoding a received PUBLISH (:mod:`.receive`), reading a received PUBACK
-(:mod:`.puback`), writing a QoS 1 PUBLISH or a PUBACK on the thread that makes it
-(:mod:`.direct_write`) and reading the socket a block at a time (:mod:`.buffered_read`).
+(:mod:`.puback`), writing a QoS 1 PUBLISH or a PUBACK on the thread that makes it, and
+joining queued ones into one write (:mod:`.direct_write`) and reading the socket a block
+at a time (:mod:`.buffered_read`).
 """
 
 from __future__ import annotations

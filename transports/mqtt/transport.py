@@ -35,9 +35,10 @@ order after each PUBACK.
 
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
-so a slow listener does not stop PINGREQs (keepalive) or acks. A QoS 1 PUBLISH or a
-PUBACK is written by the thread that makes it (paho_client.py says which steps of paho's
-client are jmspy's).
+so a slow listener does not stop PINGREQs (keepalive) or acks. A PUBACK, and a QoS 1
+PUBLISH made while no other awaits its PUBACK, is written by the thread that makes it;
+PUBLISHes made while others are in flight are written by paho's thread, joined
+(paho_client.py says which steps of paho's client are jmspy's).
 """
 
 from __future__ import annotations
