@@ -155,13 +155,9 @@ def _join_runs(out: Any) -> None:
 
 def _joinable(packet: Any) -> bool:
     """A queued packet not begun that paho does nothing with after writing it."""
-    return not packet["pos"] and _inert(packet)
-
-
-def _inert(packet: Any) -> bool:
-    """A queued packet paho does nothing with after writing it."""
     kind: int = packet["command"] & 0xF0
-    return kind == _PUBACK or (kind == _PUBLISH and int(packet["qos"]) > 0)
+    return not packet["pos"] and (
+        kind == _PUBACK or (kind == _PUBLISH and int(packet["qos"]) > 0))
 
 
 def _queue_rest(client: Any, command: int, packet: bytes | bytearray, mid: int, qos: int,
