@@ -49,7 +49,7 @@ _COLUMNS = ("cpu_us", "cs", "migrations")
 #: Messages each broker serves, unmeasured, before the measured runs (rounded up to whole
 #: runs). ActiveMQ's JIT needs them: on receipt ``ack:auto`` (5,000 messages a run) its CPU
 #: per message was 252 and 226 us in the runs after 10,000 messages of warm-up, 102 after
-#: 20,000 and 70-106 from 25,000 on, while its rate went from 4.8k to 7-10k msgs/s. The
+#: 20,000 and 70-106 from 25,000 on, while its rate went from 4.8k to 6.5-10k msgs/s. The
 #: jmspy broker measured the same from its first run (82-92 us). The full suite needs no
 #: warm-up of its own: part (c)'s receipt rows come after parts (b) and (c)'s streaming
 #: rows have run tens of thousands of messages through every broker.
