@@ -75,6 +75,19 @@ def _publish_qos1(topic: str, payload: bytes, mid: int) -> bytes:
     return bytes([0x32, len(body)]) + body
 
 
+def _expect_publish(peer: _Peer, topic: str, payload: bytes, info: Any) -> None:
+    """The peer reads exactly ``info``'s QoS 1 PUBLISH of ``payload`` to ``topic``."""
+    packet = _publish_qos1(topic, payload, info.mid)
+    assert peer.read(len(packet)) == packet
+
+
+def _one_in_flight(client: Any, peer: _Peer, topic: str = "t") -> Any:
+    """Publish one QoS 1 message, which leaves at once and then awaits its PUBACK."""
+    info = client.publish(topic, b"one", qos=1)
+    _expect_publish(peer, topic, b"one", info)
+    return info
+
+
 def test_a_puback_leaves_on_the_acking_thread_at_once(pair: Any) -> None:
     client, peer = pair
     client._last_msg_out = 0.0
@@ -88,8 +101,7 @@ def test_a_qos1_publish_leaves_at_once_and_still_awaits_its_puback(pair: Any) ->
     client, peer = pair
     info = client.publish("t/1", b"hello", qos=1)
     assert info.rc == 0
-    assert peer.read(len(_publish_qos1("t/1", b"hello", info.mid))) == _publish_qos1(
-        "t/1", b"hello", info.mid)
+    _expect_publish(peer, "t/1", b"hello", info)
     assert info.mid in client._out_messages and not info.is_published()
 
 
@@ -204,24 +216,20 @@ def test_a_publish_made_while_another_awaits_its_puback_waits_for_the_network_th
     """With a PUBLISH in flight (a window of asynchronous sends), the next one is left to
     paho's network thread, which is awake reading PUBACKs and writes the queue at once."""
     client, peer = pair
-    first = client.publish("t/1", b"one", qos=1)
-    assert peer.read(len(_publish_qos1("t/1", b"one", first.mid))) == _publish_qos1(
-        "t/1", b"one", first.mid)
+    first = _one_in_flight(client, peer, "t/1")
     second = client.publish("t/1", b"two", qos=1)
     assert second.rc == 0
     assert peer.nothing_waiting()
     assert [p["mid"] for p in client._out_packet] == [second.mid]
     client.loop_write()
-    assert peer.read(len(_publish_qos1("t/1", b"two", second.mid))) == _publish_qos1(
-        "t/1", b"two", second.mid)
+    _expect_publish(peer, "t/1", b"two", second)
     assert {first.mid, second.mid} <= set(client._out_messages)
 
 
 def test_once_the_publish_in_flight_is_acknowledged_the_next_leaves_at_once(
         pair: Any) -> None:
     client, peer = pair
-    first = client.publish("t", b"one", qos=1)
-    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    first = _one_in_flight(client, peer)
     peer.sock.sendall(_puback(first.mid))
     for _ in range(1000):  # loop_read reads what is there; the PUBACK may lag a little
         client.loop_read()
@@ -230,15 +238,13 @@ def test_once_the_publish_in_flight_is_acknowledged_the_next_leaves_at_once(
         threading.Event().wait(0.001)  # the PUBACK crossing the socket pair
     assert first.is_published() and not client._out_messages
     second = client.publish("t", b"two", qos=1)
-    assert peer.read(len(_publish_qos1("t", b"two", second.mid))) == _publish_qos1(
-        "t", b"two", second.mid)
+    _expect_publish(peer, "t", b"two", second)
     assert not client._out_packet
 
 
 def test_queued_publishes_and_pubacks_leave_in_one_write_in_their_order(pair: Any) -> None:
     client, peer = pair
-    first = client.publish("t", b"one", qos=1)
-    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    _one_in_flight(client, peer)
     sizes = _counting_sends(client)
     queued = [client.publish("t", f"m{i}".encode(), qos=1) for i in range(5)]
     assert client.ack(3, 1) == 0  # behind the queued PUBLISHes, so queued too
@@ -256,8 +262,7 @@ def test_a_qos0_publish_is_not_joined_and_keeps_pahos_after_write_step(pair: Any
     client, peer = pair
     published: list[int] = []
     client.on_publish = lambda c, u, mid, rc, props: published.append(mid)
-    first = client.publish("t", b"one", qos=1)
-    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    _one_in_flight(client, peer)
     sizes = _counting_sends(client)
     a = client.publish("t", b"a", qos=1)
     b = client.publish("t", b"b", qos=1)
@@ -273,8 +278,7 @@ def test_a_qos0_publish_is_not_joined_and_keeps_pahos_after_write_step(pair: Any
 
 def test_joined_writes_stop_at_the_merge_limit(pair: Any, monkeypatch: Any) -> None:
     client, peer = pair
-    first = client.publish("t", b"one", qos=1)
-    peer.read(len(_publish_qos1("t", b"one", first.mid)))
+    _one_in_flight(client, peer)
     packet_size = len(_publish_qos1("t", b"x" * 20, 2))
     monkeypatch.setattr(direct_write, "MERGE_LIMIT", 2 * packet_size)
     sizes = _counting_sends(client)
