@@ -24,8 +24,13 @@ cdef Py_ssize_t _PRIORITIES = PRIORITIES
 cdef Py_ssize_t _LEVEL_SLACK = LEVEL_SLACK
 
 
+#: ``ServerMessage``'s default for ``properties``: "not given, make a new dict" (what the
+#: dataclass's ``default_factory=dict`` means), told apart from any value a caller passes.
+cdef object _NEW_DICT = object()
+
+
 @cython.no_gc
-@cython.dataclasses.dataclass
+@cython.dataclasses.dataclass(init=False)
 cdef class ServerMessage:
     """A message as the broker holds it; see the pure twin. A Cython dataclass, so
     ``dataclasses.replace`` and ``fields`` work on it as on the pure one.
@@ -53,6 +58,30 @@ cdef class ServerMessage:
     jms_type: object = None
     producer_connection: object = 0
     size: object = 0
+
+    def __init__(self, message_id, kind, destination, body_type=BodyType.MESSAGE, body=None,
+                 properties=_NEW_DICT, persistent=True, priority=4, timestamp=0,
+                 expiration=0, deliver_at=0, correlation_id=None, reply_to=None,
+                 jms_type=None, producer_connection=0, size=0):
+        # Written out rather than generated: Cython's generated __init__ imports the
+        # dataclasses module on every call to find the default-factory sentinel (a
+        # PyImport_Import per message the broker takes). Same signature, same defaults.
+        self.message_id = message_id
+        self.kind = kind
+        self.destination = destination
+        self.body_type = body_type
+        self.body = body
+        self.properties = {} if properties is _NEW_DICT else properties
+        self.persistent = persistent
+        self.priority = priority
+        self.timestamp = timestamp
+        self.expiration = expiration
+        self.deliver_at = deliver_at
+        self.correlation_id = correlation_id
+        self.reply_to = reply_to
+        self.jms_type = jms_type
+        self.producer_connection = producer_connection
+        self.size = size
 
 
 # The broker's Python code (mappings, selectors, stats) reads a message's fields per

@@ -65,6 +65,30 @@ def test_server_message_is_the_same_dataclass_in_both_twins(twin: Any) -> None:
         hash(sm)  # mutable and compared by value, as the dataclass: not hashable
 
 
+@pytest.mark.parametrize("twin", [cext, pure], ids=["compiled", "pure"])
+def test_server_message_takes_every_field_by_position_or_keyword(twin: Any) -> None:
+    """The compiled twin's constructor is written out (not generated): every field in the
+    pure dataclass's order, each by position or keyword, and ``properties`` made fresh
+    only when not given (an explicit value, even None, is kept as passed)."""
+    names = [f.name for f in dataclasses.fields(pure.ServerMessage)]
+    values = [object() for _ in names]
+    by_position = twin.ServerMessage(*values)
+    by_keyword = twin.ServerMessage(**dict(zip(names, values, strict=True)))
+    for name, value in zip(names, values, strict=True):
+        assert getattr(by_position, name) is value and getattr(by_keyword, name) is value
+    props = {"a": 1}
+    assert twin.ServerMessage("ID:1", DestinationKind.QUEUE, "q", properties=props
+                              ).properties is props
+    assert twin.ServerMessage("ID:1", DestinationKind.QUEUE, "q", properties=None
+                              ).properties is None
+    with pytest.raises(TypeError):
+        twin.ServerMessage("ID:1", DestinationKind.QUEUE)  # destination is required
+    with pytest.raises(TypeError):
+        twin.ServerMessage("ID:1", DestinationKind.QUEUE, "q", colour="red")
+    with pytest.raises(TypeError):
+        twin.ServerMessage(*values, 17)  # one more than there are fields
+
+
 def test_the_message_record_has_the_same_fields_in_both_twins() -> None:
     assert cext_message.FIELDS is pure_message.FIELDS
     assert pure_message.MessageRecord.__slots__ == pure_message.FIELDS
