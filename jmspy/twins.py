@@ -30,6 +30,7 @@ __all__ = [
     "queue_run",
     "records",
     "selector_eval",
+    "socket_spin",
     "stomp_codec",
     "stomp_message",
     "stomp_received",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         prefetch,
         producer_core,
         selector_eval,
+        socket_spin,
         stomp_codec,
         stomp_message,
     )

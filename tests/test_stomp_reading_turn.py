@@ -9,6 +9,7 @@ Listeners always run on the session thread; what changes is who reads between th
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from scripted_stomp import ScriptedBroker
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
 from jmspy.destinations import Queue
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, IdleSpin
 from jmspy.transports.stomp import reading_turn
 from jmspy.transports.stomp.reading_turn import ReadingTurn
 from jmspy.transports.stomp.transport import StompTransport
@@ -328,3 +330,89 @@ def test_a_session_that_refuses_is_not_lent_the_turn() -> None:
     taker = _Holder()
     turn.lend([Closing(), taker])  # the next woken session takes it
     assert turn.holds(taker) and turn.lends == 1
+
+
+# -- polling before sleeping (jmspy/idle_spin.py) ------------------------------------------
+class _Socket:
+    """One end of a socketpair as the turn's socket; the other end writes frames."""
+
+    def __init__(self) -> None:
+        self.mine, self.peer = socket.socketpair()
+        self.reads = 0
+
+    def read_once(self) -> None:
+        self.mine.recv(4096)
+        self.reads += 1
+
+    def close(self) -> None:
+        self.mine.close()
+        self.peer.close()
+
+
+@pytest.fixture
+def pair() -> Iterator[_Socket]:
+    s = _Socket()
+    yield s
+    s.close()
+
+
+def _spinning_turn(pair: _Socket, window_us: int = 100) -> tuple[ReadingTurn, _Holder]:
+    turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(window_us))
+    holder = _Holder()
+    holder.work = True  # read() returns after one look at the socket
+    turn.lend([holder])
+    return turn, holder
+
+
+def test_a_frame_waiting_when_the_holder_looks_is_a_hit_and_read_without_sleeping(
+    pair: _Socket,
+) -> None:
+    turn, holder = _spinning_turn(pair)
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)
+    assert pair.reads == 1
+    assert (turn.spin.hits, turn.spin.misses) == (1, 0)
+
+
+def test_a_window_without_a_frame_is_a_miss_and_the_next_wait_sleeps_at_once(
+    pair: _Socket, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "POLL", 0.001)  # each empty look sleeps 1 ms
+    turn, holder = _spinning_turn(pair)
+    seen = []
+    for _ in range(4):
+        turn.read(holder)  # nothing ever arrives
+        seen.append(turn.spin.misses)
+    # miss, skip one wait, miss (now skipping two), skip
+    assert seen == [1, 1, 2, 2]
+    assert pair.reads == 0 and turn.spin.hits == 0
+
+
+def test_with_the_window_at_zero_the_holder_never_polls_first(
+    pair: _Socket, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "POLL", 0.001)
+    turn, holder = _spinning_turn(pair, window_us=0)
+    turn.read(holder)
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)
+    assert pair.reads == 1 and (turn.spin.hits, turn.spin.misses) == (0, 0)
+
+
+def test_the_url_sets_the_window_and_refuses_one_out_of_range() -> None:
+    from urllib.parse import urlsplit
+
+    from jmspy.errors import InvalidConfigurationException
+    from jmspy.transports.stomp.connect import ConnectOptions
+
+    def window(query: str) -> int:
+        return ConnectOptions.parse(urlsplit(f"stomp://127.0.0.1:61613{query}"),
+                                    {}).idle_spin_us
+
+    assert window("") == DEFAULT_IDLE_SPIN_US
+    assert window("?idle_spin_us=0") == 0
+    assert window("?idle_spin_us=1000") == 1000
+    for bad in ("1001", "-5", "ten"):
+        with pytest.raises(InvalidConfigurationException,
+                           match=rf"idle_spin_us='{bad}'.*microseconds.*at most 1000"):
+            window(f"?idle_spin_us={bad}")

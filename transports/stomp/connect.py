@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
 from jmspy.transport import Credentials
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
@@ -37,15 +38,17 @@ __all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp"]
 
 
 def _int_option(
-    query: dict[str, str], name: str, default: int, *, minimum: int, unit: str
+    query: dict[str, str], name: str, default: int, *, minimum: int, unit: str,
+    maximum: int | None = None,
 ) -> int:
     raw = query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < minimum:
+    if not raw.isdigit() or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
+        most = "" if maximum is None else f" and at most {maximum}"
         raise errors.InvalidConfigurationException(
-            f"stomp:// {name}={raw!r}: use a whole number of {unit}, at least {minimum} "
-            f"(default {default})")
+            f"stomp:// {name}={raw!r}: use a whole number of {unit}, at least {minimum}"
+            f"{most} (default {default})")
     return int(raw)
 
 
@@ -65,6 +68,9 @@ class ConnectOptions:
     #: imqConnectionFlowLimit asked of the broker on CONNECT (0: not enabled); jmspy
     #: broker enforces it, other brokers ignore the header and the client stash does
     connection_flow_limit: int
+    #: microseconds a session thread reading the socket polls it before it sleeps
+    #: (``idle_spin_us``; 0: off; jmspy/idle_spin.py says when it pays)
+    idle_spin_us: int = DEFAULT_IDLE_SPIN_US
 
     @classmethod
     def parse(cls, url: SplitResult, properties: Mapping[str, Any]) -> ConnectOptions:
@@ -95,6 +101,8 @@ class ConnectOptions:
             queue_selectors_discard=query.get("rabbitmq_queue_selectors") == "discard",
             connection_flow_limit=(int(properties.get("imqConnectionFlowLimit", 0))
                                    if properties.get("imqConnectionFlowLimitEnabled") else 0),
+            idle_spin_us=_int_option(query, "idle_spin_us", DEFAULT_IDLE_SPIN_US, minimum=0,
+                                     unit="microseconds", maximum=MAX_IDLE_SPIN_US),
         )
 
     @property

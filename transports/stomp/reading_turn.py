@@ -21,7 +21,10 @@ The rules, all kept by :class:`ReadingTurn` under one lock:
 What it costs: the receiver thread wakes every :data:`TICK` while the turn is lent, the
 holder every :data:`POLL` while it reads an idle socket (at most ~1 s, see above), and
 work that another thread queues for a session whose thread is reading (a close, a start,
-a client-side redelivery) is seen within :data:`POLL`.
+a client-side redelivery) is seen within :data:`POLL`. Before each sleep in ``poll`` the
+holder may poll the socket for a few dozen microseconds (``stomp://...?idle_spin_us=``,
+0: off): adaptive, so it keeps doing so only while the broker answers within that window
+(jmspy/idle_spin.py says what it saves and what it costs).
 """
 
 from __future__ import annotations
@@ -32,9 +35,14 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
+from jmspy import twins
+from jmspy.idle_spin import IdleSpin
 from jmspy.reading_lease import LeaseHolder
 
 __all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
+
+#: polls a socket for a window before sleeping, without the GIL where compiled
+_poll_for = twins.socket_spin.poll_for
 
 #: Seconds between the receiver thread's looks at a lent turn: a holder not reading for a
 #: whole tick (its session is busy in a listener) loses the turn.
@@ -62,10 +70,11 @@ class ReadingTurn:
     """
 
     __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller", "_read_once",
-                 "_running", "_seq", "_socket_of", "_state", "lends")
+                 "_running", "_seq", "_socket_of", "_state", "lends", "spin")
 
     def __init__(self, read_once: Callable[[], BaseException | None],
-                 socket_of: Callable[[], Any], running: Callable[[], bool]) -> None:
+                 socket_of: Callable[[], Any], running: Callable[[], bool],
+                 spin: IdleSpin | None = None) -> None:
         self._read_once = read_once
         self._socket_of = socket_of
         self._running = running
@@ -78,6 +87,8 @@ class ReadingTurn:
         self._polled_fd = -1
         #: how many times the turn was lent (tests and diagnostics)
         self.lends = 0
+        #: whether a holder polls the socket before it sleeps in poll (jmspy/idle_spin.py)
+        self.spin = spin if spin is not None else IdleSpin(0)
 
     # -- the receiver thread's side -------------------------------------------------------
     def lent(self) -> bool:
@@ -177,7 +188,9 @@ class ReadingTurn:
 
     def _readable(self) -> bool:
         """Wait up to :data:`POLL` for the socket; True also when it is closed or broken
-        (reading then tells what happened)."""
+        (reading then tells what happened). Before it sleeps it may poll for the spin's
+        window, yielding the CPU between polls and, compiled, without the GIL
+        (jmspy/idle_spin.py)."""
         sock = self._socket_of()
         if sock is None:
             return True
@@ -189,6 +202,13 @@ class ReadingTurn:
                 self._poller = select.poll()
                 self._poller.register(fd, select.POLLIN)
                 self._polled_fd = fd
+            spin = self.spin
+            window = spin.window()
+            if window:
+                if _poll_for(fd, window):
+                    spin.hit()
+                    return True
+                spin.miss()
             return bool(self._poller.poll(POLL * 1000))
         except (OSError, ValueError):
             return True

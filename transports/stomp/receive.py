@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import twins
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, IdleSpin
 from jmspy.reading_lease import collect_woken, stop_collecting
 from jmspy.stomp_frames import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -84,6 +85,7 @@ class FrameReader:
         on_stream_error: ErrorHandler,
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        idle_spin_us: int = DEFAULT_IDLE_SPIN_US,
     ) -> None:
         from stomp import exception as stomp_exception
         from stomp import utils as stomp_utils
@@ -101,7 +103,7 @@ class FrameReader:
         self._alive: Callable[[], None] | None = getattr(listener, "on_heartbeat", None)
         #: who reads the socket now: stomp.py's receiver thread or a session it lent it to
         self.turn = ReadingTurn(self._read_once, lambda: transport.socket,
-                                lambda: bool(transport.running))
+                                lambda: bool(transport.running), IdleSpin(idle_spin_us))
 
     def read_frames(self) -> None:
         """One ``recv`` and every frame it completes; stomp.py's loop calls it again.

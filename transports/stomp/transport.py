@@ -169,7 +169,8 @@ class StompTransport:
         def reader(stomp_transport: Any) -> FrameReader:
             return FrameReader(stomp_transport, version, self.on_message_frame,
                                self._on_stream_error,
-                               max_frame_bytes=self.options.max_frame_bytes)
+                               max_frame_bytes=self.options.max_frame_bytes,
+                               idle_spin_us=self.options.idle_spin_us)
 
         opened = open_stomp(self.options, version, self._credentials, self, self._receipts,
                             reader)
