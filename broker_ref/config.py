@@ -8,6 +8,8 @@
     name = "jmspy"
     loop = "uvloop"         # the default when uvloop is installed (it is a dependency on
                             # CPython off Windows), else "asyncio"; "asyncio" forces it
+    idle-spin-us = 100      # after a read the loop polls this long before it sleeps,
+                            # adaptively (jmspy/idle_spin.py); 0 = off, at most 1000
 
     [limits]
     max-frame-bytes = 104857600  # largest frame body (ActiveMQ's default, 100 MiB)
@@ -58,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from jmspy.errors import InvalidConfigurationException
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
 from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
 
 from .core.api import AddressSettings
@@ -132,6 +135,8 @@ class BrokerConfig:
     loop: str = field(default_factory=default_loop)
     #: where persistent messages are kept (None: in memory, lost when the broker stops)
     data_dir: str | None = DEFAULT_DATA_DIR
+    #: microseconds the loop polls after a read before it sleeps (0: off)
+    idle_spin_us: int = DEFAULT_IDLE_SPIN_US
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     max_headers: int = 1000
     max_header_bytes: int = 64 * 1024
@@ -205,7 +210,8 @@ def parse_size(value: object, what: str) -> int:
         raise ConfigError(f"{what} = {value!r} is not a size; write bytes (4096) or a number "
                           "and a unit: \"512 KB\", \"64 MB\", \"100 GB\"")
     return int(number * _UNITS[unit])
-_BROKER = {"host": str, "port": int, "name": str, "loop": str, "data-dir": str}
+_BROKER = {"host": str, "port": int, "name": str, "loop": str, "data-dir": str,
+           "idle-spin-us": int}
 _LIMITS = {
     "max-frame-bytes": "max_frame_bytes",
     "max-headers": "max_headers",
@@ -349,6 +355,10 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
                           f"{', '.join(EVENT_LOOPS)}")
     if not 0 <= cfg.port <= 65535:
         raise ConfigError(f"{source}: [broker] port = {cfg.port} must be between 0 and 65535")
+    if not 0 <= cfg.idle_spin_us <= MAX_IDLE_SPIN_US:
+        raise ConfigError(
+            f"{source}: [broker] idle-spin-us = {cfg.idle_spin_us} must be between 0 (off) "
+            f"and {MAX_IDLE_SPIN_US} microseconds (default {DEFAULT_IDLE_SPIN_US})")
     for pattern, table in _table(data, "address-settings", source).items():
         cfg.settings[pattern] = _address_settings(pattern, table, source)
     if "security" in data:

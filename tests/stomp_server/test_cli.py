@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import stomp
@@ -101,6 +102,8 @@ def test_stat_without_broker_fails_clearly() -> None:
          ["consumer-flow-limit", "int"]),
         ("[limits]\nmax-frame-bytes = true\n", ["max-frame-bytes", "int"]),
         ("[brokr]\nport = 1\n", ["brokr"]),
+        ("[broker]\nidle-spin-us = 5000\n", ["idle-spin-us = 5000", "0 (off) and 1000"]),
+        ('[broker]\nidle-spin-us = "fast"\n', ["idle-spin-us", "int"]),
         ("[broker\n", ["not valid TOML"]),
     ],
 )
@@ -199,6 +202,37 @@ def test_config_maps_address_settings(tmp_path: Path) -> None:
     s = kwargs["settings"]["orders.#"]
     assert s.consumer_flow_limit == 7 and s.dead_letter_address == "DLQ.orders"
     assert load_config(None).port == 61613
+
+
+def test_the_configured_idle_spin_reaches_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from jmspy.broker_ref.config import load_config
+    from jmspy.broker_ref.protocols.stomp import runner
+    from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
+
+    served: list[runner.StompServer] = []
+
+    class Recorded(runner.StompServer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            served.append(self)
+
+    monkeypatch.setattr(runner, "StompServer", Recorded)
+    cfg = tmp_path / "b.toml"
+    cfg.write_text("[broker]\nport = 0\nidle-spin-us = 250\n")
+    config = load_config(cfg)
+    config.data_dir = None
+
+    async def serve_until_ready() -> None:
+        stop = asyncio.Event()
+        await runner.serve(config, stop, on_ready=lambda host, port: stop.set())
+
+    asyncio.run(serve_until_ready())
+    assert [s.spin.window_s for s in served] == [pytest.approx(250e-6)]
+    assert load_config(None).idle_spin_us == DEFAULT_IDLE_SPIN_US
 
 
 @pytest.mark.parametrize("in_memory", [False, True])

@@ -1,17 +1,24 @@
-"""When the asyncio host writes what one client's frames produced for other clients.
+"""When the asyncio host writes what one client's frames produced for other clients, and
+when its loop polls instead of sleeping after a read (jmspy/idle_spin.py).
 
 These drive the host's connection objects with recording transports on a real event
 loop, without sockets: what was written, in which order, and whether it took a loop turn.
+The polling window is timed by the server module's clock, replaced here by a fake one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.stomp import server as server_module
 from jmspy.broker_ref.protocols.stomp.server import StompServer, _Connection
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
 
 
 class _Recording(asyncio.Transport):
@@ -98,3 +105,98 @@ def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
                   persistent="true"))
     assert pending and before == []
     assert after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
+
+
+class _Clock:
+    """The server module's clock, moved by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    fake = _Clock()
+    monkeypatch.setattr(server_module, "_clock", fake)
+    return fake
+
+
+async def _turns(n: int) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)  # one loop turn: an open window's callback runs in it
+
+
+def test_after_a_read_the_loop_polls_until_the_window_ends_then_sleeps(clock: _Clock) -> None:
+    async def scenario() -> None:
+        broker = Broker(name="spin")
+        server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        _client(server, "c", [])  # its CONNECT is a read: a window opens
+        assert server.spinning
+        await _turns(5)
+        assert server.spinning and server.spin.misses == 0  # the loop turned, awake
+        clock.now = 0.000_101  # the window's 100 us are up
+        await _turns(1)
+        assert not server.spinning and (server.spin.hits, server.spin.misses) == (0, 1)
+        broker.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_read_within_the_window_is_a_hit_and_opens_the_next_window(clock: _Clock) -> None:
+    async def scenario() -> None:
+        broker = Broker(name="spin")
+        server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        conn = _client(server, "c", [])
+        clock.now = 0.000_090
+        conn.data_received(_frame("SEND", destination="/queue/q"))  # 90 us in: a hit
+        assert server.spin.hits == 1
+        clock.now = 0.000_150  # past the first window, within the second
+        await _turns(2)
+        assert server.spinning and server.spin.misses == 0
+        clock.now = 0.000_191
+        await _turns(1)
+        assert not server.spinning and server.spin.misses == 1
+        broker.close()
+
+    asyncio.run(scenario())
+
+
+def test_after_misses_reads_sleep_at_once_for_a_doubling_number_of_waits(
+    clock: _Clock,
+) -> None:
+    """One miss: the next read opens no window, the one after does. Two misses in a row:
+    two reads open none."""
+    async def scenario() -> list[bool]:
+        broker = Broker(name="spin")
+        server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        conn = _client(server, "c", [])
+        opened: list[bool] = []
+        for _ in range(6):
+            clock.now += 1.0  # the open window (if any) runs out unanswered
+            await _turns(1)
+            conn.data_received(_frame("SEND", destination="/queue/q"))
+            opened.append(server.spinning)
+        broker.close()
+        return opened
+
+    # miss 1 -> skip 1 read; the next read polls, misses -> skip 2; the third polls again
+    assert asyncio.run(scenario()) == [False, True, False, False, True, False]
+
+
+def test_an_embedded_server_polls_only_when_asked(clock: _Clock) -> None:
+    """``jmspy broker`` asks for the configured window (test_cli.py); a server embedded in
+    another program (here, or a vm:// broker's connector) sleeps after every read."""
+    async def scenario() -> tuple[bool, bool, bool]:
+        broker = Broker(name="spin")
+        embedded = StompServer(broker, heartbeat_ms=0, owns_broker=False)
+        _client(embedded, "c", [])
+        connector = StompServer(broker, core_lock=threading.RLock(), owns_broker=False)
+        asked = StompServer(broker, core_lock=threading.RLock(), owns_broker=False,
+                            idle_spin_us=DEFAULT_IDLE_SPIN_US)
+        broker.close()
+        return embedded.spinning, connector.spin.enabled, asked.spin.enabled
+
+    assert asyncio.run(scenario()) == (False, False, True)

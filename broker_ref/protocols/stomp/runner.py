@@ -46,6 +46,7 @@ async def serve(
             max_header_bytes=config.max_header_bytes,
         ),
         heartbeat_ms=config.heartbeat_ms,
+        idle_spin_us=config.idle_spin_us,
         connection_limits=ConnectionLimits(
             connect_timeout=config.connect_timeout,
             max_connections=config.max_connections,
