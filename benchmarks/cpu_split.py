@@ -15,7 +15,9 @@ cold cache), counts as much as the broker's own CPU. Counters come from the work
 themselves (benchmarks/cpu_workers.py) and from ``/proc`` for the broker; migrations need
 Linux. ``jmspy-interpreted`` is the jmspy broker with the modules jmspy compiles from their
 own source run as Python (``JMSPY_PUREPYTHON=sources``): beside ``jmspy-uvloop``, what
-compiling them is worth.
+compiling them is worth. ``jmspy-uvloop-nospin`` is the broker as installed with its
+polling before sleeping off (``--idle-spin-us 0``): beside ``jmspy-uvloop``, what that
+polling is worth.
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="receipt-auto")
     ap.add_argument("--brokers", default=f"{DEFAULT_JMSPY},activemq",
                     help="peer names, comma-separated (jmspy-uvloop, jmspy, "
-                         "jmspy-interpreted, activemq, rabbitmq, coilmq; "
+                         "jmspy-interpreted, jmspy-uvloop-nospin, activemq, rabbitmq, "
+                         "coilmq; "
                          "jmspy-uvloop@PYTHON: the broker of another environment)")
     ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
                     help="w1, w1000: the client on both ends (the receipt rows are raw)")

@@ -72,13 +72,16 @@ DEFAULT_JMSPY = "jmspy-uvloop"
 
 
 def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
-                interpreted: bool = False, python: str | None = None) -> Any:
+                interpreted: bool = False, python: str | None = None,
+                idle_spin_us: int | None = None) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
     (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
     non-persistent workloads, or ``persistent`` with a fresh data directory.
     ``interpreted``: the modules jmspy compiles from their own source run as Python
     (``JMSPY_PUREPYTHON=sources``), to measure what compiling them is worth. ``python``:
-    the interpreter to run it with (another environment's jmspy, another build)."""
+    the interpreter to run it with (another environment's jmspy, another build).
+    ``idle_spin_us``: its polling window after a read (``--idle-spin-us``; 0: off), else
+    the broker's default."""
     if python is None and loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
         raise RuntimeError("uvloop is not installed (pip install uvloop)")
     if python is not None and not Path(python).is_file():
@@ -86,6 +89,9 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
                            "has jmspy installed (e.g. /path/to/venv/bin/python)")
     name = "jmspy" if loop == "asyncio" else f"jmspy-{loop}"
     where = ["--in-memory"]
+    if idle_spin_us is not None:  # the broker's polling window, else its default
+        name += "-nospin" if idle_spin_us == 0 else f"-spin{idle_spin_us}"
+        where += ["--idle-spin-us", str(idle_spin_us)]
     if persistent:
         name += "-persistent"
         where = ["--data-dir", tempfile.mkdtemp(prefix="jmspy-bench-data-")]
@@ -132,6 +138,8 @@ class Peers:
             return start_jmspy
         if name == "jmspy-uvloop":
             return lambda: start_jmspy("uvloop")
+        if name == "jmspy-uvloop-nospin":  # as installed, without polling before sleeping
+            return lambda: start_jmspy("uvloop", idle_spin_us=0)
         if name == "jmspy-interpreted":  # as installed, COMPILED_SOURCES interpreted
             return lambda: start_jmspy("uvloop", interpreted=True)
         if name == "jmspy-persistent":  # as installed: the default loop

@@ -76,6 +76,7 @@ __all__ = [
     "EVENT_LOOPS",
     "BrokerConfig",
     "ConfigError",
+    "check_idle_spin",
     "default_loop",
     "load_config",
     "parse_config",
@@ -355,15 +356,20 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
                           f"{', '.join(EVENT_LOOPS)}")
     if not 0 <= cfg.port <= 65535:
         raise ConfigError(f"{source}: [broker] port = {cfg.port} must be between 0 and 65535")
-    if not 0 <= cfg.idle_spin_us <= MAX_IDLE_SPIN_US:
-        raise ConfigError(
-            f"{source}: [broker] idle-spin-us = {cfg.idle_spin_us} must be between 0 (off) "
-            f"and {MAX_IDLE_SPIN_US} microseconds (default {DEFAULT_IDLE_SPIN_US})")
+    check_idle_spin(cfg, f"{source}: [broker] idle-spin-us")
     for pattern, table in _table(data, "address-settings", source).items():
         cfg.settings[pattern] = _address_settings(pattern, table, source)
     if "security" in data:
         cfg.security = _security(_table(data, "security", source), source)
     return cfg
+
+
+def check_idle_spin(cfg: BrokerConfig, where: str) -> None:
+    """Refuse a polling window out of range (``where`` names the key or the option)."""
+    if not 0 <= cfg.idle_spin_us <= MAX_IDLE_SPIN_US:
+        raise ConfigError(
+            f"{where} = {cfg.idle_spin_us} must be between 0 (off) and {MAX_IDLE_SPIN_US} "
+            f"microseconds (default {DEFAULT_IDLE_SPIN_US})")
 
 
 def _table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:

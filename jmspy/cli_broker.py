@@ -27,6 +27,9 @@ def _broker(args: argparse.Namespace) -> int:
         config.port = args.port
     if args.loop is not None:
         config.loop = args.loop
+    if args.idle_spin_us is not None:
+        config.idle_spin_us = args.idle_spin_us
+        config_mod.check_idle_spin(config, "--idle-spin-us")
     if args.data_dir is not None:
         config.data_dir = args.data_dir
     if args.in_memory:
@@ -107,6 +110,10 @@ def add_commands(sub: Any) -> None:
                         help="event loop (overrides [broker] loop; default uvloop when "
                         "installed, as it is with jmspy on CPython off Windows, else "
                         "asyncio); asyncio forces the standard library's loop")
+    broker.add_argument("--idle-spin-us", type=int, metavar="US",
+                        help="after a read, poll this many microseconds before sleeping, "
+                        "adaptively (overrides [broker] idle-spin-us; default 100, 0 = off, "
+                        "at most 1000)")
     where = broker.add_mutually_exclusive_group()
     where.add_argument("--data-dir", metavar="DIR",
                        help="keep persistent messages, acks and durable subscriptions in DIR "

@@ -37,3 +37,14 @@ def test_only_jmspy_brokers_can_be_run_by_another_interpreter() -> None:
     with Peers(log=lambda _: None) as peers:
         reason = peers.get(f"activemq@{sys.executable}")
     assert isinstance(reason, str) and "only jmspy@PYTHON and jmspy-uvloop@PYTHON" in reason
+
+
+def test_the_nospin_peer_is_the_broker_with_its_polling_window_off() -> None:
+    """Started with ``--idle-spin-us 0`` (the flag's range check is in test_cli.py): it
+    serves like the default broker."""
+    with Peers(log=lambda _: None) as peers:
+        got = peers.get("jmspy-uvloop-nospin")
+        assert isinstance(got, Endpoint), got
+        with socket.create_connection((got.host, got.stomp_port), timeout=10) as sock:
+            sock.sendall(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
+            assert sock.recv(64).startswith(b"CONNECTED\n")

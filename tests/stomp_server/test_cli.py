@@ -120,6 +120,15 @@ def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, needles: list[st
         assert needle in out.stderr
 
 
+def test_an_idle_spin_option_out_of_range_is_a_clear_error() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "jmspy", "broker", "--port", "0", "--idle-spin-us", "5000"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 2
+    assert "--idle-spin-us = 5000 must be between 0 (off) and 1000" in out.stderr
+
+
 def test_uvloop_asked_for_but_missing_is_a_clear_error() -> None:
     # sys.modules["uvloop"] = None makes "import uvloop" fail as if it were not installed
     code = ("import sys; sys.modules['uvloop'] = None; from jmspy.cli import main; "
