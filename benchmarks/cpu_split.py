@@ -2,7 +2,7 @@
 the broker, the producer and the consumer, broker by broker, runs alternated.
 
 ``python -m benchmarks.cpu_split [--workload receipt-auto] [--brokers jmspy-uvloop,activemq]
-[--runs 6] [--warmup N] [--count N] [--client raw|jmspy]``
+[--runs 6] [--warmup N] [--count N] [--client raw|jmspy|jmspy-nospin[,...]]``
 
 The workloads are part (c)'s receipt-per-SEND rows (``receipt-auto``, ``receipt-client``,
 ``receipt-client-1``: STOMP 1.1, a RECEIPT awaited per SEND, raw stomp.py on both ends) and
@@ -35,7 +35,7 @@ from .machine import cpu_idle, describe
 from .part_b_stomp_client import stomp_specs
 from .peers import DEFAULT_JMSPY, Peers
 
-__all__ = ["WARMUP_MESSAGES", "WORKLOADS", "broker_counters", "main", "warmup_runs"]
+__all__ = ["CLIENTS", "WARMUP_MESSAGES", "WORKLOADS", "broker_counters", "main", "warmup_runs"]
 
 #: workload -> (ack mode, window, receipts per SEND, default count)
 WORKLOADS: dict[str, tuple[str, int, bool, int]] = {
@@ -47,6 +47,8 @@ WORKLOADS: dict[str, tuple[str, int, bool, int]] = {
 }
 
 _COLUMNS = ("cpu_us", "cs", "migrations")
+#: what --client may name (part_b_stomp_client.stomp_specs makes their workers)
+CLIENTS = ("raw", "jmspy", "jmspy-nospin")
 
 #: Messages each broker serves, unmeasured, before the measured runs (rounded up to whole
 #: runs). ActiveMQ's JIT needs them: on receipt ``ack:auto`` (5,000 messages a run) its CPU
@@ -140,8 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "jmspy-interpreted, jmspy-uvloop-nospin, activemq, rabbitmq, "
                          "coilmq; "
                          "jmspy-uvloop@PYTHON: the broker of another environment)")
-    ap.add_argument("--client", choices=("raw", "jmspy"), default="jmspy",
-                    help="w1, w1000: the client on both ends (the receipt rows are raw)")
+    ap.add_argument("--client", default="jmspy",
+                    help="w1, w1000: the client on both ends, or several, comma-separated, "
+                         "run alternated (raw, jmspy, jmspy-nospin: jmspy without polling "
+                         "before it sleeps); the receipt rows are raw")
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=None,
                     help="unmeasured runs per broker first (default: enough runs for "
@@ -150,24 +154,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     count = args.count or WORKLOADS[args.workload][3]
     warmup = warmup_runs(count) if args.warmup is None else args.warmup
-    brokers = [b for b in args.brokers.split(",") if b]
-    results: dict[str, list[dict[str, Any]]] = {b: [] for b in brokers}
+    clients = [c for c in args.client.split(",") if c]
+    unknown = sorted(set(clients) - set(CLIENTS))
+    if unknown or not clients:
+        ap.error(f"--client {args.client!r}: choose from {', '.join(CLIENTS)}")
+    # each (broker, client) pair is a column, named by the broker alone with one client
+    pairs = [(b, c) for b in args.brokers.split(",") if b for c in clients]
+    label = {pair: pair[0] if len(clients) == 1 else f"{pair[0]}/{pair[1]}" for pair in pairs}
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {pair: [] for pair in pairs}
     print(describe(cpu_idle()), flush=True)
     print(f"{args.workload}, {count:,} msgs per run after {warmup} unmeasured; per message: "
           "CPU us, context switches (cs) and CPU migrations (mig) of each process", flush=True)
     with Peers(log=lambda s: print(s, flush=True)) as peers:
         for rnd in range(warmup + args.runs):
-            for broker in brokers:
-                got = run_once(peers, broker, args.workload, args.client, count)
+            for pair in pairs:
+                got = run_once(peers, pair[0], args.workload, pair[1], count)
                 if "error" in got:
-                    print(f"{broker}: {got['error']}", flush=True)
+                    print(f"{pair[0]}: {got['error']}", flush=True)
                     return 1
                 if rnd >= warmup:
-                    results[broker].append(got)
-                    print(f"run {rnd - warmup + 1} {broker:14s} {_fmt([got])}", flush=True)
+                    results[pair].append(got)
+                    print(f"run {rnd - warmup + 1} {label[pair]:14s} {_fmt([got])}",
+                          flush=True)
     print("medians:")
-    for broker in brokers:
-        print(f"  {broker:14s} {_fmt(results[broker])}")
+    for pair in pairs:
+        print(f"  {label[pair]:14s} {_fmt(results[pair])}")
     return 0
 
 

@@ -37,8 +37,11 @@ def stomp_specs(ep: Endpoint, client: str, ack: str, window: int, count: int
     qname = f"bench.{uuid.uuid4().hex[:12]}"
     base: Spec = {"host": ep.host, "port": ep.stomp_port, "count": count, "window": window,
                   "timeout": 180}
-    if client == "jmspy":
-        base.update(url=f"stomp://{ep.host}:{ep.stomp_port}?heartbeat=0", dest=qname)
+    if client in ("jmspy", "jmspy-nospin"):
+        # jmspy-nospin: the client without polling before it sleeps (benchmarks/README.md,
+        # "Polling before sleeping"), for cpu_split's side-by-side runs
+        spin = "&idle_spin_us=0" if client == "jmspy-nospin" else ""
+        base.update(url=f"stomp://{ep.host}:{ep.stomp_port}?heartbeat=0{spin}", dest=qname)
         mode = {"auto": "AUTO_ACKNOWLEDGE", "client": "CLIENT_ACKNOWLEDGE"}.get(
             ack, "INDIVIDUAL_ACKNOWLEDGE")
         # Like for like: a raw stomp.py SEND without a ``persistent`` header is
