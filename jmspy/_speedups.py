@@ -74,6 +74,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "jmspy.broker_ref.protocols.stomp.credit",
     "jmspy.broker_ref.protocols.stomp.destinations",
     "jmspy.broker_ref.protocols.stomp.held",
+    "jmspy.broker_ref.protocols.stomp.loop_polling",
     "jmspy.broker_ref.protocols.stomp.mapping",
     "jmspy.broker_ref.protocols.stomp.protocol",
     "jmspy.broker_ref.protocols.stomp.server",

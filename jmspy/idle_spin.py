@@ -24,9 +24,9 @@ that goes quiet it costs one window per burst of traffic and then almost nothing
 probe in :data:`MAX_SKIP` waits.
 
 The policy is here, apart from any socket or loop, so the rule is one object with no I/O
-(tests drive it directly); the broker's event loop
-(``jmspy.broker_ref.protocols.stomp.server``) and the ``stomp://`` transport's reading
-turn (``jmspy.transports.stomp.reading_turn``) each poll their own way and ask it
+(tests drive it directly); the broker's event loop (``jmspy.broker_ref.protocols.stomp.
+loop_polling``) and the ``stomp://`` transport's reading turn
+(``jmspy.transports.stomp.reading_turn``) each poll their own way and ask it
 :meth:`IdleSpin.window` before they sleep.
 """
 

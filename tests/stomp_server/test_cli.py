@@ -240,7 +240,7 @@ def test_the_configured_idle_spin_reaches_the_server(
         await runner.serve(config, stop, on_ready=lambda host, port: stop.set())
 
     asyncio.run(serve_until_ready())
-    assert [s.spin.window_s for s in served] == [pytest.approx(250e-6)]
+    assert [s.polling.spin.window_s for s in served] == [pytest.approx(250e-6)]
     assert load_config(None).idle_spin_us == DEFAULT_IDLE_SPIN_US
 
 

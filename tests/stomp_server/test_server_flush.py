@@ -3,7 +3,7 @@ when its loop polls instead of sleeping after a read (jmspy/idle_spin.py).
 
 These drive the host's connection objects with recording transports on a real event
 loop, without sockets: what was written, in which order, and whether it took a loop turn.
-The polling window is timed by the server module's clock, replaced here by a fake one.
+The polling window is timed by .loop_polling's clock, replaced here by a fake one.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from jmspy.broker_ref.core import Broker
-from jmspy.broker_ref.protocols.stomp import server as server_module
+from jmspy.broker_ref.protocols.stomp import loop_polling
 from jmspy.broker_ref.protocols.stomp.server import StompServer, _Connection
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
 
@@ -108,7 +108,7 @@ def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
 
 
 class _Clock:
-    """The server module's clock, moved by hand (seconds)."""
+    """The polling module's clock, moved by hand (seconds)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -120,7 +120,7 @@ class _Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
     fake = _Clock()
-    monkeypatch.setattr(server_module, "_clock", fake)
+    monkeypatch.setattr(loop_polling, "_clock", fake)
     return fake
 
 
@@ -133,13 +133,14 @@ def test_after_a_read_the_loop_polls_until_the_window_ends_then_sleeps(clock: _C
     async def scenario() -> None:
         broker = Broker(name="spin")
         server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        polling = server.polling
         _client(server, "c", [])  # its CONNECT is a read: a window opens
-        assert server.spinning
+        assert polling.spinning
         await _turns(5)
-        assert server.spinning and server.spin.misses == 0  # the loop turned, awake
+        assert polling.spinning and polling.spin.misses == 0  # the loop turned, awake
         clock.now = 0.000_101  # the window's 100 us are up
         await _turns(1)
-        assert not server.spinning and (server.spin.hits, server.spin.misses) == (0, 1)
+        assert not polling.spinning and (polling.spin.hits, polling.spin.misses) == (0, 1)
         broker.close()
 
     asyncio.run(scenario())
@@ -149,16 +150,17 @@ def test_a_read_within_the_window_is_a_hit_and_opens_the_next_window(clock: _Clo
     async def scenario() -> None:
         broker = Broker(name="spin")
         server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        polling = server.polling
         conn = _client(server, "c", [])
         clock.now = 0.000_090
         conn.data_received(_frame("SEND", destination="/queue/q"))  # 90 us in: a hit
-        assert server.spin.hits == 1
+        assert polling.spin.hits == 1
         clock.now = 0.000_150  # past the first window, within the second
         await _turns(2)
-        assert server.spinning and server.spin.misses == 0
+        assert polling.spinning and polling.spin.misses == 0
         clock.now = 0.000_191
         await _turns(1)
-        assert not server.spinning and server.spin.misses == 1
+        assert not polling.spinning and polling.spin.misses == 1
         broker.close()
 
     asyncio.run(scenario())
@@ -178,7 +180,7 @@ def test_after_misses_reads_sleep_at_once_for_a_doubling_number_of_waits(
             clock.now += 1.0  # the open window (if any) runs out unanswered
             await _turns(1)
             conn.data_received(_frame("SEND", destination="/queue/q"))
-            opened.append(server.spinning)
+            opened.append(server.polling.spinning)
         broker.close()
         return opened
 
@@ -197,6 +199,7 @@ def test_an_embedded_server_polls_only_when_asked(clock: _Clock) -> None:
         asked = StompServer(broker, core_lock=threading.RLock(), owns_broker=False,
                             idle_spin_us=DEFAULT_IDLE_SPIN_US)
         broker.close()
-        return embedded.spinning, connector.spin.enabled, asked.spin.enabled
+        return (embedded.polling.spinning, connector.polling.spin.enabled,
+                asked.polling.spin.enabled)
 
     assert asyncio.run(scenario()) == (False, False, True)

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -33,12 +31,12 @@ from dataclasses import dataclass, field
 from functools import wraps
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
-from jmspy.idle_spin import IdleSpin
 from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker, BrokerError
 from ...core.throttle import LoginThrottle, ThrottleSettings
 from .connect import LoginRequest
+from .loop_polling import LoopPolling
 from .protocol import StompSession
 
 __all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
@@ -63,7 +61,6 @@ log = logging.getLogger("jmspy.broker_ref.stomp")
 
 HIGH_WATER = 256 * 1024
 _EOL = b"\n"
-_clock = time.perf_counter  # the loop's own time() is in milliseconds on uvloop
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -238,7 +235,7 @@ class _Connection(asyncio.Protocol):
                                   "whose SENDs they were is closed")
                     self.close()
             server.flush_woken()
-            server.read_served()
+            server.polling.read_served()
 
     def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
@@ -434,14 +431,13 @@ class StompServer:
         self._woken: list[_Connection] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
-        #: After a read the loop polls for more, without sleeping, for the spin's window
-        #: (jmspy/idle_spin.py: what it saves on a ping-pong, and why it is adaptive).
+        #: After a read the loop polls for more, without sleeping, for a window
+        #: (.loop_polling; jmspy/idle_spin.py: what it saves, why it is adaptive).
         #: ``jmspy broker``, which has its process to itself, polls by default
         #: (``[broker] idle-spin-us``); a server embedded in another program (a ``vm://``
         #: broker's connector, a test) does not unless asked: each turn of its loop would
         #: take the GIL from that program's threads.
-        self.spin = IdleSpin(idle_spin_us)
-        self._spin_until = 0.0  # while > 0.0 a window is open, until then (_clock)
+        self.polling = LoopPolling(self.loop, idle_spin_us, lambda: broker.closed)
 
     def schedule_flush(self, conn: _Connection) -> None:
         """Have ``conn``'s output written: at the end of the batch open, else by a flush
@@ -477,35 +473,6 @@ class StompServer:
             except Exception:  # that client's failure, not the one whose data this was
                 log.exception("internal error writing to a STOMP connection; closing it")
                 conn.close()
-
-    @property
-    def spinning(self) -> bool:
-        """A window is open: the loop polls instead of sleeping."""
-        return self._spin_until > 0.0
-
-    def read_served(self) -> None:
-        """A connection's read was served: a read within the open window is a hit and
-        opens the next window; else a window opens if the spin says so. While one is open
-        a callback per loop turn keeps the loop polling instead of sleeping."""
-        spin = self.spin
-        if self._spin_until:
-            spin.hit()
-            self._spin_until = _clock() + spin.window_s
-            return
-        window = spin.window()
-        if window:
-            self._spin_until = _clock() + window
-            self.loop.call_soon(self._spin_turn)
-
-    def _spin_turn(self) -> None:
-        """One loop turn of an open window: it ends (a miss) once its time is up, else
-        the CPU goes to any thread waiting for it and the loop turns again at once."""
-        if _clock() >= self._spin_until or self.broker.closed:
-            self._spin_until = 0.0
-            self.spin.miss()
-            return
-        os.sched_yield()
-        self.loop.call_soon(self._spin_turn)
 
     def admit(self, conn: _Connection) -> str | None:
         """Count a new connection in, or say why it may not come in."""
