@@ -22,9 +22,9 @@ What it costs: the receiver thread wakes every :data:`TICK` while the turn is le
 holder every :data:`POLL` while it reads an idle socket (at most ~1 s, see above), and
 work that another thread queues for a session whose thread is reading (a close, a start,
 a client-side redelivery) is seen within :data:`POLL`. Before each sleep in ``poll`` the
-holder may poll the socket for a few dozen microseconds (``stomp://...?idle_spin_us=``,
-0: off): adaptive, so it keeps doing so only while the broker answers within that window
-(jmspy/idle_spin.py says what it saves and what it costs).
+holder may poll the socket for up to ``stomp://...?idle_spin_us=`` microseconds (default
+100, 0: off): adaptive, so it keeps doing so only while the broker answers within that
+window (jmspy/idle_spin.py says what it saves and what it costs).
 """
 
 from __future__ import annotations
