@@ -51,6 +51,23 @@ def test_a_hit_halves_what_the_next_miss_skips() -> None:
     assert [bool(spin.window()) for _ in range(5)] == [False] * 4 + [True]
 
 
+def test_a_contended_window_sleeps_through_the_next_waits_as_a_miss_would() -> None:
+    """A yield that gave the CPU away ends the window: counted on its own, and in a row
+    with misses it doubles the waits slept through just as a miss does."""
+    spin = IdleSpin(100)
+    assert spin.window()
+    spin.contended()  # skip 1
+    assert [bool(spin.window()) for _ in range(2)] == [False, True]
+    spin.miss()  # skip 2
+    assert [bool(spin.window()) for _ in range(3)] == [False, False, True]
+    spin.contended()  # skip 4
+    assert [bool(spin.window()) for _ in range(5)] == [False] * 4 + [True]
+    spin.hit()  # 4 -> 2; the next contended window doubles it: 4 waits
+    spin.contended()
+    assert [bool(spin.window()) for _ in range(5)] == [False] * 4 + [True]
+    assert (spin.hits, spin.misses, spin.contentions) == (1, 1, 3)
+
+
 def test_a_window_of_zero_never_polls() -> None:
     spin = IdleSpin(0)
     assert not spin.enabled

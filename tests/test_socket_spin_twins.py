@@ -1,10 +1,13 @@
 """The poll-before-sleep twins (``jmspy._cext.socket_spin``, ``jmspy._pure.socket_spin``)
 on a real socketpair: both say readable as soon as a frame (or the peer's close) is
-there, and not readable once the window ran out on a quiet socket."""
+there, quiet once the window ran out on a quiet socket, and contended when a yield gave
+the CPU to another process."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -15,6 +18,7 @@ import pytest
 
 import jmspy._cext.socket_spin as cext
 import jmspy._pure.socket_spin as pure
+from jmspy.idle_spin import CONTENDED, QUIET, READABLE
 
 TWINS = [pytest.param(cext, id="compiled"), pytest.param(pure, id="pure")]
 
@@ -33,7 +37,7 @@ def test_a_waiting_frame_is_readable_at_the_first_look(
 ) -> None:
     mine, peer = pair
     peer.sendall(b"MESSAGE\n\n\0")
-    assert twin.poll_for(mine.fileno(), 0.0) is True  # no window: still one look
+    assert twin.poll_for(mine.fileno(), 0.0) == READABLE  # no window: still one look
 
 
 @pytest.mark.parametrize("twin", TWINS)
@@ -41,8 +45,9 @@ def test_a_quiet_socket_is_not_readable_once_the_window_ran_out(
     twin: ModuleType, pair: tuple[socket.socket, socket.socket],
 ) -> None:
     mine, _ = pair
-    assert twin.poll_for(mine.fileno(), 0.0) is False
-    assert twin.poll_for(mine.fileno(), 0.000_2) is False
+    assert twin.poll_for(mine.fileno(), 0.0) == QUIET  # one look, no yield
+    # 200 us of looks and yields: quiet, unless a yield ran another thread meanwhile
+    assert twin.poll_for(mine.fileno(), 0.000_2) in (QUIET, CONTENDED)
 
 
 @pytest.mark.parametrize("twin", TWINS)
@@ -51,7 +56,7 @@ def test_the_peer_closing_counts_as_readable_so_the_reader_sees_it(
 ) -> None:
     mine, peer = pair
     peer.close()
-    assert twin.poll_for(mine.fileno(), 0.0) is True
+    assert twin.poll_for(mine.fileno(), 0.0) == READABLE
 
 
 @pytest.mark.parametrize("twin", TWINS)
@@ -70,7 +75,10 @@ def test_a_frame_written_during_the_window_ends_it_readable(
     writer = threading.Thread(target=write_when_polling)
     writer.start()
     started.set()
-    assert twin.poll_for(mine.fileno(), 10.0) is True
+    ended = twin.poll_for(mine.fileno(), 10.0)
+    while ended == CONTENDED:  # a yield ran another thread (the writer?): look again
+        ended = twin.poll_for(mine.fileno(), 10.0)
+    assert ended == READABLE
     writer.join(30)
 
 
@@ -80,7 +88,7 @@ def test_the_compiled_twin_leaves_the_gil_to_other_threads_while_it_polls(
     """With the interpreter's switch interval longer than the window, a thread waiting
     for the GIL gets it only if the poller lets go: the writer, which needs the GIL to
     run at all, ends the window with its frame only because the window runs without it
-    (a poller holding the GIL would see its 2 s run out first and return False)."""
+    (a poller holding the GIL would see its 2 s run out first and return QUIET)."""
     mine, peer = pair
 
     def write_later() -> None:
@@ -92,8 +100,38 @@ def test_the_compiled_twin_leaves_the_gil_to_other_threads_while_it_polls(
     sys.setswitchinterval(100.0)
     try:
         writer.start()
-        readable = cext.poll_for(mine.fileno(), 2.0)
+        ended = cext.poll_for(mine.fileno(), 2.0)
+        while ended == CONTENDED:  # a yield ran another thread (the writer?): look again
+            ended = cext.poll_for(mine.fileno(), 2.0)
     finally:
         sys.setswitchinterval(interval)
     writer.join(30)
-    assert readable is True
+    assert ended == READABLE
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_yield_that_runs_another_process_ends_the_window_contended(
+    twin: ModuleType, pair: tuple[socket.socket, socket.socket],
+) -> None:
+    """The poller and a process that never sleeps share one CPU (both pinned to it): the
+    poller's first yield hands the CPU to that process, which keeps it for its time
+    slice, so the window ends contended long before its 30 s, the socket still quiet."""
+    mine, _ = pair
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import os; os.sched_setaffinity(0, {{{cpu}}}); print(flush=True)\nwhile True: pass"],
+        stdout=subprocess.PIPE)
+    mask = os.sched_getaffinity(0)
+    try:
+        assert busy.stdout is not None
+        busy.stdout.readline()  # it is pinned and about to spin
+        os.sched_setaffinity(0, {cpu})  # this thread only, on Linux
+        ended = twin.poll_for(mine.fileno(), 30.0)
+    finally:
+        os.sched_setaffinity(0, mask)
+        busy.kill()
+        busy.wait()
+        if busy.stdout is not None:
+            busy.stdout.close()
+    assert ended == CONTENDED

@@ -3,8 +3,9 @@
 The compiled twin is ``cython_ext/socket_spin.pyx`` (``jmspy._cext.socket_spin``): the
 same loop in C with the GIL released for the whole window, so a reader that polls does
 not keep the program's other threads from running. Here each ``poll`` releases the GIL
-only for the system call. ``jmspy/idle_spin.py`` says when polling pays and how long the
-window is; ``tests/test_socket_spin_twins.py`` holds both twins to the same behaviour.
+only for the system call. ``jmspy/idle_spin.py`` says when polling pays, how long the
+window is and why a yield that gave the CPU away ends it;
+``tests/test_socket_spin_twins.py`` holds both twins to the same behaviour.
 """
 
 from __future__ import annotations
@@ -13,19 +14,26 @@ import os
 import select
 import time
 
+from jmspy.idle_spin import CONTENDED, GAVE_WAY_S, QUIET, READABLE
+
 __all__ = ["poll_for"]
 
 
-def poll_for(fd: int, window: float) -> bool:
+def poll_for(fd: int, window: float) -> int:
     """Poll ``fd`` until it is readable or ``window`` seconds have passed, yielding the CPU
-    between looks; True if it became readable (or closed or broke: reading then tells),
-    False if the window ran out first. It looks at least once."""
+    between looks. READABLE if it became readable (or closed or broke: reading then
+    tells), QUIET if the window ran out first, CONTENDED if a yield gave the CPU to
+    another thread first (``jmspy.idle_spin``'s constants). It looks at least once."""
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    deadline = time.monotonic() + window
+    clock = time.monotonic
+    deadline = clock() + window
     while True:
         if poller.poll(0):
-            return True
-        if time.monotonic() >= deadline:
-            return False
+            return READABLE
+        began = clock()
+        if began >= deadline:
+            return QUIET
         os.sched_yield()  # a thread runnable on this CPU (the broker?) goes first
+        if clock() - began > GAVE_WAY_S:
+            return CONTENDED

@@ -18,7 +18,7 @@ import pytest
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp import loop_polling
 from jmspy.broker_ref.protocols.stomp.server import StompServer, _Connection
-from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, GAVE_WAY_S
 
 
 class _Recording(asyncio.Transport):
@@ -164,6 +164,40 @@ def test_a_read_within_the_window_is_a_hit_and_opens_the_next_window(clock: _Clo
         broker.close()
 
     asyncio.run(scenario())
+
+
+def test_a_yield_that_gave_the_cpu_away_ends_the_window_contended_and_the_next_read_sleeps(
+    clock: _Clock, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop yields the CPU between looks. A yield that returns at once leaves the
+    window open; one during which another thread ran (it took longer than GAVE_WAY_S)
+    ends it, well before its 100 us are up, and the next read opens no window."""
+    yields: list[float] = []
+
+    def fake_yield() -> None:  # how long each yield keeps the loop off the CPU
+        clock.now += yields.pop(0) if yields else 0.0
+
+    monkeypatch.setattr(loop_polling, "_yield", fake_yield)
+
+    async def scenario() -> tuple[bool, bool, tuple[int, int, int], bool]:
+        broker = Broker(name="spin")
+        server = StompServer(broker, heartbeat_ms=0, idle_spin_us=100)
+        polling = server.polling
+        conn = _client(server, "c", [])
+        yields.extend([GAVE_WAY_S / 2, GAVE_WAY_S * 2])
+        await _turns(1)
+        still_open = polling.spinning  # a short yield: nobody else wanted the CPU
+        await _turns(1)
+        ended = not polling.spinning  # a long one: another thread ran meanwhile
+        spin = polling.spin
+        counts = (spin.hits, spin.misses, spin.contentions)
+        conn.data_received(_frame("SEND", destination="/queue/q"))
+        after = polling.spinning
+        broker.close()
+        return still_open, ended, counts, after
+
+    assert asyncio.run(scenario()) == (True, True, (0, 0, 1), False)
+    assert clock.now < 100e-6  # it ended on the yield, not on the window's time
 
 
 def test_after_misses_reads_sleep_at_once_for_a_doubling_number_of_waits(

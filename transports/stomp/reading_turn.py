@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from jmspy import twins
-from jmspy.idle_spin import IdleSpin
+from jmspy.idle_spin import CONTENDED, READABLE, IdleSpin
 from jmspy.reading_lease import LeaseHolder
 
 __all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
@@ -205,10 +205,14 @@ class ReadingTurn:
             spin = self.spin
             window = spin.window()
             if window:
-                if _poll_for(fd, window):
+                ended = _poll_for(fd, window)
+                if ended == READABLE:
                     spin.hit()
                     return True
-                spin.miss()
+                if ended == CONTENDED:
+                    spin.contended()
+                else:
+                    spin.miss()
             return bool(self._poller.poll(POLL * 1000))
         except (OSError, ValueError):
             return True

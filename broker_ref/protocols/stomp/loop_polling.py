@@ -7,6 +7,8 @@ sleeps while the other works and pays a wakeup per message. Here is only the loo
 polling: a callback scheduled with ``call_soon`` makes the loop's next turn wait zero
 seconds for I/O, so while a window is open the loop looks at its sockets, runs whatever
 arrived, gives the CPU to any thread waiting for it (``sched_yield``), and turns again.
+A yield that did give the CPU away (it took longer than ``idle_spin.GAVE_WAY_S``) ends
+the window as contended: another thread wants this CPU more than the loop does.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import os
 import time
 from collections.abc import Callable
 
-from jmspy.idle_spin import IdleSpin
+from jmspy.idle_spin import GAVE_WAY_S, IdleSpin
 
 __all__ = ["LoopPolling"]
 
 _clock = time.perf_counter  # the loop's own time() is in milliseconds on uvloop
+_yield = os.sched_yield  # module globals, so tests can put a fake clock behind both
 
 
 class LoopPolling:
@@ -59,10 +62,16 @@ class LoopPolling:
 
     def _turn(self) -> None:
         """One loop turn of an open window: it ends (a miss) once its time is up, else
-        the CPU goes to any thread waiting for it and the loop turns again at once."""
-        if _clock() >= self._until or self._stopped():
+        the CPU goes to any thread waiting for it and the loop turns again at once,
+        unless a thread did take the CPU meanwhile (the window ends contended)."""
+        began = _clock()
+        if began >= self._until or self._stopped():
             self._until = 0.0
             self.spin.miss()
             return
-        os.sched_yield()
+        _yield()
+        if _clock() - began > GAVE_WAY_S:
+            self._until = 0.0
+            self.spin.contended()
+            return
         self._loop.call_soon(self._turn)
