@@ -20,7 +20,7 @@ from scripted_stomp import ScriptedBroker
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
 from jmspy.destinations import Queue
-from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, IdleSpin
+from jmspy.idle_spin import CONTENDED, DEFAULT_IDLE_SPIN_US, QUIET, IdleSpin
 from jmspy.transports.stomp import reading_turn
 from jmspy.transports.stomp.reading_turn import ReadingTurn
 from jmspy.transports.stomp.transport import StompTransport
@@ -388,6 +388,37 @@ def test_a_window_without_a_frame_is_a_miss_and_the_next_wait_sleeps_at_once(
     # miss, skip one wait, miss (now skipping two), skip
     assert seen == [1, 1, 2, 2]
     assert pair.reads == 0 and turn.spin.hits == 0
+    # each wait lasted its 1 ms poll, past four windows: the window did not grow
+    assert turn.spin.grown == 0 and turn.spin.window_s == pytest.approx(100e-6)
+
+
+def test_an_answer_soon_after_a_missed_window_doubles_the_window(
+    pair: _Socket, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wait after a miss is timed (a fake clock here: 150 us); within four windows
+    of the start, a longer window would have caught it."""
+    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: QUIET)
+    ticks = iter([10.0, 10.0 + 150e-6])
+    monkeypatch.setattr(reading_turn, "_clock", lambda: next(ticks))
+    turn, holder = _spinning_turn(pair)
+    pair.peer.sendall(b"MESSAGE\n\n\0")  # there already: the wait itself returns at once
+    turn.read(holder)
+    assert pair.reads == 1
+    assert (turn.spin.misses, turn.spin.grown) == (1, 1)
+    assert turn.spin.window_s == pytest.approx(200e-6)
+
+
+def test_a_contended_window_does_not_grow_the_window(
+    pair: _Socket, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: CONTENDED)
+    monkeypatch.setattr(reading_turn, "_clock", lambda: 10.0)  # the answer "at once"
+    turn, holder = _spinning_turn(pair)
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)
+    assert pair.reads == 1
+    assert (turn.spin.contentions, turn.spin.grown) == (1, 0)
+    assert turn.spin.window_s == pytest.approx(100e-6)
 
 
 def test_with_the_window_at_zero_the_holder_never_polls_first(

@@ -24,7 +24,8 @@ work that another thread queues for a session whose thread is reading (a close, 
 a client-side redelivery) is seen within :data:`POLL`. Before each sleep in ``poll`` the
 holder may poll the socket for up to ``stomp://...?idle_spin_us=`` microseconds (default
 100, 0: off): adaptive, so it keeps doing so only while the broker answers within that
-window (jmspy/idle_spin.py says what it saves and what it costs).
+window, which grows up to four times as long while answers come just after it
+(jmspy/idle_spin.py says what it saves and what it costs).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import select
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
@@ -43,6 +45,8 @@ __all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
 
 #: polls a socket for a window before sleeping, without the GIL where compiled
 _poll_for = twins.socket_spin.poll_for
+#: times a wait after a missed or skipped window (tests put a fake clock here)
+_clock = time.perf_counter
 
 #: Seconds between the receiver thread's looks at a lent turn: a holder not reading for a
 #: whole tick (its session is busy in a listener) loses the turn.
@@ -211,8 +215,14 @@ class ReadingTurn:
                     return True
                 if ended == CONTENDED:
                     spin.contended()
-                else:
-                    spin.miss()
-            return bool(self._poller.poll(POLL * 1000))
+                    return bool(self._poller.poll(POLL * 1000))
+                spin.miss()
+            elif not spin.enabled:
+                return bool(self._poller.poll(POLL * 1000))
+            # a missed window or a skipped one: how long the answer took sizes the window
+            start = _clock()
+            readable = bool(self._poller.poll(POLL * 1000))
+            spin.waited(window + _clock() - start)
+            return readable
         except (OSError, ValueError):
             return True
