@@ -38,7 +38,11 @@ alternated with the fixed window): 4,654 against 3,320 msgs/s on RabbitMQ, 5,523
 against 5,080 on ActiveMQ, 9,936 against 10,012 on the jmspy broker, whose answers the
 fixed window already caught. The price, paid only while answers come that soon: on
 RabbitMQ the consumer spent 176 us of CPU per message instead of 101, polling where it
-used to sleep.
+used to sleep. Only a reader that takes one message at a time may grow its window (the
+``stomp://`` reading turn asks its transport: every subscription at window 1): with more
+in flight, frames come in runs, and longer polls between runs took CPU from the broker
+feeding them (window 1000 on RabbitMQ, jmspy / raw stomp.py: 0.98-1.11 with every reader
+growing, 1.11 and 1.24 with only window-1 readers, in alternated runs of part b).
 
 Why a yield ends the window: polling is worth it only on a CPU nobody else wants. On a
 machine with more busy threads than CPUs (measured: raw stomp.py's producer, whose two

@@ -78,14 +78,16 @@ def _paced(count: int, before: Callable[[ScriptedBroker, int], None] = lambda b,
 
 def _listen(broker: ScriptedBroker, count: int,
             on_message: Callable[[Any, Session], object] = lambda m, s: None,
+            flow_limit: int = 1,
             ) -> tuple[list[str], list[JMSException], Any]:
-    """Consume ``count`` messages with a listener (window 1, individual acks); returns the
-    listener's thread names, the exception listener's errors and the (closed) connection."""
+    """Consume ``count`` messages with a listener (window 1 unless ``flow_limit``,
+    individual acks); returns the listener's thread names, the exception listener's
+    errors and the (closed) connection."""
     errors: list[JMSException] = []
     threads: list[str] = []
     done = threading.Event()
     conn = ConnectionFactory(f"{broker.url}?heartbeat=0",
-                             imqConsumerFlowLimit=1).create_connection()
+                             imqConsumerFlowLimit=flow_limit).create_connection()
     conn.set_exception_listener(errors.append)
     try:
         session = conn.create_session(False, Session.INDIVIDUAL_ACKNOWLEDGE)
@@ -406,6 +408,42 @@ def test_an_answer_soon_after_a_missed_window_doubles_the_window(
     assert pair.reads == 1
     assert (turn.spin.misses, turn.spin.grown) == (1, 1)
     assert turn.spin.window_s == pytest.approx(200e-6)
+
+
+def test_a_streaming_connection_answered_soon_after_a_miss_keeps_its_window(
+    pair: _Socket, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Growing is for one message at a time: with more in flight, frames come in runs,
+    and a longer poll between runs only takes CPU from the broker feeding them."""
+    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: QUIET)
+    monkeypatch.setattr(reading_turn, "_clock", lambda: 10.0)  # the answer "at once"
+    turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(100),
+                       one_in_flight=lambda: False)
+    holder = _Holder()
+    holder.work = True
+    turn.lend([holder])
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)
+    assert pair.reads == 1
+    assert (turn.spin.misses, turn.spin.grown) == (1, 0)
+    assert turn.spin.window_s == pytest.approx(100e-6)
+
+
+@pytest.mark.usefixtures("holder_keeps_turn")
+@pytest.mark.parametrize(("flow_limit", "one_at_a_time"), [(1, True), (1000, False)])
+def test_a_connection_takes_one_message_at_a_time_only_while_its_window_is_one(
+    broker: ScriptedBroker, readers: Readers, flow_limit: int, one_at_a_time: bool,
+) -> None:
+    seen: list[bool] = []
+    broker.script = _paced(3)
+
+    def look(message: Any, session: Session) -> None:
+        assert readers.turn is not None
+        seen.append(readers.turn.one_in_flight())
+
+    _, errors, _ = _listen(broker, 3, look, flow_limit=flow_limit)
+    assert errors == []
+    assert seen == [one_at_a_time] * 3
 
 
 def test_a_contended_window_does_not_grow_the_window(

@@ -24,8 +24,9 @@ work that another thread queues for a session whose thread is reading (a close, 
 a client-side redelivery) is seen within :data:`POLL`. Before each sleep in ``poll`` the
 holder may poll the socket for up to ``stomp://...?idle_spin_us=`` microseconds (default
 100, 0: off): adaptive, so it keeps doing so only while the broker answers within that
-window, which grows up to four times as long while answers come just after it
-(jmspy/idle_spin.py says what it saves and what it costs).
+window, which grows up to four times as long while answers come just after it on a
+connection that takes one message at a time (jmspy/idle_spin.py says what it saves and
+what it costs).
 """
 
 from __future__ import annotations
@@ -73,12 +74,14 @@ class ReadingTurn:
     the socket (None once closed); ``running()`` is stomp.py's loop flag.
     """
 
-    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller", "_read_once",
-                 "_running", "_seq", "_socket_of", "_state", "lends", "spin")
+    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller",
+                 "_read_once", "_running", "_seq", "_socket_of", "_state", "lends", "one_in_flight",
+                 "spin")
 
     def __init__(self, read_once: Callable[[], BaseException | None],
                  socket_of: Callable[[], Any], running: Callable[[], bool],
-                 spin: IdleSpin | None = None) -> None:
+                 spin: IdleSpin | None = None,
+                 one_in_flight: Callable[[], bool] | None = None) -> None:
         self._read_once = read_once
         self._socket_of = socket_of
         self._running = running
@@ -93,6 +96,10 @@ class ReadingTurn:
         self.lends = 0
         #: whether a holder polls the socket before it sleeps in poll (jmspy/idle_spin.py)
         self.spin = spin if spin is not None else IdleSpin(0)
+        #: whether the connection takes one message at a time (request/response): only
+        #: then may the spin's window grow (IdleSpin.waited); a streaming consumer's
+        #: longer polls would take CPU from the broker that feeds it
+        self.one_in_flight = one_in_flight or (lambda: True)
 
     # -- the receiver thread's side -------------------------------------------------------
     def lent(self) -> bool:
@@ -218,6 +225,8 @@ class ReadingTurn:
                     return bool(self._poller.poll(POLL * 1000))
                 spin.miss()
             elif not spin.enabled:
+                return bool(self._poller.poll(POLL * 1000))
+            if not self.one_in_flight():
                 return bool(self._poller.poll(POLL * 1000))
             # a missed window or a skipped one: how long the answer took sizes the window
             start = _clock()

@@ -86,6 +86,7 @@ class FrameReader:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         idle_spin_us: int = DEFAULT_IDLE_SPIN_US,
+        one_in_flight: Callable[[], bool] | None = None,
     ) -> None:
         from stomp import exception as stomp_exception
         from stomp import utils as stomp_utils
@@ -103,7 +104,8 @@ class FrameReader:
         self._alive: Callable[[], None] | None = getattr(listener, "on_heartbeat", None)
         #: who reads the socket now: stomp.py's receiver thread or a session it lent it to
         self.turn = ReadingTurn(self._read_once, lambda: transport.socket,
-                                lambda: bool(transport.running), IdleSpin(idle_spin_us))
+                                lambda: bool(transport.running), IdleSpin(idle_spin_us),
+                                one_in_flight)
 
     def read_frames(self) -> None:
         """One ``recv`` and every frame it completes; stomp.py's loop calls it again.

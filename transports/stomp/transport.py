@@ -170,7 +170,8 @@ class StompTransport:
             return FrameReader(stomp_transport, version, self.on_message_frame,
                                self._on_stream_error,
                                max_frame_bytes=self.options.max_frame_bytes,
-                               idle_spin_us=self.options.idle_spin_us)
+                               idle_spin_us=self.options.idle_spin_us,
+                               one_in_flight=self._one_in_flight)
 
         opened = open_stomp(self.options, version, self._credentials, self, self._receipts,
                             reader)
@@ -403,6 +404,13 @@ class StompTransport:
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         with self._lock:
             self._redelivery.cancel(delivery_tags, redelivered=redelivered)
+
+    def _one_in_flight(self) -> bool:
+        """Whether every subscription on this connection takes one message at a time
+        (window 1; a producer with none awaits its RECEIPTs one at a time too): the
+        request/response exchange in which the reading turn's polling window may grow
+        (jmspy/idle_spin.py). Read without the lock: a snapshot of the values suffices."""
+        return all(sub.spec.flow_limit <= 1 for sub in tuple(self._by_sid.values()))
 
     # -- receiving (stomp.py's receiver thread) -------------------------------------------
     def on_message_frame(self, headers: dict[str, str], body: bytes) -> None:
