@@ -177,6 +177,12 @@ class IdleSpin:
         else:
             self.window_s = self._base_s
 
+    def settle(self) -> None:
+        """Back to the configured window: the reader no longer takes one message at a
+        time (a streaming subscription joined it), where a grown window would only poll
+        longer between runs of frames."""
+        self.window_s = self._base_s
+
     def _back_off(self) -> None:
         self._backoff = min(MAX_SKIP, self._backoff * 2 or 1)
         self._skip = self._backoff

@@ -124,6 +124,14 @@ def test_a_slow_answer_after_a_skipped_wait_leaves_the_skipping_as_it_was() -> N
     assert spin.window_s == pytest.approx(100e-6)
 
 
+def test_settling_puts_a_grown_window_back_to_the_configured_one() -> None:
+    spin = IdleSpin(100)
+    _answered_after(spin, 250e-6, 2)  # grown to 400
+    spin.settle()  # the reader no longer takes one message at a time
+    assert spin.window_s == pytest.approx(100e-6)
+    assert spin.window() == pytest.approx(100e-6)
+
+
 def test_the_window_grows_to_the_longest_accepted_at_most() -> None:
     spin = IdleSpin(400)  # four times would be 1,600 us
     assert _answered_after(spin, 900e-6, 3) == [800, MAX_IDLE_SPIN_US, MAX_IDLE_SPIN_US]

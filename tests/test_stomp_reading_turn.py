@@ -410,22 +410,27 @@ def test_an_answer_soon_after_a_missed_window_doubles_the_window(
     assert turn.spin.window_s == pytest.approx(200e-6)
 
 
-def test_a_streaming_connection_answered_soon_after_a_miss_keeps_its_window(
+def test_a_connection_that_starts_streaming_goes_back_to_the_configured_window(
     pair: _Socket, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Growing is for one message at a time: with more in flight, frames come in runs,
     and a longer poll between runs only takes CPU from the broker feeding them."""
     monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: QUIET)
     monkeypatch.setattr(reading_turn, "_clock", lambda: 10.0)  # the answer "at once"
+    streaming = [False]
     turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(100),
-                       one_in_flight=lambda: False)
+                       one_in_flight=lambda: streaming[0] is False)
     holder = _Holder()
     holder.work = True
     turn.lend([holder])
     pair.peer.sendall(b"MESSAGE\n\n\0")
-    turn.read(holder)
-    assert pair.reads == 1
-    assert (turn.spin.misses, turn.spin.grown) == (1, 0)
+    turn.read(holder)  # one at a time: the window grows
+    assert turn.spin.window_s == pytest.approx(200e-6)
+    streaming[0] = True  # a window-1000 subscription joins
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)  # the next miss puts the window back to the configured one
+    assert pair.reads == 2
+    assert turn.spin.grown == 1
     assert turn.spin.window_s == pytest.approx(100e-6)
 
 

@@ -74,9 +74,8 @@ class ReadingTurn:
     the socket (None once closed); ``running()`` is stomp.py's loop flag.
     """
 
-    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller",
-                 "_read_once", "_running", "_seq", "_socket_of", "_state", "lends", "one_in_flight",
-                 "spin")
+    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller", "_read_once",
+                 "_running", "_seq", "_socket_of", "_state", "lends", "one_in_flight", "spin")
 
     def __init__(self, read_once: Callable[[], BaseException | None],
                  socket_of: Callable[[], Any], running: Callable[[], bool],
@@ -227,6 +226,7 @@ class ReadingTurn:
             elif not spin.enabled:
                 return bool(self._poller.poll(POLL * 1000))
             if not self.one_in_flight():
+                spin.settle()
                 return bool(self._poller.poll(POLL * 1000))
             # a missed window or a skipped one: how long the answer took sizes the window
             start = _clock()
