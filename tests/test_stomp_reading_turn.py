@@ -358,8 +358,11 @@ def pair() -> Iterator[_Socket]:
     s.close()
 
 
-def _spinning_turn(pair: _Socket, window_us: int = 100) -> tuple[ReadingTurn, _Holder]:
-    turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(window_us))
+def _spinning_turn(pair: _Socket, window_us: int = 100,
+                   one_in_flight: Callable[[], bool] | None = None,
+                   ) -> tuple[ReadingTurn, _Holder]:
+    turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(window_us),
+                       one_in_flight)
     holder = _Holder()
     holder.work = True  # read() returns after one look at the socket
     turn.lend([holder])
@@ -399,15 +402,23 @@ def test_an_answer_soon_after_a_missed_window_doubles_the_window(
 ) -> None:
     """The wait after a miss is timed (a fake clock here: 150 us); within four windows
     of the start, a longer window would have caught it."""
-    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: QUIET)
     ticks = iter([10.0, 10.0 + 150e-6])
     monkeypatch.setattr(reading_turn, "_clock", lambda: next(ticks))
     turn, holder = _spinning_turn(pair)
-    pair.peer.sendall(b"MESSAGE\n\n\0")  # there already: the wait itself returns at once
-    turn.read(holder)
-    assert pair.reads == 1
+    _window_ends_then_a_frame(turn, holder, pair, monkeypatch, QUIET)
     assert (turn.spin.misses, turn.spin.grown) == (1, 1)
     assert turn.spin.window_s == pytest.approx(200e-6)
+
+
+def _window_ends_then_a_frame(turn: ReadingTurn, holder: _Holder, pair: _Socket,
+                              monkeypatch: pytest.MonkeyPatch, ended: int) -> None:
+    """The holder's window ends as ``ended`` says (a fake poll); the frame waiting by
+    then is read by the wait that follows, at once."""
+    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: ended)
+    reads = pair.reads
+    pair.peer.sendall(b"MESSAGE\n\n\0")
+    turn.read(holder)
+    assert pair.reads == reads + 1
 
 
 def test_a_connection_that_starts_streaming_goes_back_to_the_configured_window(
@@ -415,21 +426,14 @@ def test_a_connection_that_starts_streaming_goes_back_to_the_configured_window(
 ) -> None:
     """Growing is for one message at a time: with more in flight, frames come in runs,
     and a longer poll between runs only takes CPU from the broker feeding them."""
-    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: QUIET)
     monkeypatch.setattr(reading_turn, "_clock", lambda: 10.0)  # the answer "at once"
     streaming = [False]
-    turn = ReadingTurn(pair.read_once, lambda: pair.mine, lambda: True, IdleSpin(100),
-                       one_in_flight=lambda: streaming[0] is False)
-    holder = _Holder()
-    holder.work = True
-    turn.lend([holder])
-    pair.peer.sendall(b"MESSAGE\n\n\0")
-    turn.read(holder)  # one at a time: the window grows
-    assert turn.spin.window_s == pytest.approx(200e-6)
+    turn, holder = _spinning_turn(pair, one_in_flight=lambda: streaming[0] is False)
+    _window_ends_then_a_frame(turn, holder, pair, monkeypatch, QUIET)
+    assert turn.spin.window_s == pytest.approx(200e-6)  # one at a time: it grew
     streaming[0] = True  # a window-1000 subscription joins
-    pair.peer.sendall(b"MESSAGE\n\n\0")
-    turn.read(holder)  # the next miss puts the window back to the configured one
-    assert pair.reads == 2
+    # the next miss puts the window back to the configured one
+    _window_ends_then_a_frame(turn, holder, pair, monkeypatch, QUIET)
     assert turn.spin.grown == 1
     assert turn.spin.window_s == pytest.approx(100e-6)
 
@@ -454,12 +458,9 @@ def test_a_connection_takes_one_message_at_a_time_only_while_its_window_is_one(
 def test_a_contended_window_does_not_grow_the_window(
     pair: _Socket, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(reading_turn, "_poll_for", lambda fd, window: CONTENDED)
     monkeypatch.setattr(reading_turn, "_clock", lambda: 10.0)  # the answer "at once"
     turn, holder = _spinning_turn(pair)
-    pair.peer.sendall(b"MESSAGE\n\n\0")
-    turn.read(holder)
-    assert pair.reads == 1
+    _window_ends_then_a_frame(turn, holder, pair, monkeypatch, CONTENDED)
     assert (turn.spin.contentions, turn.spin.grown) == (1, 0)
     assert turn.spin.window_s == pytest.approx(100e-6)
 

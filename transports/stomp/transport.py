@@ -406,10 +406,8 @@ class StompTransport:
             self._redelivery.cancel(delivery_tags, redelivered=redelivered)
 
     def _one_in_flight(self) -> bool:
-        """Whether every subscription on this connection takes one message at a time
-        (window 1; a producer with none awaits its RECEIPTs one at a time too): the
-        request/response exchange in which the reading turn's polling window may grow
-        (jmspy/idle_spin.py). Read without the lock: a snapshot of the values suffices."""
+        """Every subscription at window 1 (or none): request/response, where the reading
+        turn's polling window may grow (jmspy/idle_spin.py). A snapshot, no lock."""
         return all(sub.spec.flow_limit <= 1 for sub in tuple(self._by_sid.values()))
 
     # -- receiving (stomp.py's receiver thread) -------------------------------------------
