@@ -214,6 +214,9 @@ class ReadingTurn:
                 self._polled_fd = fd
             spin = self.spin
             window = spin.window()
+            # after a missed window or a skipped one, how long the answer takes sizes the
+            # window; not after a contended one (the CPU is wanted) or with polling off
+            sizes = spin.enabled
             if window:
                 ended = _poll_for(fd, window)
                 if ended == READABLE:
@@ -221,17 +224,16 @@ class ReadingTurn:
                     return True
                 if ended == CONTENDED:
                     spin.contended()
-                    return bool(self._poller.poll(POLL * 1000))
-                spin.miss()
-            elif not spin.enabled:
-                return bool(self._poller.poll(POLL * 1000))
-            if not self.one_in_flight():
+                    sizes = False
+                else:
+                    spin.miss()
+            if sizes and not self.one_in_flight():
                 spin.settle()
-                return bool(self._poller.poll(POLL * 1000))
-            # a missed window or a skipped one: how long the answer took sizes the window
-            start = _clock()
+                sizes = False
+            start = _clock() if sizes else 0.0
             readable = bool(self._poller.poll(POLL * 1000))
-            spin.waited(window + _clock() - start)
+            if sizes:
+                spin.waited(window + _clock() - start)
             return readable
         except (OSError, ValueError):
             return True
