@@ -6,13 +6,16 @@ queued acknowledgements are sent); ``tests/test_dispatch_twins.py`` feeds both t
 scripted sessions and requires identical traces. Change one, change the other.
 
 What compiling buys: the loop's own bookkeeping (flag tests, counters, the flow-window
-arithmetic) runs as C, and when the consumer's buffer is the compiled ``PrefetchBuffer``
-its ``pop`` and counters are typed field reads through its ``.pxd``; a delivered
-:class:`~jmspy.message.Message`'s acknowledger and delivery tag are typed fields of its
-record (``jmspy/_cext/message_record.pxd``). The listener, the locks, the session calls
-and the strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C ``append``.
+arithmetic) runs as C; the session's and connection's state flags it tests around every
+listener call are C fields of their records (``jmspy/_cext/lifecycle.pxd``); when the
+consumer's buffer is the compiled ``PrefetchBuffer`` its ``pop`` and counters are typed
+field reads through its ``.pxd``; a delivered :class:`~jmspy.message.Message`'s
+acknowledger and delivery tag are typed fields of its record
+(``jmspy/_cext/message_record.pxd``). The listener, the locks, the session calls and the
+strategy's ``delivered`` stay Python calls; its ``hold`` is a deque's C ``append``.
 """
 
+from jmspy._cext.lifecycle cimport ConnectionLife, SessionLife
 from jmspy._cext.prefetch cimport PrefetchBuffer
 from jmspy._cext.members cimport check_members, member_indices
 from jmspy._cext.message_record cimport MessageRecord
@@ -28,6 +31,10 @@ cdef tuple _TAG = member_indices(FIELDS, ("_delivery_tag",))
 cpdef Py_ssize_t drain(object session, object connection, object consumer) except -1:
     """Run ``consumer``'s listener over its buffered messages; returns how many ran."""
     cdef object ready = session._ready
+    # read once, as in the pure twin; the records' flags are C fields
+    cdef list deferred = session._deferred
+    cdef SessionLife life = session._life
+    cdef ConnectionLife connection_life = connection._life
     cdef object ack = session.acknowledgement
     cdef object lock = consumer._lock
     cdef object acquire = lock.acquire
@@ -53,9 +60,7 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
     cdef bint current = False  # session._current is consumer (see the pure twin)
     try:
         while True:
-            if handled and (
-                ready or session._deferred or session._closing or not connection._started
-            ):
+            if handled and (ready or deferred or life.closing or not connection_life.started):
                 break
             acquire()
             try:
@@ -95,7 +100,7 @@ cpdef Py_ssize_t drain(object session, object connection, object consumer) excep
             if ack.recover_requested:
                 ack.recover_requested = False
                 ok = False
-            if session._closed:
+            if life.closed:
                 return handled
             if coalesce and ok:
                 if fast:  # the listener had the message: it may have deleted a field

@@ -8,13 +8,15 @@ Change one, change the other.
 What compiling buys, once per message sent: the keyword arguments are parsed in C, the
 producer's defaults are C fields, and the eight headers are written straight into the
 message's fields (``MessageRecord``, ``jmspy/_cext/message_record.pxd``) instead of by a
-Python attribute store each. What ``send()`` calls on the session, the connection and the
-transport is theirs, and stays a Python call.
+Python attribute store each; whether the session and its connection are open is four C
+flags of their state records (``jmspy/_cext/lifecycle.pxd``). What ``send()`` calls on
+the session, the connection and the transport is theirs, and stays a Python call.
 """
 
 from libc.stdint cimport int64_t
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
+from jmspy._cext.lifecycle cimport ConnectionLife, SessionLife
 from jmspy._cext.message_record cimport MessageRecord
 
 from jmspy._pure.producer_core import FIELDS, check_mode, check_priority, check_seconds
@@ -68,6 +70,8 @@ cdef class ProducerCore:
     """A producer's session, defaults and state, and ``send()``; see the pure twin."""
 
     cdef public object _session
+    cdef SessionLife _session_life
+    cdef ConnectionLife _connection_life
     cdef public object destination
     cdef public object _delivery_mode
     cdef public object _priority
@@ -77,6 +81,8 @@ cdef class ProducerCore:
 
     def __init__(self, session, destination):
         self._session = session
+        self._session_life = session._life  # see the pure twin
+        self._connection_life = session._connection._life
         self.destination = destination
         self._delivery_mode = _PERSISTENT
         self._priority = 4
@@ -91,7 +97,10 @@ cdef class ProducerCore:
         if self._closed:
             raise IllegalStateException("the producer is closed; create a new one")
         session = self._session
-        session._check_open()
+        cdef SessionLife life = self._session_life
+        cdef ConnectionLife connection_life = self._connection_life
+        if life.closing or life.closed or connection_life.closing or connection_life.closed:
+            session._check_open()  # raises, naming what is closed
         if not isinstance(message, Message):
             raise JMSException(
                 f"send() takes a Message, got {type(message).__name__}; wrap data with "

@@ -98,9 +98,9 @@ class Connection:
         self._next_message_id: Callable[[], str] = twins.producer_core.MessageIds(
             f"ID:{uuid.uuid4().hex[:16]}-{self._instance}-").next_id
         self._consumer_ids = itertools.count(1)
-        self._started = False
-        self._closed = False
-        self._closing = False
+        #: started, closing, closed: a record of C flags when compiled, which the
+        #: per-message loops (listener dispatch, send) read without a lookup
+        self._life = twins.lifecycle.ConnectionLife()
         self._close_lock = threading.Lock()
         self._close_deferred_to: Session | None = None
         self._sessions: list[Session] = []
@@ -154,7 +154,7 @@ class Connection:
     def start(self) -> None:
         """Start (or resume) delivery to receive() callers and listeners."""
         self._check_open()
-        self._started = True
+        self._life.started = True
         self._wake_all()
 
     def stop(self) -> None:
@@ -165,11 +165,11 @@ class Connection:
                 "stop() called from a message listener of this connection would wait for "
                 "itself; call it from another thread"
             )
-        self._started = False
+        self._life.started = False
 
     @property
     def started(self) -> bool:
-        return self._started
+        return self._life.started
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         """The broker's counters for a destination (messageCount, deliveringCount...)."""
@@ -191,9 +191,9 @@ class Connection:
         listener returns (its message is acknowledged first).
         """
         with self._close_lock:
-            if self._closed or self._closing:
+            if self._life.closed or self._life.closing:
                 return
-            self._closing = True
+            self._life.closing = True
         current = next((s for s in self._sessions if s._on_dispatcher_thread()), None)
         for session in list(self._sessions):
             if session is not current:
@@ -206,7 +206,7 @@ class Connection:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._life.closed
 
     def __enter__(self) -> Connection:
         return self
@@ -221,13 +221,13 @@ class Connection:
         try:
             self._transport.close()
         finally:
-            self._closed = True
-            self._started = False
+            self._life.closed = True
+            self._life.started = False
             if self._notifier is not None:
                 self._notifier.stop()
 
     def _check_open(self) -> None:
-        if self._closed or self._closing:
+        if self._life.closed or self._life.closing:
             raise IllegalStateException("the connection is closed; create a new connection")
 
     def _wake_all(self) -> None:

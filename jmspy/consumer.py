@@ -234,7 +234,7 @@ class MessageConsumer(ConsumerCore):
             self._receiving += 1
             try:
                 while not self._closed:
-                    if connection._started:
+                    if connection.started:
                         item = cast(Message | None, self._buffer.pop())
                         if item is not None:
                             message = item
@@ -258,7 +258,7 @@ class MessageConsumer(ConsumerCore):
             returned = self._session._transport.revoke_credit(self.consumer_id)
             with self._lock:
                 self._buffer.revoked(returned)
-                if returned == 0 and connection._started:
+                if returned == 0 and connection.started:
                     item = cast(Message | None, self._buffer.pop())
                     if item is not None:
                         message = item

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from .prefetch_protocol import PrefetchBufferProtocol
 
-__all__ = ["DrainConnection", "DrainConsumer", "DrainFlow", "DrainFunction", "DrainSession"]
+__all__ = ["DrainConnection", "DrainConnectionLife", "DrainConsumer", "DrainFlow",
+           "DrainFunction", "DrainSession", "DrainSessionLife"]
 
 
 class DrainFlow(Protocol):
@@ -24,10 +25,25 @@ class DrainFlow(Protocol):
     def enabled(self) -> bool: ...
 
 
-class DrainConnection(Protocol):
-    """What drain reads from the connection: whether delivery is started, the cap."""
+class DrainConnectionLife(Protocol):
+    """The connection's state record (``jmspy._pure/_cext.lifecycle``)."""
 
-    _started: bool
+    started: bool
+
+
+class DrainSessionLife(Protocol):
+    """The session's state record (``jmspy._pure/_cext.lifecycle``)."""
+
+    closing: bool
+    closed: bool
+
+
+class DrainConnection(Protocol):
+    """What drain reads from the connection: whether delivery is started (its state
+    record, a ``ConnectionLife`` of the same twin build as drain), the cap."""
+
+    @property
+    def _life(self) -> DrainConnectionLife: ...
 
     @property
     def _flow(self) -> DrainFlow: ...
@@ -66,16 +82,18 @@ class DrainSession(Protocol):
     @property
     def acknowledgement(self) -> DrainAck: ...
 
-    _closing: bool
-    _closed: bool
+    @property
+    def _life(self) -> DrainSessionLife:
+        """Closing, closed (a ``SessionLife`` of the same twin build as drain)."""
 
     @property
     def _ready(self) -> Sized:
         """Other consumers waiting for the dispatcher (fairness)."""
 
     @property
-    def _deferred(self) -> Sized:
-        """Closes requested from inside a listener."""
+    def _deferred(self) -> list[Any]:
+        """Closes requested from inside a listener (a list, replaced only between
+        drains)."""
 
     _current: Any
 

@@ -70,8 +70,9 @@ class Session(SessionDispatcher):
         self._transport = connection._transport
         self.transacted = mode is AckMode.SESSION_TRANSACTED
         self.ack_mode = mode
-        self._closed = False
-        self._closing = False
+        #: closing, closed: a record of C flags when compiled, which the per-message
+        #: loops (listener dispatch, send) read without a lookup
+        self._life = twins.lifecycle.SessionLife()
         self._consumers: dict[int, MessageConsumer] = {}
         self._producers: list[MessageProducer] = []
         self._init_dispatcher()  # the listener thread, started by the first listener
@@ -267,7 +268,7 @@ class Session(SessionDispatcher):
     def _connection_resumed(self) -> None:
         """A transacted session needs a transaction on the new connection; commit()
         still fails because the old one is gone."""
-        if not self._closed and not self._closing:
+        if not self._life.closed and not self._life.closing:
             self.acknowledgement.connection_resumed()
 
     def _in_listener(self) -> bool:
@@ -329,7 +330,7 @@ class Session(SessionDispatcher):
 
     # -- closing ------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self._closed or self._closing:
+        if self._life.closed or self._life.closing:
             raise IllegalStateException("the session is closed; create a new session")
         self._connection._check_open()
 
@@ -366,18 +367,18 @@ class Session(SessionDispatcher):
         Blocks until a running listener returns, unless called from that listener, in
         which case the close completes right after the listener returns.
         """
-        if self._closed or self._closing:
+        if self._life.closed or self._life.closing:
             return
         if self._on_dispatcher_thread():
-            self._closing = True
+            self._life.closing = True
             self._deferred.append(None)
             return
         self._do_close()
 
     def _do_close(self) -> None:
-        if self._closed:
+        if self._life.closed:
             return
-        self._closing = True
+        self._life.closing = True
         self._wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -396,12 +397,12 @@ class Session(SessionDispatcher):
             for consumer in list(self._consumers.values()):
                 self._close_consumer(consumer)
         finally:
-            self._closed = True
+            self._life.closed = True
             self._connection._session_closed(self)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._life.closed
 
     def __enter__(self) -> Session:
         return self
@@ -410,4 +411,4 @@ class Session(SessionDispatcher):
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Session {self.ack_mode.name}{' closed' if self._closed else ''}>"
+        return f"<Session {self.ack_mode.name}{' closed' if self._life.closed else ''}>"

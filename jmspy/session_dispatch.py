@@ -25,6 +25,7 @@ from .errors import JMSException
 from .reading_lease import woken_list
 
 if TYPE_CHECKING:
+    from ._pure.lifecycle import SessionLife
     from .acknowledgement import Acknowledgement
     from .connection import Connection
     from .consumer import ListenerType, MessageConsumer
@@ -48,7 +49,7 @@ class SessionDispatcher:
     """The dispatcher-thread half of a session (state is set up by ``_init_dispatcher``)."""
 
     _connection: Connection
-    _closing: bool
+    _life: SessionLife
     acknowledgement: Acknowledgement
 
     def _init_dispatcher(self) -> None:
@@ -168,7 +169,7 @@ class SessionDispatcher:
         """A transport's reading thread offers this thread the reading of its socket
         (after waking it): it reads between listener calls. Refused when closing."""
         with self._dispatch_lock:
-            if self._closing or self._thread is None or self._lease is not None:
+            if self._life.closing or self._thread is None or self._lease is not None:
                 return False
             self._lease = lease
             if self._idle:  # asleep since the ring: it must look at the lease
@@ -178,7 +179,7 @@ class SessionDispatcher:
 
     def _has_work(self) -> bool:
         """For a lease's read(): a ring came (a ready consumer, a start, a close)."""
-        return not self._idle or self._closing
+        return not self._idle or self._life.closing
 
     def _read_while_idle(self, lease: ReadingLease) -> None:
         try:
@@ -215,11 +216,11 @@ class SessionDispatcher:
         held = self.acknowledgement.held_count
         while True:
             with lock:
-                if self._closing:
+                if self._life.closing:
                     return
                 consumer: MessageConsumer | None = None
                 lease: ReadingLease | None = None
-                if ready and conn._started:
+                if ready and conn._life.started:
                     self._idle = False
                     consumer = ready.popleft()
                     consumer._scheduled = False
@@ -237,12 +238,12 @@ class SessionDispatcher:
                     doorbell.get()  # a ring after the check above is kept: never lost
                 continue
             try:
-                drain(self, conn, consumer)  # type: ignore[arg-type]
+                drain(self, conn, consumer)
             finally:
                 self._draining = None
             if self._deferred:
                 self._run_deferred()
-                if self._closing:
+                if self._life.closing:
                     return
             # after clearing _draining: deliveries that skipped _schedule are seen here
             if consumer._dispatchable():

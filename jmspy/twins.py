@@ -22,6 +22,7 @@ from . import _speedups
 __all__ = [
     "consumer_core",
     "dispatch",
+    "lifecycle",
     "message_new",
     "message_record",
     "page_rows",
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from jmspy import consumer_core
     from jmspy._pure import (
         dispatch,
+        lifecycle,
         message_new,
         message_record,
         prefetch,

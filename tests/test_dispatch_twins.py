@@ -20,8 +20,10 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import jmspy._cext.dispatch as cext
+import jmspy._cext.lifecycle as cext_life
 import jmspy._cext.prefetch as cext_prefetch
 import jmspy._pure.dispatch as pure
+import jmspy._pure.lifecycle as pure_life
 import jmspy._pure.prefetch as pure_prefetch
 from jmspy.dispatch_protocol import DrainFunction
 from jmspy.message import Message
@@ -57,8 +59,9 @@ class Flow:
 
 
 class Conn:
-    def __init__(self, flow_enabled: bool) -> None:
-        self._started = True
+    def __init__(self, life: Any, flow_enabled: bool) -> None:
+        self._life = life.ConnectionLife()
+        self._life.started = True
         self._flow = Flow(flow_enabled)
 
 
@@ -113,13 +116,12 @@ class Ack:
 class Session:
     """Records every call drain makes; acknowledgement bookkeeping as the real one does."""
 
-    def __init__(self, ack_mode: int, consumer: Consumer, ack_batch: int,
+    def __init__(self, life: Any, ack_mode: int, consumer: Consumer, ack_batch: int,
                  busy: bool = False) -> None:
         self.ack_mode = ack_mode
         #: the transport declines every offer (an in-process broker's lock held elsewhere)
         self.busy = busy
-        self._closing = False
-        self._closed = False
+        self._life = life.SessionLife()  # closing, closed
         self._ready: deque[object] = deque()
         self._deferred: list[object] = []
         self._current: Any = None
@@ -205,10 +207,12 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
             held.append(tag)
     push(script.initial)
     consumer = Consumer(buf)
-    session = Session(script.ack_mode, consumer, script.ack_batch, script.busy)
+    # the compiled drain reads the compiled state records' C fields: each twin its own
+    life = cext_life if drain is cext.drain else pure_life
+    session = Session(life, script.ack_mode, consumer, script.ack_batch, script.busy)
     for tag in held:
         session.acknowledgement.hold((consumer, tag))
-    conn = Conn(script.flow_enabled)
+    conn = Conn(life, script.flow_enabled)
     actions = iter(script.actions)
 
     def handle(message: Any) -> None:
@@ -223,9 +227,9 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
         elif action == "defer":
             session._deferred.append(consumer)
         elif action == "closing":
-            session._closing = True
+            session._life.closing = True
         elif action == "stop":
-            conn._started = False
+            conn._life.started = False
         elif action == "ready":
             session._ready.append(object())
         elif action == "no_listener":
@@ -235,7 +239,7 @@ def run(drain: DrainFunction, prefetch: Any, script: Script) -> tuple[Any, ...]:
         elif action == "push":
             push(3)
         elif action == "closed":
-            session._closed = True
+            session._life.closed = True
 
     class Listener:
         def on_message(self, message: Any) -> None:

@@ -44,11 +44,15 @@ def twin_modules() -> list[Any]:
 class Script:
     """A session, its connection and transport, recording every call ``send`` makes."""
 
-    def __init__(self, *, session_open: bool = True, tx: str | None = None) -> None:
+    def __init__(self, life: Any, *, session_open: bool = True,
+                 tx: str | None = None) -> None:
         self.calls: list[tuple[Any, ...]] = []
-        self.session_open = session_open
         self.ids = 0
         script = self
+        #: the state records, of the lifecycle twin the producer twin reads
+        self.session_life = life.SessionLife()
+        self.connection_life = life.ConnectionLife()
+        self.session_open = session_open
 
         class Ack:
             pass
@@ -61,6 +65,8 @@ class Script:
                 script.calls.append(("send", message.message_id, tx))
 
         class Connection:
+            _life = script.connection_life
+
             def _next_message_id(self) -> str:
                 script.ids += 1
                 script.calls.append(("id",))
@@ -71,6 +77,7 @@ class Script:
                 script.calls.append(("send_async", message.message_id, tx, listener))
 
         class Session:
+            _life = script.session_life
             _connection = Connection()
             _transport = Transport()
             acknowledgement = ack
@@ -81,6 +88,23 @@ class Script:
                     raise IllegalStateException("the session is closed; create a new session")
 
         self.session = Session()
+
+    @property
+    def session_open(self) -> bool:
+        return not self.session_life.closed
+
+    @session_open.setter
+    def session_open(self, value: bool) -> None:
+        self.session_life.closed = not value
+
+
+def lifecycle_of(module: Any) -> Any:
+    """The state-record twin a producer twin reads (the compiled one needs its C type)."""
+    if module is pure:
+        import jmspy._pure.lifecycle as life
+    else:
+        import jmspy._cext.lifecycle as life  # type: ignore[no-redef]
+    return life
 
 
 def producer_class(module: Any) -> type:
@@ -130,7 +154,7 @@ sends = st.fixed_dictionaries({
 def run_send(module: Any, case: dict[str, Any]) -> tuple[Any, ...]:
     """Send as ``case`` says with ``module``'s core: (outcome, headers relative to the
     clock, calls)."""
-    script = Script(session_open=case["session_open"], tx=case["tx"])
+    script = Script(lifecycle_of(module), session_open=case["session_open"], tx=case["tx"])
     producer = producer_class(module)(script.session, case["own"])
     for name, value in case["defaults"].items():
         setattr(producer, name, value)
@@ -182,12 +206,12 @@ def test_a_send_stamps_the_headers_the_jms_rules_give(case: dict[str, Any]) -> N
     assert delay_ms == (int(delay * 1000) if delay > 0 else 0)
     last = ("send_async", "ID:test-1", case["tx"], True) if case["async"] else (
         "send", "ID:test-1", case["tx"])
-    assert calls == [("check_open",), ("id",), last]
+    assert calls == [("id",), last]  # open: the session is not asked
 
 
 @pytest.mark.parametrize("module", twin_modules(), ids=lambda m: m.__name__)
 def test_a_closed_producer_or_session_sends_nothing(module: Any) -> None:
-    script = Script()
+    script = Script(lifecycle_of(module))
     producer = producer_class(module)(script.session, Queue("q"))
     producer._closed = True
     with pytest.raises(IllegalStateException, match="producer is closed"):
@@ -225,3 +249,25 @@ def test_now_ms_reads_the_wall_clock_in_milliseconds(module: Any) -> None:
     got = module.now_ms()
     after = int(time.time() * 1000)
     assert type(got) is int and before <= got <= after
+
+
+@pytest.mark.parametrize("module", twin_modules(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("state", ["session closing", "session closed",
+                                   "connection closing", "connection closed"])
+def test_any_closing_or_closed_flag_makes_send_ask_the_session(module: Any,
+                                                             state: str) -> None:
+    """An open session and connection cost a send no call; any of the four flags sends
+    it to the session's ``_check_open``, whose error names what is closed."""
+    script = Script(lifecycle_of(module))
+    producer = producer_class(module)(script.session, Queue("q"))
+    producer.send(TextMessage("x"))
+    assert ("check_open",) not in script.calls
+    owner, flag = state.split()
+    setattr(script.session_life if owner == "session" else script.connection_life, flag, True)
+    if state == "session closed":  # the fake's check reads this flag: it refuses
+        with pytest.raises(IllegalStateException, match="session is closed"):
+            producer.send(TextMessage("x"))
+        assert script.calls[-1] == ("check_open",)
+        return
+    producer.send(TextMessage("x"))  # the fake's check passes: only the call is recorded
+    assert script.calls[-3:] == [("check_open",), ("id",), ("send", "ID:test-2", None)]

@@ -62,6 +62,11 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
     from the ready queue for it), then continues while nothing else needs the thread.
     """
     ready = session._ready
+    # Read once: the session replaces its list of deferred closes only between drains,
+    # on this thread; the state records are its own and its connection's, for good.
+    deferred = session._deferred
+    life = session._life
+    connection_life = connection._life
     ack = session.acknowledgement
     lock = consumer._lock
     buf = consumer._buffer
@@ -83,9 +88,7 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
     current = False
     try:
         while True:
-            if handled and (
-                ready or session._deferred or session._closing or not connection._started
-            ):
+            if handled and (ready or deferred or life.closing or not connection_life.started):
                 break
             with lock:
                 if consumer._closed:
@@ -118,7 +121,7 @@ def drain(session: DrainSession, connection: DrainConnection, consumer: DrainCon
             if ack.recover_requested:
                 ack.recover_requested = False
                 ok = False
-            if session._closed:
+            if life.closed:
                 return handled
             if coalesce and ok:
                 hold((consumer, message._delivery_tag))

@@ -24,6 +24,7 @@ from jmspy.errors import IllegalStateException, JMSException
 from jmspy.message import DeliveryMode, Message
 
 if TYPE_CHECKING:
+    from jmspy._pure.lifecycle import ConnectionLife, SessionLife
     from jmspy.destinations import Destination
     from jmspy.producer import CompletionCallback
     from jmspy.session import Session
@@ -41,6 +42,8 @@ __all__ = [
 #: The producer's fields, in the order ``ProducerCore.__init__`` sets them.
 FIELDS: Final = (
     "_session",
+    "_session_life",
+    "_connection_life",
     "destination",
     "_delivery_mode",
     "_priority",
@@ -100,6 +103,8 @@ class ProducerCore:
     __slots__ = FIELDS
 
     _session: Session
+    _session_life: SessionLife
+    _connection_life: ConnectionLife
     destination: Destination | None
     _delivery_mode: DeliveryMode
     _priority: int
@@ -109,6 +114,11 @@ class ProducerCore:
 
     def __init__(self, session: Session, destination: Destination | None) -> None:
         self._session = session
+        # The session's and its connection's state records (jmspy/_pure/lifecycle.py),
+        # read by every send: whether both are still open is four flag reads, and the
+        # session's _check_open runs only to say which one is not.
+        self._session_life = session._life
+        self._connection_life = session._connection._life
         self.destination = destination
         self._delivery_mode = DeliveryMode.PERSISTENT
         self._priority = 4
@@ -136,7 +146,10 @@ class ProducerCore:
         if self._closed:
             raise IllegalStateException("the producer is closed; create a new one")
         session = self._session
-        session._check_open()
+        life = self._session_life
+        connection_life = self._connection_life
+        if life.closing or life.closed or connection_life.closing or connection_life.closed:
+            session._check_open()  # raises, naming what is closed
         if not isinstance(message, Message):
             raise JMSException(
                 f"send() takes a Message, got {type(message).__name__}; wrap data with "
