@@ -220,7 +220,7 @@ class SessionDispatcher:
                     return
                 consumer: MessageConsumer | None = None
                 lease: ReadingLease | None = None
-                if ready and conn._life.started:
+                if ready and conn.started:
                     self._idle = False
                     consumer = ready.popleft()
                     consumer._scheduled = False
