@@ -20,7 +20,8 @@ from jmspy.destinations import Queue, Topic
 from jmspy.message import Message
 from jmspy.transport import ConsumerSpec
 
-from .mapping import BrokerProfile
+from .. import destination_options
+from .mapping import BrokerProfile, profile_key
 
 __all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription"]
 
@@ -52,6 +53,9 @@ class StompSubscription:
     #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
     #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
     copies: dict[int, tuple[dict[str, str], bytes]] | None = None
+    #: the destination option ``consumer.prefetchSize`` (None: not given): the core's
+    #: window is the lower of it and the client's limit
+    destination_flow_limit: int | None = None
 
     @classmethod
     def for_spec(
@@ -88,15 +92,22 @@ class StompSubscription:
                 from jmspy.selector import compile_selector
 
                 client_selector = compile_selector(spec.selector)
-        limit = max(1, spec.flow_limit)
+        options = destination_options.resolve(
+            "stomp", profile_key(p), spec.destination, where=p.server or "unknown server")
+        headers.update(options.subscribe_headers)
+        flow = spec.flow_limit  # the lower of the client's and the destination's limit
+        if options.flow_limit is not None and options.flow_limit < flow:
+            flow = options.flow_limit
+        limit = max(1, flow)
         if p.window == "jmspy-flow-limit":
-            headers["jmspy-flow-limit"] = str(spec.flow_limit)
+            headers["jmspy-flow-limit"] = str(flow)
             headers["jmspy-flow-threshold"] = str(spec.flow_threshold)
         elif p.window_in_bytes:
             headers[p.window] = str(limit * ARTEMIS_BYTES_PER_MESSAGE)
         elif p.window:
             headers[p.window] = str(limit)
-        sub = cls(spec, "", headers, client_selector=client_selector)
+        sub = cls(spec, "", headers, client_selector=client_selector,
+                  destination_flow_limit=options.flow_limit)
         if p.cancel == "resubscribe" and isinstance(spec.destination, Topic) and not spec.durable:
             # A re-SUBSCRIBE would make a new topic subscription, and the old one's
             # unacked messages die with it: recover() redelivers from the client's copy.
