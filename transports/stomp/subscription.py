@@ -56,6 +56,8 @@ class StompSubscription:
     #: the destination option ``consumer.prefetchSize`` (None: not given): the core's
     #: window is the lower of it and the client's limit
     destination_flow_limit: int | None = None
+    #: a RabbitMQ stream (``x-queue-type=stream``): never NACKed (see for_spec)
+    stream: bool = False
 
     @classmethod
     def for_spec(
@@ -112,6 +114,13 @@ class StompSubscription:
             # A re-SUBSCRIBE would make a new topic subscription, and the old one's
             # unacked messages die with it: recover() redelivers from the client's copy.
             sub.copies = {}
+        elif options.subscribe_headers.get("x-queue-type") == "stream":
+            # A RabbitMQ stream takes no NACK (it closes the connection) and loses nothing
+            # by being read: recover() and rollback redeliver from the client's copy, and
+            # the broker's deliveries stay unacked (holding prefetch slots) until the
+            # redelivered messages are acknowledged.
+            sub.copies = {}
+            sub.stream = True
         return sub
 
     def count_key(self, message_key: str) -> str:
