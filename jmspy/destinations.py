@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
-from urllib.parse import quote, unquote
 
 from .errors import InvalidDestinationException
 
@@ -92,14 +91,44 @@ class DestinationOptions(Mapping[str, str]):
 
     def query(self) -> str:
         """The options as a destination-options query (``a=1&b=2``, percent-encoded)."""
-        return "&".join(f"{quote(k, safe='.-_')}={quote(v, safe='.-_=')}"
-                        for k, v in self._items)
+        return "&".join(f"{_quote(k)}={_quote(v, safe='=')}" for k, v in self._items)
 
     def __repr__(self) -> str:
         return f"DestinationOptions({dict(self._items)!r})"
 
 
 NO_OPTIONS = DestinationOptions()
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_~")
+
+
+def _quote(text: str, safe: str = "") -> str:
+    """Percent-encode all but unreserved URL characters (and ``safe``), as UTF-8.
+    (Not urllib: this module stays free of network modules, tests/test_sans_io_imports.py.)"""
+    return "".join(c if c in _PLAIN or c in safe else "".join(f"%{b:02X}" for b in c.encode())
+                   for c in text)
+
+
+def _unquote(text: str) -> str:
+    """Decode ``%XX`` sequences (UTF-8). Raises ValueError for a ``%`` not followed by two
+    hex digits and UnicodeDecodeError for bytes that are not UTF-8."""
+    if "%" not in text:
+        return text
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%":
+            pair = text[i + 1:i + 3]
+            if len(pair) != 2 or not _HEX.issuperset(pair):
+                raise ValueError(pair)
+            out.append(int(pair, 16))
+            i += 3
+        else:
+            out += c.encode()
+            i += 1
+    return out.decode("utf-8")
 
 
 def _option_value(kind: str, name: str, key: str, value: object) -> str:
@@ -138,11 +167,15 @@ def parse_options(kind: str, text: str,
                     f"{kind} {text!r}: option {piece!r} is not name=value (e.g. "
                     "'x-max-length=1000')")
             try:
-                key, value = unquote(key, errors="strict"), unquote(raw, errors="strict")
+                key, value = _unquote(key), _unquote(raw)
             except UnicodeDecodeError:
                 raise InvalidDestinationException(
                     f"{kind} {text!r}: option {piece!r} percent-encodes bytes that are not "
                     "UTF-8; encode the text as UTF-8 before percent-encoding it") from None
+            except ValueError:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r}: option {piece!r} has a '%' not followed by two hex "
+                    "digits; write a literal '%' as %25") from None
             if not value:
                 raise InvalidDestinationException(
                     f"{kind} {text!r}: option {key!r} has an empty value; give it one or "
@@ -178,18 +211,14 @@ class Destination:
     kind: ClassVar[str] = "destination"
 
     def __post_init__(self) -> None:
-        options = self.options
-        if type(options) is not DestinationOptions:
-            if not isinstance(options, Mapping):
-                raise InvalidDestinationException(
-                    f"{self.kind} options must be a mapping of name to value, got "
-                    f"{type(options).__name__}: {options!r}")
-            if isinstance(self.name, str):
-                name, parsed = parse_options(self.kind, self.name, options)
-                object.__setattr__(self, "name", name)
-                object.__setattr__(self, "options", parsed)
-        elif isinstance(self.name, str) and "?" in self.name:
-            name, parsed = parse_options(self.kind, self.name)
+        options, name = self.options, self.name
+        given = type(options) is not DestinationOptions
+        if given and not isinstance(options, Mapping):
+            raise InvalidDestinationException(
+                f"{self.kind} options must be a mapping of name to value, got "
+                f"{type(options).__name__}: {options!r}")
+        if isinstance(name, str) and (given or "?" in name):
+            name, parsed = parse_options(self.kind, name, options)
             object.__setattr__(self, "name", name)
             object.__setattr__(self, "options", parsed)
         _check_name(self.kind, self.name)

@@ -25,12 +25,13 @@ from jmspy.transports.stomp.subscription import StompSubscription
 
 # -- parsing ---------------------------------------------------------------------------------
 def test_options_after_the_question_mark_are_parsed_in_order_and_percent_decoded() -> None:
-    q = Queue("orders?x-queue-type=quorum&x-max-length=1000&note=a%20b%26c%3Dd")
+    q = Queue("orders?x-queue-type=quorum&x-max-length=1000&note=a%20b%26c%3Dd%C3%A9")
     assert q.name == "orders"
     assert list(q.options.items()) == [
-        ("x-queue-type", "quorum"), ("x-max-length", "1000"), ("note", "a b&c=d")]
+        ("x-queue-type", "quorum"), ("x-max-length", "1000"), ("note", "a b&c=d\u00e9")]
     # '=' stays as it is in a value (only the first '=' of an option splits it)
-    assert q.with_options_text() == "orders?x-queue-type=quorum&x-max-length=1000&note=a%20b%26c=d"
+    assert q.with_options_text() == (
+        "orders?x-queue-type=quorum&x-max-length=1000&note=a%20b%26c=d%C3%A9")
     assert Queue(q.with_options_text()).options == q.options  # the text round-trips
 
 
@@ -61,6 +62,8 @@ def test_options_survive_pickling() -> None:
     ("orders?x-max-length=1&x-max-length=2", "gives option 'x-max-length' twice"),
     ("orders?x-max-length=1&x-max-length=1", "twice"),  # even the same value
     ("orders?a=%ff", "not UTF-8"),
+    ("orders?a=100%", "'%' not followed by two hex digits"),
+    ("orders?a=%zz", "'%' not followed by two hex digits"),
     ("?a=1", "name must not be empty"),
 ])
 def test_malformed_options_are_refused_saying_what_is_wrong(text: str, says: str) -> None:
@@ -273,3 +276,38 @@ def test_a_directly_built_destination_is_checked_when_used(vm_broker_factory: An
             s.create_consumer(bad)
         with pytest.raises(RefusedFeatureException):
             s.create_queue("direct?consumer.exclusive=true")
+
+
+def test_the_docs_table_is_the_rendering_of_the_option_table() -> None:
+    """docs/destination-options.md shows what the code takes (regenerate with
+    ``python -m jmspy.transports.destination_options docs/destination-options.md``)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "destination-options.md"
+           ).read_text()
+    assert dopts.rewrite(doc) == doc
+    assert "`x-stream-offset` | `x-stream-offset` on SUBSCRIBE" in doc
+
+
+def test_a_stream_subscription_resumes_after_a_dropped_connection_where_it_was() -> None:
+    """After a reconnect a stream consumer re-subscribes from its oldest unacknowledged
+    delivery (or just past the newest one), not from its first ``x-stream-offset`` again
+    (with ``first``, the whole stream once more)."""
+    def require(feature: Feature, detail: str) -> None:
+        raise AssertionError(feature)
+
+    spec = ConsumerSpec(consumer_id=1, destination=Queue(
+        "s?x-queue-type=stream&x-stream-offset=first"))
+    sub = StompSubscription.for_spec(spec, detect_broker(RABBIT), require, lambda n: n,
+                                     discard_queue_selectors=False)
+    assert sub.stream and sub.copies is not None
+    sub.connection_lost()  # nothing delivered yet: still from the first
+    assert sub.headers["x-stream-offset"] == "first"
+    for tag, offset in ((1, "5"), (2, "6"), (3, "7")):
+        sub.copies[tag] = ({"x-stream-offset": offset}, b"")
+    del sub.copies[1]  # acknowledged
+    sub.connection_lost()
+    assert sub.headers["x-stream-offset"] == "offset=6"
+    sub.copies.clear()  # the re-SUBSCRIBE drops the dead copies; all were acknowledged
+    sub.connection_lost()
+    assert sub.headers["x-stream-offset"] == "offset=8"

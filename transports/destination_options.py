@@ -88,8 +88,9 @@ def _stream_offset(value: str) -> str:
 class OptionSpec:
     """One option on one target.
 
-    ``header``: the STOMP header it becomes ("" = the transport applies it itself: see
-    ``setting``). ``on_send``: also carried on SEND (a queue argument), else SUBSCRIBE only.
+    ``header``: the STOMP header it becomes (for a ``setting``, the header that carries
+    the setting's effect, sent by the transport; "" = nothing on the wire).
+    ``on_send``: also carried on SEND (a queue argument), else SUBSCRIBE only.
     ``setting``: the transport-applied setting (``flow_limit``, ``ring_size``,
     ``expiration_ms``). ``queues_only``: refused on a Topic.
     """
@@ -120,10 +121,11 @@ _PREFETCH_HOW = "the destination's consumer flow limit: the lower of it and " \
     "imqConsumerFlowLimit is the window"
 
 
-def _prefetch(header: str) -> OptionSpec:
-    how = f"{_PREFETCH_HOW} (sent as `{header}`)" if header else _PREFETCH_HOW
-    return OptionSpec("consumer.prefetchSize", _int(0), how, setting="flow_limit",
-                      queues_only=False)
+def _prefetch(window_header: str) -> OptionSpec:
+    """``consumer.prefetchSize``: the consumer's window, which the transport sends in
+    ``window_header`` (its usual window header) as the lower of the two limits."""
+    return OptionSpec("consumer.prefetchSize", _int(0), _PREFETCH_HOW, header=window_header,
+                      setting="flow_limit", queues_only=False)
 
 
 def _rabbit_arg(name: str, check: Check, how: str) -> OptionSpec:
@@ -303,3 +305,48 @@ def _resolve(transport: str, key: str, is_queue: bool,
                        "it has)")
     return Resolved(send, subscribe, settings.get("flow_limit"), settings.get("ring_size"),
                     settings.get("expiration_ms"))
+
+
+# -- docs/destination-options.md ---------------------------------------------------------
+BEGIN: Final = "<!-- destination options: generated, do not edit -->"
+END: Final = "<!-- end of destination options -->"
+
+
+def _carried(spec: OptionSpec) -> str:
+    if spec.setting == "flow_limit":
+        return "the consumer window" + (f" (`{spec.header}`)" if spec.header else "")
+    if spec.setting:
+        return f"the queue's `{spec.setting.replace('_', '-')}`, set in the broker"
+    if not spec.header:
+        return "nothing (accepted: it is what the broker does)"
+    return f"`{spec.header}` on " + ("SEND and SUBSCRIBE" if spec.on_send else "SUBSCRIBE")
+
+
+def render_markdown() -> str:
+    """One table per target: each option, what it becomes, what it means."""
+    out: list[str] = []
+    for (transport, _key), (broker, specs) in OPTION_TARGETS.items():
+        out += [f"**{transport}:// {broker}**", "",
+                "| option | carried as | meaning | on |", "| --- | --- | --- | --- |"]
+        for s in specs:
+            where = "queues" if s.queues_only else "queues and topics"
+            out.append(f"| `{s.name}` | {_carried(s)} | {s.how} | {where} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def rewrite(doc: str) -> str:
+    """``doc`` with the text between the BEGIN and END markers replaced by the tables."""
+    head, sep, rest = doc.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        raise ValueError(f"the document has no {BEGIN!r} ... {END!r} block")
+    return f"{head}{BEGIN}\n{render_markdown()}{END}{tail}"
+
+
+if __name__ == "__main__":  # python -m jmspy.transports.destination_options FILE
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1])
+    path.write_text(rewrite(path.read_text()))

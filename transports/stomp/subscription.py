@@ -23,7 +23,7 @@ from jmspy.transport import ConsumerSpec
 from .. import destination_options
 from .mapping import BrokerProfile, profile_key
 
-__all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription"]
+__all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription", "StreamCopies"]
 
 #: hand(tag, message, delivery count): give one delivery to the core
 Hand = Callable[[int, Message, int], None]
@@ -32,6 +32,31 @@ ARTEMIS_BYTES_PER_MESSAGE = 1024
 #: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
 #: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
 RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
+
+
+class StreamCopies(dict[int, tuple[dict[str, str], bytes]]):
+    """A RabbitMQ stream subscription's copies of its unacknowledged deliveries (see
+    ``StompSubscription.copies``), which also remember the highest stream offset
+    delivered: RabbitMQ stamps each MESSAGE with ``x-stream-offset``. After a dropped
+    connection the subscription resumes from the oldest unacknowledged message, or just
+    past the newest delivered one, instead of its first ``x-stream-offset`` again (with
+    ``first``, the whole stream once more)."""
+
+    high = -1
+
+    def __setitem__(self, tag: int, frame: tuple[dict[str, str], bytes]) -> None:
+        offset = frame[0].get("x-stream-offset", "")
+        if offset.isdigit() and int(offset) > self.high:
+            self.high = int(offset)
+        super().__setitem__(tag, frame)
+
+    def resume_offset(self) -> int | None:
+        """Where to read from after a reconnect (None: nothing was delivered yet)."""
+        unacked = [int(o) for h, _ in self.values()
+                   if (o := h.get("x-stream-offset", "")).isdigit()]
+        if unacked:
+            return min(unacked)
+        return self.high + 1 if self.high >= 0 else None
 
 
 @dataclass(eq=False)
@@ -119,7 +144,7 @@ class StompSubscription:
             # by being read: recover() and rollback redeliver from the client's copy, and
             # the broker's deliveries stay unacked (holding prefetch slots) until the
             # redelivered messages are acknowledged.
-            sub.copies = {}
+            sub.copies = StreamCopies()
             sub.stream = True
         return sub
 
@@ -158,6 +183,10 @@ class StompSubscription:
     def connection_lost(self) -> None:
         """Every tag of the dropped connection is dead (the broker redelivers them), and
         credit went with it."""
+        if isinstance(self.copies, StreamCopies):
+            resume = self.copies.resume_offset()
+            if resume is not None:
+                self.headers["x-stream-offset"] = f"offset={resume}"
         self.unacked.clear()
         self.stash.clear()
         self.pending_cancel.clear()
