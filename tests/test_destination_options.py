@@ -311,3 +311,14 @@ def test_a_stream_subscription_resumes_after_a_dropped_connection_where_it_was()
     sub.copies.clear()  # the re-SUBSCRIBE drops the dead copies; all were acknowledged
     sub.connection_lost()
     assert sub.headers["x-stream-offset"] == "offset=8"
+
+
+def test_in_process_queue_settings_are_refused_for_a_wildcard_name(
+    vm_broker_factory: Any,
+) -> None:
+    """An exact-name setting for ``orders.*`` would reach every queue it matches."""
+    _, factory = vm_broker_factory()
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        with pytest.raises(InvalidDestinationException, match="wildcard word"):
+            s.create_queue("orders.*?x-message-ttl=5")

@@ -31,6 +31,7 @@ from jmspy.broker_ref.core.api import (
     DestinationStats,
     ServerMessage,
 )
+from jmspy.broker_ref.core.settings import is_wildcard
 from jmspy.broker_ref.core.sqlite_store import StoreError
 from jmspy.broker_ref.data_dir import DataDirectory
 from jmspy.destinations import Destination, Queue
@@ -501,6 +502,10 @@ class VmTransport:
         if options.ring_size is None and options.expiration_ms is None:
             return
         host, name = self.host, destination.name
+        if is_wildcard(name):  # the exact-name settings would reach every queue it matches
+            raise errors.InvalidDestinationException(
+                f"{destination} has a wildcard word, so its queue settings would apply to "
+                "every queue it matches; set them in the broker's address settings instead")
         try:
             with host.lock:
                 broker = host.broker
