@@ -183,6 +183,21 @@ def test_activemq_exclusive_consumer_gets_the_whole_queue(activemq: Any) -> None
         _nothing_more(other)
 
 
+def test_activemq_consumer_priority_prefers_the_higher_consumer(activemq: Any) -> None:
+    """ActiveMQ dispatches to the highest-priority consumer while its window has room."""
+    name = _name("priority")
+    with ConnectionFactory(_url(activemq)).create_connection() as conn:
+        s = conn.create_session()
+        low = s.create_consumer(s.create_queue(name))
+        high = s.create_consumer(s.create_queue(f"{name}?consumer.priority=10"))
+        conn.start()
+        p = s.create_producer(s.create_queue(name))
+        for i in range(10):
+            p.send(s.create_text_message(f"h{i}"))
+        assert _texts(high, 10) == [f"h{i}" for i in range(10)]
+        _nothing_more(low)
+
+
 def test_activemq_refuses_rabbitmq_queue_arguments_naming_itself(activemq: Any) -> None:
     with ConnectionFactory(_url(activemq)).create_connection() as conn:
         s = conn.create_session()
