@@ -111,7 +111,12 @@ SendAsync = Callable[[Message, str | None, Callable[[Exception | None], None]], 
 
 
 class Transport(Protocol):
-    """What a transport does for the core. Every method may raise JMSException."""
+    """What a transport does for the core. Every method may raise JMSException.
+
+    Optional: ``declare_destination(destination)`` checks a destination's options
+    (``orders?x-queue-type=quorum``) against the broker and applies what the broker takes
+    from clients; the session refuses every option on a transport without it.
+    """
 
     scheme: str
     #: The capability matrix's features this transport carries natively on the broker it
