@@ -175,6 +175,13 @@ class StompSession(_send.SessionRecord):
         return bool(self._out)
 
     @property
+    def input_buffered(self) -> int:
+        """Bytes received and not yet acted on: the frame being read, and frames read
+        but held back (behind a login, or by producer flow control). The host counts
+        them against the broker's input budget."""
+        return int(self._parser.buffered)
+
+    @property
     def reading_held(self) -> bool:
         """The host should stop reading this client: its SENDs without a receipt wait in
         the broker past :data:`HELD_FRAMES_READ_LIMIT` / :data:`HELD_BYTES_READ_LIMIT`.
