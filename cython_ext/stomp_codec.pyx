@@ -340,7 +340,8 @@ cdef class FrameParser:
                 if size - pos > self._max_frame:
                     raise FrameError(
                         _R_BODY_TOO_LARGE,
-                        f"no NUL within max_frame_bytes={limits.max_frame_bytes}",
+                        f"{size - pos} bytes and no NUL yet, "
+                        f"max_frame_bytes={limits.max_frame_bytes}",
                     )
                 self._scan = size
                 return None

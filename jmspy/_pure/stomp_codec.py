@@ -240,7 +240,8 @@ class FrameParser:
                 if size - pos > limits.max_frame_bytes:
                     raise FrameError(
                         FrameErrorReason.BODY_TOO_LARGE,
-                        f"no NUL within max_frame_bytes={limits.max_frame_bytes}",
+                        f"{size - pos} bytes and no NUL yet, "
+                        f"max_frame_bytes={limits.max_frame_bytes}",
                     )
                 self._scan = size
                 return None
