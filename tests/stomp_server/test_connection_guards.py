@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from jmspy import _speedups
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp.server import ConnectionLimits, StompServer, _Connection
@@ -216,3 +218,39 @@ def test_a_closed_connection_gives_its_unfinished_frame_back_to_the_budget() -> 
         assert broker.usage()["inputBytes"] == b.session.input_buffered
 
     _run(scenario)
+
+
+def test_the_limits_table_reads_the_new_keys_and_their_defaults() -> None:
+    from jmspy.broker_ref.config import BrokerConfig, ConfigError, parse_config
+
+    defaults = BrokerConfig()
+    assert (defaults.idle_timeout, defaults.input_budget, defaults.max_frame_bytes,
+            defaults.login_address_refuse_after) == (60, 64 * 1024**2, 10 * 1024**2, 30)
+    assert defaults.max_connections_per_address is None  # a tenth of max-connections
+    cfg = parse_config({"limits": {"idle-timeout": 5, "input-budget": "32 MB",
+                                   "max-connections-per-address": 0,
+                                   "login-address-refuse-after": 50}}, "t.toml")
+    assert (cfg.idle_timeout, cfg.input_budget, cfg.max_connections_per_address,
+            cfg.login_address_refuse_after) == (5, 32 * 1024**2, 0, 50)
+    assert parse_config({"limits": {"input-budget": 4096}}, "t.toml").input_budget == 4096
+    with pytest.raises(ConfigError, match="input-budget = 'lots' is not a size"):
+        parse_config({"limits": {"input-budget": "lots"}}, "t.toml")
+    with pytest.raises(ConfigError, match="idle-timeout = -1 must be >= 0"):
+        parse_config({"limits": {"idle-timeout": -1}}, "t.toml")
+
+
+def test_jmspy_stat_says_what_was_turned_away_and_what_frames_being_read_hold() -> None:
+    from jmspy.broker_ref.protocols.stomp.client import format_usage
+
+    broker = Broker(name="stat")
+    usage = {k: str(v) for k, v in broker.usage().items() if v is not None}
+    assert "turned away" not in format_usage(usage)  # nothing happened: nothing said
+    from jmspy.broker_ref.core.listener_stats import Closed, Refused
+
+    broker.listeners.refuse(Refused.PER_ADDRESS)
+    broker.listeners.close(Closed.IDLE_TIMEOUT)
+    broker.listeners.input.hold("c", 1024**2)
+    usage = {k: str(v) for k, v in broker.usage().items() if v is not None}
+    line = format_usage(usage)
+    assert "connections turned away: per address 1, closed: idle-timeout 1" in line
+    assert "frames being read 1.0 MB of 64.0 MB (0 connections paused)" in line

@@ -131,6 +131,9 @@ def test_connections_are_capped_in_total_and_per_address(
     refusal = fourth.read_frame()
     assert refusal.header("message") == "too many connections"
     assert "[limits] max-connections" in refusal.body.decode()
+    usage = h.call(h.broker.usage)
+    assert (usage["connectionsRefusedPerAddress"], usage["connectionsRefusedMaxConnections"],
+            usage["connectionsRefused"]) == (1, 1, 2)
     for c in (a1, a2, third, other, fourth):
         c.close()
 
