@@ -23,8 +23,8 @@
     max-connections = 1000       # connections served at once (0 = no cap)
     max-connections-per-address = 100  # from one source address, loopback included
                                  # (0 = no cap; unset: a tenth of max-connections)
-    idle-timeout = 60            # seconds a client without heart-beats may send nothing
-                                 # before it is closed with an ERROR (0 = never)
+    idle-timeout = 60            # seconds a client without heart-beats may send and be
+                                 # sent nothing before it is closed with an ERROR (0 = never)
     login-window-ms = 60000      # failed logins counted over this window...
     login-delay-after = 3        # ...from this many on, each attempt waits login-delay-ms
     login-delay-ms = 1000

@@ -112,11 +112,39 @@ def test_a_client_without_heart_beats_that_sends_nothing_is_closed_after_idle_ti
         (error,) = t.frames()
         assert error.command == "ERROR" and error.header("message") == "idle timeout"
         body = error.body.decode()
-        assert "nothing received for 60 s ([limits] idle-timeout)" in body
+        assert "nothing received or delivered for 60 s ([limits] idle-timeout)" in body
         assert "heart-beat" in body
         usage = broker.usage()
         assert usage["connectionsClosedIdle"] == 1 and usage["connectionsRefused"] == 0
         assert conn not in server.connections  # its place is free again
+
+    _run(scenario)
+
+
+def test_deliveries_keep_a_consumer_that_sends_nothing_from_being_idle() -> None:
+    """An ack:auto consumer without heart-beats sends nothing while messages flow to it:
+    frames written to it count as traffic; once they stop, the idle timeout runs."""
+
+    async def scenario(loop: _FakeClockLoop) -> None:
+        broker = Broker(name="busy")
+        server = StompServer(broker, heartbeat_ms=10_000,
+                             connection_limits=ConnectionLimits(idle_timeout=60))
+        consumer, tc = _open(server, "10.0.0.1")
+        consumer.data_received(b"SUBSCRIBE\nid:s\ndestination:/queue/work\nack:auto\n\n\0")
+        producer, _ = _open(server, "10.0.0.2", heart_beat="10000,0")
+        for i in range(4):  # 160 s of deliveries 40 s apart; the producer beats meanwhile
+            await _advance(loop, 20)
+            producer.data_received(b"\n")
+            await _advance(loop, 20)
+            producer.data_received(f"SEND\ndestination:/queue/work\n\nm{i}\0".encode())
+            await _advance(loop, 0)  # the delivery's flush runs
+        assert [f.body for f in tc.frames()] == [b"m0", b"m1", b"m2", b"m3"]
+        assert not tc.closed
+        for _ in range(4):
+            await _advance(loop, 20)
+            producer.data_received(b"\n")
+        assert tc.closed and broker.usage()["connectionsClosedIdle"] == 1
+        assert [f.header("message") for f in tc.frames()] == ["idle timeout"]
 
     _run(scenario)
 

@@ -58,9 +58,9 @@ class ConnectionLimits:
     ``max_connections_per_address`` (0 = no cap; None = a tenth of ``max_connections``,
     100 by default): one address, loopback included, cannot take every connection.
     ``idle_timeout`` (s, 0 = none): a connected client that negotiated no heart-beats
-    towards the broker and sends nothing (no frame, no EOL) for this long is closed with
-    an ERROR; 60 s, Artemis' STOMP connection TTL. With heart-beats the heart-beat rule
-    (silent past twice the interval) decides instead.
+    towards the broker, sends nothing (no frame, no EOL) and is sent no frame for this
+    long is closed with an ERROR; 60 s, Artemis' STOMP connection TTL. With heart-beats
+    the heart-beat rule (silent past twice the interval) decides instead.
     ``input_budget`` (bytes, 0 = none; None = the broker's own, 64 MiB by default): frame
     bytes being read, across the broker's connections (.core.input_budget).
     """
@@ -135,6 +135,8 @@ class _Connection(asyncio.Protocol):
         self._connect_timer: asyncio.TimerHandle | None = None
         self._received_any = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        #: when frames (not heart-beats) were last written to this client
+        self._frames_sent = self.last_send
         #: bytes of unfinished frames this connection holds (as told to the input budget)
         self._input_held = 0
         #: reading stopped by the broker's input budget (other connections' frames first)
@@ -249,14 +251,17 @@ class _Connection(asyncio.Protocol):
 
     @_holding_core
     def _idle_check(self) -> None:
-        """``idle_timeout`` after the last byte read (re-armed lazily: reads only record
-        their time): a client that sent nothing at all since is closed, with an ERROR that
-        says why. A connection we stopped reading is not idle."""
+        """``idle_timeout`` after the last traffic (re-armed lazily: reads and writes only
+        record their time): a client that sent nothing at all since, and was sent no frame
+        either, is closed with an ERROR that says why. Frames written count so that a busy
+        consumer that acknowledges automatically (and so sends nothing) is not idle; the
+        broker's own heart-beat EOLs do not, or asking for them would keep any socket
+        open. A connection we stopped reading is not idle."""
         self._idle_timer = None
         if self._closed:
             return
         timeout = self.server.connection_limits.idle_timeout
-        silent = self.loop.time() - self.last_recv
+        silent = self.loop.time() - max(self.last_recv, self._frames_sent)
         if silent < timeout or self._reading_paused or self._held_paused or \
                 self._budget_paused:
             wait = timeout - silent if silent < timeout else timeout
@@ -264,9 +269,9 @@ class _Connection(asyncio.Protocol):
             return
         self.server.broker.listeners.close(Closed.IDLE_TIMEOUT)
         self._refuse("idle timeout", (
-            f"nothing received for {timeout:g} s ([limits] idle-timeout), and no heart-beats "
-            "were negotiated: send frames more often, or ask for heart-beats in CONNECT "
-            "(heart-beat:cx,cy with cx > 0) and send them"))
+            f"nothing received or delivered for {timeout:g} s ([limits] idle-timeout), and "
+            "no heart-beats were negotiated: send frames more often, or ask for heart-beats "
+            "in CONNECT (heart-beat:cx,cy with cx > 0) and send them"))
 
     @_holding_core
     def data_received(self, data: bytes) -> None:
@@ -386,7 +391,7 @@ class _Connection(asyncio.Protocol):
         if data:
             self.server.make_durable()  # no RECEIPT leaves before what it promises is
             transport.write(data)  # may call pause_writing() synchronously
-            self.last_send = self.loop.time()
+            self.last_send = self._frames_sent = self.loop.time()
             self._guard(self.session.written)
         if self.session.closing:
             self.close()
