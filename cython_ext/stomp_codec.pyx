@@ -201,7 +201,9 @@ cdef class FrameParser:
         try:
             return self._next()
         except FrameError as exc:
-            self._error = exc
+            # Kept without its traceback: the traceback's frames hold this parser and its
+            # buffer (up to max_frame_bytes), a cycle only the cyclic GC would free.
+            self._error = FrameError(exc.reason, exc.detail)
             raise
 
     cdef int _raise_again(self) except -1:

@@ -17,7 +17,7 @@ from stomp_support import Collector, RawClient, ServerHandle
 from jmspy import _speedups
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp.protocol import StompSession
-from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES, CodecLimits
+from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES, CodecLimits, FrameError
 
 _codec: Any = _speedups.load("stomp_codec")
 
@@ -76,6 +76,32 @@ def test_a_streamed_oversized_body_is_refused_before_it_ends_naming_size_limit_a
     detail = error.body.decode()
     assert "1500 bytes and no NUL yet" in detail  # the size so far
     assert "[limits] max-frame-bytes is 1000" in detail and "raise max-frame-bytes" in detail
+    assert session.input_buffered == 0  # the refused frame's bytes are not kept
+
+
+def test_a_refused_frame_is_freed_without_waiting_for_the_cyclic_gc() -> None:
+    """A parser that refused a frame keeps the error, not its traceback (whose frames
+    would hold the parser and its buffer in a cycle): dropping the parser frees the
+    buffer at once. Ten refused 100 MiB frames otherwise stayed in RAM together."""
+    import gc
+    import tracemalloc
+
+    gc.disable()
+    tracemalloc.start()
+    try:
+        parser = _codec.FrameParser("1.2", CodecLimits(max_frame_bytes=1000), True)
+        parser.feed(b"SEND\ndestination:/queue/q\n\n" + b"x" * 4_000_000)
+        with pytest.raises(FrameError, match="body too large"):
+            parser.next_frame()
+        with pytest.raises(FrameError, match="parser unusable after earlier error"):
+            parser.next_frame()
+        held = tracemalloc.get_traced_memory()[0]
+        del parser
+        freed = held - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert freed > 3_000_000
 
 
 @pytest.mark.parametrize("declared", [True, False])

@@ -203,6 +203,9 @@ class StompSession(_send.SessionRecord):
     def connection_lost(self) -> None:
         """Socket gone (or session over): roll back, cancel, free. Idempotent."""
         self.closing = True
+        if self._parser.buffered:  # the frame being read (up to max-frame-bytes) goes now,
+            # not when the cyclic GC reaches this session: no more input is read anyway
+            self._parser = _codec.FrameParser("1.2", self._limits, True)
         conn, self._conn = self._conn, None
         self._credit.detach()  # frames still being written refill nothing any more
         if conn is not None and not conn.closed and not self.broker.closed:
