@@ -4,9 +4,10 @@
 Starts ``jmspy broker`` (security on, default PBKDF2 cost) on a free loopback port and
 measures a connected good client's SEND-with-receipt round trip (p50/p95) at rest, then
 while 20 threads each try 10 wrong passwords, then while 600 connections trickle a CONNECT
-one byte a second and 600 stay silent (with the default connect-timeout of 10 s and
-max-connections of 1000): how many were refused at once, how many the broker closed and
-after how long. Times, so machine noise applies; nothing here is asserted.
+one byte a second and 600 stay silent (with the default connect-timeout of 10 s,
+max-connections of 1000 and max-connections-per-address of 100: all of them come from
+127.0.0.1): how many were refused at once, how many the broker closed and after how long.
+Times, so machine noise applies; nothing here is asserted.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ NO_THROTTLE = """
 [limits]
 login-delay-after = 1000000
 login-refuse-after = 0
+login-address-refuse-after = 0
 """
 
 
@@ -137,7 +139,7 @@ def slow_connections(port: int, trickle: int, silent: int, seconds: float) -> No
         step += 1
         time.sleep(1.0)  # one byte a second per trickling connection
     print(f"  {trickle} trickling + {silent} silent connections "
-          f"(connect-timeout 10 s, max-connections 1000):")
+          f"(connect-timeout 10 s, max-connections 1000, 100 per address):")
     for why in sorted({w for w, _ in ended.values()}):
         times = [t for w, t in ended.values() if w == why]
         print(f"    {why:<32} {len(times):5}  after {min(times):5.1f}-{max(times):5.1f} s")
@@ -201,7 +203,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples")
     args = parser.parse_args()
     samples = 100 if args.quick else 400
-    print("1. login flood, default throttle (delay after 3 failures, refuse after 10):")
+    print("1. login flood, default throttle (per address and user: delay after 3 failures, "
+          "refuse after 10; per address: refuse after 30):")
     run_broker(CONFIG, lambda port: login_flood(port, samples))
     print("2. login flood, throttle off: every guess is hashed, on the login thread:")
     run_broker(CONFIG + NO_THROTTLE, lambda port: login_flood(port, samples))

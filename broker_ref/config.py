@@ -12,18 +12,26 @@
                             # adaptively (jmspy/idle_spin.py); 0 = off, at most 1000
 
     [limits]
-    max-frame-bytes = 104857600  # largest frame body (ActiveMQ's default, 100 MiB)
+    max-frame-bytes = 10485760   # largest frame body (10 MiB)
+    input-budget = "64 MB"       # bytes of frames being read, all connections together;
+                                 # when spent, connections holding part of a frame pause
     max-headers = 1000           # most headers in one frame
     max-header-bytes = 65536     # largest header section
     max-destination-length = 1024  # longest destination or subscription name, in bytes
     heartbeat-ms = 10000         # heart-beat the server offers/asks (0 = none)
     connect-timeout = 10         # seconds a connection has to complete CONNECT (0 = none)
     max-connections = 1000       # connections served at once (0 = no cap)
-    max-connections-per-address = 0  # from one source address (0 = no cap)
+    max-connections-per-address = 100  # from one source address, loopback included
+                                 # (0 = no cap; unset: a tenth of max-connections)
+    idle-timeout = 60            # seconds a client without heart-beats may send and be
+                                 # sent nothing before it is closed with an ERROR (0 = never)
     login-window-ms = 60000      # failed logins counted over this window...
     login-delay-after = 3        # ...from this many on, each attempt waits login-delay-ms
     login-delay-ms = 1000
     login-refuse-after = 10      # ...from this many on, attempts are refused unchecked
+                                 # (all three per source address and user name)
+    login-address-refuse-after = 30  # failed logins from one address across user names
+                                 # after which that address is refused for every user
 
     [system-usage]                   # ActiveMQ's names and defaults (sizes: "64 MB", bytes)
     memory-limit = "64 MB"           # RAM for pending messages; past 70 % backlogs page out,
@@ -61,7 +69,6 @@ from typing import Any
 
 from jmspy.errors import InvalidConfigurationException
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
-from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
 
 from .core.api import AddressSettings
 from .core.broker import (
@@ -70,6 +77,7 @@ from .core.broker import (
     DEFAULT_STORE_LIMIT,
     DEFAULT_TEMP_LIMIT,
 )
+from .core.input_budget import DEFAULT_INPUT_BUDGET, DEFAULT_MAX_FRAME_BYTES
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -145,11 +153,15 @@ class BrokerConfig:
     heartbeat_ms: int = 10_000
     connect_timeout: int = 10
     max_connections: int = 1000
-    max_connections_per_address: int = 0
+    #: None: a tenth of max_connections (ConnectionLimits.per_address_cap)
+    max_connections_per_address: int | None = None
+    idle_timeout: int = 60
+    input_budget: int = DEFAULT_INPUT_BUDGET
     login_window_ms: int = 60_000
     login_delay_after: int = 3
     login_delay_ms: int = 1_000
     login_refuse_after: int = 10
+    login_address_refuse_after: int = 30
     memory_limit: int = DEFAULT_MEMORY_LIMIT
     store_limit: int = DEFAULT_STORE_LIMIT
     temp_limit: int = DEFAULT_TEMP_LIMIT
@@ -186,6 +198,8 @@ _SYSTEM_USAGE: dict[str, tuple[str, type]] = {
     "send-fail-if-no-space-after-timeout": ("send_fail_if_no_space_after_timeout", float),
 }
 _SIZE_KEYS = frozenset({"memory-limit", "store-limit", "temp-limit"})
+#: [limits] keys that are sizes (bytes, or "64 MB")
+_LIMIT_SIZES = frozenset({"input-budget"})
 #: address settings that are sizes (written like the [system-usage] ones)
 _SIZE_SETTINGS = frozenset({"memory_limit"})
 _UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
@@ -222,10 +236,13 @@ _LIMITS = {
     "connect-timeout": "connect_timeout",
     "max-connections": "max_connections",
     "max-connections-per-address": "max_connections_per_address",
+    "idle-timeout": "idle_timeout",
+    "input-budget": "input_budget",
     "login-window-ms": "login_window_ms",
     "login-delay-after": "login_delay_after",
     "login-delay-ms": "login_delay_ms",
     "login-refuse-after": "login_refuse_after",
+    "login-address-refuse-after": "login_address_refuse_after",
 }
 
 
@@ -331,6 +348,9 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         attr = _LIMITS.get(key)
         if attr is None:
             raise _unknown(key, "limits", source, _LIMITS)
+        if key in _LIMIT_SIZES:
+            setattr(cfg, attr, parse_size(value, f"{source}: [limits] {key}"))
+            continue
         number = _convert(value, int, key, "limits", source)
         low = 1 if key == "max-destination-length" else 0
         if number < low:

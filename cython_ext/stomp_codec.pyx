@@ -201,7 +201,9 @@ cdef class FrameParser:
         try:
             return self._next()
         except FrameError as exc:
-            self._error = exc
+            # Kept without its traceback: the traceback's frames hold this parser and its
+            # buffer (up to max_frame_bytes), a cycle only the cyclic GC would free.
+            self._error = FrameError(exc.reason, exc.detail)
             raise
 
     cdef int _raise_again(self) except -1:
@@ -340,7 +342,8 @@ cdef class FrameParser:
                 if size - pos > self._max_frame:
                     raise FrameError(
                         _R_BODY_TOO_LARGE,
-                        f"no NUL within max_frame_bytes={limits.max_frame_bytes}",
+                        f"{size - pos} bytes and no NUL yet, "
+                        f"max_frame_bytes={limits.max_frame_bytes}",
                     )
                 self._scan = size
                 return None

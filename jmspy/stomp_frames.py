@@ -166,9 +166,10 @@ def header_dict(headers: list[tuple[str, str]]) -> dict[str, str]:
     return result
 
 
-#: The largest frame body accepted unless configured otherwise: ActiveMQ 5's
-#: ``maxFrameSize`` default (100 MiB), so a message one broker takes the others take too.
-#: Memory is bounded by the broker's memory limits, not by refusing big frames.
+#: The largest frame body a parser accepts unless configured otherwise: ActiveMQ 5's
+#: ``maxFrameSize`` default (100 MiB), so a client reads what other brokers send. The
+#: bundled broker's own default is lower (``broker_ref.core.input_budget``): there every
+#: connection may be reading a frame at once.
 DEFAULT_MAX_FRAME_BYTES: Final = 100 * 1024 * 1024
 
 

@@ -191,25 +191,70 @@ def test_silent_broker_is_declared_dead_without_errors_on_stomp_py_threads(
     assert thread_errors == []
 
 
-def test_heartbeat_eols_alone_keep_an_idle_connection_alive() -> None:
+class _InMemoryTransport:
+    """What :class:`FrameReader` uses of a stomp.py transport, without a socket: each
+    ``receive()`` returns the next chunk queued by the test; the heart-beat listener is
+    stomp.py's own."""
+
+    running = True
+    blocking = True
+    socket = None
+
+    def __init__(self, listener: Any) -> None:
+        self.listener = listener
+        self.chunks: list[bytes] = []
+        self.frames: list[str] = []
+
+    def get_listener(self, name: str) -> Any:
+        return self.listener if name == "protocol-listener" else None
+
+    def receive(self) -> bytes:
+        return self.chunks.pop(0)
+
+    def process_frame(self, frame: Any, raw: bytes) -> None:
+        self.frames.append(frame.cmd)
+
+
+def test_heartbeat_eols_alone_keep_an_idle_connection_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A broker with nothing to deliver sends bare EOLs as heart-beats: each read of them
-    tells stomp.py's monitor the broker is alive, so the connection outlives 1.5 x the
-    promised interval many times over and the message after them arrives."""
-    broker = ScriptedBroker(heart_beat="200,200")
+    tells stomp.py's heart-beat monitor the broker is alive, so the monitor's deadline
+    (the last news plus 1.5 x the promised 200 ms) is never passed through 1.5 s of beats
+    100 ms apart, and the message after them arrives. Without the scheduler: stomp.py's
+    own HeartbeatListener on a fake clock (its monitor thread is not started; the test
+    makes the monitor's check itself), fed by jmspy's FrameReader from memory. The same
+    1.5 s with no reads at all passes the deadline, so the beats are what kept it alive."""
+    from stomp.listener import HeartbeatListener
 
-    def script(b: ScriptedBroker) -> None:
-        for _ in range(15):  # 1.5 s of heart-beats 100 ms apart
-            b.write(b"\n")
-            time.sleep(0.1)
-        b.write(b.message(b"after the beats", 1))
+    from jmspy.transports.stomp.receive import FrameReader
 
-    broker.script = script
-    try:
-        got, errors = _consume(broker, 1, query="heartbeat=200", timeout=5.0)
-    finally:
-        broker.close()
-    assert [m.body.decode() for m in got] == ["after the beats"]
-    assert errors == []
+    now = [500.0]
+    monkeypatch.setattr(stomp.listener, "monotonic", lambda: now[0])
+    monitor = HeartbeatListener(None, (200, 200))
+    monitor.heartbeat_thread = threading.current_thread()  # no monitor thread: we check
+    monitor.on_connected(stomp.utils.Frame("CONNECTED", {"heart-beat": "200,200"}))
+    deadline_s = monitor.receive_sleep  # 0.3 s: stomp.py's 1.5 x the broker's 200 ms
+    messages: list[bytes] = []
+    transport = _InMemoryTransport(monitor)
+    reader = FrameReader(transport, "1.2", lambda h, body: messages.append(body),
+                         lambda text: pytest.fail(text), idle_spin_us=0)
+
+    def alive() -> bool:  # the monitor's own test (HeartbeatListener's heart-beat loop)
+        return not now[0] - monitor.received_heartbeat > deadline_s
+
+    now[0] += deadline_s  # the grace stomp.py gives the first beat has passed
+    for _ in range(15):  # 1.5 s of EOLs 100 ms apart, nothing else
+        now[0] += 0.1
+        transport.chunks.append(b"\n")
+        reader.read_frames()
+        assert alive()
+    transport.chunks.append(b"MESSAGE\nsubscription:s\nmessage-id:1\ndestination:/queue/q"
+                            b"\n\nafter the beats\0")
+    reader.read_frames()
+    assert messages == [b"after the beats"] and transport.frames == [] and alive()
+    now[0] += 1.5  # the same 1.5 s without a read: the monitor would declare it dead
+    assert not alive()
 
 
 def test_an_eol_after_every_frame_reaches_no_stomp_py_listener(

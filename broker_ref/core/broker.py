@@ -39,6 +39,7 @@ from .errors import (
     IllegalBrokerState,
     InvalidClientId,
 )
+from .listener_stats import ListenerStats
 from .postoffice import PostOffice
 from .producer_flow import ProducerFlow
 from .queue import EXPIRED_REASON, MessageRef, Queue
@@ -162,6 +163,8 @@ class Broker:
         #: queues whose dispatch waits for :meth:`dispatch_deferred` (None: not deferring)
         self.deferred_dispatch: list[Queue] | None = None
         self.closed = False
+        #: what the protocol hosts refused or closed, and the frame bytes being read
+        self.listeners = ListenerStats()
         if store is not None:
             self.post_office.recover(store)
 
@@ -307,7 +310,8 @@ class Broker:
     def usage(self) -> dict[str, int | str | None]:
         """Broker-wide resources (``jmspy stat``'s first line): where the store is and what
         it takes on disk, what the spool holds (temp), the RAM pending messages take (of
-        the paging budget and of ``memory-limit``), and how many producers wait."""
+        the paging budget and of ``memory-limit``), how many producers wait, and what the
+        listeners refused or closed (:mod:`.listener_stats`)."""
         store = self.store
         flow = self.flow
         return {
@@ -322,6 +326,7 @@ class Broker:
             "memoryLimit": self.memory_limit,
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
             "blockedProducers": flow.blocked_total(),
+            **self.listeners.as_usage(),
         }
 
     def _stored(self, stats: DestinationStats, queue_names: Collection[str],

@@ -112,7 +112,9 @@ class FrameParser:
         try:
             return self._next()
         except FrameError as exc:
-            self._error = exc
+            # Kept without its traceback: the traceback's frames hold this parser and its
+            # buffer (up to max_frame_bytes), a cycle only the cyclic GC would free.
+            self._error = FrameError(exc.reason, exc.detail)
             raise
 
     def _raise_again(self) -> None:
@@ -240,7 +242,8 @@ class FrameParser:
                 if size - pos > limits.max_frame_bytes:
                     raise FrameError(
                         FrameErrorReason.BODY_TOO_LARGE,
-                        f"no NUL within max_frame_bytes={limits.max_frame_bytes}",
+                        f"{size - pos} bytes and no NUL yet, "
+                        f"max_frame_bytes={limits.max_frame_bytes}",
                     )
                 self._scan = size
                 return None

@@ -1,7 +1,8 @@
 """No client can take the event loop from the others (issue 11, items 5 and 7), over real
 loopback sockets: passwords are checked on the server's login thread, not the loop; failed
-logins are throttled per address and per user; a connection must complete CONNECT within
-connect-timeout; connections are capped in total and per address. Timing figures live in
+logins are throttled per (address, user name) and per address; a connection must complete
+CONNECT within connect-timeout; connections are capped in total and per address, and what
+is refused is counted in the broker's usage. Timing figures live in
 benchmarks/security_attacks.py; these tests assert what happens, not how fast."""
 
 from __future__ import annotations
@@ -67,22 +68,32 @@ def test_frames_sent_behind_connect_wait_for_the_login_and_are_then_served(
         assert {f.command for f in frames[1:]} == {"MESSAGE", "RECEIPT"}
 
 
-def test_failed_logins_are_delayed_then_refused_per_user_and_per_address(
+def test_failed_logins_throttle_the_guessing_address_not_the_user_elsewhere(
     server_factory: Callable[..., ServerHandle], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
     limits = ConnectionLimits(throttle=ThrottleSettings(delay_after=2, delay_ms=10,
-                                                        refuse_after=3))
+                                                        refuse_after=3,
+                                                        address_refuse_after=5))
     h = server_factory(security=_policy(), connection_limits=limits)
     for _ in range(3):
         assert "authentication failed" in _login(h, "alice", "guess").header("message")
     refused = _login(h, "alice", "alice-pw")  # the right password, but refused unchecked
     assert refused.command == "ERROR" and refused.header("message") == "too many failed logins"
     assert "try again in" in refused.body.decode()
-    # bob from another address is fine; bob from the guessing address is refused
+    # alice's right password from another address logs in; so does bob from the guesser's
+    assert _login(h, "alice", "alice-pw", source="127.0.0.2").command == "CONNECTED"
+    assert _login(h, "bob", "bob-pw").command == "CONNECTED"
+    # spraying other user names from the guessing address spends its own, higher budget
+    assert "authentication failed" in _login(h, "carol", "guess").header("message")
+    assert "authentication failed" in _login(h, "dave", "guess").header("message")
+    sprayed = _login(h, "bob", "bob-pw")  # 5 failures from 127.0.0.1 across user names
+    assert sprayed.header("message") == "too many failed logins"
+    assert "login-address-refuse-after" in sprayed.body.decode()
     assert _login(h, "bob", "bob-pw", source="127.0.0.2").command == "CONNECTED"
-    assert _login(h, "bob", "bob-pw").header("message") == "too many failed logins"
     assert any("failed logins" in r.getMessage() for r in caplog.records)
+    usage = h.call(h.broker.usage)
+    assert usage["connectionsRefusedLoginThrottled"] == 2
 
 
 def test_connect_must_complete_within_connect_timeout(
@@ -120,6 +131,9 @@ def test_connections_are_capped_in_total_and_per_address(
     refusal = fourth.read_frame()
     assert refusal.header("message") == "too many connections"
     assert "[limits] max-connections" in refusal.body.decode()
+    usage = h.call(h.broker.usage)
+    assert (usage["connectionsRefusedPerAddress"], usage["connectionsRefusedMaxConnections"],
+            usage["connectionsRefused"]) == (1, 1, 2)
     for c in (a1, a2, third, other, fourth):
         c.close()
 

@@ -17,7 +17,7 @@ from stomp_support import Collector, RawClient, ServerHandle
 from jmspy import _speedups
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp.protocol import StompSession
-from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES, CodecLimits
+from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES, CodecLimits, FrameError
 
 _codec: Any = _speedups.load("stomp_codec")
 
@@ -40,12 +40,68 @@ def only_error(data: bytes, limits: CodecLimits | None = None) -> tuple[str, str
     return frames[0].header("message"), frames[0].body.decode()
 
 
-def test_default_frame_limit_is_activemqs_100_mib() -> None:
+def test_the_broker_takes_10_mib_frames_by_default_and_a_client_reads_100_mib() -> None:
+    """The broker's default frame limit bounds what one client can make it hold for one
+    frame (its input budget bounds them all); a client reading from other brokers still
+    accepts ActiveMQ's 100 MiB."""
+    from jmspy.broker_ref.config import BrokerConfig
+    from jmspy.broker_ref.core.input_budget import DEFAULT_MAX_FRAME_BYTES as BROKER_DEFAULT
+    from jmspy.broker_ref.protocols.stomp.server import StompServer
+
+    assert BROKER_DEFAULT == 10 * 1024 * 1024
+    assert BrokerConfig().max_frame_bytes == BROKER_DEFAULT
+
+    async def server_limit() -> int:
+        return StompServer(Broker()).limits.max_frame_bytes
+
+    import asyncio
+
+    assert asyncio.run(server_limit()) == BROKER_DEFAULT
     assert DEFAULT_MAX_FRAME_BYTES == 100 * 1024 * 1024
     assert CodecLimits().max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
-    from jmspy.broker_ref.config import BrokerConfig
 
-    assert BrokerConfig().max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
+
+def test_a_streamed_oversized_body_is_refused_before_it_ends_naming_size_limit_and_key(
+) -> None:
+    session = StompSession(Broker(), limits=CodecLimits(max_frame_bytes=1000))
+    session.receive_data(b"CONNECT\naccept-version:1.2\nhost:/\n\n\0")
+    session.receive_data(b"SEND\ndestination:/queue/big\n\n" + b"x" * 1500)  # no NUL yet
+    parser = _codec.FrameParser("1.2", None, False)
+    parser.feed(session.data_to_send())
+    frames = list(iter(parser.next_frame, None))
+    assert [f.command for f in frames] == ["CONNECTED", "ERROR"] and session.closing
+    error = frames[1]
+    assert error.header("message") == \
+        "frame body over the limit: [limits] max-frame-bytes = 1000"
+    detail = error.body.decode()
+    assert "1500 bytes and no NUL yet" in detail  # the size so far
+    assert "[limits] max-frame-bytes is 1000" in detail and "raise max-frame-bytes" in detail
+    assert session.input_buffered == 0  # the refused frame's bytes are not kept
+
+
+def test_a_refused_frame_is_freed_without_waiting_for_the_cyclic_gc() -> None:
+    """A parser that refused a frame keeps the error, not its traceback (whose frames
+    would hold the parser and its buffer in a cycle): dropping the parser frees the
+    buffer at once. Ten refused 100 MiB frames otherwise stayed in RAM together."""
+    import gc
+    import tracemalloc
+
+    gc.disable()
+    tracemalloc.start()
+    try:
+        parser = _codec.FrameParser("1.2", CodecLimits(max_frame_bytes=1000), True)
+        parser.feed(b"SEND\ndestination:/queue/q\n\n" + b"x" * 4_000_000)
+        with pytest.raises(FrameError, match="body too large"):
+            parser.next_frame()
+        with pytest.raises(FrameError, match="parser unusable after earlier error"):
+            parser.next_frame()
+        held = tracemalloc.get_traced_memory()[0]
+        del parser
+        freed = held - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert freed > 3_000_000
 
 
 @pytest.mark.parametrize("declared", [True, False])
@@ -58,6 +114,8 @@ def test_oversized_body_names_its_size_the_limit_and_the_config_key(declared: bo
     assert "[limits] max-frame-bytes is 1000" in detail
     if declared:
         assert "content-length 2000" in detail  # the size the client asked for
+    else:
+        assert "2000 bytes, max_frame_bytes=1000" in detail
     assert "malformed" not in message
 
 
@@ -131,8 +189,12 @@ def test_errors_over_the_wire_name_the_problem(
             assert c.closed_by_server()
 
 
-def test_sixteen_megabyte_message_reaches_two_topic_subscribers(server: ServerHandle) -> None:
-    """RabbitMQ's STOMP suite sends this; ActiveMQ and RabbitMQ deliver it."""
+def test_sixteen_megabyte_message_reaches_two_topic_subscribers(
+    server_factory: Callable[..., ServerHandle]
+) -> None:
+    """RabbitMQ's STOMP suite sends this; ActiveMQ and RabbitMQ deliver it, and so does
+    this broker once max-frame-bytes is raised past its 10 MiB default."""
+    server = server_factory(limits=CodecLimits(max_frame_bytes=32 * 1024 * 1024))
     body = "x" * (16 * 1024 * 1024)
     conns: list[Any] = []
     listeners: list[Collector] = []

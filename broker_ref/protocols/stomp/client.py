@@ -124,7 +124,31 @@ def format_usage(usage: dict[str, str]) -> str:
               f"{_mb(usage.get('memoryBudget'))})")
     blocked = usage.get("blockedProducers")
     held = f"; producers waiting for space: {blocked}" if blocked not in (None, "0") else ""
-    return f"{where}; {temp_text}; {memory}{held}"
+    return f"{where}; {temp_text}; {memory}{held}{_connections(usage)}"
+
+
+#: (usage key, what ``jmspy stat`` calls it) for the refusals and closes it lists
+_TURNED_AWAY = (
+    ("connectionsRefusedMaxConnections", "max-connections"),
+    ("connectionsRefusedPerAddress", "per address"),
+    ("connectionsRefusedLoginThrottled", "failed logins"),
+    ("connectionsClosedConnectTimeout", "closed: connect-timeout"),
+    ("connectionsClosedIdle", "closed: idle-timeout"),
+    ("connectionsClosedHeartbeat", "closed: heart-beats missed"),
+)
+
+
+def _connections(usage: dict[str, str]) -> str:
+    """What the listeners turned away (only reasons that happened), and the input budget
+    while frames being read hold some of it."""
+    counts = [f"{name} {usage[key]}" for key, name in _TURNED_AWAY
+              if usage.get(key) not in (None, "0")]
+    text = f"; connections turned away: {', '.join(counts)}" if counts else ""
+    held = usage.get("inputBytes")
+    if held not in (None, "0"):
+        text += (f"; frames being read {_mb(held)} of {_mb(usage.get('inputBudget'))}"
+                 f" ({usage.get('inputPaused', '?')} connections paused)")
+    return text
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -175,6 +175,13 @@ class StompSession(_send.SessionRecord):
         return bool(self._out)
 
     @property
+    def input_buffered(self) -> int:
+        """Bytes received and not yet acted on: the frame being read, and frames read
+        but held back (behind a login, or by producer flow control). The host counts
+        them against the broker's input budget."""
+        return int(self._parser.buffered)
+
+    @property
     def reading_held(self) -> bool:
         """The host should stop reading this client: its SENDs without a receipt wait in
         the broker past :data:`HELD_FRAMES_READ_LIMIT` / :data:`HELD_BYTES_READ_LIMIT`.
@@ -196,6 +203,9 @@ class StompSession(_send.SessionRecord):
     def connection_lost(self) -> None:
         """Socket gone (or session over): roll back, cancel, free. Idempotent."""
         self.closing = True
+        if self._parser.buffered:  # the frame being read (up to max-frame-bytes) goes now,
+            # not when the cyclic GC reaches this session: no more input is read anyway
+            self._parser = _codec.FrameParser("1.2", self._limits, True)
         conn, self._conn = self._conn, None
         self._credit.detach()  # frames still being written refill nothing any more
         if conn is not None and not conn.closed and not self.broker.closed:

@@ -51,11 +51,14 @@ async def serve(
             connect_timeout=config.connect_timeout,
             max_connections=config.max_connections,
             max_connections_per_address=config.max_connections_per_address,
+            idle_timeout=config.idle_timeout,
+            input_budget=config.input_budget,
             throttle=ThrottleSettings(
                 window_ms=config.login_window_ms,
                 delay_after=config.login_delay_after,
                 delay_ms=config.login_delay_ms,
                 refuse_after=config.login_refuse_after,
+                address_refuse_after=config.login_address_refuse_after,
             ),
         ),
     )

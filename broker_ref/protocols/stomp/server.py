@@ -9,9 +9,14 @@ serving one connection closes that connection only.
 
 No client can take the loop from the others (:class:`ConnectionLimits`): a connection
 must finish CONNECT within ``connect_timeout``; connections are capped in total and per
-source address; passwords are checked on a worker thread (hashing is slow on purpose)
-while the connection stops being read, and failed logins are throttled per address and
-per user name (:class:`~jmspy.broker_ref.core.throttle.LoginThrottle`).
+source address; a connection that negotiated no client heart-beats and sends nothing for
+``idle_timeout`` is closed; passwords are checked on a worker thread (hashing is slow on
+purpose) while the connection stops being read, and failed logins are throttled per
+address and user name (:class:`~jmspy.broker_ref.core.throttle.LoginThrottle`). The bytes
+of frames still being read count against the broker's input budget
+(:class:`~jmspy.broker_ref.core.input_budget.InputBudget`): once it is spent, connections
+holding part of a frame stop being read until frames complete. What is refused or closed
+is counted in ``Broker.usage()`` (:mod:`~jmspy.broker_ref.core.listener_stats`).
 
 Back-pressure: the transport's write buffer has a high-water mark. Above it the session
 stops granting credit (so no new deliveries are produced for that client) and the socket
@@ -34,6 +39,8 @@ from typing import Concatenate, ParamSpec, TypeVar, cast
 from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker, BrokerError
+from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES, InputBudget
+from ...core.listener_stats import Closed, Refused
 from ...core.throttle import LoginThrottle, ThrottleSettings
 from .connect import LoginRequest
 from .loop_polling import LoopPolling
@@ -48,14 +55,29 @@ class ConnectionLimits:
 
     ``connect_timeout`` (s, 0 = none): RabbitMQ's handshake timeout is 10 s.
     ``max_connections``: ActiveMQ's transport connector default, 1000 (0 = no cap).
-    ``max_connections_per_address`` (0 = no cap): off by default, since many clients can
-    share one address (NAT, a local test suite); set it where they do not.
+    ``max_connections_per_address`` (0 = no cap; None = a tenth of ``max_connections``,
+    100 by default): one address, loopback included, cannot take every connection.
+    ``idle_timeout`` (s, 0 = none): a connected client that negotiated no heart-beats
+    towards the broker, sends nothing (no frame, no EOL) and is sent no frame for this
+    long is closed with an ERROR; 60 s, Artemis' STOMP connection TTL. With heart-beats
+    the heart-beat rule (silent past twice the interval) decides instead.
+    ``input_budget`` (bytes, 0 = none; None = the broker's own, 64 MiB by default): frame
+    bytes being read, across the broker's connections (.core.input_budget).
     """
 
     connect_timeout: float = 10.0
     max_connections: int = 1000
-    max_connections_per_address: int = 0
+    max_connections_per_address: int | None = None
+    idle_timeout: float = 60.0
     throttle: ThrottleSettings = field(default_factory=ThrottleSettings)
+    input_budget: int | None = None
+
+    @property
+    def per_address_cap(self) -> int:
+        """The per-address cap in force (0: none)."""
+        if self.max_connections_per_address is not None:
+            return self.max_connections_per_address
+        return max(1, self.max_connections // 10) if self.max_connections else 0
 
 log = logging.getLogger("jmspy.broker_ref.stomp")
 
@@ -112,6 +134,13 @@ class _Connection(asyncio.Protocol):
         self.address: str | None = None
         self._connect_timer: asyncio.TimerHandle | None = None
         self._received_any = False
+        self._idle_timer: asyncio.TimerHandle | None = None
+        #: when frames (not heart-beats) were last written to this client
+        self._frames_sent = self.last_send
+        #: bytes of unfinished frames this connection holds (as told to the input budget)
+        self._input_held = 0
+        #: reading stopped by the broker's input budget (other connections' frames first)
+        self._budget_paused = False
 
     def _wakeup(self) -> None:
         """The session has new output produced by another connection's call or a timer:
@@ -160,6 +189,7 @@ class _Connection(asyncio.Protocol):
         timeout = self.server.connection_limits.connect_timeout
         detail = (f"no CONNECT completed within {timeout:g} s of opening the connection "
                   "([limits] connect-timeout); send CONNECT (or STOMP) first")
+        self.server.broker.listeners.close(Closed.CONNECT_TIMEOUT)
         if self._received_any:
             self._refuse("CONNECT timeout", detail)
         else:  # a silent socket gets no frame: it may not even be a STOMP client
@@ -180,6 +210,7 @@ class _Connection(asyncio.Protocol):
         verdict = server.throttle.verdict(self.address, request.user)
         if verdict.refusal is not None:
             with server.core_lock:
+                server.broker.listeners.refuse(Refused.LOGIN_THROTTLED)
                 self._refuse("too many failed logins", verdict.refusal)
             return
         if verdict.delay_ms:
@@ -203,7 +234,7 @@ class _Connection(asyncio.Protocol):
             self._after_connect()
             if self._reading_paused and self.transport is not None and not self._closed:
                 self._reading_paused = False
-                if not self._held_paused:
+                if not (self._held_paused or self._budget_paused):
                     self.transport.resume_reading()
             self.flush()
             server.reschedule_timers()
@@ -214,6 +245,33 @@ class _Connection(asyncio.Protocol):
                 self._connect_timer.cancel()
                 self._connect_timer = None
             self._schedule_heartbeat()
+            timeout = self.server.connection_limits.idle_timeout
+            if timeout > 0 and not self.session.recv_interval:
+                self._idle_timer = self.loop.call_later(timeout, self._idle_check)
+
+    @_holding_core
+    def _idle_check(self) -> None:
+        """``idle_timeout`` after the last traffic (re-armed lazily: reads and writes only
+        record their time): a client that sent nothing at all since, and was sent no frame
+        either, is closed with an ERROR that says why. Frames written count so that a busy
+        consumer that acknowledges automatically (and so sends nothing) is not idle; the
+        broker's own heart-beat EOLs do not, or asking for them would keep any socket
+        open. A connection we stopped reading is not idle."""
+        self._idle_timer = None
+        if self._closed:
+            return
+        timeout = self.server.connection_limits.idle_timeout
+        silent = self.loop.time() - max(self.last_recv, self._frames_sent)
+        if silent < timeout or self._reading_paused or self._held_paused or \
+                self._budget_paused:
+            wait = timeout - silent if silent < timeout else timeout
+            self._idle_timer = self.loop.call_later(wait, self._idle_check)
+            return
+        self.server.broker.listeners.close(Closed.IDLE_TIMEOUT)
+        self._refuse("idle timeout", (
+            f"nothing received or delivered for {timeout:g} s ([limits] idle-timeout), and "
+            "no heart-beats were negotiated: send frames more often, or ask for heart-beats "
+            "in CONNECT (heart-beat:cx,cy with cx > 0) and send them"))
 
     @_holding_core
     def data_received(self, data: bytes) -> None:
@@ -248,6 +306,9 @@ class _Connection(asyncio.Protocol):
             log.exception("internal error serving a STOMP connection; closing it")
             self.close()
             return
+        held = session.input_buffered
+        if held or self._input_held:
+            self._account_input(held)
         if not connected and session.connected:
             self._after_connect()
         elif session.login_request is not None and not self._reading_paused:
@@ -261,6 +322,33 @@ class _Connection(asyncio.Protocol):
             self.flush()
         self.server.reschedule_timers()
 
+    def _account_input(self, held: int) -> None:
+        """Tell the broker's input budget what this connection holds of unfinished frames;
+        stop reading it when the budget says so, and read again those it releases."""
+        self._input_held = held
+        budget = self.server.broker.listeners.input
+        if budget.hold(self, held) and not self._budget_paused:
+            self._budget_paused = True
+            if self.transport is not None and not (self._reading_paused or self._held_paused):
+                self.transport.pause_reading()
+        self._resume_released(budget)
+
+    @staticmethod
+    def _resume_released(budget: InputBudget) -> None:
+        """Read again the connections ``budget`` has released (it holds them by key)."""
+        for conn in budget.resumable():
+            cast(_Connection, conn)._budget_resume()
+
+    def _budget_resume(self) -> None:
+        """The input budget has room again: read this connection again (unless another
+        reason to pause still holds)."""
+        if not self._budget_paused or self._closed:
+            return
+        self._budget_paused = False
+        self.last_recv = self.loop.time()  # we did not read while paused: not silence
+        if self.transport is not None and not (self._reading_paused or self._held_paused):
+            self.transport.resume_reading()
+
     def eof_received(self) -> bool | None:
         self.close()
         return None
@@ -273,7 +361,7 @@ class _Connection(asyncio.Protocol):
         self.session.pause_credit()
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
-            if not self._held_paused:
+            if not (self._held_paused or self._budget_paused):
                 self.transport.pause_reading()
 
     @_holding_core
@@ -282,7 +370,7 @@ class _Connection(asyncio.Protocol):
             return
         if self._reading_paused and self.transport is not None:
             self._reading_paused = False
-            if not self._held_paused:
+            if not (self._held_paused or self._budget_paused):
                 self.transport.resume_reading()
         self.last_recv = self.loop.time()  # we did not read while paused: not silence
         self._guard(self.session.resume_credit)
@@ -303,12 +391,14 @@ class _Connection(asyncio.Protocol):
         if data:
             self.server.make_durable()  # no RECEIPT leaves before what it promises is
             transport.write(data)  # may call pause_writing() synchronously
-            self.last_send = self.loop.time()
+            self.last_send = self._frames_sent = self.loop.time()
             self._guard(self.session.written)
         if self.session.closing:
             self.close()
             return
         self._hold_reading()
+        if self._input_held:  # frames held back (login, producer flow) may be read now
+            self._account_input(self.session.input_buffered)
         if self.session.has_output() and not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
@@ -325,9 +415,9 @@ class _Connection(asyncio.Protocol):
         if held:
             log.info("STOMP client %s keeps sending while its sends wait for space: not "
                      "reading it until they go through (producer flow control)", self.address)
-            if not self._reading_paused:
+            if not (self._reading_paused or self._budget_paused):
                 transport.pause_reading()
-        elif not self._reading_paused:
+        elif not (self._reading_paused or self._budget_paused):
             transport.resume_reading()
 
     def _guard(self, fn: Callable[[], object]) -> bytes:
@@ -351,6 +441,13 @@ class _Connection(asyncio.Protocol):
             self._hb_handle.cancel()
         if self._connect_timer is not None:
             self._connect_timer.cancel()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        if self._input_held or self._budget_paused:
+            budget = self.server.broker.listeners.input
+            budget.forget(self)
+            self._input_held = 0
+            self._resume_released(budget)
         try:
             self.session.connection_lost()
         except Exception:
@@ -371,10 +468,11 @@ class _Connection(asyncio.Protocol):
     def _heartbeat(self) -> None:
         s = self.session
         now = self.loop.time()
-        if s.recv_interval and not (self._reading_paused or self._held_paused) and (
-            now - self.last_recv > 2 * s.recv_interval / 1000.0
-        ):
+        if s.recv_interval and not (
+            self._reading_paused or self._held_paused or self._budget_paused
+        ) and now - self.last_recv > 2 * s.recv_interval / 1000.0:
             log.info("dropping a STOMP client silent for more than %d ms", 2 * s.recv_interval)
+            self.server.broker.listeners.close(Closed.HEARTBEAT)
             if self.transport is not None:
                 self.transport.abort()
             self.close()
@@ -410,9 +508,11 @@ class StompServer:
         #: stop() closes the broker (``jmspy broker``), or leaves it to its owner (a
         #: connector of a ``vm://`` broker, which outlives its listeners)
         self.owns_broker = owns_broker
-        self.limits = limits or CodecLimits()
+        self.limits = limits or CodecLimits(max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
         self.heartbeat_ms = heartbeat_ms
         self.connection_limits = connection_limits or ConnectionLimits()
+        if self.connection_limits.input_budget is not None:  # the broker's, shared
+            broker.listeners.input.set_limit(self.connection_limits.input_budget)
         self.throttle = LoginThrottle(self.connection_limits.throttle, broker.now)
         #: One thread checks passwords: the loop keeps the other core, and a flood of
         #: logins queues there instead of stalling everyone.
@@ -475,15 +575,19 @@ class StompServer:
                 conn.close()
 
     def admit(self, conn: _Connection) -> str | None:
-        """Count a new connection in, or say why it may not come in."""
+        """Count a new connection in, or say why it may not come in (and count that)."""
         limits = self.connection_limits
         if limits.max_connections and len(self.connections) >= limits.max_connections:
+            self.broker.listeners.refuse(Refused.MAX_CONNECTIONS)
             return (f"this broker already serves {len(self.connections)} connections, its "
                     f"[limits] max-connections; try again later")
         same = self._per_address.get(conn.address, 0)
-        if limits.max_connections_per_address and same >= limits.max_connections_per_address:
+        cap = limits.per_address_cap
+        if cap and same >= cap:
+            self.broker.listeners.refuse(Refused.PER_ADDRESS)
             return (f"{same} connections from {conn.address} already, the [limits] "
-                    "max-connections-per-address; close some first")
+                    f"max-connections-per-address = {cap}; close some first, or raise "
+                    "max-connections-per-address in the broker's config")
         self.connections.add(conn)
         self._per_address[conn.address] = same + 1
         return None
