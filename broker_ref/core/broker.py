@@ -322,6 +322,7 @@ class Broker:
             "memoryLimit": self.memory_limit,
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
             "blockedProducers": flow.blocked_total(),
+            **({} if store is None else store.health()),
         }
 
     def _stored(self, stats: DestinationStats, queue_names: Collection[str],

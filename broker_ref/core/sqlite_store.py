@@ -25,6 +25,7 @@ salvaged (:mod:`.salvage`) when the store opens.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
@@ -277,6 +278,10 @@ class SqliteStore:
         message fails loudly (:class:`StoreWriteFailed`), any other one is kept to be
         redone once the store writes again (an ack's delete must not fail the ack)."""
         self._state = None  # what open() read is out of date
+        if self.unusable is not None:  # nothing written now would be kept
+            if add is not None:
+                raise StoreWriteFailed(self.unusable)
+            return None
         if self._retry:
             self._redo_retries()
         entry = _Entry(sql, params, self.writer, add)
@@ -333,6 +338,10 @@ class SqliteStore:
                 self._db.execute("ROLLBACK")
         self._in_tx = False
         self._broken = self._depth > 0  # the open batch()es lost their savepoints
+        if self.unusable is not None:  # redone, they would not be kept either
+            self._failed_writers.update(e.writer for e in entries
+                                        if e.add is not None and e.writer is not None)
+            return
         for entry in entries:
             self._redo(entry)
 
@@ -381,6 +390,8 @@ class SqliteStore:
         cannot be kept is named by :meth:`take_failed_writers`; it does not raise."""
         if self._in_tx and self._depth == 0:
             try:
+                if not self.path.exists():  # unlinked: writes would go to a ghost inode
+                    raise OSError(errno.ENOENT, "the store file was removed", str(self.path))
                 self._execute("COMMIT")
             except (sqlite3.Error, OSError) as exc:
                 self._fault(exc)
@@ -635,6 +646,19 @@ class SqliteStore:
     @property
     def location(self) -> str:
         return str(self.path)
+
+    def health(self) -> dict[str, int | str | None]:
+        """The salvage at open (recovered and lost rows, where the damaged file went),
+        rows a read could not decode, and why writes are refused now."""
+        out: dict[str, int | str | None] = {
+            "storeState": ("unusable" if self.unusable else
+                           "refusing writes" if self.faulted else "ok"),
+            "storeFault": self.unusable or self.faulted,
+            "storeDroppedRows": len(self.dropped),
+        }
+        if self.salvaged is not None:
+            out.update(self.salvaged.as_stats())
+        return out
 
     def size_bytes(self) -> int:
         """Bytes the stored data takes: the database's pages in use. Pages freed by
