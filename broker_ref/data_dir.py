@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from .core.sqlite_store import SqliteStore, StoreError
+from .core.store_faults import RESERVE_BYTES
 
 __all__ = ["CHECK_DAMAGED", "CHECK_HEALTHY", "CHECK_UNUSABLE", "STORE_FILE", "DataDirectory",
            "check"]
@@ -67,7 +68,8 @@ class DataDirectory:
         self._lock: IO[str] | None = lock
         try:
             self.store = SqliteStore(self.path / STORE_FILE, group_commit=group_commit,
-                                     salvage_damaged=salvage_damaged, mode=FILE_MODE)
+                                     salvage_damaged=salvage_damaged, mode=FILE_MODE,
+                                     reserve=RESERVE_BYTES)
         except BaseException:
             self.release()
             raise

@@ -49,7 +49,17 @@ from .store import (
     SubscriptionRecord,
     paged_rows,
 )
-from .store_faults import IO, IO_ERRORS_UNUSABLE, UNUSABLE, StoreWriteFailed, classify, describe
+from .store_faults import (
+    IO,
+    IO_ERRORS_UNUSABLE,
+    SPACE,
+    UNUSABLE,
+    SpaceReserve,
+    StoreWriteFailed,
+    classify,
+    describe,
+    free_bytes,
+)
 
 __all__ = ["DamagedStoreError", "SqliteStore", "StoreError", "StoreWriteFailed"]
 
@@ -145,7 +155,7 @@ class SqliteStore:
     """A :class:`~.store.Store` in one SQLite file (see the module docstring)."""
 
     def __init__(self, path: str | Path, *, group_commit: bool = False,
-                 salvage_damaged: bool = True, mode: int = 0o600) -> None:
+                 salvage_damaged: bool = True, mode: int = 0o600, reserve: int = 0) -> None:
         self.path = Path(path)
         #: the permission bits of the store's files (the ``-wal``/``-shm`` SQLite makes
         #: take the main file's), whatever the umask
@@ -171,6 +181,10 @@ class SqliteStore:
         #: why writes fail now (None: they do not); why the store cannot be used at all
         self.faulted: str | None = None
         self.unusable: str | None = None
+        self._space_fault = False  # the disk filled (not merely an I/O error)
+        #: disk space held back for the moment the disk fills (store_faults.SpaceReserve)
+        self._reserve = SpaceReserve(self.path.with_name(f"{self.path.name}.reserve"),
+                                     reserve)
         #: queues whose last page-in was mostly rows the narrow read cannot carry
         self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
@@ -198,6 +212,10 @@ class SqliteStore:
         """Open, upgrade, and read where the rows are (which also proves the index is
         readable: a damaged file fails here, and is salvaged, rather than mid-dispatch)."""
         self._own_files()
+        if self._reserve.size and not self._reserve.ensure():
+            log.warning("message store %s: no room for its %d-byte space reserve; a full "
+                        "disk may then stop even acks until space is freed", self.path,
+                        self._reserve.size)
         self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                    check_same_thread=False)
         problems = [row[0] for row in self._db.execute("PRAGMA quick_check(5)")]
@@ -206,6 +224,10 @@ class SqliteStore:
                 "integrity check failed: " + "; ".join(str(p) for p in problems))
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        if self._reserve.size:  # the log never outgrows what the reserve can checkpoint
+            (page,) = self._db.execute("PRAGMA page_size").fetchone()
+            pages = max(100, min(1000, self._reserve.size // int(page) // 2))
+            self._db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         self._migrate()
         self._state: RecoveredState | None = self._read_state()
 
@@ -284,6 +306,8 @@ class SqliteStore:
             return None
         if self._retry:
             self._redo_retries()
+        if add is not None and self._space_fault and not self._room_for_adds():
+            raise StoreWriteFailed(self.faulted or "the broker's store is full")
         entry = _Entry(sql, params, self.writer, add)
         try:
             if not self._in_tx:
@@ -319,6 +343,8 @@ class SqliteStore:
             if self._io_errors >= IO_ERRORS_UNUSABLE:
                 kind = UNUSABLE
         reason = describe(kind, exc, self.path)
+        if kind == SPACE:
+            self._space_fault = True
         if kind == UNUSABLE and self.unusable is None:
             self.unusable = reason
             log.critical("message store %s: %s", self.path, reason)
@@ -338,6 +364,11 @@ class SqliteStore:
                 self._db.execute("ROLLBACK")
         self._in_tx = False
         self._broken = self._depth > 0  # the open batch()es lost their savepoints
+        if self._space_fault and self._reserve.release():
+            log.warning("message store %s: gave its %d-byte space reserve back to the disk "
+                        "so that acks can still be written", self.path, self._reserve.size)
+            with contextlib.suppress(sqlite3.Error, OSError):  # the log's pages: in place
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if self.unusable is not None:  # redone, they would not be kept either
             self._failed_writers.update(e.writer for e in entries
                                         if e.add is not None and e.writer is not None)
@@ -365,13 +396,41 @@ class SqliteStore:
         if self._in_tx:
             return  # only between transactions: they were committed alone before
         entries, self._retry = self._retry, []
-        for at, entry in enumerate(entries):
-            if not self._redo(entry):
-                self._retry.extend(entries[at + 1:])
+        # deletes and updates first: they free space (an add they follow is not kept:
+        # remove_message drops it from here)
+        for entry in sorted(entries, key=lambda e: e.add is not None):
+            self._redo(entry)
+        self._back_to_normal()
+
+    def _room_for_adds(self) -> bool:
+        """After the disk filled: whether a message may be tried -- the disk has room
+        again (twice the reserve), or acks freed pages inside the store to reuse."""
+        need = max(self._reserve.size, 1 << 20)
+        try:
+            if free_bytes(self.path.parent) >= 2 * need:
+                return True
+            (pages,) = self._db.execute("PRAGMA freelist_count").fetchone()
+            (size,) = self._db.execute("PRAGMA page_size").fetchone()
+        except (OSError, sqlite3.Error):
+            return False
+        return int(pages) * int(size) >= need // 2
+
+    def _back_to_normal(self) -> None:
+        """Every kept write made and (after a full disk) the reserve held again: group
+        commit and unchecked adds again."""
+        if self.faulted is None or self.unusable is not None or self._retry:
+            return
+        if self._space_fault and self._reserve.size and not self._reserve.held:
+            try:
+                if free_bytes(self.path.parent) < 2 * self._reserve.size:
+                    return
+            except OSError:
                 return
-        if self.faulted is not None and self.unusable is None:
-            log.warning("message store %s: writing again", self.path)
-            self.faulted = None
+            if not self._reserve.ensure():
+                return
+        log.warning("message store %s: writing again", self.path)
+        self.faulted = None
+        self._space_fault = False
 
     def take_failed_writers(self) -> set[object]:
         """The writers (:attr:`writer` when they wrote) whose stored messages a failed
@@ -400,6 +459,7 @@ class SqliteStore:
             self._in_tx = False
             self._journal = []
             self._io_errors = 0
+            self._back_to_normal()
         if self._retry and not self._in_tx:
             self._redo_retries()
 

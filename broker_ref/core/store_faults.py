@@ -17,6 +17,7 @@ there is room (ActiveMQ's "store full" answer is the same refusal). Three kinds 
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from pathlib import Path
 
@@ -75,3 +76,64 @@ def describe(kind: str, exc: BaseException, path: Path) -> str:
     return (f"the broker's store at {path} is unusable ({exc}): the broker stops so that "
             "no client is told a message is kept when it is not; restore the file or the "
             "disk and restart it")
+
+
+#: The space a store keeps in reserve on its disk (a file of zeros it gives back when the
+#: disk fills): at most this much, and at most a quarter of the file system
+RESERVE_BYTES = 8 * 1024 * 1024
+
+
+def free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged writer may still use on ``directory``'s file system."""
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
+
+
+class SpaceReserve:
+    """A file of zeros next to the store, given back when the disk fills.
+
+    SQLite in WAL mode cannot even delete on a full disk: a commit appends to the log,
+    and the log is reset only by a checkpoint, which copies its pages into the main file
+    -- growing it. With both full, nothing, not even an ack, could be written again until
+    a person freed space. Deleting the reserve lets that checkpoint finish; acks then
+    free pages inside the store, which new messages reuse. The reserve comes back once
+    the disk has room for it twice over (and the store takes messages freely again).
+    """
+
+    def __init__(self, path: Path, wanted: int) -> None:
+        self.path = path
+        try:
+            st = os.statvfs(path.parent)
+            quarter = st.f_blocks * st.f_frsize // 4
+        except OSError:
+            quarter = wanted
+        self.size = max(0, min(wanted, quarter))
+
+    @property
+    def held(self) -> bool:
+        return self.size > 0 and self.path.exists()
+
+    def ensure(self) -> bool:
+        """Hold the reserve (True), unless the disk has no room for it."""
+        if self.size == 0 or self.held:
+            return self.size > 0
+        tmp = self.path.with_name(self.path.name + ".new")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, self.size)  # really taken: not a sparse file
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            return False
+        return True
+
+    def release(self) -> bool:
+        """Give the reserve back to the disk; True if there was one."""
+        try:
+            self.path.unlink()
+        except OSError:
+            return False
+        return True

@@ -555,7 +555,8 @@ class StompServer:
             store.commit()
         lost = store.take_failed_writers()
         if lost:
-            reason = (f"{store.unusable or 'the store could not write'}; messages sent on "
+            why = store.unusable or store.faulted or "the broker's store could not write"
+            reason = (f"{why}; messages sent on "
                       "this connection since its last RECEIPT may not be stored: send "
                       "them again once the broker stores again")
             for writer in lost:
