@@ -25,12 +25,10 @@ salvaged (:mod:`.salvage`) when the store opens.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import sqlite3
-from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,17 +47,8 @@ from .store import (
     SubscriptionRecord,
     paged_rows,
 )
-from .store_faults import (
-    IO,
-    IO_ERRORS_UNUSABLE,
-    SPACE,
-    UNUSABLE,
-    SpaceReserve,
-    StoreWriteFailed,
-    classify,
-    describe,
-    free_bytes,
-)
+from .store_faults import StoreWriteFailed
+from .store_writes import GroupWrites
 
 __all__ = ["DamagedStoreError", "SqliteStore", "StoreError", "StoreWriteFailed"]
 
@@ -132,17 +121,6 @@ _BY_SEQ_CHUNK = 500
 _page_rows = twins.page_rows
 
 
-@dataclass(slots=True, eq=False)
-class _Entry:
-    """One write of an open transaction (or kept to be redone): the statement, who
-    made it, and the message it stores, if it stores one."""
-
-    sql: str
-    params: tuple[object, ...]
-    writer: object | None
-    add: tuple[str, str] | None
-
-
 class StoreError(Exception):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
@@ -151,7 +129,7 @@ class DamagedStoreError(StoreError):
     """The store file is damaged and was not salvaged (``salvage_damaged=False``)."""
 
 
-class SqliteStore:
+class SqliteStore(GroupWrites):
     """A :class:`~.store.Store` in one SQLite file (see the module docstring)."""
 
     def __init__(self, path: str | Path, *, group_commit: bool = False,
@@ -160,31 +138,9 @@ class SqliteStore:
         #: the permission bits of the store's files (the ``-wal``/``-shm`` SQLite makes
         #: take the main file's), whatever the umask
         self.mode = mode
-        self.group_commit = group_commit
         #: (queue, message id, why) of every row a load() could not read
         self.dropped: list[tuple[str, str, str]] = []
-        self._depth = 0  # nested batch() blocks
-        self._savepoints = 0
-        self._in_tx = False
-        #: the writes of the open transaction, in order, to redo one by one if its commit
-        #: fails (store_faults); where the outermost open batch() began in it
-        self._journal: list[_Entry] = []
-        self._batch_start = 0
-        self._broken = False  # a failure rolled back the open batch()es' savepoints
-        #: writes that failed for space or I/O, redone before the next one
-        self._retry: list[_Entry] = []
-        self._failed_writers: set[object] = set()
-        self._io_errors = 0
-        #: who is writing now (the STOMP host sets its connection): a failed group commit
-        #: names the writers whose messages it could not keep
-        self.writer: object | None = None
-        #: why writes fail now (None: they do not); why the store cannot be used at all
-        self.faulted: str | None = None
-        self.unusable: str | None = None
-        self._space_fault = False  # the disk filled (not merely an I/O error)
-        #: disk space held back for the moment the disk fills (store_faults.SpaceReserve)
-        self._reserve = SpaceReserve(self.path.with_name(f"{self.path.name}.reserve"),
-                                     reserve)
+        GroupWrites.__init__(self, self.path, group_commit, reserve)
         #: queues whose last page-in was mostly rows the narrow read cannot carry
         self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
@@ -212,10 +168,7 @@ class SqliteStore:
         """Open, upgrade, and read where the rows are (which also proves the index is
         readable: a damaged file fails here, and is salvaged, rather than mid-dispatch)."""
         self._own_files()
-        if self._reserve.size and not self._reserve.ensure():
-            log.warning("message store %s: no room for its %d-byte space reserve; a full "
-                        "disk may then stop even acks until space is freed", self.path,
-                        self._reserve.size)
+        reserve = self.hold_reserve()
         self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                    check_same_thread=False)
         problems = [row[0] for row in self._db.execute("PRAGMA quick_check(5)")]
@@ -224,9 +177,9 @@ class SqliteStore:
                 "integrity check failed: " + "; ".join(str(p) for p in problems))
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
-        if self._reserve.size:  # the log never outgrows what the reserve can checkpoint
+        if reserve:  # the log never outgrows what the reserve can checkpoint
             (page,) = self._db.execute("PRAGMA page_size").fetchone()
-            pages = max(100, min(1000, self._reserve.size // int(page) // 2))
+            pages = max(100, min(1000, reserve // int(page) // 2))
             self._db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         self._migrate()
         self._state: RecoveredState | None = self._read_state()
@@ -285,212 +238,6 @@ class SqliteStore:
             db.execute("ROLLBACK")
             raise
 
-    # -- transactions ---------------------------------------------------------------------
-
-    def _execute(self, sql: str, params: tuple[object, ...] | list[object] = ()) -> Any:
-        """The one place a statement reaches SQLite (the write seam: tests make it fail
-        the way a full disk or a broken one does)."""
-        return self._db.execute(sql, params)
-
-    def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
-               add: tuple[str, str] | None = None) -> Any:
-        """Run one write in the open transaction (committing it unless batched or group
-        commit); ``fetch``: its RETURNING row, read before the commit needs it done.
-        ``add``: the (queue, message id) this write stores -- a write that stores a
-        message fails loudly (:class:`StoreWriteFailed`), any other one is kept to be
-        redone once the store writes again (an ack's delete must not fail the ack)."""
-        self._state = None  # what open() read is out of date
-        if self.unusable is not None:  # nothing written now would be kept
-            if add is not None:
-                raise StoreWriteFailed(self.unusable)
-            return None
-        if self._retry:
-            self._redo_retries()
-        if add is not None and self._space_fault and not self._room_for_adds():
-            raise StoreWriteFailed(self.faulted or "the broker's store is full")
-        entry = _Entry(sql, params, self.writer, add)
-        try:
-            if not self._in_tx:
-                self._execute("BEGIN")
-                self._in_tx = True
-            cursor = self._execute(sql, params)
-            row = cursor.fetchone() if fetch else None
-        except (sqlite3.Error, OSError) as exc:
-            kind = self._fault(exc)
-            if add is not None:  # a batch storing messages fails whole
-                self._recover(self._batch_start if self._depth else len(self._journal))
-                raise StoreWriteFailed(describe(kind, exc, self.path)) from exc
-            self._recover(len(self._journal))
-            self._retry.append(entry)
-            return None
-        self._journal.append(entry)
-        if self._depth == 0 and (not self.group_commit or self.faulted is not None):
-            self.commit()
-            if add is not None and entry in self._retry:  # its own commit failed
-                self._retry.remove(entry)
-                self._failed_writers.discard(entry.writer)
-                raise StoreWriteFailed(self.faulted or "the store could not write")
-        return row
-
-    def _fault(self, exc: BaseException) -> str:
-        """Count a failed write: what kind it was (store_faults); a store that will not
-        write again is marked unusable, for the host to stop on."""
-        kind = classify(exc, self.path)
-        if kind is None:
-            raise exc  # not a storage fault: a bug, let it be seen
-        if kind == IO:
-            self._io_errors += 1
-            if self._io_errors >= IO_ERRORS_UNUSABLE:
-                kind = UNUSABLE
-        reason = describe(kind, exc, self.path)
-        if kind == SPACE:
-            self._space_fault = True
-        if kind == UNUSABLE and self.unusable is None:
-            self.unusable = reason
-            log.critical("message store %s: %s", self.path, reason)
-        elif self.faulted is None:
-            log.error("message store %s: %s (refusing what cannot be stored, one write at "
-                      "a time, until a write succeeds)", self.path, reason)
-        self.faulted = reason
-        return kind
-
-    def _recover(self, keep: int) -> None:
-        """The open transaction failed (SQLite may have rolled it back itself): roll it
-        back and redo the first ``keep`` writes of it one at a time, each its own commit,
-        so that only the writes that really cannot be made are lost to it."""
-        entries, self._journal = self._journal[:keep], []
-        with contextlib.suppress(sqlite3.Error, OSError):
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-        self._in_tx = False
-        self._broken = self._depth > 0  # the open batch()es lost their savepoints
-        if self._space_fault and self._reserve.release():
-            log.warning("message store %s: gave its %d-byte space reserve back to the disk "
-                        "so that acks can still be written", self.path, self._reserve.size)
-            with contextlib.suppress(sqlite3.Error, OSError):  # the log's pages: in place
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        if self.unusable is not None:  # redone, they would not be kept either
-            self._failed_writers.update(e.writer for e in entries
-                                        if e.add is not None and e.writer is not None)
-            return
-        for entry in entries:
-            self._redo(entry)
-
-    def _redo(self, entry: _Entry) -> bool:
-        """Make one write on its own (autocommit); a failure keeps it for later and names
-        the writer whose RECEIPT can no longer promise its message."""
-        try:
-            self._execute(entry.sql, entry.params).fetchall()
-        except (sqlite3.Error, OSError) as exc:
-            self._fault(exc)
-            self._retry.append(entry)
-            if entry.add is not None and entry.writer is not None:
-                self._failed_writers.add(entry.writer)
-            return False
-        self._io_errors = 0
-        return True
-
-    def _redo_retries(self) -> None:
-        """Writes kept since a failure, redone first (in order) now that one is asked for:
-        when they all go through the store writes as before (group commit again)."""
-        if self._in_tx:
-            return  # only between transactions: they were committed alone before
-        entries, self._retry = self._retry, []
-        # deletes and updates first: they free space (an add they follow is not kept:
-        # remove_message drops it from here)
-        for entry in sorted(entries, key=lambda e: e.add is not None):
-            self._redo(entry)
-        self._back_to_normal()
-
-    def _room_for_adds(self) -> bool:
-        """After the disk filled: whether a message may be tried -- the disk has room
-        again (twice the reserve), or acks freed pages inside the store to reuse."""
-        need = max(self._reserve.size, 1 << 20)
-        try:
-            if free_bytes(self.path.parent) >= 2 * need:
-                return True
-            (pages,) = self._db.execute("PRAGMA freelist_count").fetchone()
-            (size,) = self._db.execute("PRAGMA page_size").fetchone()
-        except (OSError, sqlite3.Error):
-            return False
-        return int(pages) * int(size) >= need // 2
-
-    def _back_to_normal(self) -> None:
-        """Every kept write made and (after a full disk) the reserve held again: group
-        commit and unchecked adds again."""
-        if self.faulted is None or self.unusable is not None or self._retry:
-            return
-        if self._space_fault and self._reserve.size and not self._reserve.held:
-            try:
-                if free_bytes(self.path.parent) < 2 * self._reserve.size:
-                    return
-            except OSError:
-                return
-            if not self._reserve.ensure():
-                return
-        log.warning("message store %s: writing again", self.path)
-        self.faulted = None
-        self._space_fault = False
-
-    def take_failed_writers(self) -> set[object]:
-        """The writers (:attr:`writer` when they wrote) whose stored messages a failed
-        group commit could not keep; each is told once."""
-        failed, self._failed_writers = self._failed_writers, set()
-        return failed
-
-    @property
-    def pending(self) -> bool:
-        """Writes not yet committed (group commit)."""
-        return self._in_tx
-
-    def commit(self) -> None:
-        """Make every write so far durable (one fsync). Cheap when there is none. A commit
-        that fails for space or I/O is redone write by write (:meth:`_recover`): what
-        cannot be kept is named by :meth:`take_failed_writers`; it does not raise."""
-        if self._in_tx and self._depth == 0:
-            try:
-                if not self.path.exists():  # unlinked: writes would go to a ghost inode
-                    raise OSError(errno.ENOENT, "the store file was removed", str(self.path))
-                self._execute("COMMIT")
-            except (sqlite3.Error, OSError) as exc:
-                self._fault(exc)
-                self._recover(len(self._journal))
-                return
-            self._in_tx = False
-            self._journal = []
-            self._io_errors = 0
-            self._back_to_normal()
-        if self._retry and not self._in_tx:
-            self._redo_retries()
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        if not self._in_tx:
-            self._execute("BEGIN")
-            self._in_tx = True
-        self._savepoints += 1
-        name = f"b{self._savepoints}"
-        self._execute(f"SAVEPOINT {name}")
-        start = len(self._journal)
-        if self._depth == 0:
-            self._batch_start = start
-        self._depth += 1
-        try:
-            yield
-        except BaseException:
-            if not self._broken:
-                self._execute(f"ROLLBACK TO {name}")
-                del self._journal[start:]
-            raise
-        finally:
-            self._depth -= 1
-            if not self._broken:
-                self._execute(f"RELEASE {name}")
-            elif self._depth == 0:
-                self._broken = False
-        if self._depth == 0 and (not self.group_commit or self.faulted is not None):
-            self.commit()
-
     # -- the Store interface ----------------------------------------------------------------
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
@@ -501,10 +248,13 @@ class SqliteStore:
                           fetch=True, add=(queue, message.message_id))
         return 0 if row is None else int(row[0])  # None: committed alone, on a redo
 
+    def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
+               add: tuple[str, str] | None = None) -> Any:
+        self._state = None  # what open() read is out of date
+        return GroupWrites._write(self, sql, params, fetch, add)
+
     def remove_message(self, queue: str, message_id: str) -> None:
-        if self._retry:  # a message never stored and now gone: not to be stored later
-            key = (queue, message_id)
-            self._retry = [e for e in self._retry if e.add != key]
+        self.forget_unstored(queue, message_id)
         self._write("DELETE FROM messages WHERE queue = ? AND id = ?", (queue, message_id))
 
     def update_delivery_count(self, queue: str, message_id: str, count: int) -> None:
@@ -657,9 +407,9 @@ class SqliteStore:
         try:
             self.commit()
         finally:
-            if self._retry:
+            if self.unmade_writes:
                 log.error("message store %s: closing with %d writes not made (%s)",
-                          self.path, len(self._retry), self.faulted)
+                          self.path, self.unmade_writes, self.faulted)
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
 

@@ -179,6 +179,8 @@ class Store(Protocol):
     writer: object | None
     #: Why the store cannot be used any more (None: it can); its host then stops.
     unusable: str | None
+    #: Why writes fail now (None: they do not).
+    faulted: str | None
 
     def take_failed_writers(self) -> set[object]:
         """The :attr:`writer` s whose stored messages a failed commit could not keep (each
@@ -225,8 +227,8 @@ class MemoryStore:
     ``Broker`` built on the same instance recovers what a crash-safe store would have.
     """
 
-    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "unusable", "writer",
-                 "writes")
+    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "faulted", "unusable",
+                 "writer", "writes")
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, StoredMessage]] = {}
@@ -237,6 +239,7 @@ class MemoryStore:
         self.writes = 0
         self.writer: object | None = None
         self.unusable: str | None = None
+        self.faulted: str | None = None
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
         self.writes += 1
