@@ -406,6 +406,8 @@ class SqliteStore(GroupWrites):
     def close(self) -> None:
         try:
             self.commit()
+        except StoreWriteFailed as exc:  # closing: nothing is waiting for these writes
+            log.error("message store %s: closing with writes not made: %s", self.path, exc)
         finally:
             if self.unmade_writes:
                 log.error("message store %s: closing with %d writes not made (%s)",

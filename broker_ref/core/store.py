@@ -182,6 +182,11 @@ class Store(Protocol):
     #: Why writes fail now (None: they do not).
     faulted: str | None
 
+    def refusal(self) -> str | None:
+        """Why a message would be refused now (a full disk, an unusable store), or None:
+        asked before an operation that must not fail half-way."""
+        ...
+
     def take_failed_writers(self) -> set[object]:
         """The :attr:`writer` s whose stored messages a failed commit could not keep (each
         returned once): their RECEIPTs must not go out."""
@@ -339,6 +344,9 @@ class MemoryStore:
 
     def take_failed_writers(self) -> set[object]:
         return set()
+
+    def refusal(self) -> str | None:
+        return None
 
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""

@@ -123,11 +123,7 @@ class GroupWrites:
             return None
         self._journal.append(entry)
         if self._depth == 0 and (not self.group_commit or self.faulted is not None):
-            self.commit()
-            if add is not None and entry in self._retry:  # its own commit failed
-                self._retry.remove(entry)
-                self._failed_writers.discard(entry.writer)
-                raise StoreWriteFailed(self.faulted or "the store could not write")
+            self._commit(group=False)  # this write alone: its failure is its caller's
         return row
 
     def _fault(self, exc: BaseException) -> str:
@@ -230,6 +226,16 @@ class GroupWrites:
         self.faulted = None
         self._space_fault = False
 
+    def refusal(self) -> str | None:
+        """Why a message would be refused now without trying (the disk is full and
+        nothing freed room since; the store is unusable), or None: a caller that must
+        not fail half-way (a transaction's commit) asks first."""
+        if self.unusable is not None:
+            return self.unusable
+        if self._space_fault and not self._room_for_adds():
+            return self.faulted or "the broker's store is full"
+        return None
+
     def take_failed_writers(self) -> set[object]:
         """The writers (:attr:`writer` when they wrote) whose stored messages a failed
         group commit could not keep; each is told once."""
@@ -242,17 +248,32 @@ class GroupWrites:
         return self._in_tx
 
     def commit(self) -> None:
-        """Make every write so far durable (one fsync). Cheap when there is none. A commit
-        that fails for space or I/O is redone write by write (:meth:`_recover`): what
-        cannot be kept is named by :meth:`take_failed_writers`; it does not raise."""
+        """Make every write so far durable (one fsync). Cheap when there is none. With
+        group commit, a commit that fails for space or I/O is redone write by write
+        (:meth:`_recover`): what cannot be kept is named by :meth:`take_failed_writers`,
+        and it does not raise; without, see :meth:`_commit`."""
+        self._commit(self.group_commit)
+
+    def _commit(self, group: bool) -> None:
+        """Commit; ``group``: the transaction holds many writers' work (see
+        :meth:`commit`), else one operation's, which fails whole: rolled back, raising
+        :class:`StoreWriteFailed` if it stored messages (its other writes are kept to
+        be redone: an ack must not fail for a full disk)."""
         if self._in_tx and self._depth == 0:
             try:
                 if not self.path.exists():  # unlinked: writes would go to a ghost inode
                     raise OSError(errno.ENOENT, "the store file was removed", str(self.path))
                 self._execute("COMMIT")
             except (sqlite3.Error, OSError) as exc:
-                self._fault(exc)
-                self._recover(len(self._journal))
+                kind = self._fault(exc)
+                if group:
+                    self._recover(len(self._journal))
+                    return
+                entries, self._journal = self._journal, []
+                self._recover(0)
+                self._retry.extend(e for e in entries if e.add is None)
+                if any(e.add is not None for e in entries):
+                    raise StoreWriteFailed(describe(kind, exc, self.path)) from exc
                 return
             self._in_tx = False
             self._journal = []
@@ -287,7 +308,7 @@ class GroupWrites:
             elif self._depth == 0:
                 self._broken = False
         if self._depth == 0 and (not self.group_commit or self.faulted is not None):
-            self.commit()
+            self._commit(group=False)  # this batch alone: fails whole
 
 
     @property

@@ -170,3 +170,46 @@ def test_a_failed_group_commit_refuses_only_the_sends_it_lost(tmp_path: Path) ->
     assert ("b", "RECEIPT") in written
     assert "may not be stored" in error and "store is full" in error
     assert stored(path, "b") != [] and stored(path, "a") == []
+
+
+def test_over_vm_a_full_disk_fails_the_send_and_the_commit_not_the_broker(
+        tmp_path: Path) -> None:
+    """``vm://`` commits each operation alone: a send or a transaction's commit the store
+    cannot keep raises ResourceAllocationException naming the cause; nothing of the
+    transaction is stored; acks go on; sends work again once space is back."""
+    from jmspy import ConnectionFactory, Queue
+    from jmspy.errors import ResourceAllocationException, TransactionRolledBackException
+    from jmspy.transports import vm
+
+    host = vm.start_broker("store-faults", data_dir=tmp_path)
+    try:
+        assert host.data_dir is not None
+        store = host.data_dir.store
+        path = store.path
+        faults = Faults(store)
+        with ConnectionFactory("vm://store-faults").create_connection() as conn:
+            s = conn.create_session()
+            producer = s.create_producer(Queue("orders"))
+            producer.send(s.create_text_message("kept"))
+            tx = conn.create_session(transacted=True)
+            tx_producer = tx.create_producer(Queue("orders"))
+            faults.error = FULL_ERRORS["SQLITE_FULL"]
+            with pytest.raises(ResourceAllocationException, match="store is full"):
+                producer.send(s.create_text_message("refused"))
+            tx_producer.send(tx.create_text_message("t1"))
+            tx_producer.send(tx.create_text_message("t2"))
+            with pytest.raises(TransactionRolledBackException, match="store is full"):
+                tx.commit()
+            consumer = s.create_consumer(Queue("orders"))
+            conn.start()
+            got = consumer.receive(5.0)  # acked (auto) while the disk is full
+            assert got is not None and got.text == "kept"
+            assert consumer.receive_no_wait() is None  # nothing refused was enqueued
+            faults.error = None
+            producer.send(s.create_text_message("after"))
+            # on disk now: "after" alone (the ack's delete was made; nothing refused)
+            assert len(stored(path, "orders")) == 1
+            again = consumer.receive(5.0)
+            assert again is not None and again.text == "after"
+    finally:
+        vm.stop_broker("store-faults")
