@@ -170,15 +170,15 @@ class GroupWrites:
         for entry in entries:
             self._redo(entry)
 
-    def _redo(self, entry: _Entry) -> bool:
-        """Make one write on its own (autocommit); a failure keeps it for later and names
-        the writer whose RECEIPT can no longer promise its message."""
+    def _redo(self, entry: _Entry, first: bool = True) -> bool:
+        """Make one write on its own (autocommit); a failure keeps it for later and, the
+        ``first`` time, names the writer whose RECEIPT can no longer promise its message."""
         try:
             self._execute(entry.sql, entry.params).fetchall()
         except (sqlite3.Error, OSError) as exc:
             self._fault(exc)
             self._retry.append(entry)
-            if entry.add is not None and entry.writer is not None:
+            if first and entry.add is not None and entry.writer is not None:
                 self._failed_writers.add(entry.writer)
             return False
         self._io_errors = 0
@@ -193,7 +193,7 @@ class GroupWrites:
         # deletes and updates first: they free space (an add they follow is not kept:
         # remove_message drops it from here)
         for entry in sorted(entries, key=lambda e: e.add is not None):
-            self._redo(entry)
+            self._redo(entry, first=False)
         self._back_to_normal()
 
     def _room_for_adds(self) -> bool:
