@@ -12,6 +12,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stomp_pair import StompPair
@@ -160,3 +161,23 @@ def test_store_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
     assert {"messages.sqlite", "messages.sqlite-wal", "messages.sqlite-shm", "broker.lock",
             "spool.sqlite"} <= set(modes)
     assert set(modes.values()) == {0o600}, modes
+
+
+def test_jmspy_stat_over_the_wire_says_what_the_salvage_kept_and_lost(
+        tmp_path: Path, server_factory: Callable[..., Any]) -> None:
+    from jmspy.broker_ref.protocols.stomp.client import fetch_report
+
+    path = tmp_path / "messages.sqlite"
+    fill(path)
+    overwrite_middle(path)
+    store = SqliteStore(path, group_commit=True)
+    report = store.salvaged
+    assert report is not None
+    server = server_factory(store=store)
+    _, usage = fetch_report(server.host, server.port)
+    assert (usage["salvageRecovered"], usage["salvageLost"]) == (str(report.kept),
+                                                                 str(report.lost))
+    assert usage["salvageDamagedFile"] == str(report.damaged)
+    assert usage["storeState"] == "ok"
+    assert (f"store salvaged at start (database disk image is malformed): {report.kept} "
+            f"messages recovered, {report.lost} lost") in format_usage(usage)
