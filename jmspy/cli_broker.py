@@ -71,18 +71,18 @@ def _loop_line(loop: str, default: str, *, chosen: bool) -> str:
 
 def _check(data_dir: str | None) -> int:
     data_mod: Any = importlib.import_module("jmspy.broker_ref.data_dir")
-    store_mod: Any = importlib.import_module("jmspy.broker_ref.core.sqlite_store")
     if data_dir is None:
         print("jmspy: error: --check verifies a data directory; --in-memory has none",
               file=sys.stderr)
         return 2
     try:
-        intact, lines = data_mod.check(data_dir)
-    except store_mod.StoreError as exc:
-        print(f"jmspy: error: {exc}", file=sys.stderr)
-        return 2
-    print("\n".join(lines))
-    return 0 if intact else 1
+        code, lines = data_mod.check(data_dir)
+    except Exception as exc:  # an exit code and a sentence, never a traceback
+        print(f"jmspy: error: cannot check the data directory {data_dir}: {exc}",
+              file=sys.stderr)
+        return int(data_mod.CHECK_UNUSABLE)
+    print("\n".join(lines), file=sys.stdout if code != data_mod.CHECK_UNUSABLE else sys.stderr)
+    return int(code)
 
 
 def _stat(args: argparse.Namespace) -> int:
@@ -123,8 +123,12 @@ def add_commands(sub: Any) -> None:
     where.add_argument("--in-memory", action="store_true",
                        help="keep everything in memory (lost when the broker stops)")
     broker.add_argument("--check", action="store_true",
-                        help="do not serve: verify the data directory's store offline (exit "
-                        "0 intact, 1 damaged rows, 2 unusable or in use)")
+                        help="do not serve: check the data directory's store offline and "
+                        "report what a starting broker would recover; changes and creates "
+                        "nothing (the salvage of a damaged store runs when the broker "
+                        "starts). Exit 0: healthy; 1: damage found (the report says what "
+                        "would be recovered and lost); 2: cannot check (no store in the "
+                        "directory, unreadable, or a broker is using it)")
     broker.set_defaults(func=_broker)
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")

@@ -331,7 +331,10 @@ class Session(SessionDispatcher):
             if drained:
                 self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         if rollback is not None:
-            self._transport.rollback(rollback)
+            try:
+                self._transport.rollback(rollback)
+            except IllegalStateException:  # already dropped: a broker refusing a commit
+                pass  # (a full store, say) rolls it back itself; the consumers resume
         tags = [tag for consumer, tag in items if not consumer.closed]
         if tags:
             self._transport.cancel(tags, redelivered=True)

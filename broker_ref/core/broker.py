@@ -327,6 +327,7 @@ class Broker:
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
             "blockedProducers": flow.blocked_total(),
             **self.listeners.as_usage(),
+            **({} if store is None else store.health()),
         }
 
     def _stored(self, stats: DestinationStats, queue_names: Collection[str],

@@ -1,20 +1,32 @@
-"""Recover what is intact from a damaged store file, instead of refusing to start.
+"""Recover what is intact from a damaged store file, instead of refusing to start or
+serving nothing.
 
 SQLite survives a ``kill -9`` or a torn last write by itself (the write-ahead log's
 checksums drop an incomplete commit). What it cannot survive is a file damaged from
-outside -- truncated by a full disk or a bad copy, overwritten in the middle: opening it or
-reading a page raises "database disk image is malformed". A broker should then do what
-ActiveMQ does with a damaged KahaDB journal: keep every message it can still read, say
-what it dropped, and start. :func:`salvage` moves the damaged file aside (kept for a
-person to look at), copies every readable message row and subscription into a fresh
-store, and reports.
+outside -- truncated by a full disk or a bad copy, overwritten in the middle, its header
+zeroed: opening it, or reading a page, raises "database disk image is malformed" or "file
+is not a database". A broker should then do what ActiveMQ does with a damaged KahaDB
+journal: keep every message it can still read, say what it dropped, and start.
+
+:func:`salvage` copies every readable message row and subscription into a new file next
+to the damaged one (the table in order while it reads; where a page is broken, row by row
+by sequence number -- the sequence numbers the indexes still list, or every one up to the
+highest issued -- skipping the unreadable ones), then swaps it in: the damaged file keeps a
+name of its own (``messages.sqlite.damaged-<UTC time>``, with its ``-wal``/``-shm``) for a
+person to look at. The swap never leaves the store's name empty: a crash during salvage
+finds the damaged file still in place and salvages it again.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import itertools
 import logging
+import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,117 +38,262 @@ __all__ = ["SalvageReport", "salvage"]
 log = logging.getLogger("jmspy.broker.store")
 
 _CHUNK = 500
+#: header bytes of a SQLite file that a zeroed header lost and a read needs back
+_MAGIC = b"SQLite format 3\0"
+_PAGE_SIZES = (4096, 1024, 2048, 8192, 16384, 32768, 65536, 512)
+#: sequence numbers tried one by one past a broken page when nothing says how far
+#: the table goes (neither the indexes nor the AUTOINCREMENT counter read)
+_BLIND_STEP_LIMIT = 100_000
 
 
 @dataclass(slots=True)
 class SalvageReport:
-    damaged: Path  #: where the damaged file was moved
+    damaged: Path  #: where the damaged file was moved (or, for a check, where it is)
     kept: int = 0  #: message rows copied into the new store
+    lost: int = 0  #: message rows that could not be read
+    #: True when ``lost`` is the indexes' count of rows not read back; False: the count
+    #: of unreadable sequence numbers (some of which may have held no message)
+    lost_exact: bool = True
     lost_ranges: list[tuple[int, int]] = field(default_factory=list)  #: unreadable seqs
     subscriptions: int = 0
     reason: str = ""
 
     def describe(self) -> str:
-        lost = ", ".join(f"{a}-{b}" for a, b in self.lost_ranges[:10]) or "none found"
-        return (f"the message store was damaged ({self.reason}); kept {self.kept:,} messages "
-                f"and {self.subscriptions} durable subscriptions, unreadable row ranges: "
-                f"{lost}. The damaged file is kept at {self.damaged}")
+        lost = ", ".join(f"{a}-{b}" for a, b in self.lost_ranges[:10]) or "none"
+        counted = "" if self.lost_exact else " (unreadable sequence numbers: an upper bound)"
+        return (f"the message store was damaged ({self.reason}); recovered {self.kept:,} "
+                f"messages and {self.subscriptions} durable subscriptions, lost "
+                f"{self.lost:,}{counted}; unreadable row ranges: {lost}. The damaged file "
+                f"is kept at {self.damaged}")
+
+    def as_stats(self) -> dict[str, int | str | None]:
+        """The report as ``jmspy stat``'s usage keys."""
+        return {"salvageRecovered": self.kept, "salvageLost": self.lost,
+                "salvageLostExact": int(self.lost_exact),
+                "salvageSubscriptions": self.subscriptions,
+                "salvageDamagedFile": str(self.damaged), "salvageReason": self.reason}
 
 
-def salvage(path: Path, reason: str) -> SalvageReport:
-    """Move ``path`` aside and write a new store at ``path`` from its readable rows."""
+def damaged_name(path: Path) -> Path:
+    """``messages.sqlite.damaged-<UTC time>``, not yet taken."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    candidate = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    return candidate
+
+
+def salvage(path: Path, reason: str, *, mode: int = 0o600) -> SalvageReport:
+    """Replace the damaged store at ``path`` by a new one holding its readable rows."""
     from .sqlite_store import SqliteStore  # the new store: this module is its helper
 
-    damaged = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    path.rename(damaged)
-    for suffix in ("-wal", "-shm"):
-        side = Path(f"{path}{suffix}")
-        if side.exists():
-            side.rename(Path(f"{damaged}{suffix}"))
+    damaged = damaged_name(path)
     report = SalvageReport(damaged, reason=reason)
-    fresh = SqliteStore(path, group_commit=True)
-    readable = _readable_copy(damaged)
+    fresh_path = path.with_name(f"{path.name}.salvage")
+    readable = path.with_name(f"{path.name}.readable")
+    for leftover in (fresh_path, readable):  # of a salvage a crash interrupted
+        _unlink_all(leftover)
+    _readable_copy(path, readable)
+    fresh = SqliteStore(fresh_path, group_commit=True, salvage_damaged=False, mode=mode)
     try:
-        old = sqlite3.connect(str(readable))
-    except sqlite3.Error:
-        fresh.close()
-        return report
-    columns = ["queue", "id", "delivery_count", "data", "level", *ROW_COLUMNS]
-    try:
-        have = {row[1] for row in old.execute("PRAGMA table_info(messages)")}
-    except sqlite3.Error:
-        have = set()
-    wanted = [c if c in have else ("5" if c == "level" else "NULL") for c in columns]
-    after = 0
-    while have:
-        rows: list[Any] | None
-        try:
-            rows = old.execute(f"SELECT seq, {', '.join(wanted)} FROM messages WHERE seq > ? "
-                               "ORDER BY seq LIMIT ?", (after, _CHUNK)).fetchall()
-        except sqlite3.DatabaseError:
-            rows = _one_by_one(old, wanted, after, report)
-            if rows is None:
-                break
-        if not rows:
-            break
-        for row in rows:
-            fresh.copy_row(row[0], row[1:])
-            report.kept += 1
-        after = rows[-1][0]
-    try:
-        for row in old.execute("SELECT queue, client_id, name, topic, selector, no_local, "
-                               "shared FROM subscriptions"):
-            fresh.copy_subscription(row)
-            report.subscriptions += 1
-    except sqlite3.DatabaseError:
-        pass
-    old.close()
-    for side in (readable, Path(f"{readable}-wal"), Path(f"{readable}-shm")):
-        side.unlink(missing_ok=True)
-    fresh.close()
+        _copy_rows(readable, fresh, report)
+    finally:
+        fresh.close()  # commits and checkpoints: the new file holds everything alone
+        _unlink_all(readable)
+    _swap(path, damaged, fresh_path)
     log.warning("message store %s: %s", path, report.describe())
     return report
 
 
-def _readable_copy(damaged: Path) -> Path:
+def _unlink_all(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _swap(path: Path, damaged: Path, fresh: Path) -> None:
+    """The damaged file (and its log) gets its new name first, as a second link, so that
+    the store's own name is never missing; then the new file replaces it atomically."""
+    for suffix in ("", "-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if not side.exists():
+            continue
+        try:
+            os.link(side, f"{damaged}{suffix}")
+            if suffix:
+                side.unlink()
+        except OSError:  # a file system without hard links: a plain rename
+            side.rename(f"{damaged}{suffix}")
+    os.replace(fresh, path)
+    with contextlib.suppress(OSError):
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _readable_copy(damaged: Path, copy: Path) -> None:
     """A copy of the damaged file that SQLite will read as far as it goes: a file cut
     short still claims its old size in its header (bytes 28-31), and SQLite calls the
-    whole file malformed for it; the copy claims the whole pages it really has."""
+    whole file malformed for it; a zeroed header gets a plausible one back (the page size
+    from the log's header, or the one whose first page reads as a table)."""
     data = bytearray(damaged.read_bytes())
-    copy = damaged.with_name(damaged.name + ".readable")
-    if len(data) >= 100 and data.startswith(b"SQLite format 3\0"):
+    wal = Path(f"{damaged}-wal")
+    wal_data = wal.read_bytes() if wal.exists() else b""
+    if len(data) >= 100 and not data.startswith(_MAGIC):
+        data[:100] = _header(data, wal_data)
+    if len(data) >= 100 and data.startswith(_MAGIC):
         page_size = int.from_bytes(data[16:18], "big")
         page_size = 65536 if page_size == 1 else page_size
-        pages = len(data) // page_size
-        del data[pages * page_size:]
-        data[28:32] = pages.to_bytes(4, "big")
+        if page_size >= 512:
+            pages = len(data) // page_size
+            del data[pages * page_size:]
+            data[28:32] = pages.to_bytes(4, "big")
     copy.write_bytes(data)
-    wal = Path(f"{damaged}-wal")
-    if wal.exists():
-        Path(f"{copy}-wal").write_bytes(wal.read_bytes())
-    return copy
+    if wal_data:
+        Path(f"{copy}-wal").write_bytes(wal_data)
 
 
-def _one_by_one(old: sqlite3.Connection, wanted: list[str], after: int,
-                report: SalvageReport) -> list[Any] | None:
-    """A chunk would not read: step over the bad rows one sequence number at a time, up
-    to the highest the index still knows; None when nothing after ``after`` is readable."""
+def _header(data: bytearray, wal: bytes) -> bytes:
+    """A database header for a file whose own is gone (zeroed, overwritten)."""
+    sizes: list[int] = list(_PAGE_SIZES)
+    if len(wal) >= 32:  # the write-ahead log names the page size at bytes 8-11
+        from_wal = int.from_bytes(wal[8:12], "big")
+        if from_wal in sizes:
+            sizes.remove(from_wal)
+            sizes.insert(0, from_wal)
+    best = sizes[0]
+    for size in sizes:  # page 1's b-tree header follows the 100-byte file header
+        if len(data) > size and data[100] in (0x05, 0x0D) and data[size] in (
+                0x02, 0x05, 0x0A, 0x0D, 0x00):
+            best = size
+            break
+    header = bytearray(100)
+    header[:16] = _MAGIC
+    header[16:18] = (1 if best == 65536 else best).to_bytes(2, "big")
+    header[18:20] = bytes((2, 2)) if wal else bytes((1, 1))  # WAL: its frames are read
+    header[21:24] = bytes((64, 32, 32))
+    header[24:28] = (1).to_bytes(4, "big")
+    header[28:32] = (len(data) // best).to_bytes(4, "big")
+    header[40:44] = (1).to_bytes(4, "big")  # schema cookie
+    header[44:48] = (4).to_bytes(4, "big")  # schema format
+    header[56:60] = (1).to_bytes(4, "big")  # UTF-8
+    header[92:96] = (1).to_bytes(4, "big")
+    header[96:100] = sqlite3.sqlite_version_info[0].to_bytes(4, "big")
+    return bytes(header)
+
+
+def _copy_rows(readable: Path, fresh: Any, report: SalvageReport) -> None:
     try:
-        (top,) = old.execute("SELECT max(seq) FROM messages").fetchone()
-    except sqlite3.DatabaseError:
-        top = after + 100_000
-    seq = after + 1
-    while top is not None and seq <= top:
+        old = sqlite3.connect(str(readable))  # a private copy: read, then deleted
+    except sqlite3.Error:
+        return
+    try:
+        _copy_messages(old, fresh, report)
         try:
-            row = old.execute(f"SELECT seq, {', '.join(wanted)} FROM messages WHERE seq = ?",
-                              (seq,)).fetchone()
+            for row in old.execute("SELECT queue, client_id, name, topic, selector, "
+                                   "no_local, shared FROM subscriptions"):
+                fresh.copy_subscription(row)
+                report.subscriptions += 1
         except sqlite3.DatabaseError:
-            row = None
+            pass
+    finally:
+        old.close()
+
+
+def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -> None:
+    columns = ["queue", "id", "delivery_count", "data", "level", *ROW_COLUMNS]
+    try:
+        have = {row[1] for row in old.execute("PRAGMA table_info(messages)")}
+    except sqlite3.DatabaseError:
+        have = set()
+    if not have:
+        report.lost_exact = False  # the schema itself is unreadable: nothing to count
+        return
+    wanted = [c if c in have else ("5" if c == "level" else "NULL") for c in columns]
+    select = f"SELECT seq, {', '.join(wanted)} FROM messages"
+    listed_set, complete = _listed_seqs(old)
+    listed = sorted(listed_set)
+    top = max(_issued_top(old), listed[-1] if listed else 0)
+    kept: set[int] = set()
+    after = 0
+    while True:
+        try:
+            rows = old.execute(f"{select} WHERE seq > ? ORDER BY seq LIMIT ?",
+                               (after, _CHUNK)).fetchall()
+        except sqlite3.DatabaseError:
+            rows, after = _row_by_row(old, select, after, top, listed, report)
+        if not rows:
+            break
+        for row in rows:
+            fresh.copy_row(row[0], row[1:])
+            kept.add(row[0])
+        after = max(after, rows[-1][0])
+    report.kept = len(kept)
+    if complete:  # the index lists every row the table had: lost is exact
+        report.lost = len(listed_set - kept)
+        report.lost_exact = True
+    else:
+        report.lost = sum(b - a + 1 for a, b in report.lost_ranges)
+        report.lost_exact = False
+
+
+def _listed_seqs(old: sqlite3.Connection) -> tuple[set[int], bool]:
+    """Every sequence number an index of the messages table still lists, and whether the
+    whole index read (then it is the table's exact row set)."""
+    best: set[int] = set()
+    for index in ("sqlite_autoindex_messages_1", "messages_page"):
+        seqs: set[int] = set()
+        try:
+            for (seq,) in old.execute(f"SELECT seq FROM messages INDEXED BY {index} "
+                                      "WHERE queue IS NOT NULL"):
+                seqs.add(int(seq))
+        except sqlite3.DatabaseError:
+            best |= seqs
+            continue
+        return seqs, True
+    return best, False
+
+
+def _issued_top(old: sqlite3.Connection) -> int:
+    """The highest sequence number ever issued (AUTOINCREMENT's counter), or the
+    table's highest, or 0 when neither reads."""
+    for sql in ("SELECT seq FROM sqlite_sequence WHERE name = 'messages'",
+                "SELECT max(seq) FROM messages"):
+        try:
+            row = old.execute(sql).fetchone()
+        except sqlite3.DatabaseError:
+            continue
+        if row is not None and row[0] is not None:
+            return int(row[0])
+    return 0
+
+
+def _row_by_row(old: sqlite3.Connection, select: str, after: int, top: int,
+                listed: list[int], report: SalvageReport) -> tuple[list[Any], int]:
+    """A chunk would not read: step over the broken rows one sequence number at a time --
+    those the indexes list, else every one up to ``top`` (or a bounded blind run) --
+    until one reads. Returns ([that row], where the scan goes on) or ([], the end)."""
+    candidates: Iterable[int]
+    if listed:
+        candidates = itertools.chain(
+            itertools.islice(listed, bisect.bisect_right(listed, after), None),
+            # the table may go past what the indexes still list
+            range(max(listed[-1], after) + 1, top + 1))
+    else:
+        end = top if top > after else after + _BLIND_STEP_LIMIT
+        candidates = list(range(after + 1, end + 1))
+    for seq in candidates:
+        try:
+            row = old.execute(f"{select} WHERE seq = ?", (seq,)).fetchone()
+        except sqlite3.DatabaseError:
             _lose(report, seq)
+            continue
         if row is not None:
-            return [row]
-        seq += 1
-    return None
+            return [row], seq
+    return [], top
 
 
 def _lose(report: SalvageReport, seq: int) -> None:

@@ -60,10 +60,14 @@ class Spool:
             weakref.finalize(self, shutil.rmtree, directory, True)
         else:
             directory = self._directory
-            directory.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(directory, 0o700)  # paged-out messages are as private as stored ones
         self.path = directory / "spool.sqlite"
         for stale in (self.path, Path(f"{self.path}-journal")):
             stale.unlink(missing_ok=True)  # a crashed broker's spool: nothing to keep
+        # created 0600 before SQLite opens it, whatever the umask (its journal follows)
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        os.chmod(self.path, 0o600)
         db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=OFF")  # nothing here must survive a crash
         db.execute("PRAGMA synchronous=OFF")

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,8 +47,10 @@ from .store import (
     SubscriptionRecord,
     paged_rows,
 )
+from .store_faults import StoreWriteFailed
+from .store_writes import GroupWrites
 
-__all__ = ["DamagedStoreError", "SqliteStore", "StoreError"]
+__all__ = ["DamagedStoreError", "SqliteStore", "StoreError", "StoreWriteFailed"]
 
 log = logging.getLogger("jmspy.broker.store")
 
@@ -126,18 +129,18 @@ class DamagedStoreError(StoreError):
     """The store file is damaged and was not salvaged (``salvage_damaged=False``)."""
 
 
-class SqliteStore:
+class SqliteStore(GroupWrites):
     """A :class:`~.store.Store` in one SQLite file (see the module docstring)."""
 
     def __init__(self, path: str | Path, *, group_commit: bool = False,
-                 salvage_damaged: bool = True) -> None:
+                 salvage_damaged: bool = True, mode: int = 0o600, reserve: int = 0) -> None:
         self.path = Path(path)
-        self.group_commit = group_commit
+        #: the permission bits of the store's files (the ``-wal``/``-shm`` SQLite makes
+        #: take the main file's), whatever the umask
+        self.mode = mode
         #: (queue, message id, why) of every row a load() could not read
         self.dropped: list[tuple[str, str, str]] = []
-        self._depth = 0  # nested batch() blocks
-        self._savepoints = 0
-        self._in_tx = False
+        GroupWrites.__init__(self, self.path, group_commit, reserve)
         #: queues whose last page-in was mostly rows the narrow read cannot carry
         self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
@@ -152,7 +155,7 @@ class SqliteStore:
                 if not salvage_damaged:
                     raise DamagedStoreError(
                         f"the message store {self.path} is damaged: {exc}") from exc
-                self.salvaged = salvage(self.path, str(exc))
+                self.salvaged = salvage(self.path, str(exc), mode=mode)
                 self._open()
         except sqlite3.Error as exc:
             raise StoreError(
@@ -164,12 +167,37 @@ class SqliteStore:
     def _open(self) -> None:
         """Open, upgrade, and read where the rows are (which also proves the index is
         readable: a damaged file fails here, and is salvaged, rather than mid-dispatch)."""
+        self._own_files()
+        reserve = self.hold_reserve()
         self._db = sqlite3.connect(str(self.path), isolation_level=None,
                                    check_same_thread=False)
+        problems = [row[0] for row in self._db.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:  # damaged where the index does not look (table pages)
+            raise sqlite3.DatabaseError(
+                "integrity check failed: " + "; ".join(str(p) for p in problems))
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        if reserve:  # the log never outgrows what the reserve can checkpoint
+            (page,) = self._db.execute("PRAGMA page_size").fetchone()
+            pages = max(100, min(1000, reserve // int(page) // 2))
+            self._db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         self._migrate()
         self._state: RecoveredState | None = self._read_state()
+
+    def _own_files(self) -> None:
+        """Create the store file with :attr:`mode` (before SQLite does, with the umask's)
+        and give it and its existing ``-wal``/``-shm`` that mode: messages are private."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, self.mode)
+        except OSError:
+            return  # sqlite3.connect names the problem
+        try:
+            os.fchmod(fd, self.mode)
+        finally:
+            os.close(fd)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.chmod(f"{self.path}{suffix}", self.mode)
 
     def _migrate(self) -> None:
         """Bring a store written by an older jmspy to this layout (a newer one is refused:
@@ -210,63 +238,23 @@ class SqliteStore:
             db.execute("ROLLBACK")
             raise
 
-    # -- transactions ---------------------------------------------------------------------
-
-    def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False) -> Any:
-        """Run one write in the open transaction (committing it unless batched or group
-        commit); ``fetch``: its RETURNING row, read before the commit needs it done."""
-        self._state = None  # what open() read is out of date
-        if not self._in_tx:
-            self._db.execute("BEGIN")
-            self._in_tx = True
-        cursor = self._db.execute(sql, params)
-        row = cursor.fetchone() if fetch else None
-        if self._depth == 0 and not self.group_commit:
-            self.commit()
-        return row
-
-    @property
-    def pending(self) -> bool:
-        """Writes not yet committed (group commit)."""
-        return self._in_tx
-
-    def commit(self) -> None:
-        """Make every write so far durable (one fsync). Cheap when there is none."""
-        if self._in_tx and self._depth == 0:
-            self._db.execute("COMMIT")
-            self._in_tx = False
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        if not self._in_tx:
-            self._db.execute("BEGIN")
-            self._in_tx = True
-        self._savepoints += 1
-        name = f"b{self._savepoints}"
-        self._db.execute(f"SAVEPOINT {name}")
-        self._depth += 1
-        try:
-            yield
-        except BaseException:
-            self._db.execute(f"ROLLBACK TO {name}")
-            raise
-        finally:
-            self._depth -= 1
-            self._db.execute(f"RELEASE {name}")
-        if self._depth == 0 and not self.group_commit:
-            self.commit()
-
     # -- the Store interface ----------------------------------------------------------------
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
         # RETURNING: the same id again keeps its row (and sequence number), which
         # lastrowid would not tell
-        (seq,) = self._write(_INSERT, (queue, message.message_id,
-                                       priority_level(message.priority), *to_row(message)),
-                             fetch=True)
-        return int(seq)
+        row = self._write(_INSERT, (queue, message.message_id,
+                                    priority_level(message.priority), *to_row(message)),
+                          fetch=True, add=(queue, message.message_id))
+        return 0 if row is None else int(row[0])  # None: committed alone, on a redo
+
+    def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
+               add: tuple[str, str] | None = None) -> Any:
+        self._state = None  # what open() read is out of date
+        return GroupWrites._write(self, sql, params, fetch, add)
 
     def remove_message(self, queue: str, message_id: str) -> None:
+        self.forget_unstored(queue, message_id)
         self._write("DELETE FROM messages WHERE queue = ? AND id = ?", (queue, message_id))
 
     def update_delivery_count(self, queue: str, message_id: str, count: int) -> None:
@@ -418,8 +406,14 @@ class SqliteStore:
     def close(self) -> None:
         try:
             self.commit()
+        except StoreWriteFailed as exc:  # closing: nothing is waiting for these writes
+            log.error("message store %s: closing with writes not made: %s", self.path, exc)
         finally:
-            self._db.close()
+            if self.unmade_writes:
+                log.error("message store %s: closing with %d writes not made (%s)",
+                          self.path, self.unmade_writes, self.faulted)
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
 
     # -- diagnostics ------------------------------------------------------------------------
 
@@ -464,6 +458,19 @@ class SqliteStore:
     @property
     def location(self) -> str:
         return str(self.path)
+
+    def health(self) -> dict[str, int | str | None]:
+        """The salvage at open (recovered and lost rows, where the damaged file went),
+        rows a read could not decode, and why writes are refused now."""
+        out: dict[str, int | str | None] = {
+            "storeState": ("unusable" if self.unusable else
+                           "refusing writes" if self.faulted else "ok"),
+            "storeFault": self.unusable or self.faulted,
+            "storeDroppedRows": len(self.dropped),
+        }
+        if self.salvaged is not None:
+            out.update(self.salvaged.as_stats())
+        return out
 
     def size_bytes(self) -> int:
         """Bytes the stored data takes: the database's pages in use. Pages freed by

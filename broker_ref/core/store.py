@@ -169,6 +169,29 @@ class Store(Protocol):
         """Bytes the store takes (on disk, for a store that has one)."""
         ...
 
+    def health(self) -> dict[str, int | str | None]:
+        """What the store recovered at start and why writes fail now, as ``jmspy stat``
+        usage keys (empty: nothing to report)."""
+        ...
+
+    #: Who writes now: a host serving many clients with group commit sets it before each
+    #: client's work, so that a commit that fails can name whose messages it lost.
+    writer: object | None
+    #: Why the store cannot be used any more (None: it can); its host then stops.
+    unusable: str | None
+    #: Why writes fail now (None: they do not).
+    faulted: str | None
+
+    def refusal(self) -> str | None:
+        """Why a message would be refused now (a full disk, an unusable store), or None:
+        asked before an operation that must not fail half-way."""
+        ...
+
+    def take_failed_writers(self) -> set[object]:
+        """The :attr:`writer` s whose stored messages a failed commit could not keep (each
+        returned once): their RECEIPTs must not go out."""
+        ...
+
     @property
     def location(self) -> str:
         """Where the store is, for messages to people (a path)."""
@@ -209,7 +232,8 @@ class MemoryStore:
     ``Broker`` built on the same instance recovers what a crash-safe store would have.
     """
 
-    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "writes")
+    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "faulted", "unusable",
+                 "writer", "writes")
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, StoredMessage]] = {}
@@ -218,6 +242,9 @@ class MemoryStore:
         self.closed = False
         #: Number of write calls, so tests can check what the broker persisted.
         self.writes = 0
+        self.writer: object | None = None
+        self.unusable: str | None = None
+        self.faulted: str | None = None
 
     def add_message(self, queue: str, message: ServerMessage) -> int:
         self.writes += 1
@@ -311,6 +338,15 @@ class MemoryStore:
                    for r in rows.values())
 
     location = "the in-memory store"
+
+    def health(self) -> dict[str, int | str | None]:
+        return {}
+
+    def take_failed_writers(self) -> set[object]:
+        return set()
+
+    def refusal(self) -> str | None:
+        return None
 
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .api import ServerMessage
 from .errors import BrokerError, TransactionError
+from .store_faults import StoreWriteFailed
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -137,6 +138,12 @@ class Transactions:
             except BrokerError as exc:
                 self._undo(t)
                 raise TransactionError(f"transaction {tx!r} was rolled back: {exc}") from exc
+        store = broker.store
+        if store is not None and any(m.persistent for m in t.sends):
+            full = store.refusal()  # asked first: a store failing half-way through the
+            if full is not None:  # routing would leave some of the sends delivered
+                self._undo(t)
+                raise StoreWriteFailed(f"transaction {tx!r} was rolled back: {full}")
         owners = self._owners
         staged = self._staged
         touched: set[Queue] = set()

@@ -216,8 +216,10 @@ def test_check_reports_a_damaged_file_and_leaves_it_alone(tmp_path: Path) -> Non
     from jmspy.broker_ref.data_dir import STORE_FILE, check
 
     (tmp_path / STORE_FILE).write_bytes(b"this is not a database" * 100)
-    intact, lines = check(tmp_path)
-    assert not intact and "DAMAGED FILE" in lines[0] and STORE_FILE in lines[0]
-    assert "moves the file aside" in lines[1]
+    code, lines = check(tmp_path)
+    assert code == 1 and STORE_FILE in lines[0]
+    assert "DAMAGED FILE: file is not a database" in lines[1]
+    assert "moves it aside as messages.sqlite.damaged-<UTC time>" in lines[1]
+    assert "0 messages recovered" in lines[1]
     assert (tmp_path / STORE_FILE).read_bytes() == b"this is not a database" * 100
     assert not list(tmp_path.glob("*.damaged-*"))  # a check changes nothing

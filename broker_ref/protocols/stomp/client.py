@@ -124,7 +124,8 @@ def format_usage(usage: dict[str, str]) -> str:
               f"{_mb(usage.get('memoryBudget'))})")
     blocked = usage.get("blockedProducers")
     held = f"; producers waiting for space: {blocked}" if blocked not in (None, "0") else ""
-    return f"{where}; {temp_text}; {memory}{held}{_connections(usage)}"
+    return (f"{where}; {temp_text}; {memory}{held}{_connections(usage)}"
+            + _store_health(usage))
 
 
 #: (usage key, what ``jmspy stat`` calls it) for the refusals and closes it lists
@@ -149,6 +150,23 @@ def _connections(usage: dict[str, str]) -> str:
         text += (f"; frames being read {_mb(held)} of {_mb(usage.get('inputBudget'))}"
                  f" ({usage.get('inputPaused', '?')} connections paused)")
     return text
+
+
+def _store_health(usage: dict[str, str]) -> str:
+    """Lines under the usage line when the store has something to say: what a salvage at
+    start recovered and lost, and why writes are refused now."""
+    lines = []
+    if "salvageRecovered" in usage:
+        bound = "" if usage.get("salvageLostExact", "1") == "1" else " (at most)"
+        lines.append(f"store salvaged at start ({usage.get('salvageReason')}): "
+                     f"{usage['salvageRecovered']} messages recovered, "
+                     f"{usage.get('salvageLost')} lost{bound}; damaged file kept at "
+                     f"{usage.get('salvageDamagedFile')}")
+    if usage.get("storeState") not in (None, "ok"):
+        lines.append(f"store {usage['storeState']}: {usage.get('storeFault')}")
+    if usage.get("storeDroppedRows") not in (None, "0"):
+        lines.append(f"store rows that could not be read: {usage['storeDroppedRows']}")
+    return "".join("\n" + line for line in lines)
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -69,6 +69,7 @@ async def serve(
         if data is not None:
             data.release()
         raise
+    server.on_failed = stop.set  # an unusable store: stop for real, then say why
     try:
         if on_ready is not None:
             on_ready(host, port)
@@ -77,6 +78,8 @@ async def serve(
         await server.stop()  # closes the broker, and so the store
         if data is not None:
             data.release()
+    if server.failed is not None:
+        raise StoreError(f"the broker stopped: {server.failed}")
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:

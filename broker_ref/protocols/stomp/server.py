@@ -41,6 +41,7 @@ from jmspy.stomp_frames import CodecLimits
 from ...core import Broker, BrokerError
 from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES, InputBudget
 from ...core.listener_stats import Closed, Refused
+from ...core.store_faults import StoreWriteFailed
 from ...core.throttle import LoginThrottle, ThrottleSettings
 from .connect import LoginRequest
 from .loop_polling import LoopPolling
@@ -280,6 +281,8 @@ class _Connection(asyncio.Protocol):
         for a RECEIPT does not wait for the delivery work as well."""
         server = self.server
         broker = server.broker
+        if broker.store is not None:
+            broker.store.writer = self  # a failed group commit names whose sends it lost
         deferred = broker.defer_dispatch()
         server.open_batch()
         try:
@@ -388,8 +391,15 @@ class _Connection(asyncio.Protocol):
         if transport is None or self._closed:
             return
         data = self._guard(self.session.data_to_send)
-        if data:
+        if data or self.server.store_refusals:
             self.server.make_durable()  # no RECEIPT leaves before what it promises is
+            refusal = self.server.store_refusals.pop(self, None)
+            if refusal is not None:  # its output may promise what was not kept
+                self.fail("message not stored", refusal)
+                return
+            if self._closed:  # the broker stopped (an unusable store)
+                return
+        if data:
             transport.write(data)  # may call pause_writing() synchronously
             self.last_send = self._frames_sent = self.loop.time()
             self._guard(self.session.written)
@@ -402,6 +412,18 @@ class _Connection(asyncio.Protocol):
         if self.session.has_output() and not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
+
+    def fail(self, message: str, reason: str) -> None:
+        """End this connection with an ERROR naming ``reason``; output not yet written is
+        dropped, not sent: it may hold RECEIPTs for writes the store did not keep."""
+        if self._closed:
+            return
+        self._guard(self.session.data_to_send)
+        self._guard(lambda: self.session.refuse(message, reason, StoreWriteFailed.code))
+        data = self._guard(self.session.data_to_send)
+        if data and self.transport is not None:
+            self.transport.write(data)
+        self.close()
 
     def _hold_reading(self) -> None:
         """Producer flow control: stop reading a client whose sends without receipts
@@ -538,6 +560,13 @@ class StompServer:
         #: broker's connector, a test) does not unless asked: each turn of its loop would
         #: take the GIL from that program's threads.
         self.polling = LoopPolling(self.loop, idle_spin_us, lambda: broker.closed)
+        #: connections whose stored sends a failed commit lost, and why: their next flush
+        #: sends that ERROR instead of their RECEIPTs
+        self.store_refusals: dict[_Connection, str] = {}
+        #: why the broker stopped serving for good (an unusable store); then called
+        #: (``jmspy broker``: ends the process, non-zero)
+        self.failed: str | None = None
+        self.on_failed: Callable[[], object] | None = None
 
     def schedule_flush(self, conn: _Connection) -> None:
         """Have ``conn``'s output written: at the end of the batch open, else by a flush
@@ -619,20 +648,42 @@ class StompServer:
 
     def make_durable(self) -> None:
         """Commit the store's pending writes (one fsync for everything since the last
-        commit). A store that cannot commit (disk full, I/O error) must not be answered
-        with RECEIPTs: the broker stops, loudly, rather than promise what is not kept."""
+        commit). A commit that fails for space or I/O is redone write by write by the
+        store; the connections whose stored sends it still lost are told so with an
+        ERROR instead of their RECEIPTs (:attr:`store_refusals`), everyone else carries
+        on. A store that cannot be used any more stops the broker for real."""
         store = self.broker.store
-        if store is None or not store.pending:
+        if store is None:
             return
-        try:
+        if store.pending:
             store.commit()
-        except Exception:
-            log.critical("cannot commit the message store; stopping the broker so that no "
-                         "RECEIPT promises a message that is not on disk", exc_info=True)
-            for conn in list(self.connections):  # unanswered: clients see the connection drop
-                if conn.transport is not None:
-                    conn.transport.abort()
-            raise
+        lost = store.take_failed_writers()
+        if lost:
+            why = store.unusable or store.faulted or "the broker's store could not write"
+            reason = (f"{why}; messages sent on "
+                      "this connection since its last RECEIPT may not be stored: send "
+                      "them again once the broker stores again")
+            for writer in lost:
+                if isinstance(writer, _Connection) and writer in self.connections:
+                    self.store_refusals[writer] = reason
+                    self.call_soon(writer.flush)  # which sends the ERROR
+        if store.unusable is not None:
+            self.fail(store.unusable)
+
+    def fail(self, reason: str) -> None:
+        """Stop serving for good: close the listeners (new clients are refused by the
+        kernel, not accepted and dropped), end every connection with an ERROR naming
+        ``reason``, then tell the owner (:attr:`on_failed`), which stops the process."""
+        if self.failed is not None:
+            return
+        self.failed = reason
+        log.critical("stopping the broker: %s", reason)
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.fail("broker stopping", reason)
+        if self.on_failed is not None:
+            self.on_failed()
 
     def reschedule_timers(self) -> None:
         """Arm one loop timer for the broker's next deadline (expiry, scheduled delivery)."""
