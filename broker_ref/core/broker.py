@@ -146,7 +146,7 @@ class Broker:
         #: default share of ``memory_limit`` (ActiveMQ's per-destination memoryUsage),
         #: so that one destination's backlog stops only its own producers
         self.destination_memory_percent = share
-        self.destination_memory_limit = memory_limit * share // 100
+        self.destination_memory_limit = -(-memory_limit * share // 100)  # ten of 10 %: all
         self.spool = Spool(spool_dir)
         #: persistent sends are refused while the store takes this much disk or more
         self.store_limit = store_limit
