@@ -450,8 +450,9 @@ class Queue(QueueRecord):
         if self.takes_without_ram(message):
             return True
         ring = self._ring
-        return (bool(ring) and not self.levels.count and self._pages is None
-                and self._policy is None and any(c.can_receive() for c in ring))
+        if not ring or self.levels.count or self._pages is not None:
+            return False
+        return self._policy is None and any(c.can_receive() for c in ring)
 
     def _pageable(self) -> bool:
         return self._policy is None and self._ring_size <= 0 and not self.deleted
@@ -489,7 +490,7 @@ class Queue(QueueRecord):
         the page limit is delivered alone, never held back for good)."""
         assert self._pages is not None
         ring = self._ring
-        waiting = bool(ring) and any(c.can_receive() for c in ring)
+        waiting = ring is not None and any(c.can_receive() for c in ring)
         if self._pages.fill(self.limits.page_limit - self.levels.memory_usage, waiting):
             self._pages = None
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from core_support import FakeClock, Recorder, msg, tmsg
 
+from jmspy.broker_ref.config import ConfigError, parse_config
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.broker import DEFAULT_MEMORY_LIMIT
@@ -318,3 +319,16 @@ def test_destination_memory_percent_is_checked(tmp_path: Path, clock: FakeClock)
     assert b.destination_memory_limit == DEFAULT_MEMORY_LIMIT // 2  # 64 MB is even
     assert b.connect(Recorder()).send(big("new.queue", 0), ticket=0) is True
     assert b.stats("new.queue").memory_limit == DEFAULT_MEMORY_LIMIT // 2  # 64 MB is even
+
+
+def test_destination_memory_percent_is_read_from_system_usage() -> None:
+    assert parse_config({}, "x").broker_kwargs()["destination_memory_percent"] == 10
+    cfg = parse_config({"system-usage": {"destination-memory-percent": 25,
+                                         "memory-limit": "8 MB"}}, "broker.toml")
+    b = Broker(**cfg.broker_kwargs())
+    assert b.destination_memory_limit == 2 * MB
+    b.close()
+    for bad in (0, 101, "ten"):
+        with pytest.raises(ConfigError) as err:
+            parse_config({"system-usage": {"destination-memory-percent": bad}}, "broker.toml")
+        assert "broker.toml: [system-usage] destination-memory-percent" in str(err.value)
