@@ -110,11 +110,13 @@ class Full:
                     f"to its own limit)" + (f"; most of it: {self.holders}" if self.holders
                                             else ""))
         else:
-            return (f"{self.key} reached for {self.destination}: {self.scope} uses "
-                    f"{self.used:,} of {self.limit:,} bytes ([system-usage] {self.key})")
+            text = (f"{self.scope} uses {self.used:,} of {self.limit:,} bytes "
+                    f"([system-usage] {self.key})")
         if self.behind:
             return (f"the send to {self.destination} waits behind an earlier send of its "
                     f"connection (one producer's order is kept), held because {text}")
+        if self.key != "memory-limit":
+            return f"{self.key} reached for {self.destination}: {text}"
         if self.scope != self.destination:
             return f"{self.key}: a send to {self.destination} is held because {text}"
         return f"{self.key}: {text}"
