@@ -329,6 +329,7 @@ class Broker:
             "memoryBudget": self.budget.limit,
             "memoryLimit": self.memory_limit,
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
+            "destinationMemoryLimit": self.destination_memory_limit,
             "blockedProducers": flow.blocked_total(),
         }
 
