@@ -36,6 +36,8 @@
     [system-usage]                   # ActiveMQ's names and defaults (sizes: "64 MB", bytes)
     memory-limit = "64 MB"           # RAM for pending messages; past 70 % backlogs page out,
                                      # at 100 % producers wait (producer flow control)
+    destination-memory-percent = 10  # each destination's default share of memory-limit
+                                     # (its own memory-limit in address settings wins)
     store-limit = "100 GB"           # persistent sends wait once the store holds this much
     temp-limit = "10 GB"             # spooled (non-persistent) backlogs; then sends wait
     send-fail-if-no-space = false    # true: a send that would wait fails at once instead
@@ -78,6 +80,7 @@ from .core.broker import (
     DEFAULT_TEMP_LIMIT,
 )
 from .core.input_budget import DEFAULT_INPUT_BUDGET, DEFAULT_MAX_FRAME_BYTES
+from .core.queue_limits import DEFAULT_DESTINATION_MEMORY_PERCENT
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -167,6 +170,7 @@ class BrokerConfig:
     temp_limit: int = DEFAULT_TEMP_LIMIT
     send_fail_if_no_space: bool = False
     send_fail_if_no_space_after_timeout: int = 0
+    destination_memory_percent: int = DEFAULT_DESTINATION_MEMORY_PERCENT
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
     source: str = "<default>"
@@ -182,6 +186,7 @@ class BrokerConfig:
             "temp_limit": self.temp_limit,
             "send_fail_if_no_space": self.send_fail_if_no_space,
             "send_fail_if_no_space_after_timeout": self.send_fail_if_no_space_after_timeout,
+            "destination_memory_percent": self.destination_memory_percent,
         }
         if self.security is not None:
             kwargs["security"] = self.security
@@ -196,6 +201,7 @@ _SYSTEM_USAGE: dict[str, tuple[str, type]] = {
     "temp-limit": ("temp_limit", int),
     "send-fail-if-no-space": ("send_fail_if_no_space", bool),
     "send-fail-if-no-space-after-timeout": ("send_fail_if_no_space_after_timeout", float),
+    "destination-memory-percent": ("destination_memory_percent", int),
 }
 _SIZE_KEYS = frozenset({"memory-limit", "store-limit", "temp-limit"})
 #: [limits] keys that are sizes (bytes, or "64 MB")
@@ -365,6 +371,13 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
             setattr(cfg, attr, parse_size(value, f"{source}: [system-usage] {key}"))
         elif tp is bool:
             setattr(cfg, attr, _convert(value, bool, key, "system-usage", source))
+        elif tp is int:  # a percentage
+            percent = _convert(value, int, key, "system-usage", source)
+            if not 1 <= percent <= 100:
+                raise ConfigError(f"{source}: [system-usage] {key} = {percent} must be from 1 "
+                                  "to 100 (% of memory-limit each destination may hold unless "
+                                  "its address settings set a memory-limit)")
+            setattr(cfg, attr, percent)
         else:  # a time in ms
             ms = _convert(value, int, key, "system-usage", source)
             if ms < 0:

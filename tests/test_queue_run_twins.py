@@ -52,6 +52,8 @@ class Host:
     def __init__(self, with_store: bool) -> None:
         self.store: Any = self if with_store else None
         self.budget = PageBudget(1 << 40, 1 << 30)
+        #: a destination's memory limit (QueueHost): never reached here
+        self.destination_memory_limit = 1 << 40
         self.spool = Spool()
         self.deferred_dispatch: list[Any] | None = None
         self.removed: list[str] = []

@@ -43,6 +43,7 @@ from .listener_stats import ListenerStats
 from .postoffice import PostOffice
 from .producer_flow import ProducerFlow
 from .queue import EXPIRED_REASON, MessageRef, Queue
+from .queue_limits import DEFAULT_DESTINATION_MEMORY_PERCENT, page_limit_of
 from .settings import SettingsRegistry
 from .spool import Spool
 from .store import Store
@@ -66,9 +67,6 @@ DEFAULT_TEMP_LIMIT = 10 * 1024**3
 #: Persistent sends between two looks at the store's size on disk.
 _STORE_CHECK_EVERY = 256
 
-#: Share of ``memory_limit`` ready messages may take in RAM before queues with a backlog
-#: page out (ActiveMQ's ``cursorMemoryHighWaterMark``, 70 %).
-PAGE_HIGH_WATER_PERCENT = 70
 
 
 _last_ms = 0
@@ -106,6 +104,7 @@ class Broker:
         temp_limit: int = DEFAULT_TEMP_LIMIT,
         send_fail_if_no_space: bool = False,
         send_fail_if_no_space_after_timeout: int = 0,
+        destination_memory_percent: int = DEFAULT_DESTINATION_MEMORY_PERCENT,
     ) -> None:
         if type(max_destination_length) is not int or max_destination_length < 1:
             raise ValueError(
@@ -114,6 +113,10 @@ class Broker:
             )
         if type(memory_limit) is not int or memory_limit < 0:
             raise ValueError(f"memory_limit must be an int >= 0 (bytes), got {memory_limit!r}")
+        share = destination_memory_percent
+        if type(share) is not int or not 1 <= share <= 100:
+            raise ValueError("destination_memory_percent must be an int from 1 to 100 (% of "
+                             f"memory_limit each destination may hold), got {share!r}")
         if type(store_limit) is not int or store_limit < 1:
             raise ValueError(f"store_limit must be an int >= 1 (bytes), got {store_limit!r}")
         if type(temp_limit) is not int or temp_limit < 1:
@@ -139,7 +142,12 @@ class Broker:
         #: RAM for ready messages, shared by every queue; past it backlogs page out to
         #: the store or to ``spool`` (seed 002, :mod:`.paging`)
         self.memory_limit = memory_limit
-        self.budget = PageBudget(memory_limit * PAGE_HIGH_WATER_PERCENT // 100)
+        self.budget = PageBudget(page_limit_of(memory_limit))
+        #: the memory limit of a destination whose address settings set none: its
+        #: default share of ``memory_limit`` (ActiveMQ's per-destination memoryUsage),
+        #: so that one destination's backlog stops only its own producers
+        self.destination_memory_percent = share
+        self.destination_memory_limit = -(-memory_limit * share // 100)  # ten of 10 %: all
         self.spool = Spool(spool_dir)
         #: persistent sends are refused while the store takes this much disk or more
         self.store_limit = store_limit
@@ -325,6 +333,7 @@ class Broker:
             "memoryBudget": self.budget.limit,
             "memoryLimit": self.memory_limit,
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
+            "destinationMemoryLimit": self.destination_memory_limit,
             "blockedProducers": flow.blocked_total(),
             **self.listeners.as_usage(),
             **({} if store is None else store.health()),

@@ -4,19 +4,28 @@ producer waits, not the broker.
 What "full" means, per send (:meth:`ProducerFlow.blocker`), each named the way a user
 configures it:
 
-* ``[system-usage] memory-limit``: the RAM pending (ready) messages of every queue take
-  (the broker's :class:`~.records.PageBudget`) has reached the limit;
-* a destination's ``memory-limit`` (address settings): the RAM its pending messages take
-  (a topic: all its subscriptions') has reached it;
+* a destination's memory limit: the RAM its pending messages take (a topic: all its
+  subscriptions') has reached it. Every destination has one (ActiveMQ's per-destination
+  ``memoryUsage``): its address settings' ``memory-limit``, else its default share,
+  ``destination-memory-percent`` of the broker's (:mod:`.queue_limits`). So memory
+  pressure from one destination (a topic subscriber that never reads, a queue nobody
+  consumes) holds that destination's producers only;
+* ``[system-usage] memory-limit``: the shares together cannot hold. The RAM pending
+  messages take counts each destination up to its own limit (what one destination holds
+  past it -- a message bigger than its limit, paged back in -- is held against its own
+  producers, not everyone's), and that sum has reached the broker's limit;
 * ``store-limit``: a persistent message, and the store is that big on disk;
 * ``temp-limit``: a message that may have to be spooled, and the spool holds that much.
 
 A persistent message for a durable queue never waits for memory: it pages to the store
-(seed 002) and waits only for ``store-limit``. A destination with
-``producer-flow-control = false`` never waits for memory either: its backlog spools to
-temp files (the seed's slow-consumer case) and waits only for ``temp-limit``. In-flight
-messages (delivered, not yet acknowledged) are not pending: consumers' prefetch bounds
-them, as in the seed ("the messages start to back up on the broker").
+(seed 002) and waits only for ``store-limit`` -- also when the queue does not exist yet
+(the send creates it). Nor does a send that costs no pending RAM: to a topic nobody
+subscribes to (it is dropped), or to a queue whose consumer is waiting with nothing
+ready (it is delivered at once). A destination with ``producer-flow-control = false``
+never waits for memory either: its backlog spools to temp files (the seed's
+slow-consumer case) and waits only for ``temp-limit``. In-flight messages (delivered, not
+yet acknowledged) are not pending: consumers' prefetch bounds them, as in the seed ("the
+messages start to back up on the broker").
 
 A send that finds its destination full is *parked* here, not stored: the host keeps the
 producer waiting (over STOMP the RECEIPT is withheld; over ``vm://`` ``send()`` blocks)
@@ -41,16 +50,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .api import DestinationKind, ServerMessage
+from .api import AddressSettings, DestinationKind, ServerMessage
 from .consumer import FlowRecord
 from .errors import BrokerError, IllegalBrokerState, ResourceLimitExceeded
+from .queue_limits import pages_by_settings
 
 if TYPE_CHECKING:
     from .broker import Broker
     from .connection import ServerConnection
     from .queue import Queue
 
-__all__ = ["LOG_EVERY_MS", "Full", "ProducerFlow"]
+__all__ = ["LOG_EVERY_MS", "Full", "ProducerFlow", "format_size"]
 
 log = logging.getLogger("jmspy.broker.flow")
 
@@ -58,12 +68,20 @@ log = logging.getLogger("jmspy.broker.flow")
 LOG_EVERY_MS = 30_000
 
 
+def format_size(n: int) -> str:
+    """``n`` bytes as the configuration writes sizes (units of 1024): "6.4 MB"."""
+    for unit, size in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{n:,} bytes"
+
+
 @dataclass(frozen=True, slots=True)
 class Full:
     """Why a send must wait: which limit, of what, and how far it is used."""
 
-    #: what is full: "queue 'orders'", "topic 'prices'" (its address settings), "the
-    #: broker's memory", "the store /path", "the temp spool" ([system-usage] limits)
+    #: what is full: "queue 'orders'", "topic 'prices'" (a destination's own limit),
+    #: "the broker's memory", "the store /path", "the temp spool" ([system-usage] limits)
     scope: str
     #: the configuration key: "memory-limit", "store-limit", "temp-limit"
     key: str
@@ -71,11 +89,55 @@ class Full:
     limit: int
     #: the destination the send was for ("queue 'orders'")
     destination: str
+    #: where the limit comes from, in the configuration's words (a destination's: its
+    #: address settings, or its share of the broker's memory-limit)
+    source: str = ""
+    #: the broker's memory: the destinations holding most of it
+    holders: str = ""
+    #: the send waits behind an earlier send of its connection (to ``destination``'s
+    #: producer, the limit is that send's)
+    behind: bool = False
 
     def __str__(self) -> str:
-        table = "[system-usage]" if self.scope.startswith("the ") else "[address-settings]"
-        return (f"{self.key} reached for {self.destination}: {self.scope} uses "
-                f"{self.used:,} of {self.limit:,} bytes ({table} {self.key})")
+        if self.scope.startswith(("queue ", "topic ")):
+            text = (f"{self.scope} is over its memory limit of {format_size(self.limit)} "
+                    f"({self.source}): its pending messages take {format_size(self.used)} "
+                    f"({self.used:,} of {self.limit:,} bytes)")
+        elif self.key == "memory-limit":
+            text = (f"the broker's memory-limit of {format_size(self.limit)} is reached "
+                    f"({self.source}): pending messages take {format_size(self.used)} "
+                    f"({self.used:,} of {self.limit:,} bytes, each destination counted up "
+                    f"to its own limit)" + (f"; most of it: {self.holders}" if self.holders
+                                            else ""))
+        else:
+            text = (f"{self.scope} uses {self.used:,} of {self.limit:,} bytes "
+                    f"([system-usage] {self.key})")
+        if self.behind:
+            return (f"the send to {self.destination} waits behind an earlier send of its "
+                    f"connection (one producer's order is kept), held because {text}")
+        if self.key != "memory-limit":
+            return f"{self.key} reached for {self.destination}: {text}"
+        if self.scope != self.destination:
+            return f"{self.key}: a send to {self.destination} is held because {text}"
+        return f"{self.key}: {text}"
+
+    @property
+    def remedy(self) -> str:
+        """What frees this limit, for the end of an error message."""
+        if self.scope.startswith(("queue ", "topic ")):
+            return f"consume from {self.scope}, or raise its memory-limit"
+        if self.key == "memory-limit":
+            return ("consume from the destinations holding it, or raise the [system-usage] "
+                    "memory-limit")
+        return f"consume from it, or raise the [system-usage] {self.key}"
+
+    def queued_behind(self, destination: str) -> Full:
+        """This limit, as the reason of a later send of the same connection (to
+        ``destination``) that waits behind the one it holds."""
+        if destination == self.destination and not self.behind:
+            return self
+        return Full(self.scope, self.key, self.used, self.limit, destination, self.source,
+                    self.holders, True)
 
 
 def _named(kind: DestinationKind, name: str) -> str:
@@ -102,7 +164,7 @@ class ProducerFlow(FlowRecord):
     ``messages_of``: the messages a connection's transaction would route at commit."""
 
     # the fields every send reads are the FlowRecord's (.records)
-    __slots__ = ("_broker", "_log_state", "_logged", "_resuming", "fail_after_ms",
+    __slots__ = ("_broker", "_counted", "_log_state", "_logged", "_resuming", "fail_after_ms",
                  "fail_if_no_space")
 
     def __init__(self, broker: Broker, *, temp_limit: int, fail_if_no_space: bool,
@@ -110,7 +172,9 @@ class ProducerFlow(FlowRecord):
         self._broker = broker
         # what the common-case check of every send reads, bound once
         self._budget = broker.budget
-        self._memory_limit = broker.memory_limit
+        # below this much pending RAM no destination can be at its limit (every default
+        # share is at most the broker's limit; own limits set ``destination_limits``)
+        self._memory_limit = min(broker.memory_limit, broker.destination_memory_limit)
         self._spool = broker.spool
         self._stored = broker.store is not None
         self.temp_limit = temp_limit
@@ -125,6 +189,8 @@ class ProducerFlow(FlowRecord):
         #: per-destination look while the broker has room); the broker keeps it current
         self.destination_limits = False
         self._resuming = False
+        #: (budget used, pending RAM counted against memory-limit) last computed
+        self._counted: tuple[int, int] | None = None
         #: connection id -> (first park time, the limit it first waited for), for the log
         self._log_state: dict[int, tuple[int, Full]] = {}
         #: destination -> when its stop was last logged: a producer stopped and resumed
@@ -136,8 +202,6 @@ class ProducerFlow(FlowRecord):
     def blocker(self, message: ServerMessage) -> Full | None:
         """The limit ``message`` would have to wait for now, or None."""
         broker = self._broker
-        budget = broker.budget
-        memory_full = budget.used >= broker.memory_limit
         spool = broker.spool
         temp_full = spool.used >= self.temp_limit
         persistent = message.persistent and broker.store is not None
@@ -147,36 +211,100 @@ class ProducerFlow(FlowRecord):
             return Full(f"the store {store.location}", "store-limit", store.size_bytes(),
                         broker.store_limit,
                         _named(message.kind, message.destination))
-        if not (memory_full or temp_full or self.destination_limits):
-            return None  # the common case: room everywhere
+        if not (broker.budget.used >= self._memory_limit or temp_full
+                or self.destination_limits):
+            return None  # the common case: no destination can be at its limit yet
         post = broker.post_office
         name = message.destination
+        queues: list[Queue]
         if message.kind is DestinationKind.QUEUE:
             q = post.queues.get(name)
-            settings = q.settings if q is not None else broker.settings_for(name)
-            queues: list[Queue] = [] if q is None else [q]
-            usage = 0 if q is None else q.memory_usage
+            if q is None:
+                settings = broker.settings_for(name)
+                if persistent and pages_by_settings(settings):
+                    return None  # the send makes a durable queue that pages: stored
+                queues, usage = [], 0
+                limit, own = self._limit_of(settings)
+            else:
+                settings = q.settings
+                queues, usage = [q], q.memory_usage
+                limit, own = q.memory_limit, q.limits.memory_limit_set
         else:
             topic = post.topics.get(name)
             settings = topic.settings if topic is not None else broker.settings_for(name)
             queues = post.subscription_queues(name)
+            if not queues:
+                return None  # nobody subscribes: the message is dropped, it costs nothing
             usage = sum(q.memory_usage for q in queues)
+            limit, own = self._limit_of(settings)
         if not settings.producer_flow_control:
             if temp_full and not (persistent and all(q.takes_without_ram(message)
                                                      for q in queues)):
                 return Full("the temp spool", "temp-limit", spool.used, self.temp_limit,
                             _named(message.kind, name))
             return None
-        if queues and all(q.takes_without_ram(message) for q in queues):
-            return None  # pages to the store: it waits for store-limit only
-        limit = settings.memory_limit
-        if limit is not None and usage >= limit:
+        if queues and all(q.costs_no_ram(message) for q in queues):
+            return None  # pages to the store, or goes straight to a waiting consumer
+        if usage >= limit:
             return Full(_named(message.kind, name), "memory-limit", usage, limit,
-                        _named(message.kind, name))
-        if memory_full:
-            return Full("the broker's memory", "memory-limit", budget.used, broker.memory_limit,
-                        _named(message.kind, name))
+                        _named(message.kind, name), self._source(own))
+        if broker.budget.used >= broker.memory_limit:
+            counted = self._counted_memory()
+            if counted >= broker.memory_limit:
+                return Full("the broker's memory", "memory-limit", counted,
+                            broker.memory_limit, _named(message.kind, name),
+                            "[system-usage] memory-limit", self._holders())
         return None
+
+    def _limit_of(self, settings: AddressSettings) -> tuple[int, bool]:
+        """A destination's memory limit by its settings, and whether they set it."""
+        own = settings.memory_limit
+        if own is None:
+            return self._broker.destination_memory_limit, False
+        return own, True
+
+    def _source(self, own: bool) -> str:
+        """Where a destination's memory limit comes from, for the messages."""
+        if own:
+            return "memory-limit in its [address-settings]"
+        broker = self._broker
+        return (f"its default share: destination-memory-percent = "
+                f"{broker.destination_memory_percent} % of the [system-usage] memory-limit "
+                f"of {format_size(broker.memory_limit)}; set memory-limit in its "
+                "[address-settings] to give it more")
+
+    def _usages(self) -> list[tuple[str, int, int]]:
+        """Every destination's pending RAM and memory limit: ``(name, used, limit)``."""
+        broker = self._broker
+        post = broker.post_office
+        out = [(_named(q.kind, q.name), q.memory_usage, q.memory_limit)
+               for q in post.queues.values()]
+        for topic in post.topics.values():
+            if topic.subscriptions:
+                out.append((_named(DestinationKind.TOPIC, topic.name),
+                            sum(s.queue.memory_usage for s in topic.subscriptions.values()),
+                            self._limit_of(topic.settings)[0]))
+        return out
+
+    def _counted_memory(self) -> int:
+        """The pending RAM the broker's memory-limit is compared with: each
+        destination's up to its own limit (what one holds past it holds back only its
+        own producers). A walk over the destinations, made only once the broker's
+        budget is at the limit, and kept while the budget does not change (a round of
+        :meth:`resume` asks it once per waiting connection)."""
+        used = self._broker.budget.used
+        cached = self._counted
+        if cached is not None and cached[0] == used:
+            return cached[1]
+        counted = sum(min(u, limit) for _, u, limit in self._usages())
+        self._counted = (used, counted)
+        return counted
+
+    def _holders(self) -> str:
+        """The destinations holding most of the broker's memory, for the messages."""
+        top = sorted((u for u in self._usages() if u[1] > 0), key=lambda u: -u[1])[:3]
+        return ", ".join(f"{name} {format_size(used)} (limit {format_size(limit)})"
+                         for name, used, limit in top)
 
     def _blocker_of_all(self, messages: Iterable[ServerMessage]) -> Full | None:
         seen: set[tuple[DestinationKind, str, bool]] = set()
@@ -207,7 +335,8 @@ class ProducerFlow(FlowRecord):
         if self._waiting:
             items = self._waiting.get(conn.connection_id)
             if items is not None:
-                return items[0].reason
+                return items[0].reason.queued_behind(_named(message.kind,
+                                                            message.destination))
         elif self.free_for(message):
             return None  # the common case (FlowRecord.free_for, a C call when compiled)
         return self.blocker(message)
@@ -230,7 +359,7 @@ class ProducerFlow(FlowRecord):
                 f"{full}; {what}, not stored "
                 + ("(send-fail-if-no-space = true)" if self.fail_if_no_space else
                    "(this producer cannot wait)")
-                + ": consume from it, or raise the limit")
+                + f": {full.remedy}")
         now = self._broker.now()
         waits = [t for t in (self.fail_after_ms, timeout_ms) if t > 0]
         deadline = now + min(waits) if waits else 0
@@ -316,7 +445,7 @@ class ProducerFlow(FlowRecord):
                 p.conn.callback.send_done(p.ticket, ResourceLimitExceeded(
                     f"{p.reason}; the {what} waited {now - p.since} ms for space and was "
                     "refused, not stored (send-fail-if-no-space-after-timeout or the "
-                    "client's sendTimeout): consume from it, or raise the limit"))
+                    f"client's sendTimeout): {p.reason.remedy}"))
 
     def next_deadline(self) -> int | None:
         deadlines = [p.deadline for items in self._waiting.values() for p in items

@@ -49,6 +49,7 @@ from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, S
 from .consumer import (
     DELIVERING,
     GONE,
+    PAGE_OVERHEAD,
     READY,
     SCHEDULED,
     DeliveryChannel,
@@ -92,6 +93,9 @@ class QueueHost(Protocol):
     #: the RAM budget every queue of the broker shares, and where non-stored pages go
     budget: PageBudget
     spool: Spool
+    #: the memory limit of a destination whose address settings set none (its default
+    #: share of the broker's, :mod:`.queue_limits`)
+    destination_memory_limit: int
     #: queues waiting for a deferred dispatch, None when sends dispatch at once
     #: (:meth:`~.broker.Broker.defer_dispatch`)
     deferred_dispatch: list[Queue] | None
@@ -137,7 +141,8 @@ class Queue(QueueRecord):
         self.kind = kind
         self.host = host
         self.limits = QueueLimits(
-            settings, subscription=kind is DestinationKind.TOPIC and not durable)
+            settings, subscription=kind is DestinationKind.TOPIC and not durable,
+            default_memory=host.destination_memory_limit)
         self.durable = durable
         self.owner_connection = owner_connection
         self._persist = durable and host.store is not None
@@ -231,6 +236,12 @@ class Queue(QueueRecord):
         return self.levels.memory_usage
 
     @property
+    def memory_limit(self) -> int:
+        """The destination's memory limit in bytes: its address settings' or the
+        broker's default share (:mod:`.queue_limits`); a subscription's is its topic's."""
+        return self.limits.memory_limit
+
+    @property
     def scheduled_count(self) -> int:
         return 0 if self._timers is None else self._timers.scheduled_count
 
@@ -261,7 +272,7 @@ class Queue(QueueRecord):
             dequeued=self.dequeued,
             paged_count=self.paged_count,
             memory_usage=self.memory_usage,
-            memory_limit=self.settings.memory_limit or 0,
+            memory_limit=self.limits.memory_limit,
         )
         removals = self._removals  # None: nothing left but by consumption (zero counts)
         if removals is not None:
@@ -321,7 +332,12 @@ class Queue(QueueRecord):
         """Take a newly sent message: persist, then schedule or make ready, then dispatch.
 
         The common case (no policy, no expiry or delay) is walked by ``queue_run.enqueue``
-        (compiled twin); it hands everything else to :meth:`_enqueue_full`."""
+        (compiled twin); it hands everything else to :meth:`_enqueue_full`, and so does
+        this method for a queue whose RAM has reached its own page limit (the twin looks
+        only at the broker's budget): such a message may page out."""
+        if self.levels.memory_usage + message.size + PAGE_OVERHEAD > self.limits.page_limit:
+            self._enqueue_full(message)
+            return
         _twin.enqueue(self, message)
 
     def _enqueue_full(self, message: ServerMessage) -> None:
@@ -366,7 +382,7 @@ class Queue(QueueRecord):
         self._paging_made().add_runs(runs)
         budget = self.levels.budget
         if budget.used < budget.limit:
-            self._fill()  # the head now (a small store is all back); the rest later
+            self._fill()  # the head now, up to the page limit in bytes; the rest later
 
     def _settings_changed(self) -> None:
         """A queue that has paged messages and may no longer page takes them back."""
@@ -426,6 +442,18 @@ class Queue(QueueRecord):
         producer flow control lets such sends through until ``store-limit``."""
         return message.persistent and self._persist and self._pageable()
 
+    def costs_no_ram(self, message: ServerMessage) -> bool:
+        """True when ``message`` would not add to this queue's pending RAM: it pages to
+        the store (:meth:`takes_without_ram`), or nothing is ready and a consumer is
+        waiting, so it is delivered at once (in flight, not pending). Producer flow
+        control lets such a send through however full the memory is."""
+        if self.takes_without_ram(message):
+            return True
+        ring = self._ring
+        if not ring or self.levels.count or self._pages is not None:
+            return False
+        return self._policy is None and any(c.can_receive() for c in ring)
+
     def _pageable(self) -> bool:
         return self._policy is None and self._ring_size <= 0 and not self.deleted
 
@@ -442,8 +470,11 @@ class Queue(QueueRecord):
         paging = self._pages
         stored = seq > 0
         if paging is None or not paging.holds(ref.priority, stored):
-            if self.levels.fits(ref.message.size):
-                return False
+            levels = self.levels
+            size = ref.message.size
+            if (levels.fits(size)
+                    and levels.memory_usage + size + PAGE_OVERHEAD <= self.limits.page_limit):
+                return False  # room in the broker's budget and in the queue's own
             if (self._ring and not self.levels.count) or not self._pageable():
                 return False  # a consumer is waiting for it, or the queue never pages
             if not stored and self.settings.producer_flow_control:
@@ -453,9 +484,14 @@ class Queue(QueueRecord):
         return True
 
     def _fill(self) -> None:
-        """Top the levels up from disk; once nothing is left there, the plain paths."""
+        """Top the levels up from disk, up to the queue's page limit in bytes; once
+        nothing is left there, the plain paths. With no room left, one message still
+        comes in when nothing is ready and a consumer can take it (a message bigger than
+        the page limit is delivered alone, never held back for good)."""
         assert self._pages is not None
-        if self._pages.fill():
+        ring = self._ring
+        waiting = ring is not None and any(c.can_receive() for c in ring)
+        if self._pages.fill(self.limits.page_limit - self.levels.memory_usage, waiting):
             self._pages = None
 
     def _paged_in(self, batch: list[Paged], every: bool = False) -> None:

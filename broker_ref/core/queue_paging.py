@@ -8,6 +8,13 @@ the queue's :class:`~.ready_levels.ReadyLevels` told which levels continue on di
 dispatch never passes one. *Whether* a message is paged out, and what a message back
 from disk becomes (ready, scheduled, expired), stay the queue's decisions: it hands
 this object the refs to leave on disk and a function to take batches back with.
+
+Paging in is bounded in *bytes*, not only in messages: :meth:`QueuePaging.fill` is given
+the bytes the queue may still take into RAM (its page limit, :mod:`.queue_limits`) and
+reads in chunks sized by the messages it last read, so a backlog of big messages comes
+back a few at a time (at most one chunk past the limit) instead of ``PAGE_BATCH`` of them
+at once. With no room left, one message still comes in when nothing is ready and a
+consumer can take it: a message bigger than the whole page limit is delivered alone.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from .api import ServerMessage
-from .consumer import GONE, PRIORITIES, MessageRef, ServerConsumer
+from .consumer import GONE, PAGE_OVERHEAD, PRIORITIES, MessageRef, ServerConsumer
 from .paging import PAGE_BATCH, PAGE_LOW_WATER, Paged, QueuePages
 from .ready_levels import ReadyLevels
 from .spool import Spool
@@ -30,13 +37,16 @@ BringIn = Callable[[list[Paged], bool], None]
 class QueuePaging:
     """One queue's paged-out messages. Not thread-safe (the broker isn't)."""
 
-    __slots__ = ("_bring_in", "_levels", "_pages")
+    __slots__ = ("_bring_in", "_levels", "_pages", "_size_hint")
 
     def __init__(self, name: str, store: Store | None, spool: Spool, levels: ReadyLevels,
                  bring_in: BringIn) -> None:
         self._pages = QueuePages(name, store, spool)
         self._levels = levels
         self._bring_in = bring_in
+        #: RAM a message read back lately cost, on average (0: none read yet); sizes the
+        #: next chunk so that a fill stays near its room in bytes
+        self._size_hint = 0
 
     @property
     def count(self) -> int:
@@ -69,22 +79,47 @@ class QueuePaging:
         self._pages.add_runs(runs)
         self._levels.set_paged(self._pages.levels)
 
-    def fill(self) -> bool:
+    def fill(self, room: int, waiting: bool) -> bool:
         """Page in ahead of dispatch (the seed's eager loading): every level down to the
-        first that holds a batch in RAM is topped up once it falls below the low water.
-        True when nothing is left on disk (the queue drops this object)."""
+        first that holds a batch in RAM is topped up once it falls below the low water,
+        while ``room`` (bytes the queue may still take into RAM) lasts. With no room,
+        ``waiting`` (a consumer can take a message now) and nothing ready, one message
+        comes in alone. True when nothing is left on disk (the queue drops this
+        object)."""
         pages, levels = self._pages, self._levels
         have = 0
         for level in range(PRIORITIES):
             held = levels.size(level)
             if levels.paged >> level & 1 and held < PAGE_LOW_WATER:
-                self._bring_in(pages.take(level, PAGE_BATCH - held), False)
+                if room > 0:
+                    room -= self._bring(level, PAGE_BATCH - held, room)
+                elif waiting and not levels.count:
+                    room -= self._bring(level, 1, 1)  # alone, however big it is
                 held = levels.size(level)
             have += held
             if have >= PAGE_BATCH:
                 break
         levels.set_paged(pages.levels)
         return not pages.count
+
+    def _bring(self, level: int, want: int, room: int) -> int:
+        """Bring in up to ``want`` messages of ``level`` until they cost ``room`` bytes,
+        a chunk at a time; returns what they cost (as the RAM budget counts it)."""
+        brought = 0
+        while want > 0 and brought < room:
+            hint = self._size_hint
+            n = 1 if hint <= 0 else min(want, max(1, (room - brought) // hint))
+            batch = self._pages.take(level, n)
+            if not batch:
+                break
+            cost = len(batch) * PAGE_OVERHEAD
+            for message, _count, _level in batch:
+                cost += message.size
+            self._size_hint = cost // len(batch)
+            brought += cost
+            want -= len(batch)
+            self._bring_in(batch, False)
+        return brought
 
     def unpage(self) -> None:
         """Bring every paged message back, in order (the queue stops paging: it became a

@@ -335,7 +335,9 @@ class FlowRecord:
     ``ProducerFlow`` derives from this record (the compiled twin's typed ``cdef class``,
     or this slotted class) and sets every field in its ``__init__``; behaviour stays
     ``ProducerFlow``'s. ``_budget`` is the broker's RAM budget of ready messages,
-    ``_memory_limit`` its memory limit, ``_spool`` its temp spool (``used`` bytes),
+    ``_memory_limit`` the RAM below which no destination can be at its memory limit (the
+    broker's, or a destination's default share when smaller), ``_spool`` its temp spool
+    (``used`` bytes),
     ``_stored`` whether it has a store, ``_waiting`` the parked sends by connection id,
     ``destination_limits`` whether any address has a memory limit."""
 
@@ -359,9 +361,10 @@ class FlowRecord:
 
     def free_for(self, message: ServerMessage) -> bool:
         """Whether ``message`` may go without asking anything more: no send is parked,
-        and neither the broker's memory nor its temp spool is at its limit, no address
-        has a limit of its own, and the message needs no room in the store. False
-        means "ask ``ProducerFlow.must_wait``", not "wait"."""
+        pending messages take less RAM than any destination's default share, the temp
+        spool is below its limit, no address has a limit of its own, and the message
+        needs no room in the store. False means "ask ``ProducerFlow.must_wait``", not
+        "wait"."""
         return (not self._waiting and self._budget.used < self._memory_limit
                 and self._spool.used < self.temp_limit and not self.destination_limits
                 and not (message.persistent and self._stored))

@@ -150,7 +150,11 @@ class Topic:
             out.paged_count += q.paged_count
             out.memory_usage += q.memory_usage
             out.discarded += q.discarded
-        out.memory_limit = self.settings.memory_limit or 0
+        # every subscription's queue knows the topic's limit (its settings' or the
+        # broker's default share of a destination)
+        first = next(iter(self.subscriptions.values()), None)
+        out.memory_limit = (first.queue.memory_limit if first is not None
+                            else self.settings.memory_limit or 0)
         out.subscription_count = len(self.subscriptions)
         return out
 

@@ -53,8 +53,12 @@ SPOOLING = AddressSettings(producer_flow_control=False)
 
 
 def broker(store: Any, clock: FakeClock, tmp_path: Path, limit: int = LIMIT) -> Broker:
+    # These tests are about the one budget every queue shares, so one queue may take all
+    # of it (destination-memory-percent = 100: what every queue could before destinations
+    # had a default share of their own). Per-destination paging is tested in
+    # test_memory_isolation.py.
     return Broker(store=store, clock=clock, memory_limit=limit, spool_dir=tmp_path / "temp",
-                  default_settings=SPOOLING)
+                  default_settings=SPOOLING, destination_memory_percent=100)
 
 
 def drain(conn: Any, rec: Recorder, dest: str, *, credit: int = 7,

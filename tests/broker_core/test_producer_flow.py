@@ -32,6 +32,10 @@ def m(dest: str, i: int, **kw: Any) -> Any:
 
 def make(tmp_path: Path, clock: FakeClock, **kw: Any) -> Broker:
     kw.setdefault("memory_limit", LIMIT)
+    # These tests are about the broker-wide limits, so one destination may take all of
+    # the memory-limit (100 %: what every destination could before destinations had a
+    # default share). The default share of 10 % is tested in test_memory_isolation.py.
+    kw.setdefault("destination_memory_percent", 100)
     return Broker(clock=clock, spool_dir=tmp_path / "temp", **kw)
 
 

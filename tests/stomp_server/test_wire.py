@@ -154,7 +154,10 @@ def test_client_that_stops_reading_does_not_stall_others(
 ) -> None:
     if event_loop == "uvloop":
         import uvloop  # noqa: F401  (in the test extra: missing fails here, never skips)
-    server = server_factory(event_loop=event_loop)
+    # the queue holds 20 MB, more than a destination's default share of the memory-limit
+    # (6.4 MB, past which its producer would wait): it gets a limit of its own
+    server = server_factory(event_loop=event_loop,
+                            settings={"slow": AddressSettings(memory_limit=64 * 1024**2)})
     producer, lst = connect("1.2", handle=server)
     body = "x" * 10_000
     n = 2000

@@ -119,9 +119,12 @@ def format_usage(usage: dict[str, str]) -> str:
     temp = usage.get("tempUsed")
     temp_text = (f"temp {_mb(temp)} of {_mb(usage.get('tempLimit'))}" if temp is not None
                  else f"spool {_mb(usage.get('spoolBytes'))}")
+    share = usage.get("destinationMemoryLimit")
     memory = (f"memory {_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryLimit'))}"
               f" ({usage.get('memoryPercentUsage', '?')} %; paging past "
-              f"{_mb(usage.get('memoryBudget'))})")
+              f"{_mb(usage.get('memoryBudget'))}"
+              + (f"; a destination's default share {_mb(share)}" if share is not None
+                 else "") + ")")
     blocked = usage.get("blockedProducers")
     held = f"; producers waiting for space: {blocked}" if blocked not in (None, "0") else ""
     return (f"{where}; {temp_text}; {memory}{held}{_connections(usage)}"
