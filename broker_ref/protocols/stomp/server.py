@@ -13,6 +13,13 @@ source address; passwords are checked on a worker thread (hashing is slow on pur
 while the connection stops being read, and failed logins are throttled per address and
 per user name (:class:`~jmspy.broker_ref.core.throttle.LoginThrottle`).
 
+Fair turns: one ``data_received`` (or one loop callback after it) acts on a bounded batch
+of a client's frames (:data:`~.protocol.TURN_FRAMES`); while the rest of what it sent waits
+in its parser, that socket is not read, and the rest is taken on later loop turns, between
+the other connections' reads and the flush callbacks (commits, RECEIPTs). So a client
+flooding persistent SENDs delays another client's round trip by one batch, not by its
+whole flood (uvloop reads a busy socket up to 32 times per turn otherwise).
+
 Back-pressure: the transport's write buffer has a high-water mark. Above it the session
 stops granting credit (so no new deliveries are produced for that client) and the socket
 stops being read (so a client that floods SENDs without reading its receipts cannot grow
@@ -37,7 +44,7 @@ from ...core import Broker, BrokerError
 from ...core.throttle import LoginThrottle, ThrottleSettings
 from .connect import LoginRequest
 from .loop_polling import LoopPolling
-from .protocol import StompSession
+from .protocol import TURN_FRAMES, StompSession
 
 __all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
 
@@ -109,6 +116,10 @@ class _Connection(asyncio.Protocol):
         self._held_paused = False
         self.session.wakeup = self._wakeup
         self.session.defer_login = True  # passwords are hashed off the loop (_login)
+        self.session.turn_frames = TURN_FRAMES  # fair turns (the module docstring)
+        #: not read while frames it sent wait in the session for a later turn (fair turns)
+        self._turn_paused = False
+        self._turn_scheduled = False
         self.address: str | None = None
         self._connect_timer: asyncio.TimerHandle | None = None
         self._received_any = False
@@ -201,6 +212,7 @@ class _Connection(asyncio.Protocol):
         with server.core_lock:
             self._guard(lambda: self.session.login_done(principal))
             self._after_connect()
+            self._after_turn()
             if self._reading_paused and self.transport is not None and not self._closed:
                 self._reading_paused = False
                 if not self._held_paused:
@@ -215,11 +227,23 @@ class _Connection(asyncio.Protocol):
                 self._connect_timer = None
             self._schedule_heartbeat()
 
-    @_holding_core
     def data_received(self, data: bytes) -> None:
-        """Act on the frames ``data`` completes, write this client's replies, then
-        deliver what its SENDs brought (``Broker.defer_dispatch``): a producer waiting
-        for a RECEIPT does not wait for the delivery work as well."""
+        """Act on the frames ``data`` completes (up to a turn's batch), write this
+        client's replies, then deliver what its SENDs brought (``Broker.defer_dispatch``):
+        a producer waiting for a RECEIPT does not wait for the delivery work as well."""
+        self._serve(data)
+        self.server.polling.read_served()
+
+    @_holding_core
+    def _next_turn(self) -> None:
+        """Fair turns: the next batch of the frames this client sent, a loop turn after
+        the last one (other connections were read and flushed in between)."""
+        self._turn_scheduled = False
+        if not self._closed:
+            self._serve(b"")
+
+    @_holding_core
+    def _serve(self, data: bytes) -> None:
         server = self.server
         broker = server.broker
         deferred = broker.defer_dispatch()
@@ -235,7 +259,6 @@ class _Connection(asyncio.Protocol):
                                   "whose SENDs they were is closed")
                     self.close()
             server.flush_woken()
-            server.polling.read_served()
 
     def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
@@ -252,6 +275,7 @@ class _Connection(asyncio.Protocol):
             self._after_connect()
         elif session.login_request is not None and not self._reading_paused:
             self._start_login(session.login_request)
+        self._after_turn()
         store = self.server.broker.store
         if store is not None and store.pending:
             # Group commit: other connections' reads of this loop turn go into the same
@@ -260,6 +284,25 @@ class _Connection(asyncio.Protocol):
         else:
             self.flush()
         self.server.reschedule_timers()
+
+    def _after_turn(self) -> None:
+        """Fair turns: while the session has frames left for a later turn this socket is
+        not read (what it buffers stays bounded) and the next batch is a loop callback;
+        once they are all acted on, reading resumes unless something else holds it."""
+        transport = self.transport
+        if transport is None or self._closed:
+            return
+        if self.session.input_waiting:
+            self._turn_paused = True
+            if transport.is_reading():  # also after another pause's end resumed it
+                transport.pause_reading()
+            if not self._turn_scheduled:
+                self._turn_scheduled = True
+                self.loop.call_soon(self._next_turn)
+        elif self._turn_paused:
+            self._turn_paused = False
+            if not (self._reading_paused or self._held_paused):
+                transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         self.close()
