@@ -319,7 +319,7 @@ class StompSession(_send.SessionRecord):
         if self._held.take_withheld():  # parked by producer flow control: send_done answers
             return
         receipt = headers.get("receipt")
-        if receipt is not None and not self.closing:
+        if receipt is not None and not self.closing and command != "SUBSCRIBE":
             self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
         if command == "DISCONNECT":
             self.closing = True
@@ -483,6 +483,7 @@ class StompSession(_send.SessionRecord):
             raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
                                 "already in use on this connection; choose another")
         if headers.get("browser") == "true":  # ActiveMQ's queue browser: a snapshot
+            self._subscribed(headers)
             self._out.extend(browse_frames(self._core, target, sid, headers.get("selector"),
                                            self.version, self._destinations.local_temps))
             self._browsers.add(sid)  # until the client UNSUBSCRIBEs it
@@ -514,7 +515,16 @@ class StompSession(_send.SessionRecord):
         sub.start(cid, info.destination_flow_limit)
         self._subs[sid] = sub
         self._by_consumer[cid] = sub
-        self._credit.start(sub)
+        self._subscribed(headers)
+        self._credit.start(sub)  # its first window: deliveries may follow at once
+
+    def _subscribed(self, headers: dict[str, str]) -> None:
+        """The RECEIPT of a SUBSCRIBE, written before the first MESSAGE the subscription
+        delivers (RabbitMQ and ActiveMQ answer so; clients that subscribe, wait for the
+        receipt, then expect messages rely on it). ``_dispatch`` leaves SUBSCRIBE to it."""
+        receipt = headers.get("receipt")
+        if receipt is not None:
+            self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
