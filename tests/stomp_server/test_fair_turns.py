@@ -82,6 +82,31 @@ def test_big_bodies_end_a_turn_before_its_frame_count() -> None:
     assert not session.input_waiting
 
 
+def test_full_path_frames_end_a_turn_once_its_time_is_spent() -> None:
+    """Persistent SENDs (the full path: a store write each) are bounded by time as well:
+    the call stops after the frame that took the clock past ``turn_seconds``. Common SENDs
+    are not timed (the frame count bounds them)."""
+    session = _session(100)
+    now = [0.0]
+
+    def clock() -> float:  # each reading is one frame's work later
+        now[0] += 0.4
+        return now[0]
+
+    session.turn_clock, session.turn_seconds = clock, 1.0
+    session.receive_data(b"".join(
+        _frame("SEND", b"m", destination="/queue/q", persistent="true", receipt=str(i))
+        for i in range(5)))
+    # started at 0.4, so due at 1.4: the third frame's reading (1.6) ends the turn
+    assert [rid for _, rid in _answers(session)] == ["0", "1", "2"] and session.input_waiting
+    session.receive_data(b"".join(
+        _frame("SEND", b"m", destination="/queue/q", receipt=f"c{i}") for i in range(5)))
+    # a new turn, due at 3.0: the last two timed frames (2.4, 2.8), then the common SENDs,
+    # which read no clock
+    assert [rid for _, rid in _answers(session)] == ["3", "4"] + [f"c{i}" for i in range(5)]
+    assert not session.input_waiting and session.broker.stats("q").message_count == 10
+
+
 class _Transport(asyncio.Transport):
     """Records writes in one log shared by every connection, and its reading state."""
 
@@ -124,6 +149,7 @@ class _Transport(asyncio.Transport):
 def _client(server: StompServer, name: str, log: list[tuple[str, bytes]]
             ) -> tuple[_Connection, _Transport]:
     conn = _Connection(server)
+    conn.session.turn_clock = lambda: 0.0  # time stands still: only the frame count bounds
     transport = _Transport(name, log)
     conn.connection_made(transport)
     conn.data_received(_frame("CONNECT", accept_version="1.2", host="/", heart_beat="0,0"))
@@ -162,7 +188,7 @@ def test_another_connections_round_trip_is_answered_while_a_persistent_flood_wai
 ) -> None:
     """The flooder's whole flood arrives in one read; the prober's persistent SEND in
     the next. The prober's RECEIPT is written after a commit that covers its message,
-    when at most two batches of the flood have been stored, not after the flood."""
+    before the flood's second batch is acted on, not after the flood."""
     store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
     broker = Broker(name="turns", store=store)
 
@@ -186,7 +212,7 @@ def test_another_connections_round_trip_is_answered_while_a_persistent_flood_wai
     assert after_read == TURN_FRAMES  # one batch per read
     assert receipts == [("prober", "probe"), ("flooder", "flood-done")]
     ((_, (stored, pending)),) = seen
-    assert stored <= 2 * TURN_FRAMES and not pending  # committed, the flood mostly unread
+    assert stored == TURN_FRAMES and not pending  # committed, the flood mostly unread
     assert broker.stats("flood").message_count == FLOOD  # then all of it, nothing lost
     assert flooding.reading and pauses == 1  # read again once its frames were acted on
     broker.close()

@@ -15,11 +15,11 @@ Protocol errors send an ERROR frame (``message`` header plus a body saying what 
 and set :attr:`closing`; the host writes what is pending and closes the socket.
 
 Fair turns: a host that serves many clients on one thread sets :attr:`StompSession.turn_frames`
-(and ``turn_bytes``); each call then acts on at most that many frames (bodies of that many
-bytes) and leaves the rest buffered, saying so in :attr:`StompSession.input_waiting`, so
-that one client's flood of SENDs cannot hold every other client's frames (and the commits
-their RECEIPTs wait for) until the whole flood is handled. ``receive_data(b"")`` acts on
-the next batch.
+(and ``turn_bytes``, ``turn_clock``); each call then acts on at most that many frames,
+bodies of that many bytes, or frames of the full path for ``turn_seconds``, and leaves the
+rest buffered, saying so in :attr:`StompSession.input_waiting`, so that one client's flood
+of SENDs cannot hold every other client's frames (and the commits their RECEIPTs wait for)
+until the whole flood is handled. ``receive_data(b"")`` acts on the next batch.
 """
 
 from __future__ import annotations
@@ -54,19 +54,22 @@ from .refusals import CLOSED, ProtocolError, frame_problem
 from .subscription import AUTO, CLIENT, Subscription
 
 __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "TURN_BYTES", "TURN_FRAMES",
-           "HeldSend", "ProtocolError", "StompSession"]
+           "TURN_SECONDS", "HeldSend", "ProtocolError", "StompSession"]
 
 _codec = twins.stomp_codec
 _message = twins.stomp_message  # .encode_message read per call: see twins' import order
 _send = twins.stomp_send
 _SERVER = "jmspy-broker_ref/0.1"
 
-#: Fair turns (the asyncio host's bound): frames of one client acted on per call, and the
-#: body bytes after which a call stops early. 64 persistent SENDs are about a millisecond
-#: of the broker's work, so another client's frame waits at most about that long for a
-#: flooding one; the cost per batch (a loop callback) is under 1 % of the batch.
+#: Fair turns (the asyncio host's bounds): frames of one client acted on per call, the
+#: body bytes after which a call stops early, and the seconds of full-path frames (a
+#: persistent SEND is a store write, ten times a common SEND) after which it stops too.
+#: 64 common SENDs are about 0.1 ms of the broker's work, and so is the time bound, so
+#: another client's frame waits about that long for a flooding one, while a batch still
+#: costs far more than the loop callback that ends it.
 TURN_FRAMES = 64
 TURN_BYTES = 64 * 1024
+TURN_SECONDS = 0.000_15
 
 
 class StompSession(_send.SessionRecord):
@@ -122,6 +125,9 @@ class StompSession(_send.SessionRecord):
         #: on the same thread.
         self.turn_frames = 0
         self.turn_bytes = TURN_BYTES
+        self.turn_seconds = TURN_SECONDS
+        #: the host's clock for ``turn_seconds`` (None: no time bound)
+        self.turn_clock: Callable[[], float] | None = None
         #: the last call stopped at its turn budget: frames may still be buffered, and
         #: ``receive_data(b"")`` acts on them (the host calls it on a later loop turn)
         self.input_waiting = False
@@ -149,6 +155,8 @@ class StompSession(_send.SessionRecord):
         budget = self.turn_frames  # 0: no bound
         room = self.turn_bytes
         taken = 0
+        clock = self.turn_clock if budget else None
+        deadline = clock() + self.turn_seconds if clock is not None else 0.0
         self.input_waiting = False
         while not self.closing and self.login_request is None and not held.disconnecting:
             if budget and (taken >= budget or room <= 0):
@@ -177,6 +185,8 @@ class StompSession(_send.SessionRecord):
                         and self.send_common(frame, headers, receipt)):
                     continue  # the common SEND, taken whole (send_path.py)
                 self._dispatch(frame, headers)
+                if clock is not None and clock() >= deadline:
+                    taken = budget  # this turn's time is spent: the rest on the next
             except ProtocolError as exc:
                 self._error(exc.message, exc.detail, frame.header("receipt"))
             except HeaderError as exc:

@@ -14,11 +14,12 @@ while the connection stops being read, and failed logins are throttled per addre
 per user name (:class:`~jmspy.broker_ref.core.throttle.LoginThrottle`).
 
 Fair turns: one ``data_received`` (or one loop callback after it) acts on a bounded batch
-of a client's frames (:data:`~.protocol.TURN_FRAMES`); while the rest of what it sent waits
-in its parser, that socket is not read, and the rest is taken on later loop turns, between
-the other connections' reads and the flush callbacks (commits, RECEIPTs). So a client
-flooding persistent SENDs delays another client's round trip by one batch, not by its
-whole flood (uvloop reads a busy socket up to 32 times per turn otherwise).
+of a client's frames (:data:`~.protocol.TURN_FRAMES`, ``TURN_SECONDS``); while the rest
+waits in its parser, that socket is not read, and the rest is taken on later loop turns,
+after the other connections' reads, and after the flushes (commit, RECEIPTs) those reads
+are owed. So a client flooding persistent SENDs delays another client's round trip by
+about one batch, not by its whole flood (uvloop reads a busy socket up to 32 times per
+turn otherwise).
 
 Back-pressure: the transport's write buffer has a high-water mark. Above it the session
 stops granting credit (so no new deliveries are produced for that client) and the socket
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -117,6 +119,7 @@ class _Connection(asyncio.Protocol):
         self.session.wakeup = self._wakeup
         self.session.defer_login = True  # passwords are hashed off the loop (_login)
         self.session.turn_frames = TURN_FRAMES  # fair turns (the module docstring)
+        self.session.turn_clock = time.perf_counter
         #: not read while frames it sent wait in the session for a later turn (fair turns)
         self._turn_paused = False
         self._turn_scheduled = False
@@ -237,9 +240,11 @@ class _Connection(asyncio.Protocol):
     @_holding_core
     def _next_turn(self) -> None:
         """Fair turns: the next batch of the frames this client sent, a loop turn after
-        the last one (other connections were read and flushed in between)."""
+        the last one (other connections were read in between). What the connections read
+        meanwhile are owed (their commit and RECEIPTs) is written first, not a batch later."""
         self._turn_scheduled = False
         if not self._closed:
+            self.server.flush_due()
             self._serve(b"")
 
     @_holding_core
@@ -472,6 +477,8 @@ class StompServer:
         #: a loop turn later by a callback each (on asyncio's loop one more epoll_wait and
         #: ``_run_once`` per message). None outside ``data_received``.
         self._woken: list[_Connection] | None = None
+        #: woken connections whose flush waits for the loop turn's group commit
+        self._due: list[_Connection] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
         #: After a read the loop polls for more, without sleeping, for a window
@@ -507,10 +514,20 @@ class StompServer:
             return
         store = self.broker.store
         if store is not None and store.pending:
-            for conn in woken:
-                self.call_soon(conn.flush)
+            self._due.extend(woken)
+            self.call_soon(self.flush_due)
             return
-        for conn in woken:
+        self._flush_each(woken)
+
+    def flush_due(self) -> None:
+        """Write what the connections whose flush waits for the group commit have (the
+        first one commits); a flooding connection's next batch calls it first too."""
+        due, self._due = self._due, []
+        self._flush_each(due)
+
+    @staticmethod
+    def _flush_each(conns: list[_Connection]) -> None:
+        for conn in conns:
             try:
                 conn.flush()
             except Exception:  # that client's failure, not the one whose data this was
