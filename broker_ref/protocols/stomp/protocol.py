@@ -64,12 +64,14 @@ _SERVER = "jmspy-broker_ref/0.1"
 #: Fair turns (the asyncio host's bounds): frames of one client acted on per call, the
 #: body bytes after which a call stops early, and the seconds of full-path frames (a
 #: persistent SEND is a store write, ten times a common SEND) after which it stops too.
-#: 64 common SENDs are about 0.1 ms of the broker's work, and so is the time bound, so
-#: another client's frame waits about that long for a flooding one, while a batch still
-#: costs far more than the loop callback that ends it.
+#: 64 common SENDs are about 0.1 ms of the broker's work, 0.3 ms about 15 persistent
+#: ones: another client's frame waits about that long for a flooding one. Shorter turns
+#: cost the flood more (each one a loop callback, and each prober's RECEIPT a commit it
+#: shares): 0.15 ms cut a flood's rate beside a prober from about 24k to 15k msgs/s for
+#: round trips of 0.5 ms instead of 0.7 (benchmarks/flood_round_trip.py).
 TURN_FRAMES = 64
 TURN_BYTES = 64 * 1024
-TURN_SECONDS = 0.000_15
+TURN_SECONDS = 0.000_3
 
 
 class StompSession(_send.SessionRecord):
