@@ -22,6 +22,9 @@ and nothing else. Two workloads:
   (goal >= 2x, issue 13), with the in-memory jmspy broker beside it.
 * **memory** (benchmarks/broker_memory.py): the broker's RSS per queued 1 KB message and
   per queue holding one message (goals <= 1.5 KB and <= 2 KB, issue 17).
+* **round trip during a flood** (benchmarks/flood_round_trip.py): a second connection's
+  persistent SEND+RECEIPT while the first floods 50,000 persistent SENDs, ``jmspy broker
+  --data-dir`` vs ActiveMQ 5 with KahaDB (goals p50 <= 5 ms and <= ActiveMQ's, issue 43).
 
 The jmspy broker is measured twice: on uvloop (its default, a dependency of jmspy where
 it has wheels, and in the ``[bench]`` extra) and on asyncio's event loop (``--loop
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import broker_memory
+from . import broker_memory, flood_round_trip
 from .common import Config, Goal, Progress, Row, run_interleaved, run_pair
 from .part_b_stomp_client import BROKER_LABEL, stomp_specs
 from .peers import DEFAULT_JMSPY, Peers
@@ -124,6 +127,7 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
             row.goals = [Goal(2.0, over=row.baseline, label="vs KahaDB", issue=13)]
         out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True,
                                        PERSISTENT_PRODUCERS)))
+    out.extend(flood_round_trip.configs(quick, peers))
     return out
 
 

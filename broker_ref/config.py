@@ -62,6 +62,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import logging
+import os
 import tomllib
 import types
 import typing
@@ -92,6 +94,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "parse_size",
+    "warn_readable_passwords",
 ]
 
 #: Event loops ``jmspy broker`` can run on: the standard library's, or uvloop (libuv),
@@ -429,8 +432,40 @@ def _security(table: dict[str, Any], source: str) -> Any:
         raise ConfigError(f"{source}: [security] is invalid: {exc}") from exc
 
 
+log = logging.getLogger("jmspy.broker_ref.config")
+
+
+def warn_readable_passwords(path: Path, data: dict[str, Any]) -> None:
+    """Log a warning when the config file at ``path`` holds plaintext passwords
+    (``[security.users.NAME] password``) and its group or everyone may read it: whoever
+    can read the file can log in as those users. Hashes (``password-hash``) are fine to
+    share: they cost an attacker the PBKDF2 rounds per guess. Not an error, since a
+    broker on a one-user machine may keep its file as it likes."""
+    security = data.get("security")
+    users = security.get("users") if isinstance(security, dict) else None
+    if not isinstance(users, dict) or os.name == "nt":  # no POSIX modes to read there
+        return
+    plain = sorted(name for name, entry in users.items()
+                   if isinstance(entry, dict) and "password" in entry)
+    if not plain:
+        return
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if not mode & 0o044:
+        return
+    who = "every user of this machine" if mode & 0o004 else "the members of its group"
+    log.warning(
+        "config file %s holds plaintext passwords (users: %s) and %s may read it (mode "
+        "%04o), so they can log in as those users; run `chmod 600 %s`, or replace each "
+        "password with a password-hash printed by `jmspy hash-password`",
+        path, ", ".join(plain), who, mode, path)
+
+
 def load_config(path: str | Path | None = None) -> BrokerConfig:
-    """Read ``path`` (or the embedded default config when None)."""
+    """Read ``path`` (or the embedded default config when None); warns about a readable
+    file holding plaintext passwords (:func:`warn_readable_passwords`)."""
     if path is None:
         return parse_config(tomllib.loads(DEFAULT_CONFIG), "<default config>")
     source = str(path)
@@ -442,4 +477,6 @@ def load_config(path: str | Path | None = None) -> BrokerConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-    return parse_config(data, source)
+    config = parse_config(data, source)
+    warn_readable_passwords(Path(path), data)
+    return config

@@ -14,6 +14,8 @@ import importlib
 import sys
 from typing import Any, TextIO
 
+from jmspy.cli_password import PasswordError, add_password_options, resolve_password
+
 __all__ = ["add_commands"]
 
 
@@ -88,8 +90,13 @@ def _check(data_dir: str | None) -> int:
 def _stat(args: argparse.Namespace) -> int:
     client: Any = importlib.import_module("jmspy.broker_ref.protocols.stomp.client")
     try:
+        password = resolve_password(args)
+    except PasswordError as exc:
+        print(f"jmspy: error: {exc}", file=sys.stderr)
+        return 2
+    try:
         rows, usage = client.fetch_report(args.host, args.port, user=args.user,
-                                          password=args.password, timeout=args.timeout)
+                                          password=password, timeout=args.timeout)
     except (OSError, client.StatsError) as exc:
         print(f"jmspy: error: cannot read stats from {args.host}:{args.port}: {exc}",
               file=sys.stderr)
@@ -133,8 +140,9 @@ def add_commands(sub: Any) -> None:
     stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
     stat.add_argument("--host", default="127.0.0.1")
     stat.add_argument("--port", type=int, default=61613)
-    stat.add_argument("--user")
-    stat.add_argument("--password")
+    stat.add_argument("--user", help="user name (with the admin permission, when the "
+                      "broker has security)")
+    add_password_options(stat)
     stat.add_argument("--timeout", type=float, default=5.0)
     stat.set_defaults(func=_stat)
     hashing = sub.add_parser(

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from jmspy.cli_password import PasswordError, add_password_options, resolve_password
 from jmspy.errors import InvalidConfigurationException, InvalidSelectorException, JMSException
 
 if TYPE_CHECKING:
@@ -88,7 +89,6 @@ def add_command(sub: Any) -> None:
         ("--steady", {"type": _at_least(0), "metavar": "N"},
          "workers kept even when idle (default 10, at most --pool)"),
         ("--user", {}, "user name for the broker"),
-        ("--password", {}, "password for the broker"),
         ("--property", {"action": "append", "default": [], "metavar": "NAME=VALUE"},
          "any connection factory property, repeatable (e.g. imqConsumerFlowLimit=16)"),
         ("--count", {"type": _at_least(1), "metavar": "N"},
@@ -99,11 +99,13 @@ def add_command(sub: Any) -> None:
          "seconds a stop waits for in-flight messages (default 30)"),
     ):
         p.add_argument(name, help=text, **kw)
+    add_password_options(p)
     p.set_defaults(func=worker_command)
 
 
 def _factory_properties(args: argparse.Namespace) -> dict[str, Any]:
-    """``--user``/``--password``/``--property`` as factory properties. Strings are
+    """``--user``/the password (:mod:`jmspy.cli_password`)/``--property`` as factory
+    properties. Strings are
     converted with each property's declared type (``PROPERTIES``), because the factory
     validates types and ``"16"`` is not an int."""
     from jmspy.properties import FactoryProperties
@@ -111,8 +113,12 @@ def _factory_properties(args: argparse.Namespace) -> dict[str, Any]:
     props: dict[str, Any] = {}
     if args.user is not None:
         props["imqDefaultUsername"] = args.user
-    if args.password is not None:
-        props["imqDefaultPassword"] = args.password
+    try:
+        password = resolve_password(args)
+    except PasswordError as exc:
+        raise InvalidConfigurationException(str(exc)) from None
+    if password is not None:
+        props["imqDefaultPassword"] = password
     for item in args.property:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():

@@ -14,6 +14,7 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (
     broker_memory,
+    flood_round_trip,
     part_a_vm,
     part_b_stomp_client,
     part_c_brokers,
@@ -87,3 +88,24 @@ def test_part_a_listener_path_has_its_ratio_and_rate_goals() -> None:
     assert report.goals_text(by_key["a/compiled"], by_key) == "vs pure: 1.00x >= 3x MISSED"
     assert report.goals_text(by_key["a/compiled/listener"], by_key) == (
         "vs pure: 4.00x >= 3x ok; 600k msgs/s >= 500k msgs/s ok")
+
+
+def test_the_round_trip_during_a_flood_has_an_absolute_and_an_activemq_goal() -> None:
+    """jmspy's p50 must be at most 5 ms and at most ActiveMQ's of the same round (a ratio
+    over the ActiveMQ row, at most 1x); the row is in part (c)."""
+    rows = [c.row for c in flood_round_trip.configs(False, Peers())]
+    jmspy, activemq = rows
+    assert (jmspy.key, activemq.key) == ("c/jmspy-persistent/flood-round-trip",
+                                         "c/activemq-kahadb/flood-round-trip")
+    assert [(g.bound, g.over, g.metric, g.at_most) for g in jmspy.goals] == [
+        (5.0, None, "p50_ms", True), (1.0, activemq.key, "p50_ms", True)]
+    assert activemq.goals == []
+    jmspy.runs = [{"rate": 40_000.0, "p50_ms": 1.5}, {"rate": 41_000.0, "p50_ms": 6.0},
+                  {"rate": 39_000.0, "p50_ms": 2.0}]
+    activemq.runs = [{"rate": 6_000.0, "p50_ms": 3.0}, {"rate": 6_100.0, "p50_ms": 3.0},
+                     {"rate": 6_200.0, "p50_ms": 1.0}]
+    by_key = {r.key: r for r in rows}
+    assert report.goals_text(jmspy, by_key) == (
+        "p50: 2.00 ms <= 5 ms ok; p50 vs ActiveMQ: 2.00x <= 1x MISSED")
+    keys = {cf.row.key for cf in part_c_brokers.configs(False, Peers())}
+    assert {jmspy.key, activemq.key} <= keys

@@ -129,6 +129,9 @@ def parse_destination(text: str | None) -> Target:
                               f"a destination needs a name after its prefix: use {_FORMS}.")
         return Target(DestinationKind.QUEUE, TEMP_PREFIX + text[len(REMOTE_TEMP):])
     elif text.startswith("/"):
+        if text + "/" in PREFIXES:  # "/queue", "/topic": a known prefix, no name after it
+            raise HeaderError(f"empty destination name in {text!r}",
+                              f"a destination needs a name after its prefix: use {_FORMS}.")
         prefix = text[: text.find("/", 1) + 1] or text
         raise HeaderError(
             f"unknown destination prefix {prefix!r} in {text[:200]!r}",

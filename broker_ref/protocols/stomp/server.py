@@ -18,6 +18,14 @@ of frames still being read count against the broker's input budget
 holding part of a frame stop being read until frames complete. What is refused or closed
 is counted in ``Broker.usage()`` (:mod:`~jmspy.broker_ref.core.listener_stats`).
 
+Fair turns: one ``data_received`` (or one loop callback after it) acts on a bounded batch
+of a client's frames (:data:`~.protocol.TURN_FRAMES`, ``TURN_SECONDS``); while the rest
+waits in its parser, that socket is not read, and the rest is taken on later loop turns,
+after the other connections' reads, and after the flushes (commit, RECEIPTs) those reads
+are owed. So a client flooding persistent SENDs delays another client's round trip by
+about one batch, not by its whole flood (uvloop reads a busy socket up to 32 times per
+turn otherwise).
+
 Back-pressure: the transport's write buffer has a high-water mark. Above it the session
 stops granting credit (so no new deliveries are produced for that client) and the socket
 stops being read (so a client that floods SENDs without reading its receipts cannot grow
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -45,7 +54,7 @@ from ...core.store_faults import StoreWriteFailed
 from ...core.throttle import LoginThrottle, ThrottleSettings
 from .connect import LoginRequest
 from .loop_polling import LoopPolling
-from .protocol import StompSession
+from .protocol import TURN_FRAMES, StompSession
 
 __all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
 
@@ -132,6 +141,11 @@ class _Connection(asyncio.Protocol):
         self._held_paused = False
         self.session.wakeup = self._wakeup
         self.session.defer_login = True  # passwords are hashed off the loop (_login)
+        self.session.turn_frames = TURN_FRAMES  # fair turns (the module docstring)
+        self.session.turn_clock = time.perf_counter
+        #: not read while frames it sent wait in the session for a later turn (fair turns)
+        self._turn_paused = False
+        self._turn_scheduled = False
         self.address: str | None = None
         self._connect_timer: asyncio.TimerHandle | None = None
         self._received_any = False
@@ -233,9 +247,10 @@ class _Connection(asyncio.Protocol):
         with server.core_lock:
             self._guard(lambda: self.session.login_done(principal))
             self._after_connect()
+            self._after_turn()
             if self._reading_paused and self.transport is not None and not self._closed:
                 self._reading_paused = False
-                if not (self._held_paused or self._budget_paused):
+                if not (self._held_paused or self._budget_paused or self._turn_paused):
                     self.transport.resume_reading()
             self.flush()
             server.reschedule_timers()
@@ -274,11 +289,25 @@ class _Connection(asyncio.Protocol):
             "no heart-beats were negotiated: send frames more often, or ask for heart-beats "
             "in CONNECT (heart-beat:cx,cy with cx > 0) and send them"))
 
-    @_holding_core
     def data_received(self, data: bytes) -> None:
-        """Act on the frames ``data`` completes, write this client's replies, then
-        deliver what its SENDs brought (``Broker.defer_dispatch``): a producer waiting
-        for a RECEIPT does not wait for the delivery work as well."""
+        """Act on the frames ``data`` completes (up to a turn's batch), write this
+        client's replies, then deliver what its SENDs brought (``Broker.defer_dispatch``):
+        a producer waiting for a RECEIPT does not wait for the delivery work as well."""
+        self._serve(data)
+        self.server.polling.read_served()
+
+    @_holding_core
+    def _next_turn(self) -> None:
+        """Fair turns: the next batch of the frames this client sent, a loop turn after
+        the last one (other connections were read in between). What the connections read
+        meanwhile are owed (their commit and RECEIPTs) is written first, not a batch later."""
+        self._turn_scheduled = False
+        if not self._closed:
+            self.server.flush_due()
+            self._serve(b"")
+
+    @_holding_core
+    def _serve(self, data: bytes) -> None:
         server = self.server
         broker = server.broker
         if broker.store is not None:
@@ -296,7 +325,6 @@ class _Connection(asyncio.Protocol):
                                   "whose SENDs they were is closed")
                     self.close()
             server.flush_woken()
-            server.polling.read_served()
 
     def _received(self, data: bytes) -> None:
         self.last_recv = self.loop.time()
@@ -316,6 +344,7 @@ class _Connection(asyncio.Protocol):
             self._after_connect()
         elif session.login_request is not None and not self._reading_paused:
             self._start_login(session.login_request)
+        self._after_turn()
         store = self.server.broker.store
         if store is not None and store.pending:
             # Group commit: other connections' reads of this loop turn go into the same
@@ -349,8 +378,28 @@ class _Connection(asyncio.Protocol):
             return
         self._budget_paused = False
         self.last_recv = self.loop.time()  # we did not read while paused: not silence
-        if self.transport is not None and not (self._reading_paused or self._held_paused):
+        if self.transport is not None and not (self._reading_paused or self._held_paused
+                                               or self._turn_paused):
             self.transport.resume_reading()
+
+    def _after_turn(self) -> None:
+        """Fair turns: while the session has frames left for a later turn this socket is
+        not read (what it buffers stays bounded) and the next batch is a loop callback;
+        once they are all acted on, reading resumes unless something else holds it."""
+        transport = self.transport
+        if transport is None or self._closed:
+            return
+        if self.session.input_waiting:
+            self._turn_paused = True
+            if transport.is_reading():  # also after another pause's end resumed it
+                transport.pause_reading()
+            if not self._turn_scheduled:
+                self._turn_scheduled = True
+                self.loop.call_soon(self._next_turn)
+        elif self._turn_paused:
+            self._turn_paused = False
+            if not (self._reading_paused or self._held_paused or self._budget_paused):
+                transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         self.close()
@@ -373,7 +422,7 @@ class _Connection(asyncio.Protocol):
             return
         if self._reading_paused and self.transport is not None:
             self._reading_paused = False
-            if not (self._held_paused or self._budget_paused):
+            if not (self._held_paused or self._budget_paused or self._turn_paused):
                 self.transport.resume_reading()
         self.last_recv = self.loop.time()  # we did not read while paused: not silence
         self._guard(self.session.resume_credit)
@@ -439,7 +488,7 @@ class _Connection(asyncio.Protocol):
                      "reading it until they go through (producer flow control)", self.address)
             if not (self._reading_paused or self._budget_paused):
                 transport.pause_reading()
-        elif not (self._reading_paused or self._budget_paused):
+        elif not (self._reading_paused or self._budget_paused or self._turn_paused):
             transport.resume_reading()
 
     def _guard(self, fn: Callable[[], object]) -> bytes:
@@ -551,6 +600,8 @@ class StompServer:
         #: a loop turn later by a callback each (on asyncio's loop one more epoll_wait and
         #: ``_run_once`` per message). None outside ``data_received``.
         self._woken: list[_Connection] | None = None
+        #: woken connections whose flush waits for the loop turn's group commit
+        self._due: list[_Connection] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due: int | None = None
         #: After a read the loop polls for more, without sleeping, for a window
@@ -593,10 +644,20 @@ class StompServer:
             return
         store = self.broker.store
         if store is not None and store.pending:
-            for conn in woken:
-                self.call_soon(conn.flush)
+            self._due.extend(woken)
+            self.call_soon(self.flush_due)
             return
-        for conn in woken:
+        self._flush_each(woken)
+
+    def flush_due(self) -> None:
+        """Write what the connections whose flush waits for the group commit have (the
+        first one commits); a flooding connection's next batch calls it first too."""
+        due, self._due = self._due, []
+        self._flush_each(due)
+
+    @staticmethod
+    def _flush_each(conns: list[_Connection]) -> None:
+        for conn in conns:
             try:
                 conn.flush()
             except Exception:  # that client's failure, not the one whose data this was
