@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
 
 _instances = itertools.count(1)
+#: Error codes of a connection that dropped: the transport reports those itself.
+_LOSS_CODES = frozenset({"CONNECTION_INTERRUPTED", "CONNECTION_LOST"})
 
 @runtime_checkable
 class ExceptionListener(Protocol):
@@ -325,6 +327,41 @@ class Connection:
                 error_code="CONNECTION_RESUMED",
             )
         )
+
+    def _io_failed(self, error: Exception, doing: str) -> None:
+        """A call into the transport made on a session's dispatcher thread (``doing``)
+        raised: the thread lives on, and the error is a connection loss.
+
+        A JMSException saying the connection is down is already the transport's news (it
+        reports CONNECTION_INTERRUPTED or CONNECTION_LOST itself, and the acknowledgements
+        that failed come back from the broker marked redelivered); any other JMSException
+        goes to the exception listener. Anything else -- an OSError from a socket, a
+        protocol library's own exception -- escaped a transport that should have turned it
+        into a JMSException: the transport's ``io_failed`` (when it has one) treats the
+        connection as lost, so its reconnect machinery runs, and the listener hears it.
+        """
+        if isinstance(error, JMSException):
+            if error.error_code not in _LOSS_CODES:
+                self._report(error)
+            return
+        failed: Callable[[BaseException], None] | None = getattr(
+            self._transport, "io_failed", None)
+        handled = False
+        if failed is not None:
+            try:
+                failed(error)
+                handled = True
+            except Exception:  # pragma: no cover - a transport's own bug, logged below
+                import logging
+
+                logging.getLogger("jmspy").exception("transport io_failed raised")
+        if not handled:
+            self._report(JMSException(
+                f"{doing} failed on the connection to {self._transport.where} "
+                f"({type(error).__name__}: {error}); this transport cannot treat it as a "
+                "lost connection (it has no io_failed), so nothing reconnects: if calls "
+                "keep failing, create a new connection", error_code="IO_FAILED"),
+                cause=error)
 
     def _dead(self, delivery_tag: int) -> bool:
         """Whether a delivery came over a connection that has since dropped."""

@@ -43,6 +43,7 @@ PUBLISHes made while others are in flight are written by paho's thread, joined
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -486,18 +487,57 @@ class MqttTransport:
 
     # -- receiving: Inbound ---------------------------------------------------------------
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        self.inbound.grant_credit(consumer_id, credits)
+        client = self._client
+        try:
+            self.inbound.grant_credit(consumer_id, credits)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # (no wire traffic of its own; a PUBACK of a QoS 0 copy)
+            raise self._io_error(client, exc, "granting credit") from exc
 
     def revoke_credit(self, consumer_id: int) -> int:
         return self.inbound.revoke_credit(consumer_id)
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
-        self.inbound.ack(delivery_tags, tx)
+        client = self._client
+        try:
+            self.inbound.ack(delivery_tags, tx)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # an OSError or paho's own, from writing the PUBACKs
+            raise self._io_error(client, exc, "acknowledging") from exc
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: PUBACKs go out on paho's socket (see ``Transport.try_ack``)."""
-        self.inbound.ack(delivery_tags, None)
+        self.ack(delivery_tags, None)
         return True
+
+    def io_failed(self, error: BaseException) -> None:
+        """An error escaped a call on this connection's I/O path (the core caught it on a
+        dispatcher thread): the connection is lost; paho's network thread reads the end
+        of the shut socket and reports it (``_on_disconnect`` reconnects)."""
+        self._lose(self._client)
+
+    def _lose(self, client: Any) -> None:
+        if client is None or client is not self._client:
+            return
+        try:
+            sock = client.socket()
+        except Exception:
+            sock = None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already: paho has seen the end
+
+    def _io_error(self, client: Any, exc: Exception, doing: str) -> errors.JMSException:
+        self._lose(client)
+        return errors.JMSException(
+            f"{doing} on the MQTT connection to {self.where} failed "
+            f"({type(exc).__name__}: {exc}); the connection is lost: with a client id the "
+            "broker redelivers what was not acknowledged, flagged DUP",
+            error_code="CONNECTION_INTERRUPTED")
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self.inbound.cancel(delivery_tags, redelivered=redelivered)
@@ -510,6 +550,15 @@ class MqttTransport:
         self.send(message, tx, done)
 
     def send(self, message: Message, tx: str | None = None, done: Done | None = None) -> None:
+        client = self._client
+        try:
+            self._send(message, tx, done)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # an OSError or paho's own, from writing the PUBLISH
+            raise self._io_error(client, exc, "sending") from exc
+
+    def _send(self, message: Message, tx: str | None, done: Done | None) -> None:
         if tx is not None:
             raise self.refusal(Feature.TRANSACTIONS)
         assert message.destination is not None

@@ -60,7 +60,7 @@ from jmspy.transport import (
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
 from .admin import StompAdmin
-from .connect import ConnectOptions, drop, open_stomp
+from .connect import ConnectOptions, drop, open_stomp, shut_down
 from .deliveries import Deliveries
 from .failover import Failover
 from .mapping import (
@@ -234,6 +234,25 @@ class StompTransport:
                 self._drop_deliveries()
             raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
 
+    def io_failed(self, error: BaseException) -> None:
+        """An error escaped a call on this connection's I/O path (the core caught it on a
+        dispatcher thread): the connection is lost, and Failover takes it from there."""
+        self._lose(self._conn)
+
+    def _lose(self, conn: Any) -> None:
+        if conn is not None and conn is self._conn:
+            shut_down(conn)  # the reader sees the end: Failover.connection_lost
+
+    def _io_error(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
+        """A write on ``conn`` failed (an OSError, or stomp.py's own exception): the
+        connection is lost; the JMSException that says so."""
+        self._lose(conn)
+        return errors.JMSException(
+            f"{doing} on the STOMP connection to {self.where} failed "
+            f"({type(exc).__name__}: {exc}); the connection is lost: what was not "
+            "acknowledged comes back from the broker, marked redelivered",
+            error_code="CONNECTION_INTERRUPTED")
+
     def settle(self, lost: str | None) -> None:
         if lost is not None:
             self._lost = lost
@@ -371,13 +390,19 @@ class StompTransport:
             sub.stash.clear()
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        with self._lock:
-            sub = self._subs.get(consumer_id)
-            if sub is None:
-                return
-            self._redelivery.flush(sub)
-            sub.credit += credits
-            self.release(sub)
+        conn = self._conn
+        try:
+            with self._lock:
+                sub = self._subs.get(consumer_id)
+                if sub is None:
+                    return
+                self._redelivery.flush(sub)
+                sub.credit += credits
+                self.release(sub)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # a NACK or an auto-ack ACK written into a dead socket
+            raise self._io_error(conn, exc, "granting credit") from exc
 
     def revoke_credit(self, consumer_id: int) -> int:
         """Prefetch brokers cannot take credit back, so it returns to the core here and
@@ -402,8 +427,14 @@ class StompTransport:
         sub.release(hand)
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
-        with self._lock:
-            self._redelivery.cancel(delivery_tags, redelivered=redelivered)
+        conn = self._conn
+        try:
+            with self._lock:
+                self._redelivery.cancel(delivery_tags, redelivered=redelivered)
+        except errors.JMSException:
+            raise
+        except Exception as exc:
+            raise self._io_error(conn, exc, "handing messages back") from exc
 
     def _one_in_flight(self) -> bool:
         """Every subscription at window 1 (or none): request/response, where the reading
@@ -518,7 +549,10 @@ class StompTransport:
             return
         if conn is None:
             conn = self.connection(wait=False)  # raises: closed, or down (broker redelivers)
-        self._writer_for(conn).ack(out, tx)
+        try:
+            self._writer_for(conn).ack(out, tx)
+        except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
+            raise self._io_error(conn, exc, "acknowledging") from exc
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: the lock above is held only for bookkeeping, not for another
@@ -559,18 +593,30 @@ class StompTransport:
         except errors.JMSException:
             raise
         except Exception as exc:  # the socket dropped under this send
+            writer = self._writer
+            self._lose(writer.conn if writer is not None else None)
             raise errors.JMSException(
                 f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
                 f"{exc}); the connection dropped",
                 error_code="CONNECTION_INTERRUPTED") from exc
 
     def begin(self, tx: str) -> None:
-        self.connection().begin(tx)
+        conn = self.connection()
+        try:
+            conn.begin(tx)
+        except Exception as exc:
+            raise self._io_error(conn, exc, "beginning a transaction") from exc
 
     def commit(self, tx: str) -> None:
         self._receipts.settle_sends()  # a windowed send's refusal is raised here first
-        self._receipts.request(self.connection().commit, tx, send=True,
-                               headers=self._send_timeout_header)
+        conn = self.connection()
+        try:
+            self._receipts.request(conn.commit, tx, send=True,
+                                   headers=self._send_timeout_header)
+        except errors.JMSException:
+            raise
+        except Exception as exc:
+            raise self._io_error(conn, exc, "committing") from exc
 
     def rollback(self, tx: str) -> None:
         if self._conn is None and self._lost:  # gone for good: so is the transaction
