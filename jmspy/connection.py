@@ -43,15 +43,19 @@ ExceptionCallback = ExceptionListener | Callable[[JMSException], Any]
 
 
 class ConnectionFactory:
-    """Creates connections to one broker URL with one set of Open MQ-style properties.
+    """Creates connections to one broker URL, or an address list of them, with one set of
+    Open MQ-style properties.
 
     >>> factory = ConnectionFactory("vm://embedded", imqConsumerFlowLimit=100)
     >>> factory["imqConnectionFlowLimitEnabled"] = True
+    >>> cluster = ConnectionFactory("stomp://h1:61613,stomp://h2:61613")
     """
 
-    def __init__(self, url: str = "vm://embedded", **properties: Any) -> None:
-        self.url = url
+    def __init__(self, url: str | None = None, **properties: Any) -> None:
         self.properties = FactoryProperties(properties)
+        #: the URL given (None: ``imqAddressList``, else ``vm://embedded``)
+        self._given_url = url
+        self.url = url or self.properties["imqAddressList"] or "vm://embedded"
 
     def __getitem__(self, name: str) -> Any:
         return self.properties[name]
@@ -73,7 +77,7 @@ class ConnectionFactory:
             props["clientID"] = client_id
         if user is None:
             user, password = props["imqDefaultUsername"], props["imqDefaultPassword"]
-        transport = create_transport(self.url, props)
+        transport = create_transport(self._given_url, props)
         return Connection(transport, props, user=user, password=password)
 
     def __repr__(self) -> str:
@@ -172,6 +176,13 @@ class Connection:
     @property
     def started(self) -> bool:
         return self._life.started
+
+    @property
+    def where(self) -> str:
+        """The URL of the broker this connection is on now (with an address list, the
+        one it connected or last reconnected to), e.g. ``stomp://h2:61613``."""
+        where = self._transport.where
+        return where if "://" in where else f"{self._transport.scheme}://{where}"
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         """The broker's counters for a destination (messageCount, deliveringCount...)."""
@@ -298,6 +309,8 @@ class Connection:
         after reconnecting for a while calls this again with CONNECTION_LOST).
         """
         self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
+        if error.broker is None:
+            error.broker = self.where  # (the transport still names the broker it lost)
         if error.error_code == "CONNECTION_LOST":
             self._lost = error  # before the wake-up below, which receive() then sees
         for session in list(self._sessions):
@@ -319,14 +332,14 @@ class Connection:
                     consumer._pull_one()
             except JMSException as exc:
                 self._report(exc)
-        where = self._transport.where
-        self._report(
-            JMSException(
-                f"reconnected to {where}; subscriptions were re-created and "
-                "unacknowledged messages will be redelivered",
-                error_code="CONNECTION_RESUMED",
-            )
+        where = self.where
+        resumed = JMSException(
+            f"reconnected to {where}; subscriptions were re-created and "
+            "unacknowledged messages will be redelivered",
+            error_code="CONNECTION_RESUMED",
         )
+        resumed.broker = where
+        self._report(resumed)
 
     def _io_failed(self, error: Exception, doing: str) -> None:
         """A call into the transport made on a session's dispatcher thread (``doing``)

@@ -47,13 +47,13 @@ import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult, parse_qs
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
+from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -108,6 +108,8 @@ class MqttTransport:
     """The Transport interface over one paho-mqtt client."""
 
     scheme = "mqtt"
+    #: It connects along an address list (imqAddressList) and moves along it on a drop.
+    address_lists = True
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 
@@ -117,8 +119,13 @@ class MqttTransport:
                 "the mqtt:// transport needs the paho-mqtt package: pip install 'jmspy[mqtt]'"
             )
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or 1883
+        listed = properties.get("imqAddressList")
+        #: (host, port) of each broker of the address list (one: the URL); the options of
+        #: the query string are the first URL's, for all
+        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in (
+            urlsplit(address) for address in (listed.split(",") if listed else []))] or [
+                (url.hostname or "127.0.0.1", url.port or 1883)]
+        self.host, self.port = self._addresses[0]
         version = query.get("version", "auto")
         if version not in ("auto", "5", "3.1.1"):
             raise errors.InvalidConfigurationException(
@@ -204,11 +211,17 @@ class MqttTransport:
         self._credentials = credentials
         client_id, user, password = credentials.client_id, credentials.user, credentials.password
         self._persistent_session = client_id is not None
-        versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
-        for version in versions[self.requested_version]:
-            if self._try_connect(version, client_id, user, password):
-                self.version = version
-                break
+
+        def open_at(index: int) -> None:
+            self.host, self.port = self._addresses[index]
+            versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
+            for version in versions[self.requested_version]:
+                if self._try_connect(version, client_id, user, password):
+                    self.version = version
+                    break
+
+        connect_first(self.reconnect, [f"mqtt://{h}:{p}" for h, p in self._addresses],
+                      open_at)
         caps = native_features("mqtt", self.version)
         if not self.persistent_session:  # a durable subscription needs a client id
             caps -= {Feature.DURABLE_SUBSCRIPTIONS}
@@ -355,7 +368,12 @@ class MqttTransport:
         if self._listener is not None:
             self._listener.on_connection_resumed()
 
-    def _reconnect_once(self) -> None:
+    @property
+    def _reconnect_addresses(self) -> int:
+        return len(self._addresses)
+
+    def _reconnect_once(self, address: int) -> None:
+        self.host, self.port = self._addresses[address]
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
         try:

@@ -41,7 +41,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult
+from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors, twins
 from jmspy.broker_ref.core.errors import ResourceLimitExceeded
@@ -49,7 +49,7 @@ from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import DeliveryMode, Message, selector_getter
-from jmspy.reconnect import ReconnectPolicy
+from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -96,8 +96,16 @@ class StompTransport:
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 
+    #: It connects along an address list (imqAddressList) and moves along it on a drop.
+    address_lists = True
+
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
-        self.options = options = ConnectOptions.parse(url, properties)
+        listed = properties.get("imqAddressList")
+        #: the brokers of the address list (one: the URL), each with its URL's options
+        self._addresses = [ConnectOptions.parse(urlsplit(address), properties)
+                           for address in (listed.split(",") if listed else [])] or [
+                               ConnectOptions.parse(url, properties)]
+        self.options = options = self._addresses[0]
         self.host, self.port, self.version = options.host, options.port, options.version
         self.profile: BrokerProfile = detect_broker(None)
         self.reconnect = ReconnectPolicy.from_properties(properties)
@@ -129,6 +137,16 @@ class StompTransport:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def address_count(self) -> int:
+        return len(self._addresses)
+
+    def _use(self, index: int) -> None:
+        """Connect to address ``index`` of the list from now on (before connecting)."""
+        self.options = options = self._addresses[index]
+        self.host, self.port = options.host, options.port
+        self._receipts.where = self.where
+
     def _need_reader(self) -> None:
         """A thread waits for a frame: make sure someone reads (see .reading_turn)."""
         reader = self._reader
@@ -152,11 +170,8 @@ class StompTransport:
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
         self._credentials = credentials
-        versions = [self.version] if self.version == "1.1" else ["1.2", "1.1"]
-        for version in versions:
-            if self._connect(version):
-                self.version = version
-                break
+        connect_first(self.reconnect, [f"stomp://{a.where}" for a in self._addresses],
+                      self._open_at)
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
         timeout = self._receipts.send_timeout_ms  # jmspy broker fails a held send itself
@@ -164,6 +179,16 @@ class StompTransport:
                                      if timeout > 0 and self.profile.family == "jmspy" else {})
         self.capabilities = native_features("stomp", profile_key(self.profile))
         self._settled.set()
+
+    def _open_at(self, index: int) -> None:
+        """The first CONNECT, to address ``index``: 1.2, falling back to 1.1."""
+        self._use(index)
+        requested = self._addresses[index].version
+        versions = [requested] if requested == "1.1" else ["1.2", "1.1"]
+        for version in versions:
+            if self._connect(version):
+                self.version = version
+                break
 
     def _connect(self, version: str) -> bool:
         def reader(stomp_transport: Any) -> FrameReader:
@@ -221,8 +246,10 @@ class StompTransport:
     def refused_for_space(self) -> bool:
         return self._refused_for_space
 
-    def connect_again(self) -> None:
+    def connect_again(self, address: int | None = None) -> None:
         self._refused_for_space = False
+        if address is not None:
+            self._use(address)
         self._connect(self.version)
         try:
             with self._lock:
