@@ -183,7 +183,9 @@ PROPERTIES: Mapping[str, PropertySpec] = {
         PropertySpec(
             "imqAddressListIterations", int, 1,
             "Passes over the address list when connecting or reconnecting, each making "
-            "imqReconnectAttempts attempts per address; -1 = forever.",
+            "imqReconnectAttempts attempts per address (the first connection: one attempt "
+            "per address per pass); -1 = forever when reconnecting, one pass when "
+            "connecting.",
             minimum=-1, maximum=1_000_000, alias="address_list_iterations",
         ),
         PropertySpec(
