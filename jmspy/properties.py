@@ -28,6 +28,8 @@ class PropertySpec:
     minimum: int | None = None
     maximum: int | None = None
     check: Callable[[Any], str | None] | None = None
+    #: the snake_case twin accepted in its place (``address_list`` for imqAddressList)
+    alias: str | None = None
 
     def validate(self, value: Any) -> Any:
         """Return the value converted to the property's type, or raise with a fix."""
@@ -73,6 +75,20 @@ class PropertySpec:
         if self.maximum is None:
             return f"use a value >= {self.minimum}"
         return f"use a value from {self.minimum} to {self.maximum}"
+
+
+def _behavior_problem(value: str) -> str | None:
+    from .address_list import BEHAVIORS
+
+    if value.upper() not in BEHAVIORS:
+        return f"use one of {', '.join(BEHAVIORS)} (default PRIORITY)"
+    return None
+
+
+def _address_list_problem(value: str) -> str | None:
+    from .address_list import address_list_problem
+
+    return address_list_problem(value)
 
 
 def _client_id_problem(value: str) -> str | None:
@@ -128,23 +144,49 @@ PROPERTIES: Mapping[str, PropertySpec] = {
         ),
         PropertySpec(
             "imqReconnectEnabled", bool, False,
-            "Reconnect (stomp://, mqtt://) when the connection to the broker drops: "
+            "Reconnect (stomp://, mqtt://, vm://) when the connection to the broker drops: "
             "subscriptions are re-created, prefetched and unacknowledged messages are "
             "dropped (the broker redelivers them, marked redelivered) and the exception "
-            "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED. Off: "
-            "CONNECTION_LOST and later calls fail.",
+            "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED naming the "
+            "broker it is on now. Off: CONNECTION_LOST and later calls fail.",
+            alias="reconnect_enabled",
         ),
         PropertySpec(
             "imqReconnectAttempts", int, 6,
-            "Reconnect attempts before giving up (CONNECTION_LOST); -1 = forever.",
-            minimum=-1, maximum=1_000_000,
+            "Reconnect attempts at each address of the list, per pass, before moving on "
+            "(and, after the last pass, giving up: CONNECTION_LOST); -1 = forever (with an "
+            "address list: one attempt per address, passes without end).",
+            minimum=-1, maximum=1_000_000, alias="reconnect_attempts",
         ),
         PropertySpec(
             "imqReconnectInterval", int, 3000,
             "Milliseconds before the first reconnect attempt; the wait doubles after each "
-            "failed attempt up to 30 s (with +-20% jitter). Sends block for the whole "
+            "failed attempt up to 30 s (with +-20% jitter), except that the first attempt "
+            "at the next address of a list goes at once. Sends block for the whole "
             "reconnect window, then fail naming host:port.",
-            minimum=1, maximum=3_600_000,
+            minimum=1, maximum=3_600_000, alias="reconnect_interval",
+        ),
+        PropertySpec(
+            "imqAddressList", str, None,
+            "Broker URLs separated by commas, all of one scheme (stomp:// or mqtt://), "
+            "e.g. 'stomp://h1:61613,stomp://h2:61613'; the connection URL may be such a "
+            "list too. None = the connection URL alone. conn.where names the one in use.",
+            check=_address_list_problem, alias="address_list",
+        ),
+        PropertySpec(
+            "imqAddressListBehavior", str, "PRIORITY",
+            "PRIORITY: connect and reconnect trying the addresses in list order (the first "
+            "is preferred); RANDOM: in a new random order on each pass (spreads clients "
+            "over a cluster).",
+            check=_behavior_problem, alias="address_list_behavior",
+        ),
+        PropertySpec(
+            "imqAddressListIterations", int, 1,
+            "Passes over the address list when connecting or reconnecting, each making "
+            "imqReconnectAttempts attempts per address (the first connection: one attempt "
+            "per address per pass); -1 = forever when reconnecting, one pass when "
+            "connecting.",
+            minimum=-1, maximum=1_000_000, alias="address_list_iterations",
         ),
         PropertySpec(
             "persistentSendWindow", int, 1,
@@ -159,21 +201,31 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             minimum=1, maximum=100_000,
         ),
         PropertySpec(
-            "sendTimeout", int, 0,
-            "Milliseconds a send() or commit() may wait while the broker applies producer "
-            "flow control (its memory, store or temp space is full); 0 = as long as it "
-            "takes. Past it the call raises ResourceAllocationException naming the "
-            "destination and the limit, and the message was not stored (jmspy broker and "
-            "vm://; other STOMP brokers: the wait for their RECEIPT ends; mqtt://: the "
-            "wait for a QoS 1 PUBACK, 30 s when 0).",
+            "sendTimeout", int, 30_000,
+            "Milliseconds a persistent send() or a commit() may wait for the broker to "
+            "confirm it: while the broker applies producer flow control (its memory, store "
+            "or temp space is full), or when it went silent. 0 = as long as it takes. Past "
+            "it the call raises ResourceAllocationException naming sendTimeout (jmspy broker "
+            "and vm://: the message was not stored; stomp:// waits 5 s more for the "
+            "broker's own answer; mqtt://: the wait for a QoS 1 PUBACK, 30 s when 0).",
             minimum=0, maximum=86_400_000,
         ),
         PropertySpec(
-            "closeTimeout", int, 30,
-            "Seconds close() waits for running listeners to finish before giving up.",
+            "closeTimeout", int, 5,
+            "Seconds close() waits for running listeners to finish, and (stomp://) for the "
+            "broker to confirm the DISCONNECT and unconfirmed persistent sends; past it the "
+            "connection is closed anyway and close() raises a JMSException naming "
+            "closeTimeout (CLOSE_TIMEOUT). 0 = as long as it takes (listeners), 30 s "
+            "(broker answers).",
             minimum=0, maximum=86_400,
         ),
     )
+}
+
+
+#: The snake_case twins (``address_list``...), each standing for its property.
+ALIASES: Mapping[str, PropertySpec] = {
+    spec.alias: spec for spec in PROPERTIES.values() if spec.alias is not None
 }
 
 
@@ -187,7 +239,7 @@ class FactoryProperties(MutableMapping[str, Any]):
 
     @staticmethod
     def spec(name: str) -> PropertySpec:
-        spec = PROPERTIES.get(name)
+        spec = PROPERTIES.get(name) or ALIASES.get(name)
         if spec is None:
             import difflib
 
@@ -200,14 +252,15 @@ class FactoryProperties(MutableMapping[str, Any]):
         return spec
 
     def __getitem__(self, name: str) -> Any:
-        self.spec(name)
-        return self._values[name]
+        return self._values[self.spec(name).name]
 
     def __setitem__(self, name: str, value: Any) -> None:
-        self._values[name] = self.spec(name).validate(value)
+        spec = self.spec(name)
+        self._values[spec.name] = spec.validate(value)
 
     def __delitem__(self, name: str) -> None:
-        self._values[name] = self.spec(name).default
+        spec = self.spec(name)
+        self._values[spec.name] = spec.default
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -224,5 +277,6 @@ def reference_table() -> str:
     """The Markdown property reference (the README embeds this output)."""
     rows = ["| property | default | meaning | side |", "| --- | --- | --- | --- |"]
     for spec in PROPERTIES.values():
-        rows.append(f"| `{spec.name}` | `{spec.default!r}` | {spec.meaning} | {spec.side} |")
+        name = f"`{spec.name}`" + (f" (`{spec.alias}`)" if spec.alias else "")
+        rows.append(f"| {name} | `{spec.default!r}` | {spec.meaning} | {spec.side} |")
     return "\n".join(rows)

@@ -1,7 +1,8 @@
 """Failover: the broker goes away (and comes back) under a live connection.
 
 test_restart_resumes_listener_and_returns_unacked restarts every broker once, covering
-each of the 7 targets (vm://, STOMP to the bundled broker, ActiveMQ 5 and RabbitMQ, MQTT
+each of the 7 targets (vm://, STOMP to the bundled broker -- on its store and
+``--in-memory`` --, ActiveMQ 5 and RabbitMQ, MQTT
 to Mosquitto, ActiveMQ 5 and RabbitMQ) on the same port or name, and checks what
 docs/transports.md (Failover) says each does with unacknowledged messages. The other
 tests pin single behaviours (reconnect off, giving up, sends during an outage, lost
@@ -12,9 +13,6 @@ fixtures live in restartable.py (registered by conftest.py).
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,6 +23,7 @@ from typing import Any
 
 import pytest
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
+from jmspy_process import JmspyBroker
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect
 from jmspy.destinations import Destination
@@ -39,44 +38,6 @@ def _prompt_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     business; in a restart test the doubling (up to 30 s) would only add idle waiting
     after a broker that took 10 s to start is back, about as long again."""
     monkeypatch.setattr(reconnect, "MAX_INTERVAL", 1.0)
-
-
-class JmspyBroker:
-    """``python -m jmspy broker`` as a subprocess that can be stopped and started again."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"stomp://{HOST}:{self.port}"
-
-    def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "jmspy", "broker", "--host", HOST,
-                 "--port", str(self.port), "--in-memory"],  # a restart forgets, by design
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.log.read_text(errors="replace")[-2000:]
-                pytest.fail(f"jmspy broker exited ({self.proc.returncode}): {err}")
-            try:
-                with socket.create_connection((HOST, self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        pytest.fail(f"jmspy broker did not listen on {HOST}:{self.port} within 20s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.proc = None
 
 
 @pytest.fixture
@@ -166,7 +127,8 @@ def _vm_restart(stored: bool) -> Iterator[Restart]:
         vm.stop_broker(name)
 
 
-BROKERS = ["vm", "vm-volatile", "jmspy", "activemq", "rabbitmq", "mosquitto", "mosquitto-volatile"]
+BROKERS = ["vm", "vm-volatile", "jmspy", "jmspy-in-memory", "activemq", "rabbitmq",
+           "mosquitto", "mosquitto-volatile"]
 
 
 @pytest.fixture(params=BROKERS)
@@ -174,11 +136,13 @@ def restart(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Restart]
     name: str = request.param
     if name.startswith("vm"):
         yield from _vm_restart(stored=name == "vm")
-    elif name == "jmspy":  # the bundled broker keeps messages in memory only
-        b = JmspyBroker(tmp_path / "broker.log")
+    elif name.startswith("jmspy"):  # on its store (the default), or --in-memory
+        stored = name == "jmspy"
+        b = JmspyBroker(tmp_path / "broker.log",
+                        data_dir=tmp_path / "store" if stored else None)
         b.start()
         try:
-            yield Restart([Target(b.url, persists=False)], b.stop, b.start)
+            yield Restart([Target(b.url, persists=stored)], b.stop, b.start)
         finally:
             b.stop()
     elif name.startswith("mosquitto"):
@@ -264,13 +228,14 @@ def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
     are gone.
 
     Who keeps them, marked JMSRedelivered: the vm broker started again on its store,
+    the bundled broker killed (SIGKILL) and started again on its data directory,
     ActiveMQ over STOMP (KahaDB, persistJMSRedelivered), RabbitMQ over STOMP and MQTT
     (durable queues; the MQTT session of a client id is one), Mosquitto with
     ``persistence true`` (saved when it stops, DUP set on the resend). ActiveMQ over MQTT
     returns them *unmarked*: it sets DUP only from an in-memory table of the packet ids
     it handed out, which a restart empties, and MQTT 3.1.1 carries no message id by which
     jmspy could tell. Who keeps nothing: the vm broker without a store, the bundled
-    broker (``jmspy broker`` is in-memory) and Mosquitto without persistence (a restart
+    broker run ``--in-memory`` and Mosquitto without persistence (a restart
     forgets every session).
     """
     clients = [_Client(target) for target in restart.targets]
