@@ -19,6 +19,12 @@ from brokers import (
     start_mosquitto,
     start_rabbitmq,
 )
+from cluster_fixtures import (  # noqa: F401 (fixtures)
+    _session_activemq_pair,
+    _session_rabbit_cluster,
+    activemq_pair,
+    rabbit_cluster,
+)
 from restartable import (  # noqa: F401 (fixtures)
     _module_activemq,
     _module_rabbitmq,
