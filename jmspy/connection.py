@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
 
 _instances = itertools.count(1)
+#: Error codes of a connection that dropped: the transport reports those itself.
+_LOSS_CODES = frozenset({"CONNECTION_INTERRUPTED", "CONNECTION_LOST"})
 
 @runtime_checkable
 class ExceptionListener(Protocol):
@@ -41,15 +43,19 @@ ExceptionCallback = ExceptionListener | Callable[[JMSException], Any]
 
 
 class ConnectionFactory:
-    """Creates connections to one broker URL with one set of Open MQ-style properties.
+    """Creates connections to one broker URL, or an address list of them, with one set of
+    Open MQ-style properties.
 
     >>> factory = ConnectionFactory("vm://embedded", imqConsumerFlowLimit=100)
     >>> factory["imqConnectionFlowLimitEnabled"] = True
+    >>> cluster = ConnectionFactory("stomp://h1:61613,stomp://h2:61613")
     """
 
-    def __init__(self, url: str = "vm://embedded", **properties: Any) -> None:
-        self.url = url
+    def __init__(self, url: str | None = None, **properties: Any) -> None:
         self.properties = FactoryProperties(properties)
+        #: the URL given (None: ``imqAddressList``, else ``vm://embedded``)
+        self._given_url = url
+        self.url = url or self.properties["imqAddressList"] or "vm://embedded"
 
     def __getitem__(self, name: str) -> Any:
         return self.properties[name]
@@ -71,7 +77,7 @@ class ConnectionFactory:
             props["clientID"] = client_id
         if user is None:
             user, password = props["imqDefaultUsername"], props["imqDefaultPassword"]
-        transport = create_transport(self.url, props)
+        transport = create_transport(self._given_url, props)
         return Connection(transport, props, user=user, password=password)
 
     def __repr__(self) -> str:
@@ -170,6 +176,13 @@ class Connection:
     @property
     def started(self) -> bool:
         return self._life.started
+
+    @property
+    def where(self) -> str:
+        """The URL of the broker this connection is on now (with an address list, the
+        one it connected or last reconnected to), e.g. ``stomp://h2:61613``."""
+        where = self._transport.where
+        return where if "://" in where else f"{self._transport.scheme}://{where}"
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         """The broker's counters for a destination (messageCount, deliveringCount...)."""
@@ -296,6 +309,8 @@ class Connection:
         after reconnecting for a while calls this again with CONNECTION_LOST).
         """
         self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
+        if error.broker is None:
+            error.broker = self.where  # (the transport still names the broker it lost)
         if error.error_code == "CONNECTION_LOST":
             self._lost = error  # before the wake-up below, which receive() then sees
         for session in list(self._sessions):
@@ -317,14 +332,49 @@ class Connection:
                     consumer._pull_one()
             except JMSException as exc:
                 self._report(exc)
-        where = self._transport.where
-        self._report(
-            JMSException(
-                f"reconnected to {where}; subscriptions were re-created and "
-                "unacknowledged messages will be redelivered",
-                error_code="CONNECTION_RESUMED",
-            )
+        where = self.where
+        resumed = JMSException(
+            f"reconnected to {where}; subscriptions were re-created and "
+            "unacknowledged messages will be redelivered",
+            error_code="CONNECTION_RESUMED",
         )
+        resumed.broker = where
+        self._report(resumed)
+
+    def _io_failed(self, error: Exception, doing: str) -> None:
+        """A call into the transport made on a session's dispatcher thread (``doing``)
+        raised: the thread lives on, and the error is a connection loss.
+
+        A JMSException saying the connection is down is already the transport's news (it
+        reports CONNECTION_INTERRUPTED or CONNECTION_LOST itself, and the acknowledgements
+        that failed come back from the broker marked redelivered); any other JMSException
+        goes to the exception listener. Anything else -- an OSError from a socket, a
+        protocol library's own exception -- escaped a transport that should have turned it
+        into a JMSException: the transport's ``io_failed`` (when it has one) treats the
+        connection as lost, so its reconnect machinery runs, and the listener hears it.
+        """
+        if isinstance(error, JMSException):
+            if error.error_code not in _LOSS_CODES:
+                self._report(error)
+            return
+        failed: Callable[[BaseException], None] | None = getattr(
+            self._transport, "io_failed", None)
+        handled = False
+        if failed is not None:
+            try:
+                failed(error)
+                handled = True
+            except Exception:  # pragma: no cover - a transport's own bug, logged below
+                import logging
+
+                logging.getLogger("jmspy").exception("transport io_failed raised")
+        if not handled:
+            self._report(JMSException(
+                f"{doing} failed on the connection to {self._transport.where} "
+                f"({type(error).__name__}: {error}); this transport cannot treat it as a "
+                "lost connection (it has no io_failed), so nothing reconnects: if calls "
+                "keep failing, create a new connection", error_code="IO_FAILED"),
+                cause=error)
 
     def _dead(self, delivery_tag: int) -> bool:
         """Whether a delivery came over a connection that has since dropped."""

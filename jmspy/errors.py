@@ -35,6 +35,10 @@ class JMSException(Exception):
     """
 
     error_code: str = "JMS"
+    #: Connection events (CONNECTION_INTERRUPTED, CONNECTION_RESUMED, CONNECTION_LOST):
+    #: the URL of the broker concerned -- the one lost, or the one the connection is on
+    #: now -- so a listener can tell which node of an address list it was. None otherwise.
+    broker: str | None = None
 
     def __init__(self, message: str, *, error_code: str | None = None) -> None:
         super().__init__(message)

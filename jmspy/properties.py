@@ -28,6 +28,8 @@ class PropertySpec:
     minimum: int | None = None
     maximum: int | None = None
     check: Callable[[Any], str | None] | None = None
+    #: the snake_case twin accepted in its place (``address_list`` for imqAddressList)
+    alias: str | None = None
 
     def validate(self, value: Any) -> Any:
         """Return the value converted to the property's type, or raise with a fix."""
@@ -73,6 +75,20 @@ class PropertySpec:
         if self.maximum is None:
             return f"use a value >= {self.minimum}"
         return f"use a value from {self.minimum} to {self.maximum}"
+
+
+def _behavior_problem(value: str) -> str | None:
+    from .address_list import BEHAVIORS
+
+    if value.upper() not in BEHAVIORS:
+        return f"use one of {', '.join(BEHAVIORS)} (default PRIORITY)"
+    return None
+
+
+def _address_list_problem(value: str) -> str | None:
+    from .address_list import address_list_problem
+
+    return address_list_problem(value)
 
 
 def _client_id_problem(value: str) -> str | None:
@@ -128,23 +144,47 @@ PROPERTIES: Mapping[str, PropertySpec] = {
         ),
         PropertySpec(
             "imqReconnectEnabled", bool, False,
-            "Reconnect (stomp://, mqtt://) when the connection to the broker drops: "
+            "Reconnect (stomp://, mqtt://, vm://) when the connection to the broker drops: "
             "subscriptions are re-created, prefetched and unacknowledged messages are "
             "dropped (the broker redelivers them, marked redelivered) and the exception "
-            "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED. Off: "
-            "CONNECTION_LOST and later calls fail.",
+            "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED naming the "
+            "broker it is on now. Off: CONNECTION_LOST and later calls fail.",
+            alias="reconnect_enabled",
         ),
         PropertySpec(
             "imqReconnectAttempts", int, 6,
-            "Reconnect attempts before giving up (CONNECTION_LOST); -1 = forever.",
-            minimum=-1, maximum=1_000_000,
+            "Reconnect attempts at each address of the list, per pass, before moving on "
+            "(and, after the last pass, giving up: CONNECTION_LOST); -1 = forever (with an "
+            "address list: one attempt per address, passes without end).",
+            minimum=-1, maximum=1_000_000, alias="reconnect_attempts",
         ),
         PropertySpec(
             "imqReconnectInterval", int, 3000,
             "Milliseconds before the first reconnect attempt; the wait doubles after each "
-            "failed attempt up to 30 s (with +-20% jitter). Sends block for the whole "
+            "failed attempt up to 30 s (with +-20% jitter), except that the first attempt "
+            "at the next address of a list goes at once. Sends block for the whole "
             "reconnect window, then fail naming host:port.",
-            minimum=1, maximum=3_600_000,
+            minimum=1, maximum=3_600_000, alias="reconnect_interval",
+        ),
+        PropertySpec(
+            "imqAddressList", str, None,
+            "Broker URLs separated by commas, all of one scheme (stomp:// or mqtt://), "
+            "e.g. 'stomp://h1:61613,stomp://h2:61613'; the connection URL may be such a "
+            "list too. None = the connection URL alone. conn.where names the one in use.",
+            check=_address_list_problem, alias="address_list",
+        ),
+        PropertySpec(
+            "imqAddressListBehavior", str, "PRIORITY",
+            "PRIORITY: connect and reconnect trying the addresses in list order (the first "
+            "is preferred); RANDOM: in a new random order on each pass (spreads clients "
+            "over a cluster).",
+            check=_behavior_problem, alias="address_list_behavior",
+        ),
+        PropertySpec(
+            "imqAddressListIterations", int, 1,
+            "Passes over the address list when connecting or reconnecting, each making "
+            "imqReconnectAttempts attempts per address; -1 = forever.",
+            minimum=-1, maximum=1_000_000, alias="address_list_iterations",
         ),
         PropertySpec(
             "persistentSendWindow", int, 1,
@@ -177,6 +217,12 @@ PROPERTIES: Mapping[str, PropertySpec] = {
 }
 
 
+#: The snake_case twins (``address_list``...), each standing for its property.
+ALIASES: Mapping[str, PropertySpec] = {
+    spec.alias: spec for spec in PROPERTIES.values() if spec.alias is not None
+}
+
+
 class FactoryProperties(MutableMapping[str, Any]):
     """The validated property set of one ConnectionFactory (unknown names are refused)."""
 
@@ -187,7 +233,7 @@ class FactoryProperties(MutableMapping[str, Any]):
 
     @staticmethod
     def spec(name: str) -> PropertySpec:
-        spec = PROPERTIES.get(name)
+        spec = PROPERTIES.get(name) or ALIASES.get(name)
         if spec is None:
             import difflib
 
@@ -200,14 +246,15 @@ class FactoryProperties(MutableMapping[str, Any]):
         return spec
 
     def __getitem__(self, name: str) -> Any:
-        self.spec(name)
-        return self._values[name]
+        return self._values[self.spec(name).name]
 
     def __setitem__(self, name: str, value: Any) -> None:
-        self._values[name] = self.spec(name).validate(value)
+        spec = self.spec(name)
+        self._values[spec.name] = spec.validate(value)
 
     def __delitem__(self, name: str) -> None:
-        self._values[name] = self.spec(name).default
+        spec = self.spec(name)
+        self._values[spec.name] = spec.default
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -224,5 +271,6 @@ def reference_table() -> str:
     """The Markdown property reference (the README embeds this output)."""
     rows = ["| property | default | meaning | side |", "| --- | --- | --- | --- |"]
     for spec in PROPERTIES.values():
-        rows.append(f"| `{spec.name}` | `{spec.default!r}` | {spec.meaning} | {spec.side} |")
+        name = f"`{spec.name}`" + (f" (`{spec.alias}`)" if spec.alias else "")
+        rows.append(f"| {name} | `{spec.default!r}` | {spec.meaning} | {spec.side} |")
     return "\n".join(rows)

@@ -1,9 +1,11 @@
 """Reconnect policy shared by the network transports (``imqReconnect*`` properties).
 
 The transports know how to connect and re-subscribe; this module owns what is common to
-them: the factory properties turned into waits, the loop that retries with them, and the
-thread that runs it (:func:`reconnect_in_background`), so stomp://, mqtt:// and vm:// back
-off, count attempts, give up and resume alike.
+them: the factory properties turned into a plan of attempts along the address list
+(:meth:`ReconnectPolicy.plan`), the first connection along it (:func:`connect_first`),
+the loop that retries with it, and the thread that runs it
+(:func:`reconnect_in_background`), so stomp://, mqtt:// and vm:// back off, move between
+brokers, count attempts, give up and resume alike.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = [
     "MAX_INTERVAL",
     "ReconnectPolicy",
     "Reconnecting",
+    "Rng",
+    "connect_first",
     "reconnect_in_background",
     "retry_with_backoff",
 ]
@@ -33,13 +37,25 @@ CLOSED = "closed"
 MAX_INTERVAL = 30.0
 
 
+class Rng(Protocol):
+    """What the policy draws on (``random.Random``; tests inject a scripted one)."""
+
+    def uniform(self, a: float, b: float) -> float: ...
+
+    def shuffle(self, x: list[Any]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ReconnectPolicy:
-    """``enabled``, ``attempts`` (-1 = forever) and the first wait ``interval`` (seconds)."""
+    """``enabled``, ``attempts`` per address (-1 = forever), the first wait ``interval``
+    (seconds), and how an address list is walked: ``behavior`` PRIORITY or RANDOM,
+    ``iterations`` passes over the list (-1 = forever)."""
 
     enabled: bool = False
     attempts: int = 6
     interval: float = 3.0
+    behavior: str = "PRIORITY"
+    iterations: int = 1
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> ReconnectPolicy:
@@ -47,24 +63,91 @@ class ReconnectPolicy:
             bool(properties.get("imqReconnectEnabled", False)),
             int(properties.get("imqReconnectAttempts", 6)),
             int(properties.get("imqReconnectInterval", 3000)) / 1000.0,
+            str(properties.get("imqAddressListBehavior") or "PRIORITY").upper(),
+            int(properties.get("imqAddressListIterations", 1)),
         )
 
     def _base(self, attempt: int) -> float:
         return float(min(MAX_INTERVAL, self.interval * (2 ** min(attempt, 32))))
 
+    def plan(self, addresses: int = 1, rng: Rng | None = None) -> Iterator[tuple[int, float]]:
+        """Every attempt of one reconnect: (index into the address list, seconds to wait
+        before it).
+
+        Each of ``iterations`` passes takes the addresses in order (PRIORITY) or in a new
+        shuffled order (RANDOM) and makes ``attempts`` attempts at each. A wait doubles
+        from ``interval`` up to :data:`MAX_INTERVAL` with +-20% jitter, so many clients of
+        one restarted broker do not reconnect in lockstep -- except that the first attempt
+        at the next address of a pass goes at once: that broker has not failed yet, and
+        moving on quickly is what a cluster is for. ``attempts=-1`` with one address
+        retries it forever; with several, it makes one attempt per address per pass (an
+        address tried forever would never let the list move on)."""
+        draw: Rng = rng if rng is not None else _RANDOM
+        per_address = self.attempts if addresses == 1 or self.attempts >= 0 else 1
+        waits = 0
+        iteration = 0
+        while self.iterations < 0 or iteration < self.iterations:
+            order = list(range(addresses))
+            if self.behavior == "RANDOM":
+                draw.shuffle(order)
+            for position, index in enumerate(order):
+                attempt = 0
+                while per_address < 0 or attempt < per_address:
+                    if attempt == 0 and position > 0:
+                        yield index, 0.0
+                    else:
+                        yield index, self._base(waits) * draw.uniform(0.8, 1.2)
+                        waits += 1
+                    attempt += 1
+            iteration += 1
+
     def delays(self) -> Iterator[float]:
-        """The wait before each attempt: doubling from ``interval`` up to 30 s, +-20%
-        jitter so many clients of one restarted broker do not reconnect in lockstep."""
-        attempt = 0
-        while self.attempts < 0 or attempt < self.attempts:
-            yield self._base(attempt) * random.uniform(0.8, 1.2)
-            attempt += 1
+        """The waits of a one-address plan (what a single broker URL does)."""
+        for _, delay in self.plan(1):
+            yield delay
+
+
+_RANDOM: Rng = random.Random()
+
+
+def connect_first(
+    policy: ReconnectPolicy, addresses: list[str], attempt: Callable[[int], None], *,
+    rng: Rng | None = None, sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Open a connection: ``attempt(index)`` at each address as the policy orders them,
+    one attempt per address per pass, ``imqAddressListIterations`` passes, waiting
+    between passes only. Raises the one failure of a single address as it is; with
+    several, a JMSException naming every address and why it failed. A refused login
+    (JMSSecurityException) is raised at once: the next broker of a cluster would refuse
+    it too."""
+    failures: list[tuple[str, JMSException]] = []
+    once = ReconnectPolicy(True, 1, policy.interval, policy.behavior,
+                           max(1, policy.iterations))
+    for n, (index, delay) in enumerate(once.plan(len(addresses), rng)):
+        if n and delay:
+            sleep(delay)
+        try:
+            attempt(index)
+            return
+        except JMSSecurityException:
+            raise
+        except JMSException as exc:
+            failures.append((addresses[index], exc))
+    if len(failures) == 1:
+        raise failures[0][1]
+    raise JMSException(
+        "could not connect to any broker of the address list: "
+        + "; ".join(f"{where}: {exc}" for where, exc in failures)
+    ) from failures[-1][1]
 
 
 def retry_with_backoff(
-    policy: ReconnectPolicy, attempt: Callable[[], None], closing: Callable[[], bool]
+    policy: ReconnectPolicy, attempt: Callable[[int], None], closing: Callable[[], bool],
+    *, addresses: int = 1, rng: Rng | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
-    """Call ``attempt`` after each of the policy's waits until it returns normally.
+    """Call ``attempt(index)`` along the policy's :meth:`~ReconnectPolicy.plan` (its
+    waits slept with ``sleep``) until one returns normally.
 
     Returns None once an attempt succeeded, :data:`CLOSED` when ``closing()`` turned true
     first, else why it gave up. ``attempt`` raises JMSException to be retried, and
@@ -72,15 +155,16 @@ def retry_with_backoff(
     """
     attempts = 0
     last = "no attempt made"
-    for delay in policy.delays():
+    for index, delay in policy.plan(addresses, rng):
         if closing():
             return CLOSED
-        time.sleep(delay)
+        if delay:
+            sleep(delay)
         if closing():
             return CLOSED
         attempts += 1
         try:
-            attempt()
+            attempt(index)
         except JMSSecurityException as exc:
             last = str(exc)
             break
@@ -100,9 +184,14 @@ class Reconnecting(Protocol):
     def _reconnect_closing(self) -> bool:
         """Whether the transport was closed (stop trying)."""
 
-    def _reconnect_once(self) -> None:
-        """One attempt: connect and re-create every subscription; raise JMSException to be
-        tried again (JMSSecurityException: stop at once)."""
+    @property
+    def _reconnect_addresses(self) -> int:
+        """How many broker addresses the transport may reconnect to (its address list)."""
+
+    def _reconnect_once(self, address: int) -> None:
+        """One attempt: connect to address ``address`` of the list and re-create every
+        subscription; raise JMSException to be tried again (JMSSecurityException: stop at
+        once)."""
 
     def _reconnected(self) -> None:
         """An attempt succeeded: tell the core (or, closed meanwhile, drop the new link)."""
@@ -122,7 +211,8 @@ def reconnect_in_background(
         if before is not None:
             before()
         outcome = retry_with_backoff(
-            transport.reconnect, transport._reconnect_once, transport._reconnect_closing
+            transport.reconnect, transport._reconnect_once, transport._reconnect_closing,
+            addresses=transport._reconnect_addresses,
         )
         if outcome == CLOSED:
             if on_closed is not None:

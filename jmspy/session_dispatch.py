@@ -81,11 +81,13 @@ class SessionDispatcher:
 
     # -- what drain calls back (jmspy.dispatch_protocol.DrainSession) --------------------
     def _flush_acks(self, *, wait: bool = True) -> None:
-        """The dispatcher's flush: a failure goes to the exception listener."""
+        """The dispatcher's flush: a failure goes to the connection (``_io_failed``), and
+        never ends this thread: acknowledgements that could not be written are
+        redelivered by the broker, marked redelivered."""
         try:
             self.acknowledgement.flush(wait=wait)
-        except JMSException as exc:
-            self._connection._report(exc)
+        except Exception as exc:
+            self._connection._io_failed(exc, "acknowledging messages")
 
     def _offer_acks(self) -> None:
         """Drain is leaving: send the queued acknowledgements unless the transport would
@@ -107,8 +109,8 @@ class SessionDispatcher:
         """The listener returned (``ok``) or raised: a failure goes to the exception listener."""
         try:
             self.acknowledgement.processed(consumer, message, ok)
-        except JMSException as exc:
-            self._connection._report(exc)
+        except Exception as exc:
+            self._connection._io_failed(exc, "acknowledging a message")
 
     def _listener_failed(self, listener: ListenerType, message: Message, exc: Exception) -> None:
         redelivered = self.acknowledgement.redelivers_failures
@@ -239,6 +241,8 @@ class SessionDispatcher:
                 continue
             try:
                 drain(self, conn, consumer)
+            except Exception as exc:  # a transport call under drain (credit, an ack):
+                conn._io_failed(exc, "dispatching to a listener")  # this thread lives on
             finally:
                 self._draining = None
             if self._deferred:

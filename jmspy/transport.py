@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
+from .address_list import resolve as resolve_addresses
 from .capabilities import Feature
 from .destinations import Destination, Queue
 from .errors import JMSException, UnknownTransportException
@@ -136,7 +137,8 @@ class Transport(Protocol):
 
     @property
     def where(self) -> str:
-        """What the transport talks to, for messages ("host:port", "vm://name")."""
+        """What the transport talks to now, for messages ("host:port", "vm://name"):
+        with an address list, the broker of the list it is connected to."""
 
     @property
     def send_async(self) -> SendAsync | None:
@@ -228,13 +230,20 @@ def known_schemes() -> list[str]:
     return sorted({*_BUILTIN, *_REGISTERED, *_entry_point_refs()})
 
 
-def create_transport(url: str, properties: Mapping[str, Any]) -> Transport:
-    """Build the transport for ``url`` (``vm://embedded``, ``stomp://host:port``...)."""
-    if not isinstance(url, str) or "://" not in url:
+def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transport:
+    """Build the transport for ``url`` (``vm://embedded``, ``stomp://host:port``...), or
+    for an address list (``url`` or ``imqAddressList``: comma-separated URLs of one
+    scheme, jmspy/address_list.py). The factory is given the first address and, in
+    ``properties["imqAddressList"]``, the whole list; a transport that can move between
+    brokers says so with a true ``address_lists`` attribute, and a list of more than one
+    address for any other is refused."""
+    if url is not None and (not isinstance(url, str) or "://" not in url):
         raise UnknownTransportException(
             f"connection URL {url!r} has no scheme; write it like 'vm://embedded' or "
             "'stomp://127.0.0.1:61613'"
         )
+    addresses = resolve_addresses(url, properties)
+    url = addresses[0]
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     factory = _REGISTERED.get(scheme)
@@ -247,4 +256,10 @@ def create_transport(url: str, properties: Mapping[str, Any]) -> Transport:
                 "register one with jmspy.transport.register_transport()"
             )
         factory = _load(ref)
-    return factory(parts, properties)
+    if len(addresses) > 1 and not getattr(factory, "address_lists", False):
+        raise UnknownTransportException(
+            f"the {scheme}:// transport connects to one broker, so it cannot take the "
+            f"address list {','.join(addresses)!r}; address lists work with stomp:// and "
+            "mqtt://"
+        )
+    return factory(parts, {**properties, "imqAddressList": ",".join(addresses)})

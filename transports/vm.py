@@ -433,7 +433,10 @@ class VmTransport:
     def _reconnect_closing(self) -> bool:
         return self._closing
 
-    def _reconnect_once(self) -> None:
+    #: one broker of that name: nothing to move along
+    _reconnect_addresses = 1
+
+    def _reconnect_once(self, address: int) -> None:
         self._attach(get_broker(self.host.name, create=False), self._resume_tag)
 
     def _reconnect_failed(self, why: str) -> None:

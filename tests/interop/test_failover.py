@@ -12,9 +12,6 @@ fixtures live in restartable.py (registered by conftest.py).
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,6 +22,7 @@ from typing import Any
 
 import pytest
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
+from jmspy_process import JmspyBroker
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect
 from jmspy.destinations import Destination
@@ -39,44 +37,6 @@ def _prompt_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     business; in a restart test the doubling (up to 30 s) would only add idle waiting
     after a broker that took 10 s to start is back, about as long again."""
     monkeypatch.setattr(reconnect, "MAX_INTERVAL", 1.0)
-
-
-class JmspyBroker:
-    """``python -m jmspy broker`` as a subprocess that can be stopped and started again."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"stomp://{HOST}:{self.port}"
-
-    def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "jmspy", "broker", "--host", HOST,
-                 "--port", str(self.port), "--in-memory"],  # a restart forgets, by design
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.log.read_text(errors="replace")[-2000:]
-                pytest.fail(f"jmspy broker exited ({self.proc.returncode}): {err}")
-            try:
-                with socket.create_connection((HOST, self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        pytest.fail(f"jmspy broker did not listen on {HOST}:{self.port} within 20s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.proc = None
 
 
 @pytest.fixture

@@ -43,16 +43,17 @@ PUBLISHes made while others are in flight are written by paho's thread, joined
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult, parse_qs
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
+from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -107,6 +108,8 @@ class MqttTransport:
     """The Transport interface over one paho-mqtt client."""
 
     scheme = "mqtt"
+    #: It connects along an address list (imqAddressList) and moves along it on a drop.
+    address_lists = True
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 
@@ -116,8 +119,13 @@ class MqttTransport:
                 "the mqtt:// transport needs the paho-mqtt package: pip install 'jmspy[mqtt]'"
             )
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or 1883
+        listed = properties.get("imqAddressList")
+        #: (host, port) of each broker of the address list (one: the URL); the options of
+        #: the query string are the first URL's, for all
+        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in (
+            urlsplit(address) for address in (listed.split(",") if listed else []))] or [
+                (url.hostname or "127.0.0.1", url.port or 1883)]
+        self.host, self.port = self._addresses[0]
         version = query.get("version", "auto")
         if version not in ("auto", "5", "3.1.1"):
             raise errors.InvalidConfigurationException(
@@ -203,11 +211,17 @@ class MqttTransport:
         self._credentials = credentials
         client_id, user, password = credentials.client_id, credentials.user, credentials.password
         self._persistent_session = client_id is not None
-        versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
-        for version in versions[self.requested_version]:
-            if self._try_connect(version, client_id, user, password):
-                self.version = version
-                break
+
+        def open_at(index: int) -> None:
+            self.host, self.port = self._addresses[index]
+            versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
+            for version in versions[self.requested_version]:
+                if self._try_connect(version, client_id, user, password):
+                    self.version = version
+                    break
+
+        connect_first(self.reconnect, [f"mqtt://{h}:{p}" for h, p in self._addresses],
+                      open_at)
         caps = native_features("mqtt", self.version)
         if not self.persistent_session:  # a durable subscription needs a client id
             caps -= {Feature.DURABLE_SUBSCRIPTIONS}
@@ -354,7 +368,12 @@ class MqttTransport:
         if self._listener is not None:
             self._listener.on_connection_resumed()
 
-    def _reconnect_once(self) -> None:
+    @property
+    def _reconnect_addresses(self) -> int:
+        return len(self._addresses)
+
+    def _reconnect_once(self, address: int) -> None:
+        self.host, self.port = self._addresses[address]
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
         try:
@@ -486,18 +505,57 @@ class MqttTransport:
 
     # -- receiving: Inbound ---------------------------------------------------------------
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        self.inbound.grant_credit(consumer_id, credits)
+        client = self._client
+        try:
+            self.inbound.grant_credit(consumer_id, credits)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # (no wire traffic of its own; a PUBACK of a QoS 0 copy)
+            raise self._io_error(client, exc, "granting credit") from exc
 
     def revoke_credit(self, consumer_id: int) -> int:
         return self.inbound.revoke_credit(consumer_id)
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
-        self.inbound.ack(delivery_tags, tx)
+        client = self._client
+        try:
+            self.inbound.ack(delivery_tags, tx)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # an OSError or paho's own, from writing the PUBACKs
+            raise self._io_error(client, exc, "acknowledging") from exc
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: PUBACKs go out on paho's socket (see ``Transport.try_ack``)."""
-        self.inbound.ack(delivery_tags, None)
+        self.ack(delivery_tags, None)
         return True
+
+    def io_failed(self, error: BaseException) -> None:
+        """An error escaped a call on this connection's I/O path (the core caught it on a
+        dispatcher thread): the connection is lost; paho's network thread reads the end
+        of the shut socket and reports it (``_on_disconnect`` reconnects)."""
+        self._lose(self._client)
+
+    def _lose(self, client: Any) -> None:
+        if client is None or client is not self._client:
+            return
+        try:
+            sock = client.socket()
+        except Exception:
+            sock = None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already: paho has seen the end
+
+    def _io_error(self, client: Any, exc: Exception, doing: str) -> errors.JMSException:
+        self._lose(client)
+        return errors.JMSException(
+            f"{doing} on the MQTT connection to {self.where} failed "
+            f"({type(exc).__name__}: {exc}); the connection is lost: with a client id the "
+            "broker redelivers what was not acknowledged, flagged DUP",
+            error_code="CONNECTION_INTERRUPTED")
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self.inbound.cancel(delivery_tags, redelivered=redelivered)
@@ -510,6 +568,15 @@ class MqttTransport:
         self.send(message, tx, done)
 
     def send(self, message: Message, tx: str | None = None, done: Done | None = None) -> None:
+        client = self._client
+        try:
+            self._send(message, tx, done)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # an OSError or paho's own, from writing the PUBLISH
+            raise self._io_error(client, exc, "sending") from exc
+
+    def _send(self, message: Message, tx: str | None, done: Done | None) -> None:
         if tx is not None:
             raise self.refusal(Feature.TRANSACTIONS)
         assert message.destination is not None

@@ -34,7 +34,7 @@ try:
 except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
 
-__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp"]
+__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
 
 
 def _int_option(
@@ -191,6 +191,19 @@ def drop(conn: Any) -> None:
         transport.disconnect_socket()
     except Exception:
         pass
+
+
+def shut_down(conn: Any) -> None:
+    """Shut a stomp.py connection's socket down and nothing more: its reading thread then
+    reads the end of the stream and reports the drop the one way every drop is reported
+    (``Receiver.on_disconnected``). For a write that failed: the socket is broken, whether
+    or not the reader has noticed yet."""
+    sock = getattr(getattr(conn, "transport", None), "socket", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more: the reader has seen the end already
 
 
 def _no_delay(conn: Any) -> None:

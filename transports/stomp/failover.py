@@ -41,6 +41,10 @@ class FailoverHost(Protocol):
     def where(self) -> str: ...
 
     @property
+    def address_count(self) -> int:
+        """How many brokers the address list names (1: the URL alone)."""
+
+    @property
     def listener(self) -> TransportListener | None: ...
 
     @property
@@ -56,9 +60,10 @@ class FailoverHost(Protocol):
         """Forget the dead connection and every delivery of it; calls wait from now on.
         False when there was nothing to forget (closing, or already down)."""
 
-    def connect_again(self) -> None:
-        """CONNECT anew (same version and credentials) and re-SUBSCRIBE every consumer with
-        its old id; on failure, forget the half-made connection again and raise."""
+    def connect_again(self, address: int | None = None) -> None:
+        """CONNECT anew (same version and credentials) to address ``address`` of the list
+        (None: the same broker) and re-SUBSCRIBE every consumer with its old id; on
+        failure, forget the half-made connection again and raise."""
 
     def settle(self, lost: str | None) -> None:
         """Release waiting calls: connected again (None) or gone for good (why)."""
@@ -138,5 +143,10 @@ class Failover:
         if listener is not None:
             listener.on_connection_resumed()
 
-    def _reconnect_once(self) -> None:
-        self._host.connect_again()
+    @property
+    def _reconnect_addresses(self) -> int:
+        # after a refusal for space the broker is up: reconnect to it, not along the list
+        return 1 if self._once is not None else self._host.address_count
+
+    def _reconnect_once(self, address: int) -> None:
+        self._host.connect_again(None if self._once is not None else address)

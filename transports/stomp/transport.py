@@ -41,7 +41,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult
+from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors, twins
 from jmspy.broker_ref.core.errors import ResourceLimitExceeded
@@ -49,7 +49,7 @@ from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import DeliveryMode, Message, selector_getter
-from jmspy.reconnect import ReconnectPolicy
+from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -60,7 +60,7 @@ from jmspy.transport import (
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
 from .admin import StompAdmin
-from .connect import ConnectOptions, drop, open_stomp
+from .connect import ConnectOptions, drop, open_stomp, shut_down
 from .deliveries import Deliveries
 from .failover import Failover
 from .mapping import (
@@ -96,8 +96,16 @@ class StompTransport:
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 
+    #: It connects along an address list (imqAddressList) and moves along it on a drop.
+    address_lists = True
+
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
-        self.options = options = ConnectOptions.parse(url, properties)
+        listed = properties.get("imqAddressList")
+        #: the brokers of the address list (one: the URL), each with its URL's options
+        self._addresses = [ConnectOptions.parse(urlsplit(address), properties)
+                           for address in (listed.split(",") if listed else [])] or [
+                               ConnectOptions.parse(url, properties)]
+        self.options = options = self._addresses[0]
         self.host, self.port, self.version = options.host, options.port, options.version
         self.profile: BrokerProfile = detect_broker(None)
         self.reconnect = ReconnectPolicy.from_properties(properties)
@@ -129,6 +137,16 @@ class StompTransport:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
+    @property
+    def address_count(self) -> int:
+        return len(self._addresses)
+
+    def _use(self, index: int) -> None:
+        """Connect to address ``index`` of the list from now on (before connecting)."""
+        self.options = options = self._addresses[index]
+        self.host, self.port = options.host, options.port
+        self._receipts.where = self.where
+
     def _need_reader(self) -> None:
         """A thread waits for a frame: make sure someone reads (see .reading_turn)."""
         reader = self._reader
@@ -152,11 +170,8 @@ class StompTransport:
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
         self._credentials = credentials
-        versions = [self.version] if self.version == "1.1" else ["1.2", "1.1"]
-        for version in versions:
-            if self._connect(version):
-                self.version = version
-                break
+        connect_first(self.reconnect, [f"stomp://{a.where}" for a in self._addresses],
+                      self._open_at)
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
         timeout = self._receipts.send_timeout_ms  # jmspy broker fails a held send itself
@@ -164,6 +179,16 @@ class StompTransport:
                                      if timeout > 0 and self.profile.family == "jmspy" else {})
         self.capabilities = native_features("stomp", profile_key(self.profile))
         self._settled.set()
+
+    def _open_at(self, index: int) -> None:
+        """The first CONNECT, to address ``index``: 1.2, falling back to 1.1."""
+        self._use(index)
+        requested = self._addresses[index].version
+        versions = [requested] if requested == "1.1" else ["1.2", "1.1"]
+        for version in versions:
+            if self._connect(version):
+                self.version = version
+                break
 
     def _connect(self, version: str) -> bool:
         def reader(stomp_transport: Any) -> FrameReader:
@@ -221,8 +246,10 @@ class StompTransport:
     def refused_for_space(self) -> bool:
         return self._refused_for_space
 
-    def connect_again(self) -> None:
+    def connect_again(self, address: int | None = None) -> None:
         self._refused_for_space = False
+        if address is not None:
+            self._use(address)
         self._connect(self.version)
         try:
             with self._lock:
@@ -233,6 +260,25 @@ class StompTransport:
                 self._conn = None
                 self._drop_deliveries()
             raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
+
+    def io_failed(self, error: BaseException) -> None:
+        """An error escaped a call on this connection's I/O path (the core caught it on a
+        dispatcher thread): the connection is lost, and Failover takes it from there."""
+        self._lose(self._conn)
+
+    def _lose(self, conn: Any) -> None:
+        if conn is not None and conn is self._conn:
+            shut_down(conn)  # the reader sees the end: Failover.connection_lost
+
+    def _io_error(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
+        """A write on ``conn`` failed (an OSError, or stomp.py's own exception): the
+        connection is lost; the JMSException that says so."""
+        self._lose(conn)
+        return errors.JMSException(
+            f"{doing} on the STOMP connection to {self.where} failed "
+            f"({type(exc).__name__}: {exc}); the connection is lost: what was not "
+            "acknowledged comes back from the broker, marked redelivered",
+            error_code="CONNECTION_INTERRUPTED")
 
     def settle(self, lost: str | None) -> None:
         if lost is not None:
@@ -371,13 +417,19 @@ class StompTransport:
             sub.stash.clear()
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        with self._lock:
-            sub = self._subs.get(consumer_id)
-            if sub is None:
-                return
-            self._redelivery.flush(sub)
-            sub.credit += credits
-            self.release(sub)
+        conn = self._conn
+        try:
+            with self._lock:
+                sub = self._subs.get(consumer_id)
+                if sub is None:
+                    return
+                self._redelivery.flush(sub)
+                sub.credit += credits
+                self.release(sub)
+        except errors.JMSException:
+            raise
+        except Exception as exc:  # a NACK or an auto-ack ACK written into a dead socket
+            raise self._io_error(conn, exc, "granting credit") from exc
 
     def revoke_credit(self, consumer_id: int) -> int:
         """Prefetch brokers cannot take credit back, so it returns to the core here and
@@ -402,8 +454,14 @@ class StompTransport:
         sub.release(hand)
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
-        with self._lock:
-            self._redelivery.cancel(delivery_tags, redelivered=redelivered)
+        conn = self._conn
+        try:
+            with self._lock:
+                self._redelivery.cancel(delivery_tags, redelivered=redelivered)
+        except errors.JMSException:
+            raise
+        except Exception as exc:
+            raise self._io_error(conn, exc, "handing messages back") from exc
 
     def _one_in_flight(self) -> bool:
         """Every subscription at window 1 (or none): request/response, where the reading
@@ -518,7 +576,10 @@ class StompTransport:
             return
         if conn is None:
             conn = self.connection(wait=False)  # raises: closed, or down (broker redelivers)
-        self._writer_for(conn).ack(out, tx)
+        try:
+            self._writer_for(conn).ack(out, tx)
+        except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
+            raise self._io_error(conn, exc, "acknowledging") from exc
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: the lock above is held only for bookkeeping, not for another
@@ -559,18 +620,30 @@ class StompTransport:
         except errors.JMSException:
             raise
         except Exception as exc:  # the socket dropped under this send
+            writer = self._writer
+            self._lose(writer.conn if writer is not None else None)
             raise errors.JMSException(
                 f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
                 f"{exc}); the connection dropped",
                 error_code="CONNECTION_INTERRUPTED") from exc
 
     def begin(self, tx: str) -> None:
-        self.connection().begin(tx)
+        conn = self.connection()
+        try:
+            conn.begin(tx)
+        except Exception as exc:
+            raise self._io_error(conn, exc, "beginning a transaction") from exc
 
     def commit(self, tx: str) -> None:
         self._receipts.settle_sends()  # a windowed send's refusal is raised here first
-        self._receipts.request(self.connection().commit, tx, send=True,
-                               headers=self._send_timeout_header)
+        conn = self.connection()
+        try:
+            self._receipts.request(conn.commit, tx, send=True,
+                                   headers=self._send_timeout_header)
+        except errors.JMSException:
+            raise
+        except Exception as exc:
+            raise self._io_error(conn, exc, "committing") from exc
 
     def rollback(self, tx: str) -> None:
         if self._conn is None and self._lost:  # gone for good: so is the transaction
