@@ -57,6 +57,7 @@ __all__ = [
     "RabbitNode",
     "activemq_pair",
     "rabbit_cluster",
+    "stomp_send",
 ]
 
 _COOKIE = "JMSPYCLUSTERCOOKIE"
@@ -99,6 +100,27 @@ class _Receipts(stomp.ConnectionListener):
             raise BrokerStartError(f"{what}: the broker answered {errors[0]}")
         if not ok:
             raise BrokerStartError(f"{what}: no RECEIPT within {timeout:.0f}s")
+
+
+def stomp_send(host: tuple[str, int], dest: str, bodies: list[str],
+               timeout: float = 60.0) -> None:
+    """Send ``bodies`` (text/plain, persistent) to ``dest`` with raw stomp.py and wait
+    for the last one's RECEIPT. Both brokers receipt a persistent SEND once it is stored
+    (RabbitMQ: confirmed, in a quorum queue by a majority) and in order, so every
+    message before the last is stored too."""
+    receipts = _Receipts()
+    conn = stomp.Connection12([host], vhost="/", heartbeats=(0, 0))
+    conn.set_listener("receipts", receipts)
+    conn.connect("guest", "guest", wait=True)
+    try:
+        for i, body in enumerate(bodies):
+            headers = {"persistent": "true", "content-type": "text/plain"}
+            if i == len(bodies) - 1:
+                headers["receipt"] = "last"
+            conn.send(dest, body, headers=headers)
+        receipts.wait("last", f"sending {len(bodies)} messages to {dest} on {host}", timeout)
+    finally:
+        conn.disconnect()
 
 
 # -- RabbitMQ ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import stomp
-from clusters import ActiveMQPair, RabbitCluster
+from clusters import ActiveMQPair, RabbitCluster, stomp_send
 
 WAIT = 60.0  # seconds a bounded wait allows before it fails with what it saw
 
@@ -47,30 +47,6 @@ def _connect(host: tuple[str, int], listener: stomp.ConnectionListener | None = 
     return conn
 
 
-def _send(host: tuple[str, int], dest: str, bodies: list[str]) -> None:
-    """Send ``bodies`` persistent and wait for the last one's RECEIPT: RabbitMQ sends a
-    SEND's receipt once the message is confirmed (in a quorum queue: on a majority),
-    and confirms in order, so every one before it is stored too."""
-    receipt = f"last-{uuid.uuid4().hex}"
-    confirmed = threading.Event()
-
-    class _Receipt(stomp.ConnectionListener):
-        def on_receipt(self, frame: Any) -> None:
-            if frame.headers.get("receipt-id") == receipt:
-                confirmed.set()
-
-    conn = _connect(host, _Receipt())
-    try:
-        for i, body in enumerate(bodies):
-            headers = {"persistent": "true"}
-            if i == len(bodies) - 1:
-                headers["receipt"] = receipt
-            conn.send(dest, body, headers=headers)
-        assert confirmed.wait(WAIT), f"no RECEIPT for the last of {len(bodies)} SENDs"
-    finally:
-        conn.disconnect()
-
-
 def _drain(host: tuple[str, int], dest: str, want: list[str]) -> list[str]:
     heard = _Collect(len(want))
     conn = _connect(host, heard)
@@ -97,7 +73,7 @@ def test_rabbit_cluster_has_three_running_nodes_sharing_queues(
     rabbit_cluster.declare_quorum_queue(name)
     bodies = [f"m{i}" for i in range(20)]
     a, _, c = rabbit_cluster.nodes
-    _send(a.stomp_address, f"/amq/queue/{name}", bodies)  # sent on one node, read on another
+    stomp_send(a.stomp_address, f"/amq/queue/{name}", bodies)  # sent on one node, read on another
     assert sorted(set(_drain(c.stomp_address, f"/amq/queue/{name}", bodies))) == sorted(bodies)
 
 
@@ -108,7 +84,7 @@ def test_quorum_queue_keeps_messages_when_its_leaders_node_is_killed(
     rabbit_cluster.declare_quorum_queue(name, first)
     assert rabbit_cluster.queue_leader(name) == first.node  # declared there: led there
     bodies = [f"m{i}" for i in range(50)]
-    _send(first.stomp_address, f"/amq/queue/{name}", bodies)
+    stomp_send(first.stomp_address, f"/amq/queue/{name}", bodies)
     rabbit_cluster.kill(first)
     assert not first.running
     survivor = rabbit_cluster.nodes[1]
@@ -128,7 +104,7 @@ def test_activemq_slave_takes_over_the_store_when_the_master_is_killed(
     name = f"/queue/cl-pair-{uuid.uuid4().hex[:8]}"
     bodies = [f"m{i}" for i in range(50)]
     assert master.stomp_port is not None
-    _send(("127.0.0.1", master.stomp_port), name, bodies)
+    stomp_send(("127.0.0.1", master.stomp_port), name, bodies)
     master.kill()
     assert activemq_pair.wait_master() is slave
     assert slave.stomp_port is not None
