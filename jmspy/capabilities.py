@@ -54,6 +54,7 @@ class Feature(enum.Enum):
     WILDCARD_SUBSCRIPTIONS = "wildcard topics (`*` one word, `#` or `>` the rest)"
     TEMPORARY_QUEUES = "temporary queues"
     DESTINATION_STATS = "destination stats"
+    DESTINATION_OPTIONS = "destination options (`orders?x-queue-type=quorum`)"
 
 
 @dataclass(frozen=True, slots=True)

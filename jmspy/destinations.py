@@ -3,11 +3,21 @@
 Destinations are values: two ``Queue("orders")`` are equal and hash alike, so they can key
 dicts. Names are validated once here, at the edge, so the broker and transports can trust
 them.
+
+Destination options (ActiveMQ's destination-options syntax): ``Queue("orders?x-queue-type=
+quorum&consumer.prefetchSize=10")`` is the queue ``orders`` with two options, a broker's
+queue arguments or consumer settings. They are parsed here (percent-decoded, each name
+once) and ride along with the destination; they are not part of its identity:
+``Queue("orders?x-max-length=5") == Queue("orders")``, because both name the same queue on
+the broker. Which options a broker takes, and what each becomes on the wire, is the
+transports' business (``jmspy.transports.destination_options``); nothing here knows a
+broker.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from .errors import InvalidDestinationException
@@ -15,7 +25,8 @@ from .errors import InvalidDestinationException
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["Destination", "Queue", "TemporaryQueue", "Topic", "destination_from_uri"]
+__all__ = ["Destination", "DestinationOptions", "Queue", "TemporaryQueue", "Topic",
+           "destination_from_uri", "parse_options"]
 
 MAX_NAME_LENGTH = 255
 
@@ -40,15 +51,181 @@ def _check_name(kind: str, name: object) -> str:
     return name
 
 
+class DestinationOptions(Mapping[str, str]):
+    """A destination's options: an immutable, ordered ``{name: value}`` of strings.
+
+    Hashable (a transport caches what a set of options becomes on the wire) and
+    picklable (destinations travel to Spark executors)."""
+
+    __slots__ = ("_items",)
+    _items: tuple[tuple[str, str], ...]
+
+    def __init__(self, items: tuple[tuple[str, str], ...] = ()) -> None:
+        object.__setattr__(self, "_items", items)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("DestinationOptions are immutable")
+
+    def __reduce__(self) -> tuple[type[DestinationOptions], tuple[tuple[tuple[str, str], ...]]]:
+        return DestinationOptions, (self._items,)
+
+    def __getitem__(self, key: str) -> str:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DestinationOptions):
+            return self._items == other._items
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def query(self) -> str:
+        """The options as a destination-options query (``a=1&b=2``, percent-encoded)."""
+        return "&".join(f"{_quote(k)}={_quote(v, safe='=')}" for k, v in self._items)
+
+    def __repr__(self) -> str:
+        return f"DestinationOptions({dict(self._items)!r})"
+
+
+NO_OPTIONS = DestinationOptions()
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_~")
+
+
+def _quote(text: str, safe: str = "") -> str:
+    """Percent-encode all but unreserved URL characters (and ``safe``), as UTF-8.
+    (Not urllib: this module stays free of network modules, tests/test_sans_io_imports.py.)"""
+    return "".join(c if c in _PLAIN or c in safe else "".join(f"%{b:02X}" for b in c.encode())
+                   for c in text)
+
+
+def _unquote(text: str) -> str:
+    """Decode ``%XX`` sequences (UTF-8). Raises ValueError for a ``%`` not followed by two
+    hex digits and UnicodeDecodeError for bytes that are not UTF-8."""
+    if "%" not in text:
+        return text
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "%":
+            pair = text[i + 1:i + 3]
+            if len(pair) != 2 or not _HEX.issuperset(pair):
+                raise ValueError(pair)
+            out.append(int(pair, 16))
+            i += 3
+        else:
+            out += c.encode()
+            i += 1
+    return out.decode("utf-8")
+
+
+def _option_value(kind: str, name: str, key: str, value: object) -> str:
+    if isinstance(value, bool):  # before int: True is an int
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        text = str(value)
+        if text:
+            return text
+    raise InvalidDestinationException(
+        f"{kind} {name!r}: destination option {key!r} = {value!r} is not usable; give a "
+        "non-empty string, an int or a bool")
+
+
+def parse_options(kind: str, text: str,
+                  extra: Mapping[str, object] | None = None) -> tuple[str, DestinationOptions]:
+    """Split ``"orders?a=1&b=x%20y"`` into the name and its options, merged with ``extra``
+    (the ``options=`` keyword). Names and values are percent-decoded; each option may be
+    given once. Everything malformed is refused, saying what is wrong: nothing is
+    guessed or dropped."""
+    name, sep, query = text.partition("?")
+    items: dict[str, str] = {}
+    if sep:
+        if not query:
+            raise InvalidDestinationException(
+                f"{kind} {text!r} ends with '?' and no options; remove the '?' or add "
+                "name=value options (e.g. 'orders?x-queue-type=quorum')")
+        for piece in query.split("&"):
+            key, eq, raw = piece.partition("=")
+            if not piece:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r} has an empty option (two '&' in a row, or a '&' at "
+                    "an end); separate name=value options with single '&'")
+            if not eq or not key:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r}: option {piece!r} is not name=value (e.g. "
+                    "'x-max-length=1000')")
+            try:
+                key, value = _unquote(key), _unquote(raw)
+            except UnicodeDecodeError:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r}: option {piece!r} percent-encodes bytes that are not "
+                    "UTF-8; encode the text as UTF-8 before percent-encoding it") from None
+            except ValueError:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r}: option {piece!r} has a '%' not followed by two hex "
+                    "digits; write a literal '%' as %25") from None
+            if not value:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r}: option {key!r} has an empty value; give it one or "
+                    "leave the option out")
+            if key in items:
+                raise InvalidDestinationException(
+                    f"{kind} {text!r} gives option {key!r} twice ({items[key]!r} and "
+                    f"{value!r}); give each option once")
+            items[key] = value
+    for extra_key, extra_value in (extra or {}).items():
+        if not isinstance(extra_key, str) or not extra_key:
+            raise InvalidDestinationException(
+                f"{kind} {name!r}: destination option names are non-empty strings, got "
+                f"{extra_key!r}")
+        if extra_key in items:
+            raise InvalidDestinationException(
+                f"{kind} {name!r} gets option {extra_key!r} both in its name and in "
+                "options=; give it once")
+        items[extra_key] = _option_value(kind, name, extra_key, extra_value)
+    return name, DestinationOptions(tuple(items.items())) if items else NO_OPTIONS
+
+
 @dataclass(frozen=True, slots=True)
 class Destination:
-    """Base of Queue and Topic; ``kind`` is "queue" or "topic"."""
+    """Base of Queue and Topic; ``kind`` is "queue" or "topic".
+
+    ``options``: the destination options (see the module docstring), from the name's
+    ``?name=value&...`` part or passed as a mapping; not compared: a destination is its
+    name."""
 
     name: str
+    options: DestinationOptions = field(default=NO_OPTIONS, compare=False)
     kind: ClassVar[str] = "destination"
 
     def __post_init__(self) -> None:
+        options, name = self.options, self.name
+        given = type(options) is not DestinationOptions
+        if given and not isinstance(options, Mapping):
+            raise InvalidDestinationException(
+                f"{self.kind} options must be a mapping of name to value, got "
+                f"{type(options).__name__}: {options!r}")
+        if isinstance(name, str) and (given or "?" in name):
+            name, parsed = parse_options(self.kind, name, options)
+            object.__setattr__(self, "name", name)
+            object.__setattr__(self, "options", parsed)
         _check_name(self.kind, self.name)
+
+    def with_options_text(self) -> str:
+        """The name with its options, as written: ``orders?x-queue-type=quorum``."""
+        return f"{self.name}?{self.options.query()}" if self.options else self.name
 
     def __str__(self) -> str:
         return f"{self.kind}://{self.name}"

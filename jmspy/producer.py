@@ -107,6 +107,8 @@ class MessageProducer(ProducerCore):
             )
         if not isinstance(destination, Destination):
             raise InvalidDestinationException(f"expected a Queue or Topic, got {destination!r}")
+        if destination.options:  # checked (and applied) as create_producer(dest) does
+            self._session._declare(destination)
         return destination
 
     def close(self) -> None:

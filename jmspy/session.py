@@ -10,7 +10,7 @@ consumers and producers, handing messages back to the broker, and closing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
 from . import twins
@@ -23,8 +23,13 @@ from .acknowledgement import (
     new_acknowledgement,
 )
 from .consumer import MessageConsumer, QueueBrowser, check_selector
-from .destinations import Destination, Queue, TemporaryQueue, Topic
-from .errors import IllegalStateException, InvalidDestinationException, JMSException
+from .destinations import Destination, Queue, TemporaryQueue, Topic, parse_options
+from .errors import (
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    UnsupportedFeatureException,
+)
 from .message import Message
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
@@ -86,11 +91,33 @@ class Session(SessionDispatcher):
         )
 
     # -- factories --------------------------------------------------------------------
-    def create_queue(self, name: str) -> Queue:
-        return Queue(name)
+    def create_queue(self, name: str, *, options: Mapping[str, object] | None = None) -> Queue:
+        """The queue ``name``. Destination options (a broker's queue arguments or consumer
+        settings, docs/destination-options.md) come after a ``?`` in ActiveMQ's syntax,
+        ``"orders?x-queue-type=quorum&x-max-length=1000"``, or as ``options={...}``; they
+        are checked against the broker now, so one it cannot carry fails here."""
+        queue = Queue(*parse_options("queue", name, options)) if options else Queue(name)
+        if queue.options:
+            self._declare(queue)
+        return queue
 
-    def create_topic(self, name: str) -> Topic:
-        return Topic(name)
+    def create_topic(self, name: str, *, options: Mapping[str, object] | None = None) -> Topic:
+        """The topic ``name``; options as for :meth:`create_queue` (consumer settings)."""
+        topic = Topic(*parse_options("topic", name, options)) if options else Topic(name)
+        if topic.options:
+            self._declare(topic)
+        return topic
+
+    def _declare(self, destination: Destination) -> None:
+        """Have the transport check (and, where the broker takes them from the client,
+        apply) ``destination``'s options; a transport that knows none refuses them all."""
+        self._check_open()
+        declare = getattr(self._transport, "declare_destination", None)
+        if declare is None:
+            raise UnsupportedFeatureException(
+                f"the {self._transport.scheme}:// transport takes no destination options; "
+                f"{destination} has {', '.join(destination.options)}: leave them out")
+        declare(destination)
 
     def create_temporary_queue(self) -> TemporaryQueue:
         self._check_open()
@@ -118,6 +145,8 @@ class Session(SessionDispatcher):
     ) -> MessageProducer:
         """A producer for ``destination`` (None: name the destination on each send)."""
         self._check_open()
+        if destination is not None and getattr(destination, "options", None):
+            self._declare(destination)
         producer = MessageProducer(self, destination)
         if delivery_mode is not None:
             producer.delivery_mode = delivery_mode
@@ -193,6 +222,8 @@ class Session(SessionDispatcher):
             raise InvalidDestinationException(
                 f"subscriptions are for topics; {destination} is a queue"
             )
+        if destination.options:
+            self._declare(destination)
         selector = check_selector(selector)
         conn = self._connection
         props = conn._properties

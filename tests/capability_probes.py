@@ -454,6 +454,26 @@ def wildcard_subscriptions(rig: Rig) -> None:
             conn.close()
 
 
+def destination_options(rig: Rig) -> None:
+    """``consumer.prefetchSize`` (the option every target with options takes) on a topic:
+    the consumer's window is the lower of it and the client's limit, said to come from
+    the destination, and messages still flow through the narrower window."""
+    with rig.factory().create_connection() as conn:
+        s = conn.create_session()
+        name = rig.name("options")
+        t = s.create_topic(f"{name}?consumer.prefetchSize=2")
+        assert t == s.create_topic(name) and dict(t.options) == {"consumer.prefetchSize": "2"}
+        c = s.create_consumer(t)
+        stats = c.flow_stats()
+        assert (stats.limit, stats.limited_by, stats.destination_limit) == (
+            2, "destination", 2), stats
+        conn.start()
+        p = s.create_producer(t)
+        for i in range(5):
+            p.send(s.create_text_message(str(i)))
+        assert receive_texts(c, 5) == [str(i) for i in range(5)]
+
+
 PROBES: dict[Feature, Callable[[Rig], None]] = {
     Feature.CONSUMER_WINDOW: consumer_window,
     Feature.CONNECTION_FLOW_LIMIT: connection_flow_limit,
@@ -476,6 +496,7 @@ PROBES: dict[Feature, Callable[[Rig], None]] = {
     Feature.WILDCARD_SUBSCRIPTIONS: wildcard_subscriptions,
     Feature.TEMPORARY_QUEUES: temporary_queues,
     Feature.DESTINATION_STATS: destination_stats,
+    Feature.DESTINATION_OPTIONS: destination_options,
 }
 
 

@@ -35,6 +35,7 @@ from jmspy.capabilities import (
     refused,
 )
 
+from . import destination_options
 from .stomp.mapping import STOMP_TARGETS, stomp_cells
 
 __all__ = [
@@ -90,6 +91,7 @@ _VM: Final = {
     _F.WILDCARD_SUBSCRIPTIONS: native("routed by the broker; JMSDestination is the concrete topic"),
     _F.TEMPORARY_QUEUES: native(),
     _F.DESTINATION_STATS: native("needs the `admin` permission"),
+    _F.DESTINATION_OPTIONS: destination_options.cell("vm", "embedded"),
 }
 
 _NO_TX = refused(
@@ -148,6 +150,7 @@ def _mqtt(v5: bool) -> dict[Feature, Cell]:
                                      "use a uniquely named topic"),
         _F.DESTINATION_STATS: refused("MQTT has no per-topic counters",
                                       "use the broker's management tools"),
+        _F.DESTINATION_OPTIONS: destination_options.cell("mqtt", "5" if v5 else "3.1.1"),
     }
 
 

@@ -18,6 +18,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import SplitResult, parse_qs, urlsplit
 
@@ -30,6 +31,7 @@ from jmspy.broker_ref.core.api import (
     DestinationStats,
     ServerMessage,
 )
+from jmspy.broker_ref.core.settings import is_wildcard
 from jmspy.broker_ref.core.sqlite_store import StoreError
 from jmspy.broker_ref.data_dir import DataDirectory
 from jmspy.destinations import Destination, Queue
@@ -47,6 +49,7 @@ from .broker_errors import translate
 if TYPE_CHECKING:
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 from .capabilities import native_features
+from .destination_options import resolve
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
 
@@ -495,10 +498,40 @@ class VmTransport:
                     subscription_name=spec.subscription_name, durable=spec.durable,
                     shared=spec.shared, auto_ack=spec.auto_ack, credit=0)
 
+    def declare_destination(self, destination: Destination) -> None:
+        """Check ``destination``'s options and set what they ask of the queue in the
+        broker now (ring size, expiration: see .destination_options)."""
+        options = resolve("vm", "embedded", destination, where=self.where)
+        if options.ring_size is None and options.expiration_ms is None:
+            return
+        host, name = self.host, destination.name
+        if is_wildcard(name):  # the exact-name settings would reach every queue it matches
+            raise errors.InvalidDestinationException(
+                f"{destination} has a wildcard word, so its queue settings would apply to "
+                "every queue it matches; set them in the broker's address settings instead")
+        try:
+            with host.lock:
+                broker = host.broker
+                if options.ring_size is not None:
+                    broker.create_queue(name, ring_size=options.ring_size)
+                ttl = options.expiration_ms
+                settings = broker.settings_for(name)
+                if ttl is not None and (settings.expiration_ms, settings.expiration_model
+                                        ) != (ttl, "earliest"):
+                    broker.set_settings(name, replace(settings, expiration_ms=ttl,
+                                                      expiration_model="earliest"))
+        except Exception as exc:
+            raise _translate(exc) from exc
+
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
+        self.declare_destination(spec.destination)
         info = self._call(self._conn.create_consumer, **self._consumer_args(spec))
         self._specs[spec.consumer_id] = spec
-        return RemoteConsumer(destination_flow_limit=info.destination_flow_limit)
+        limit = info.destination_flow_limit
+        option = resolve("vm", "embedded", spec.destination, where=self.where).flow_limit
+        if option is not None and (limit is None or option < limit):
+            limit = option  # consumer.prefetchSize: the lower of it and the queue's
+        return RemoteConsumer(destination_flow_limit=limit)
 
     def close_consumer(self, consumer_id: int) -> None:
         self._specs.pop(consumer_id, None)

@@ -170,9 +170,17 @@ def unsupported_in_message(message: Message) -> tuple[Feature, str] | None:
     QoS that the capability matrix must allow (priority, delivery delay), or None."""
     if message.priority != 4:
         return Feature.PRIORITY, f"message priority {message.priority}"
+    destination = message.destination
+    if destination is not None and destination.options:
+        return Feature.DESTINATION_OPTIONS, options_detail(destination)
     if message.delivery_time > message.timestamp:
         return Feature.DELIVERY_DELAY, "delivery delay"
     return None
+
+
+def options_detail(destination: Destination) -> str:
+    """How a refusal of ``destination``'s options names them."""
+    return f"destination options of {destination} ({', '.join(destination.options)})"
 
 
 def check_v311(message: Message) -> tuple[Feature, str] | None:

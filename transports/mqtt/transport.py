@@ -63,7 +63,7 @@ from jmspy.transport import (
 
 from ..capabilities import native_features, refusal, require, supports
 from .inbound import Inbound, MqttConsumer, MqttSubscription
-from .mapping import check_v311, mqtt_filter, unsupported_in_message
+from .mapping import check_v311, mqtt_filter, options_detail, unsupported_in_message
 from .outbound import Done, Outbound
 from .paho_client import new_client
 from .subacks import Subacks
@@ -426,8 +426,14 @@ class MqttTransport:
         return client
 
     # -- consumers ------------------------------------------------------------------------
+    def declare_destination(self, destination: Destination) -> None:
+        """MQTT has no queue arguments or consumer options: refuse any."""
+        if destination.options:
+            self.require(Feature.DESTINATION_OPTIONS, options_detail(destination))
+
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
         dest = spec.destination
+        self.declare_destination(dest)
         share: str | None = None
         if isinstance(dest, Queue):
             self.require(Feature.QUEUES, "a Queue (competing consumers)")

@@ -36,6 +36,8 @@ from jmspy.property_codes import TYPE_CODES
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
 from jmspy.stomp_jms_header import format_header, header_of
 
+from .. import destination_options
+
 __all__ = [
     "RESERVED_HEADERS",
     "STOMP_TARGETS",
@@ -295,7 +297,12 @@ def to_frame(message: Message, profile: BrokerProfile) -> tuple[str, bytes, dict
         kind = "none"
     headers[JMS_HEADER] = format_header(message.timestamp, kind, ",".join(types),
                                         message.message_id)
-    return stomp_destination(message.destination), body, headers
+    destination = message.destination
+    if destination.options:  # a queue's arguments ride on every SEND (RabbitMQ declares)
+        headers.update(destination_options.resolve(
+            "stomp", profile_key(profile), destination,
+            where=profile.server or "unknown server").send_headers)
+    return stomp_destination(destination), body, headers
 
 
 def jms_message_id(headers: dict[str, str]) -> str | None:
@@ -427,6 +434,7 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
         Feature.DESTINATION_STATS: native("`/jmspy/stats`") if p.stats else refused(
             _NO_STATS.get(key, "STOMP has no statistics request"),
             "use the broker's management tools"),
+        Feature.DESTINATION_OPTIONS: destination_options.cell("stomp", key),
     }
 
 

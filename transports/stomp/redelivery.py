@@ -147,7 +147,7 @@ class Redelivery:
         for tag in tags:
             ack_id = sub.unacked.pop(tag, None)
             self._deliveries.forget(tag)
-            if ack_id is not None:
+            if ack_id is not None and not sub.stream:  # a stream's are freed by UNSUBSCRIBE
                 self._host.send_nack(ack_id, sub.sub_id)
                 sent = True
         if fence and sent:

@@ -20,9 +20,10 @@ from jmspy.destinations import Queue, Topic
 from jmspy.message import Message
 from jmspy.transport import ConsumerSpec
 
-from .mapping import BrokerProfile
+from .. import destination_options
+from .mapping import BrokerProfile, profile_key
 
-__all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription"]
+__all__ = ["ARTEMIS_BYTES_PER_MESSAGE", "RABBIT_DURABLE", "StompSubscription", "StreamCopies"]
 
 #: hand(tag, message, delivery count): give one delivery to the core
 Hand = Callable[[int, Message, int], None]
@@ -31,6 +32,31 @@ ARTEMIS_BYTES_PER_MESSAGE = 1024
 #: RabbitMQ's durable topic subscription (its STOMP docs): SUBSCRIBE with these creates
 #: it, UNSUBSCRIBE with them deletes it (``persistent`` is the older alias of durable)
 RABBIT_DURABLE = {"durable": "true", "auto-delete": "false", "persistent": "true"}
+
+
+class StreamCopies(dict[int, tuple[dict[str, str], bytes]]):
+    """A RabbitMQ stream subscription's copies of its unacknowledged deliveries (see
+    ``StompSubscription.copies``), which also remember the highest stream offset
+    delivered: RabbitMQ stamps each MESSAGE with ``x-stream-offset``. After a dropped
+    connection the subscription resumes from the oldest unacknowledged message, or just
+    past the newest delivered one, instead of its first ``x-stream-offset`` again (with
+    ``first``, the whole stream once more)."""
+
+    high = -1
+
+    def __setitem__(self, tag: int, frame: tuple[dict[str, str], bytes]) -> None:
+        offset = frame[0].get("x-stream-offset", "")
+        if offset.isdigit() and int(offset) > self.high:
+            self.high = int(offset)
+        super().__setitem__(tag, frame)
+
+    def resume_offset(self) -> int | None:
+        """Where to read from after a reconnect (None: nothing was delivered yet)."""
+        unacked = [int(o) for h, _ in self.values()
+                   if (o := h.get("x-stream-offset", "")).isdigit()]
+        if unacked:
+            return min(unacked)
+        return self.high + 1 if self.high >= 0 else None
 
 
 @dataclass(eq=False)
@@ -52,6 +78,11 @@ class StompSubscription:
     #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
     #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
     copies: dict[int, tuple[dict[str, str], bytes]] | None = None
+    #: the destination option ``consumer.prefetchSize`` (None: not given): the core's
+    #: window is the lower of it and the client's limit
+    destination_flow_limit: int | None = None
+    #: a RabbitMQ stream (``x-queue-type=stream``): never NACKed (see for_spec)
+    stream: bool = False
 
     @classmethod
     def for_spec(
@@ -88,19 +119,33 @@ class StompSubscription:
                 from jmspy.selector import compile_selector
 
                 client_selector = compile_selector(spec.selector)
-        limit = max(1, spec.flow_limit)
+        options = destination_options.resolve(
+            "stomp", profile_key(p), spec.destination, where=p.server or "unknown server")
+        headers.update(options.subscribe_headers)
+        flow = spec.flow_limit  # the lower of the client's and the destination's limit
+        if options.flow_limit is not None and options.flow_limit < flow:
+            flow = options.flow_limit
+        limit = max(1, flow)
         if p.window == "jmspy-flow-limit":
-            headers["jmspy-flow-limit"] = str(spec.flow_limit)
+            headers["jmspy-flow-limit"] = str(flow)
             headers["jmspy-flow-threshold"] = str(spec.flow_threshold)
         elif p.window_in_bytes:
             headers[p.window] = str(limit * ARTEMIS_BYTES_PER_MESSAGE)
         elif p.window:
             headers[p.window] = str(limit)
-        sub = cls(spec, "", headers, client_selector=client_selector)
+        sub = cls(spec, "", headers, client_selector=client_selector,
+                  destination_flow_limit=options.flow_limit)
         if p.cancel == "resubscribe" and isinstance(spec.destination, Topic) and not spec.durable:
             # A re-SUBSCRIBE would make a new topic subscription, and the old one's
             # unacked messages die with it: recover() redelivers from the client's copy.
             sub.copies = {}
+        elif options.subscribe_headers.get("x-queue-type") == "stream":
+            # A RabbitMQ stream takes no NACK (it closes the connection) and loses nothing
+            # by being read: recover() and rollback redeliver from the client's copy, and
+            # the broker's deliveries stay unacked (holding prefetch slots) until the
+            # redelivered messages are acknowledged.
+            sub.copies = StreamCopies()
+            sub.stream = True
         return sub
 
     def count_key(self, message_key: str) -> str:
@@ -138,6 +183,10 @@ class StompSubscription:
     def connection_lost(self) -> None:
         """Every tag of the dropped connection is dead (the broker redelivers them), and
         credit went with it."""
+        if isinstance(self.copies, StreamCopies):
+            resume = self.copies.resume_offset()
+            if resume is not None:
+                self.headers["x-stream-offset"] = f"offset={resume}"
         self.unacked.clear()
         self.stash.clear()
         self.pending_cancel.clear()

@@ -59,6 +59,7 @@ from jmspy.transport import (
 
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
+from ..destination_options import resolve
 from .admin import StompAdmin
 from .connect import ConnectOptions, drop, open_stomp, shut_down
 from .deliveries import Deliveries
@@ -336,6 +337,12 @@ class StompTransport:
         require("stomp", profile_key(self.profile), feature, detail=detail,
                 where=f"{self.profile.server or 'unknown server'} at {self.where}")
 
+    def declare_destination(self, destination: Destination) -> None:
+        """Refuse destination options this broker cannot carry, now (the rest ride on
+        each SEND and SUBSCRIBE: see .destination_options)."""
+        resolve("stomp", profile_key(self.profile), destination,
+                where=f"{self.profile.server or 'unknown server'} at {self.where}")
+
     # -- consumers ------------------------------------------------------------------------
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
         sub = self._subscription(spec)
@@ -354,7 +361,7 @@ class StompTransport:
                 self._subs.pop(spec.consumer_id, None)
                 self._by_sid.pop(sub.sub_id, None)
             raise
-        return RemoteConsumer(destination_flow_limit=None)
+        return RemoteConsumer(destination_flow_limit=sub.destination_flow_limit)
 
     def _subscription(self, spec: ConsumerSpec) -> StompSubscription:
         return StompSubscription.for_spec(
