@@ -5,7 +5,9 @@ Each starts once (the RabbitMQ cluster takes ~15-20 s to form) and is shared by 
 cluster test; the function-scoped fixtures hand it out healed, with every node (or the
 master and a waiting slave) running, since a chaos test kills one and may fail before it
 restarts it. A cluster that cannot start fails every test that needs it with the nodes'
-logs, never skips.
+logs, never skips. Each is stopped right after the last test of the run that uses it
+(:func:`close_after_last_use`, called by conftest.py's teardown hook), not at the end of
+the session: three Erlang nodes and two JVMs would otherwise sit beside every later test.
 """
 
 from __future__ import annotations
@@ -35,8 +37,26 @@ def _session(name: str, start: Callable[[], C]) -> Iterator[C]:
     if isinstance(outcome, BaseException):
         pytest.fail(f"{name} could not start: {outcome}", pytrace=False)
     yield outcome  # type: ignore[misc]
-    _started.pop(name, None)
-    outcome.close()
+    if _started.pop(name, None) is not None:  # not already closed after its last use
+        outcome.close()
+
+
+_USERS = {"_session_rabbit_cluster": "the RabbitMQ cluster",
+          "_session_activemq_pair": "the ActiveMQ master/slave pair"}
+
+
+def close_after_last_use(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After ``item``: stop each cluster that no later test of this run uses."""
+    if not any(name in _started for name in _USERS.values()):
+        return  # nothing running: no need to look ahead
+    items = item.session.items
+    later = items[items.index(item) + 1:] if nextitem is not None else []
+    for fixture, name in _USERS.items():
+        if name in _started and not any(
+                fixture in getattr(i, "fixturenames", ()) for i in later):
+            outcome = _started.pop(name)
+            if not isinstance(outcome, BaseException):
+                outcome.close()
 
 
 @pytest.fixture(scope="session")
