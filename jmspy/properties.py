@@ -183,7 +183,9 @@ PROPERTIES: Mapping[str, PropertySpec] = {
         PropertySpec(
             "imqAddressListIterations", int, 1,
             "Passes over the address list when connecting or reconnecting, each making "
-            "imqReconnectAttempts attempts per address; -1 = forever.",
+            "imqReconnectAttempts attempts per address (the first connection: one attempt "
+            "per address per pass); -1 = forever when reconnecting, one pass when "
+            "connecting.",
             minimum=-1, maximum=1_000_000, alias="address_list_iterations",
         ),
         PropertySpec(
@@ -199,18 +201,22 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             minimum=1, maximum=100_000,
         ),
         PropertySpec(
-            "sendTimeout", int, 0,
-            "Milliseconds a send() or commit() may wait while the broker applies producer "
-            "flow control (its memory, store or temp space is full); 0 = as long as it "
-            "takes. Past it the call raises ResourceAllocationException naming the "
-            "destination and the limit, and the message was not stored (jmspy broker and "
-            "vm://; other STOMP brokers: the wait for their RECEIPT ends; mqtt://: the "
-            "wait for a QoS 1 PUBACK, 30 s when 0).",
+            "sendTimeout", int, 30_000,
+            "Milliseconds a persistent send() or a commit() may wait for the broker to "
+            "confirm it: while the broker applies producer flow control (its memory, store "
+            "or temp space is full), or when it went silent. 0 = as long as it takes. Past "
+            "it the call raises ResourceAllocationException naming sendTimeout (jmspy broker "
+            "and vm://: the message was not stored; stomp:// waits 5 s more for the "
+            "broker's own answer; mqtt://: the wait for a QoS 1 PUBACK, 30 s when 0).",
             minimum=0, maximum=86_400_000,
         ),
         PropertySpec(
-            "closeTimeout", int, 30,
-            "Seconds close() waits for running listeners to finish before giving up.",
+            "closeTimeout", int, 5,
+            "Seconds close() waits for running listeners to finish, and (stomp://) for the "
+            "broker to confirm the DISCONNECT and unconfirmed persistent sends; past it the "
+            "connection is closed anyway and close() raises a JMSException naming "
+            "closeTimeout (CLOSE_TIMEOUT). 0 = as long as it takes (listeners), 30 s "
+            "(broker answers).",
             minimum=0, maximum=86_400,
         ),
     )

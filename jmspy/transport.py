@@ -112,7 +112,13 @@ SendAsync = Callable[[Message, str | None, Callable[[Exception | None], None]], 
 
 
 class Transport(Protocol):
-    """What a transport does for the core. Every method may raise JMSException."""
+    """What a transport does for the core. Every method may raise JMSException.
+
+    An I/O error (an OSError, a protocol library's own exception) is the transport's to
+    turn into a JMSException (``error_code`` CONNECTION_INTERRUPTED: the connection is
+    lost). Should one escape a call made on a session's dispatcher thread anyway, the
+    core calls the transport's optional ``io_failed(error)`` -- "treat the connection as
+    lost" -- so its reconnect machinery runs; the thread itself always lives on."""
 
     scheme: str
     #: The capability matrix's features this transport carries natively on the broker it

@@ -218,3 +218,16 @@ def server_port() -> Any:
         yield handle.port
     finally:
         handle.stop()
+
+
+def test_first_connection_with_endless_iterations_makes_one_pass() -> None:
+    tried: list[int] = []
+
+    def attempt(index: int) -> None:
+        tried.append(index)
+        raise JMSException("refused")
+
+    with pytest.raises(JMSException, match="any broker of the address list"):
+        connect_first(ReconnectPolicy(True, -1, 0.1, iterations=-1),
+                      ["stomp://a:1", "stomp://b:2"], attempt, sleep=lambda s: None)
+    assert tried == [0, 1]

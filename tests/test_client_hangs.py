@@ -247,8 +247,10 @@ def test_close_gives_up_on_a_silent_broker_after_close_timeout(
     factory = ConnectionFactory(f"stomp://127.0.0.1:{b.port}?heartbeat=0", closeTimeout=1)
     conn = factory.create_connection()
     conn.create_session().create_consumer(Queue("q"))
-    with caplog.at_level(logging.WARNING, "jmspy.transports.stomp"):
+    with caplog.at_level(logging.WARNING, "jmspy.transports.stomp"), pytest.raises(
+            JMSException, match="closeTimeout=1") as late:
         on_thread(conn.close)  # the broker never answers DISCONNECT's receipt
+    assert late.value.error_code == "CLOSE_TIMEOUT"
     assert any("no receipt for DISCONNECT" in r.getMessage() and "closeTimeout=1" in
                r.getMessage() for r in caplog.records)
     with pytest.raises(JMSException):  # closed for good

@@ -346,7 +346,7 @@ class VmTransport:
         self._lost: str | None = None
         self._closing = False
         #: sendTimeout (ms): how long a send may wait for space (0 = as long as it takes)
-        self._send_timeout = int(properties.get("sendTimeout", 0))
+        self._send_timeout = int(properties.get("sendTimeout", 30_000))
         #: parked sends' waiters by ticket: the Sender adds them, _Callback settles them
         self._parked: dict[int, _Waiting] = {}
         #: Sends are the Sender's (a twin: transports/vm_send.py), called directly.

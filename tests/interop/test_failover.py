@@ -1,7 +1,8 @@
 """Failover: the broker goes away (and comes back) under a live connection.
 
 test_restart_resumes_listener_and_returns_unacked restarts every broker once, covering
-each of the 7 targets (vm://, STOMP to the bundled broker, ActiveMQ 5 and RabbitMQ, MQTT
+each of the 7 targets (vm://, STOMP to the bundled broker -- on its store and
+``--in-memory`` --, ActiveMQ 5 and RabbitMQ, MQTT
 to Mosquitto, ActiveMQ 5 and RabbitMQ) on the same port or name, and checks what
 docs/transports.md (Failover) says each does with unacknowledged messages. The other
 tests pin single behaviours (reconnect off, giving up, sends during an outage, lost
@@ -126,7 +127,8 @@ def _vm_restart(stored: bool) -> Iterator[Restart]:
         vm.stop_broker(name)
 
 
-BROKERS = ["vm", "vm-volatile", "jmspy", "activemq", "rabbitmq", "mosquitto", "mosquitto-volatile"]
+BROKERS = ["vm", "vm-volatile", "jmspy", "jmspy-in-memory", "activemq", "rabbitmq",
+           "mosquitto", "mosquitto-volatile"]
 
 
 @pytest.fixture(params=BROKERS)
@@ -134,11 +136,13 @@ def restart(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Restart]
     name: str = request.param
     if name.startswith("vm"):
         yield from _vm_restart(stored=name == "vm")
-    elif name == "jmspy":  # the bundled broker keeps messages in memory only
-        b = JmspyBroker(tmp_path / "broker.log")
+    elif name.startswith("jmspy"):  # on its store (the default), or --in-memory
+        stored = name == "jmspy"
+        b = JmspyBroker(tmp_path / "broker.log",
+                        data_dir=tmp_path / "store" if stored else None)
         b.start()
         try:
-            yield Restart([Target(b.url, persists=False)], b.stop, b.start)
+            yield Restart([Target(b.url, persists=stored)], b.stop, b.start)
         finally:
             b.stop()
     elif name.startswith("mosquitto"):
@@ -224,13 +228,14 @@ def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
     are gone.
 
     Who keeps them, marked JMSRedelivered: the vm broker started again on its store,
+    the bundled broker killed (SIGKILL) and started again on its data directory,
     ActiveMQ over STOMP (KahaDB, persistJMSRedelivered), RabbitMQ over STOMP and MQTT
     (durable queues; the MQTT session of a client id is one), Mosquitto with
     ``persistence true`` (saved when it stops, DUP set on the resend). ActiveMQ over MQTT
     returns them *unmarked*: it sets DUP only from an in-memory table of the packet ids
     it handed out, which a restart empties, and MQTT 3.1.1 carries no message id by which
     jmspy could tell. Who keeps nothing: the vm broker without a store, the bundled
-    broker (``jmspy broker`` is in-memory) and Mosquitto without persistence (a restart
+    broker run ``--in-memory`` and Mosquitto without persistence (a restart
     forgets every session).
     """
     clients = [_Client(target) for target in restart.targets]

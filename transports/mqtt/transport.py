@@ -165,7 +165,7 @@ class MqttTransport:
         self._subacks = Subacks()
         self.reconnect = ReconnectPolicy.from_properties(properties)
         #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
-        self.send_timeout_ms = int(properties.get("sendTimeout", 0))
+        self.send_timeout_ms = int(properties.get("sendTimeout", 30_000))
         self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
@@ -606,15 +606,12 @@ class MqttTransport:
                     f"the {self.describe()} did not take message {message.message_id}: {exc}"
                 ) from exc
             if not info.is_published():
-                if self.send_timeout_ms > 0:  # the broker holds it (its in-flight window)
-                    raise errors.ResourceAllocationException(
-                        f"the {self.describe()} did not acknowledge message "
-                        f"{message.message_id} to {message.destination} within "
-                        f"sendTimeout={self.send_timeout_ms} ms: it is holding the publish "
-                        "(its queue or in-flight limit is full)")
-                raise errors.JMSException(
-                    f"no PUBACK from the {self.describe()} within 30s for {message.message_id}"
-                )
+                raise errors.ResourceAllocationException(
+                    f"the {self.describe()} did not acknowledge message "
+                    f"{message.message_id} to {message.destination} within "
+                    f"sendTimeout={self.send_timeout_ms or 30_000} ms: it is holding the "
+                    "publish (its queue or in-flight limit is full), or it stopped "
+                    "answering; check the broker, or raise sendTimeout")
 
     # -- refused / not applicable ---------------------------------------------------------
     def begin(self, tx: str) -> None:

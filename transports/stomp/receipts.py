@@ -124,10 +124,10 @@ class Receipts:
         self._in_flight: deque[_InFlight] = deque()
         self._window_lock = threading.Lock()
         #: closeTimeout: how long close() waits for the broker's answers
-        self.drain_timeout = float(properties.get("closeTimeout", 30)) or 30.0
+        self.drain_timeout = float(properties.get("closeTimeout", 5)) or 30.0
         #: sendTimeout (ms, 0 = as long as it takes): how long a send may wait for its
         #: RECEIPT while the broker applies producer flow control
-        self.send_timeout_ms = int(properties.get("sendTimeout", 0))
+        self.send_timeout_ms = int(properties.get("sendTimeout", 30_000))
         #: non-persistent sends since the last checkpoint (count, bytes)
         self._unchecked = 0
         self._unchecked_bytes = 0
@@ -176,12 +176,13 @@ class Receipts:
             self.last_error = None
         return receipt, event
 
-    def disconnect(self, conn: Any) -> None:
+    def disconnect(self, conn: Any) -> bool:
         """DISCONNECT ``conn`` with a receipt and wait for it: once it comes, the broker
         has processed everything sent before it. stomp.py's own ``disconnect(receipt=...)``
         waits for its I/O thread with no deadline, so a silent broker held ``close()``
         forever; here the wait is closeTimeout (the caller closes the socket either way),
-        and it ends early when the broker closes first (after an ERROR)."""
+        and it ends early when the broker closes first (after an ERROR). False: the
+        receipt did not come within closeTimeout."""
         receipt, event = self.expect(reset_error=False)
         conn.send_frame("DISCONNECT", {"receipt": receipt})
         self.need_reader()
@@ -194,7 +195,8 @@ class Receipts:
                 log.warning("no receipt for DISCONNECT from %s within closeTimeout=%g s; "
                             "closing the socket anyway", self.where, self.drain_timeout)
                 self.forget(receipt)
-                break
+                return False
+        return True
 
     def wait(
         self, receipt: str, event: threading.Event, conn: Any, timeout: float = 30.0,
@@ -226,8 +228,9 @@ class Receipts:
                 raise errors.ResourceAllocationException(
                     f"the STOMP broker at {self.where} did not take {what} within "
                     f"sendTimeout={self.send_timeout_ms} ms: it is applying producer flow "
-                    "control (its memory, store or temp space is full); consume from the "
-                    "destination or raise the broker's limits")
+                    "control (its memory, store or temp space is full), or it stopped "
+                    "answering; consume from the destination, raise the broker's limits, "
+                    "check the broker, or raise sendTimeout (0 = wait as long as it takes)")
             raise errors.JMSException(
                 f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s "
                 f"for {what}" + (f": {err[0].get('message', '')} {err[1]}" if err else "")

@@ -306,14 +306,22 @@ class StompTransport:
         conn = self._conn
         if conn is None:
             return
+        confirmed = True
         try:
             if conn.is_connected():
-                self._receipts.disconnect(conn)  # waits closeTimeout at most
+                confirmed = self._receipts.disconnect(conn)  # waits closeTimeout at most
         except Exception:
             pass
         finally:
             self._conn = None
             drop(conn)
+        if not confirmed:
+            raise errors.JMSException(
+                f"the STOMP broker at {self.where} did not confirm the DISCONNECT within "
+                f"closeTimeout={self._receipts.drain_timeout:g} s; the connection was closed "
+                "anyway, and acknowledgements it had not processed yet are lost (their "
+                "messages come back, marked redelivered); raise closeTimeout for a slow "
+                "broker", error_code="CLOSE_TIMEOUT")
 
     def connection(self, wait: bool = True) -> Any:
         """The live stomp.py connection; during a reconnect, wait for its outcome (not
