@@ -118,7 +118,12 @@ class Transport(Protocol):
     turn into a JMSException (``error_code`` CONNECTION_INTERRUPTED: the connection is
     lost). Should one escape a call made on a session's dispatcher thread anyway, the
     core calls the transport's optional ``io_failed(error)`` -- "treat the connection as
-    lost" -- so its reconnect machinery runs; the thread itself always lives on."""
+    lost" -- so its reconnect machinery runs; the thread itself always lives on.
+
+    Optional: ``declare_destination(destination)`` checks a destination's options
+    (``orders?x-queue-type=quorum``) against the broker and applies what the broker takes
+    from clients; the session refuses every option on a transport without it.
+    """
 
     scheme: str
     #: The capability matrix's features this transport carries natively on the broker it
