@@ -109,3 +109,28 @@ def test_the_round_trip_during_a_flood_has_an_absolute_and_an_activemq_goal() ->
         "p50: 2.00 ms <= 5 ms ok; p50 vs ActiveMQ: 2.00x <= 1x MISSED")
     keys = {cf.row.key for cf in part_c_brokers.configs(False, Peers())}
     assert {jmspy.key, activemq.key} <= keys
+
+
+def test_cluster_rows_declare_their_goals() -> None:
+    from benchmarks import cluster_failover
+
+    rows = [c.row for c in cluster_failover.configs(None, 1000)]  # no cluster: rows only
+    goals = {r.key: [(g.bound, g.over, g.metric, g.at_most) for g in r.goals] for r in rows}
+    assert goals == {
+        "f/failover/raw": [], "f/quorum/raw": [],
+        "f/failover/jmspy": [(1.2, "f/failover/raw", "failover_s", True)],
+        "f/quorum/jmspy": [(1.0, "f/quorum/raw", "rate", False)],
+    }
+
+
+def test_a_failover_goal_is_met_by_a_shorter_time_and_missed_by_a_longer_one() -> None:
+    from benchmarks import cluster_failover
+
+    rows = [c.row for c in cluster_failover.configs(None, 1000)]
+    by_key = {r.key: r for r in rows}
+    by_key["f/failover/raw"].runs = [{"failover_s": 0.10}, {"failover_s": 0.20}]
+    jmspy = by_key["f/failover/jmspy"]
+    jmspy.runs = [{"failover_s": 0.11}, {"failover_s": 0.22}]  # 1.1x the raw time
+    assert report.goals_text(jmspy, by_key) == "vs raw stomp.py: 1.10x <= 1.2x ok"
+    jmspy.runs = [{"failover_s": 0.15}, {"failover_s": 0.30}]  # 1.5x
+    assert report.goals_text(jmspy, by_key) == "vs raw stomp.py: 1.50x <= 1.2x MISSED"

@@ -19,6 +19,13 @@ from brokers import (
     start_mosquitto,
     start_rabbitmq,
 )
+from cluster_fixtures import (  # noqa: F401 (fixtures)
+    _session_activemq_pair,
+    _session_rabbit_cluster,
+    activemq_pair,
+    close_after_last_use,
+    rabbit_cluster,
+)
 from restartable import (  # noqa: F401 (fixtures)
     _module_activemq,
     _module_rabbitmq,
@@ -60,6 +67,10 @@ def rabbitmq() -> Iterator[BrokerProcess]:
 def mosquitto() -> Iterator[BrokerProcess]:
     yield from _session_broker("mosquitto", start_mosquitto)
     _stop("mosquitto")
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    close_after_last_use(item, nextitem)  # the clusters stop once no later test needs them
 
 
 def _stop(name: str) -> None:
