@@ -54,6 +54,9 @@ class _Transport(asyncio.Transport):
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         pass
 
+    def is_reading(self) -> bool:
+        return self.reading
+
     def pause_reading(self) -> None:
         assert self.reading, "paused twice"
         self.reading = False

@@ -215,7 +215,8 @@ class _Connection(asyncio.Protocol):
         """Check the password on the server's login thread; read nothing meanwhile."""
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
-            self.transport.pause_reading()
+            if not (self._held_paused or self._budget_paused or self._turn_paused):
+                self.transport.pause_reading()
         self.loop.create_task(self._login(request))
 
     async def _login(self, request: LoginRequest) -> None:
@@ -361,7 +362,8 @@ class _Connection(asyncio.Protocol):
         budget = self.server.broker.listeners.input
         if budget.hold(self, held) and not self._budget_paused:
             self._budget_paused = True
-            if self.transport is not None and not (self._reading_paused or self._held_paused):
+            if self.transport is not None and not (self._reading_paused or self._held_paused
+                                                   or self._turn_paused):
                 self.transport.pause_reading()
         self._resume_released(budget)
 
@@ -413,7 +415,7 @@ class _Connection(asyncio.Protocol):
         self.session.pause_credit()
         if self.transport is not None and not self._reading_paused:
             self._reading_paused = True
-            if not (self._held_paused or self._budget_paused):
+            if not (self._held_paused or self._budget_paused or self._turn_paused):
                 self.transport.pause_reading()
 
     @_holding_core
@@ -486,7 +488,7 @@ class _Connection(asyncio.Protocol):
         if held:
             log.info("STOMP client %s keeps sending while its sends wait for space: not "
                      "reading it until they go through (producer flow control)", self.address)
-            if not (self._reading_paused or self._budget_paused):
+            if not (self._reading_paused or self._budget_paused or self._turn_paused):
                 transport.pause_reading()
         elif not (self._reading_paused or self._budget_paused or self._turn_paused):
             transport.resume_reading()
