@@ -20,10 +20,21 @@ os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's workers run this interp
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+#: The Spark jobs here fill a queue (50,000 messages) or sink into one (100,000 rows) before
+#: anything consumes it, on brokers without a store (in memory): with the default share of
+#: memory per destination (10 % of the 64 MB memory-limit) producer flow control would hold
+#: them, as it should. Sized as a user with such a backlog sizes their broker (docs/spark.md).
+BACKLOG_CONFIG = "[system-usage]\ndestination-memory-percent = 100\n"
+
+
 class Broker:
     """``jmspy broker --in-memory`` on a free port; its queues' counters over the wire."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
+        if "--config" not in args:  # these jobs queue 100,000 rows with nobody consuming
+            config = tmp / "spark-broker.toml"
+            config.write_text(BACKLOG_CONFIG)
+            args = (*args, "--config", str(config))
         self.port = free_port()
         self.url = f"stomp://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Broker
+from conftest import BACKLOG_CONFIG, Broker
 
 
 class Collected:
@@ -130,7 +130,7 @@ def test_bad_options_fail_at_start_with_jmspys_message(
 def test_wrong_credentials_fail_the_query_with_the_brokers_refusal(
         spark: Any, tmp_path: Path) -> None:
     config = tmp_path / "broker.toml"
-    config.write_text('[security]\nenabled = true\n[security.users.alice]\n'
+    config.write_text(BACKLOG_CONFIG + '[security]\nenabled = true\n[security.users.alice]\n'
                       'password = "right-Pa55"\nroles = ["a"]\n')
     b = Broker(tmp_path, "--in-memory", "--config", str(config))
     try:

@@ -12,7 +12,8 @@ from jmspy.transports import vm
 
 
 def main() -> None:
-    host = vm.start_broker("app")
+    # a backlog of 50,000 before anyone reads, in memory: as conftest.BACKLOG_CONFIG
+    host = vm.start_broker("app", destination_memory_percent=100)
     print(host.add_connector("stomp://127.0.0.1:0"), flush=True)
     with ConnectionFactory("vm://app").create_connection() as conn:
         session = conn.create_session()
