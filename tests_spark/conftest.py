@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,19 @@ class Broker:
 
         rows = {r["name"]: r for r in fetch_report("127.0.0.1", self.port)[0]}
         return rows.get(queue, {"messageCount": 0, "deliveringCount": 0})
+
+    def settled(self, queue: str, timeout: float = 60.0) -> dict[str, Any]:
+        """The queue's counters once nothing in it is left unacknowledged, or as they are
+        at ``timeout``. A query's last ACKs are written without a receipt when it ends;
+        the broker acts on a connection's frames in order but in bounded batches per loop
+        turn (fair turns), so a stats request on another connection can overtake them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            stats = self.stats(queue)
+            if (stats["messageCount"] == 0 and stats["deliveringCount"] == 0) \
+                    or time.monotonic() >= deadline:
+                return stats
+            time.sleep(0.05)  # waits for the broker to act on ACKs already written
 
     def stop(self) -> None:
         self.proc.terminate()

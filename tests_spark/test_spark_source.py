@@ -51,7 +51,7 @@ def test_50000_messages_stream_through_exactly_once_and_leave_the_queue_empty(
              .trigger(availableNow=True).start())
     query.awaitTermination()
     assert sorted(map(int, sink.texts())) == list(range(n))  # each once
-    stats = broker.stats("orders")
+    stats = broker.settled("orders")
     assert stats["messageCount"] == 0 and stats["deliveringCount"] == 0  # all acknowledged
 
 

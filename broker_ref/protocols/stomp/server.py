@@ -404,11 +404,27 @@ class _Connection(asyncio.Protocol):
                 transport.resume_reading()
 
     def eof_received(self) -> bool | None:
+        self._finish_input()
         self.close()
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed:
+            self.transport = None  # gone: what the last frames are answered is not written
+            self._finish_input()
         self.close()
+
+    def _finish_input(self) -> None:
+        """Act on the frames the client sent before its socket ended that fair turns left
+        for later turns: its last ACKs, SENDs and DISCONNECT count, as they did when every
+        read was acted on at once (a client that writes its ACKs and closes must not see
+        them redelivered)."""
+        session = self.session
+        while session.input_waiting and not self._closed:
+            before = session.input_buffered
+            self._serve(b"")
+            if session.input_waiting and session.input_buffered >= before:
+                break  # no progress (a login still being checked): nothing more to act on
 
     @_holding_core
     def pause_writing(self) -> None:
