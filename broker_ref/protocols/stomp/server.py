@@ -392,9 +392,11 @@ class _Connection(asyncio.Protocol):
         if transport is None or self._closed:
             return
         if self.session.input_waiting:
-            self._turn_paused = True
-            if transport.is_reading():  # also after another pause's end resumed it
-                transport.pause_reading()
+            if not self._turn_paused:
+                self._turn_paused = True
+                # every other reason to pause resumes only when this one does not hold
+                if not (self._reading_paused or self._held_paused or self._budget_paused):
+                    transport.pause_reading()
             if not self._turn_scheduled:
                 self._turn_scheduled = True
                 self.loop.call_soon(self._next_turn)
