@@ -8,6 +8,7 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from jmspy._speedups import load
 from jmspy.stomp_frames import Frame
@@ -101,3 +102,23 @@ class ScriptedBroker:
                     s.close()
                 except OSError:
                     pass
+
+
+def run_guarded(fn: Callable[[], Any], guard: float) -> Any:
+    """Run ``fn`` on a thread and return its result or raise its exception, failing the
+    test if it blocks for more than ``guard`` seconds (a hang, not a slow call)."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(guard)
+    assert not t.is_alive(), f"hung for more than {guard} s"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from scripted_stomp import read_client_frames
+from scripted_stomp import read_client_frames, run_guarded
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -100,21 +100,7 @@ def brokers() -> Iterator[Callable[..., Broker]]:
 
 def on_thread(fn: Callable[[], Any]) -> Any:
     """Run ``fn`` on a thread; its result or exception, failing if it hangs."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(GUARD)
-    assert not t.is_alive(), f"hung for more than {GUARD} s"
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
+    return run_guarded(fn, GUARD)
 
 
 def _until(check: Callable[[], bool]) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from scripted_stomp import read_client_frames
+from scripted_stomp import read_client_frames, run_guarded
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -25,21 +25,8 @@ GUARD = 60.0  # seconds a call may block before the test calls it a hang
 
 
 def on_thread(fn: Callable[[], Any]) -> Any:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(GUARD)
-    assert not t.is_alive(), f"hung for more than {GUARD} s"
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
+    """Run ``fn`` on a thread; its result or exception, failing if it hangs."""
+    return run_guarded(fn, GUARD)
 
 
 class Silent:
