@@ -107,6 +107,31 @@ def test_full_path_frames_end_a_turn_once_its_time_is_spent() -> None:
     assert not session.input_waiting and session.broker.stats("q").message_count == 10
 
 
+def test_a_time_bound_spent_on_the_last_frame_leaves_nothing_waiting() -> None:
+    """A slow full-path frame (a store write on a loaded machine) can spend the turn's
+    time with no frame behind it: the session then says nothing waits, so the host does
+    not pause a socket and schedule a turn for no frame."""
+    session = _session(100)
+    now = [0.0]
+
+    def clock() -> float:  # each reading is a whole turn's time later
+        now[0] += 2.0
+        return now[0]
+
+    session.turn_clock, session.turn_seconds = clock, 1.0
+    session.receive_data(_frame("SEND", b"m", destination="/queue/q", persistent="true",
+                                receipt="only"))
+    assert [rid for _, rid in _answers(session)] == ["only"]
+    assert not session.input_waiting
+    # half a frame behind the slow one is still input waiting (the host's next turn)
+    whole = _frame("SEND", b"m", destination="/queue/q", persistent="true", receipt="b")
+    session.receive_data(_frame("SEND", b"m", destination="/queue/q", persistent="true",
+                                receipt="a") + whole[:10])
+    assert [rid for _, rid in _answers(session)] == ["a"] and session.input_waiting
+    session.receive_data(whole[10:])
+    assert [rid for _, rid in _answers(session)] == ["b"] and not session.input_waiting
+
+
 class _Transport(asyncio.Transport):
     """Records writes in one log shared by every connection, and its reading state."""
 

@@ -40,6 +40,12 @@ class _Recording(asyncio.Transport):
     def is_closing(self) -> bool:
         return False
 
+    def pause_reading(self) -> None:  # as a socket transport can (fair turns use it)
+        self.log.append((self.name, b"(pause_reading)"))
+
+    def resume_reading(self) -> None:
+        self.log.append((self.name, b"(resume_reading)"))
+
     def close(self) -> None:
         pass
 

@@ -162,7 +162,9 @@ class StompSession(_send.SessionRecord):
         self.input_waiting = False
         while not self.closing and self.login_request is None and not held.disconnecting:
             if budget and (taken >= budget or room <= 0):
-                self.input_waiting = True  # the rest on the host's next turn
+                # the rest on the host's next turn; a spent time bound with nothing
+                # buffered leaves nothing waiting (the host would pause for no frame)
+                self.input_waiting = parser.buffered > 0
                 return
             try:
                 frame = next_frame()
