@@ -77,9 +77,11 @@ class ReconnectPolicy:
         Each of ``iterations`` passes takes the addresses in order (PRIORITY) or in a new
         shuffled order (RANDOM) and makes ``attempts`` attempts at each. A wait doubles
         from ``interval`` up to :data:`MAX_INTERVAL` with +-20% jitter, so many clients of
-        one restarted broker do not reconnect in lockstep -- except that the first attempt
-        at the next address of a pass goes at once: that broker has not failed yet, and
-        moving on quickly is what a cluster is for. ``attempts=-1`` with one address
+        one restarted broker do not reconnect in lockstep -- except that with several
+        addresses the first attempt at each address of a pass goes at once, the very first
+        one of a reconnect included: that broker has not failed yet (or only this
+        connection to it was lost), a dead one refuses at once, and moving on quickly is
+        what a cluster is for. Waits separate the retries of one address, and the passes. ``attempts=-1`` with one address
         retries it forever; with several, it makes one attempt per address per pass (an
         address tried forever would never let the list move on)."""
         draw: Rng = rng if rng is not None else _RANDOM
@@ -93,7 +95,7 @@ class ReconnectPolicy:
             for position, index in enumerate(order):
                 attempt = 0
                 while per_address < 0 or attempt < per_address:
-                    if attempt == 0 and position > 0:
+                    if attempt == 0 and (position > 0 or (addresses > 1 and iteration == 0)):
                         yield index, 0.0
                     else:
                         yield index, self._base(waits) * draw.uniform(0.8, 1.2)

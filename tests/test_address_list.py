@@ -55,9 +55,19 @@ def test_iterations_times_attempts_bound_the_plan() -> None:
 def test_waits_double_from_the_interval_and_the_next_address_goes_at_once() -> None:
     policy = ReconnectPolicy(True, attempts=3, interval=1.0, iterations=2)
     waits = [w for _, w in policy.plan(2, ScriptedRng())]
-    # pass 1: a0 waits 1, 2, 4; a1 at once, then 8, 16; pass 2: a0 waits 30 (the cap)...
-    assert waits == [1.0, 2.0, 4.0, 0.0, 8.0, 16.0, MAX_INTERVAL, MAX_INTERVAL, MAX_INTERVAL,
+    # pass 1: a0 at once (a reconnect along a list starts without waiting), then waits 1,
+    # 2; a1 at once, then 4, 8; pass 2: a0 waits 16, then 30 (the cap)...
+    assert waits == [0.0, 1.0, 2.0, 0.0, 4.0, 8.0, 16.0, MAX_INTERVAL, MAX_INTERVAL,
                      0.0, MAX_INTERVAL, MAX_INTERVAL]
+
+
+def test_a_reconnect_along_a_list_tries_its_first_address_at_once() -> None:
+    # the cluster case: the node this connection was on died; with a single attempt per
+    # address the client must reach the next node without sleeping imqReconnectInterval
+    policy = ReconnectPolicy(True, attempts=1, interval=5.0, iterations=3)
+    plan = list(policy.plan(3, ScriptedRng()))
+    assert plan[:3] == [(0, 0.0), (1, 0.0), (2, 0.0)]
+    assert plan[3] == (0, 5.0)  # the second pass is paced by the interval
 
 
 def test_one_address_keeps_the_old_backoff() -> None:
@@ -84,7 +94,9 @@ def test_retry_walks_the_plan_with_the_injected_sleeper_and_moves_on() -> None:
                                  rng=ScriptedRng(), sleep=slept.append)
     assert outcome is None
     assert tried == [0, 0, 1, 1, 2]
-    assert slept == [0.25, 0.5, 1.0]  # the first attempts at a1 and at a2 went at once
+    # the first attempt at every address went at once (a0's too: a reconnect along a list
+    # starts without waiting); only the retries of one address waited
+    assert slept == [0.25, 0.5]
 
 
 def test_retry_gives_up_after_the_whole_plan_naming_the_count() -> None:
@@ -115,7 +127,7 @@ def test_first_connection_tries_each_address_once_per_pass() -> None:
     connect_first(policy, ["stomp://a:1", "stomp://b:2", "stomp://c:3"], attempt,
                   rng=ScriptedRng(), sleep=slept.append)
     assert tried == [0, 1, 2, 0, 1]
-    assert slept == [2.0]  # between the passes only
+    assert slept == [1.0]  # between the passes only: the interval
 
 
 def test_first_connection_failing_everywhere_names_every_broker() -> None:
