@@ -145,15 +145,18 @@ class Acknowledgement:
     # -- a message's way through the application -------------------------------------
     def delivered(self, consumer: MessageConsumer, message: Message) -> None:
         """``message`` is being handed to the application (receive or listener)."""
-        if self._host._connection._dead(message._delivery_tag):
+        connection = self._host._connection
+        drops = connection.drops  # read before the check: see Connection.drops
+        if connection._dead(message._delivery_tag):
             # taken just as the connection dropped: already forgotten, nothing to ack
             message._acknowledger = _no_op_ack
             return
         message._acknowledger = self.acknowledger
-        self._remember(consumer, message._delivery_tag)
+        self._remember(consumer, message._delivery_tag, drops)
 
-    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
-        """The mode's bookkeeping for a delivered message (nothing by default)."""
+    def _remember(self, consumer: MessageConsumer, tag: int, drops: int) -> None:
+        """The mode's bookkeeping for a delivered message (nothing by default); ``drops``
+        is the connection's count of drops when the delivery was found alive."""
 
     def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
         """``receive()`` returned ``message``, or its listener returned (``ok``) or raised."""
@@ -241,10 +244,13 @@ class Acknowledgement:
     def _count_consumed(self, items: list[Delivered]) -> None:
         """Tell each consumer how many of ``items`` it delivered were consumed, in the
         order the consumers first appear in ``items``."""
-        # tags at or below the floor were forgotten when the connection dropped
-        floor = self._host._connection._dead_tag_floor  # see Connection._dead
+        # tags at or below the floor were forgotten when the connection dropped; a drop
+        # after these reads makes the counts stale (the consumer checks ``drops``)
+        connection = self._host._connection
+        drops = connection.drops
+        floor = connection.dead_tag_floor  # see Connection._dead
         for consumer, n in _consumed_counts(items, floor):
-            consumer._consumed(n)
+            consumer._consumed(n, drops)
 
 
 class AutoAcknowledge(Acknowledgement):
@@ -256,11 +262,13 @@ class AutoAcknowledge(Acknowledgement):
         self.batch = batch
 
     def processed(self, consumer: MessageConsumer, message: Message, ok: bool) -> None:
-        if self._host._connection._dead(message._delivery_tag):
+        connection = self._host._connection
+        drops = connection.drops
+        if connection._dead(message._delivery_tag):
             return  # its connection dropped: the broker redelivers it
         if ok:
             self._host._transport.ack([message._delivery_tag])
-            consumer._consumed(1)
+            consumer._consumed(1, drops)
         else:
             self._host._redeliver(consumer, message)
 
@@ -297,9 +305,10 @@ class _Unacknowledged(Acknowledgement):
         super().__init__(host)
         self._unacked: list[Delivered] = []
 
-    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
-        with self._lock:
-            self._unacked.append((consumer, tag))
+    def _remember(self, consumer: MessageConsumer, tag: int, drops: int) -> None:
+        with self._lock:  # a drop since the check forgot it already (_interrupted)
+            if drops == self._host._connection.drops:
+                self._unacked.append((consumer, tag))
 
     def take_unacknowledged(self) -> list[Delivered]:
         with self._lock:
@@ -337,13 +346,16 @@ class IndividualAcknowledge(Acknowledgement):
         tag = message._delivery_tag
         with self._lock:
             consumer = self._unacked.pop(tag, None)
-        if consumer is not None and not self._host._connection._dead(tag):
+        connection = self._host._connection
+        drops = connection.drops
+        if consumer is not None and not connection._dead(tag):
             self._host._transport.ack([tag])
-            consumer._consumed(1)
+            consumer._consumed(1, drops)
 
-    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
-        with self._lock:
-            self._unacked[tag] = consumer
+    def _remember(self, consumer: MessageConsumer, tag: int, drops: int) -> None:
+        with self._lock:  # a drop since the check forgot it already (_interrupted)
+            if drops == self._host._connection.drops:
+                self._unacked[tag] = consumer
 
     def acknowledge_messages(self, messages: Iterable[Message]) -> None:
         """Acknowledge these messages, and only them, in one call: their ACK frames go
@@ -382,8 +394,8 @@ class NoAcknowledge(Acknowledgement):
     mode = AckMode.NO_ACKNOWLEDGE
     broker_forgets = True
 
-    def _remember(self, consumer: MessageConsumer, tag: int) -> None:
-        consumer._consumed(1)
+    def _remember(self, consumer: MessageConsumer, tag: int, drops: int) -> None:
+        consumer._consumed(1, drops)
 
     def recover(self) -> None:
         """Nothing to redeliver: the broker has already forgotten every delivered message."""
@@ -427,6 +439,10 @@ class LocalTransaction(_Unacknowledged):
                 host._transport.ack(_held_tags(items), tx)
             host._transport.commit(tx)
         except JMSException as exc:
+            with self._lock:
+                # a drop under this commit is this failure: the transaction that
+                # spans it is the one reported rolled back, not the next one
+                self._lost = False
             host._return_to_broker(items, rollback=tx)
             try:
                 self.tx = self._begin()

@@ -122,6 +122,10 @@ class Connection:
         # broker redelivers those messages, so acknowledging them is a no-op.
         self._last_tag = 0
         self._dead_tag_floor = 0
+        # How many times the connection dropped: a count of consumed or returned messages
+        # decided before a drop (read before it, applied after it) is stale, because the
+        # drop already forgot every unconsumed delivery (MessageConsumer checks it).
+        self._drops = 0
         #: the CONNECTION_LOST error once the transport gave up: blocked receive() calls
         #: raise it instead of waiting for messages that can no longer come
         self._lost: JMSException | None = None
@@ -309,6 +313,7 @@ class Connection:
         after reconnecting for a while calls this again with CONNECTION_LOST).
         """
         self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
+        self._drops += 1  # both before any consumer forgets its deliveries (below)
         if error.broker is None:
             error.broker = self.where  # (the transport still names the broker it lost)
         if error.error_code == "CONNECTION_LOST":
@@ -375,6 +380,16 @@ class Connection:
                 "lost connection (it has no io_failed), so nothing reconnects: if calls "
                 "keep failing, create a new connection", error_code="IO_FAILED"),
                 cause=error)
+
+    @property
+    def drops(self) -> int:
+        """How many times this connection dropped (and was resumed or lost) so far."""
+        return self._drops
+
+    @property
+    def dead_tag_floor(self) -> int:
+        """Delivery tags at or below this came over a connection that has dropped."""
+        return self._dead_tag_floor
 
     def _dead(self, delivery_tag: int) -> bool:
         """Whether a delivery came over a connection that has since dropped."""

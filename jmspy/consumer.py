@@ -273,10 +273,15 @@ class MessageConsumer(ConsumerCore):
         with self._lock:
             return len(self._buffer) > 0 and not self._closed
 
-    def _consumed(self, count: int) -> None:
-        """``count`` messages were acknowledged/committed: maybe ask for the next batch."""
+    def _consumed(self, count: int, drops: int) -> None:
+        """``count`` messages were acknowledged/committed: maybe ask for the next batch.
+
+        ``drops`` is the connection's count of drops when the caller found them alive
+        (:attr:`Connection.drops`): if the connection dropped since, the drop already
+        forgot them with everything else unconsumed, and counting them again would
+        take credit from the resumed connection's deliveries."""
         with self._lock:
-            if self._closed:
+            if self._closed or drops != self._session._connection.drops:
                 return
             want = self._buffer.consumed(count)
         flow = self._session._connection._flow
@@ -295,14 +300,16 @@ class MessageConsumer(ConsumerCore):
             buf.revoked(buf.outstanding)
             self._cond.notify_all()
 
-    def _returned(self, taken: int) -> list[Message]:
+    def _returned(self, taken: int, drops: int) -> list[Message]:
         """Recover/rollback: hand back ``taken`` app-held messages and the whole buffer.
 
-        Returns the drained (never seen by the app) messages, in delivery order.
+        Returns the drained (never seen by the app) messages, in delivery order. The
+        ``taken`` were counted alive at the connection's ``drops``-th drop: after another
+        drop they are forgotten already, like everything the buffer held.
         """
         with self._lock:
             drained = cast(list[Message], self._buffer.drain())
-            if taken:
+            if taken and drops == self._session._connection.drops:
                 self._buffer.forget(taken)
             self._cond.notify_all()
         return drained

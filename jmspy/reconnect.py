@@ -81,9 +81,10 @@ class ReconnectPolicy:
         addresses the first attempt at each address of a pass goes at once, the very first
         one of a reconnect included: that broker has not failed yet (or only this
         connection to it was lost), a dead one refuses at once, and moving on quickly is
-        what a cluster is for. Waits separate the retries of one address, and the passes. ``attempts=-1`` with one address
-        retries it forever; with several, it makes one attempt per address per pass (an
-        address tried forever would never let the list move on)."""
+        what a cluster is for. Waits separate the retries of one address, and the
+        passes. ``attempts=-1`` with one address retries it forever; with several, it
+        makes one attempt per address per pass (an address tried forever would never let
+        the list move on)."""
         draw: Rng = rng if rng is not None else _RANDOM
         per_address = self.attempts if addresses == 1 or self.attempts >= 0 else 1
         waits = 0

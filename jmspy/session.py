@@ -320,6 +320,11 @@ class Session(SessionDispatcher):
         puts cancelled messages back at the head, so this restores the original order.
         ``rollback`` names a transaction to roll back before the app-seen ones return.
         """
+        connection = self._connection
+        drops = connection.drops  # before the checks: see Connection.drops
+        # deliveries of a connection that dropped were forgotten by the drop, and the
+        # broker redelivers them by itself: neither counted back nor cancelled here
+        items = [item for item in items if not connection._dead(item[1])]
         taken: dict[MessageConsumer, int] = {}
         for consumer, _ in items:
             taken[consumer] = taken.get(consumer, 0) + 1
@@ -327,7 +332,7 @@ class Session(SessionDispatcher):
         for consumer in consumers:
             self._pause(consumer)
         for consumer in consumers:
-            drained = consumer._returned(taken.get(consumer, 0))
+            drained = consumer._returned(taken.get(consumer, 0), drops)
             if drained:
                 self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         if rollback is not None:
@@ -355,8 +360,11 @@ class Session(SessionDispatcher):
 
     def _redeliver(self, consumer: MessageConsumer, message: Message) -> None:
         """AUTO/DUPS_OK: a listener failed (or called recover()): deliver it again."""
+        drops = self._connection.drops
+        if self._connection._dead(message._delivery_tag):
+            return  # its connection dropped: the broker redelivers it by itself
         self._pause(consumer)
-        drained = consumer._returned(1)
+        drained = consumer._returned(1, drops)
         if drained:
             self._transport.cancel([m._delivery_tag for m in drained], redelivered=False)
         self._transport.cancel([message._delivery_tag], redelivered=True)

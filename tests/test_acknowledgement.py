@@ -52,6 +52,11 @@ class Transport:
 class Connection:
     _instance = 7
     _dead_tag_floor = 0
+    drops = 0
+
+    @property
+    def dead_tag_floor(self) -> int:
+        return self._dead_tag_floor
 
     def _dead(self, tag: int) -> bool:
         return tag <= self._dead_tag_floor
@@ -63,7 +68,7 @@ class Consumer:
         self.consumed = 0
         self.buffered = buffered
 
-    def _consumed(self, n: int) -> None:
+    def _consumed(self, n: int, drops: int) -> None:
         self.consumed += n
 
     def _has_buffered(self) -> bool:

@@ -326,6 +326,43 @@ def test_jmspy_broker_dead_tags_and_lost_transaction(jmspy_broker: JmspyBroker) 
         conn.close()
 
 
+def test_a_transaction_of_a_dropped_stomp_connection_is_never_sent_to_the_new_one(
+        jmspy_broker: JmspyBroker) -> None:
+    """A commit, send or rollback that raced the reconnect still names the transaction
+    begun on the dropped connection: the broker forgot it with that connection, so the
+    commit fails here (the caller rolls back), the send is not published, the rollback is
+    a no-op, and the new connection hears none of them (no ERROR for an unknown
+    transaction, which RabbitMQ and ActiveMQ send)."""
+    events = Events()
+    conn = ConnectionFactory(jmspy_broker.url, **FAST).create_connection()
+    try:
+        conn.set_exception_listener(events)
+        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+        queue = session.create_queue("failover.stale-tx")
+        transport = conn._transport
+        transport.begin("tx-stale")
+        jmspy_broker.stop()
+        events.wait_for("CONNECTION_INTERRUPTED")
+        jmspy_broker.start()
+        events.wait_for("CONNECTION_RESUMED")
+        stale = session.create_text_message("lost with its transaction")
+        stale.destination, stale.message_id = queue, "ID:stale-1"  # as a producer sets them
+        transport.send(stale, "tx-stale")
+        with pytest.raises(JMSException, match="since dropped") as refused:
+            transport.commit("tx-stale")
+        assert refused.value.error_code == "TRANSACTION_LOST"
+        transport.rollback("tx-stale")
+        consumer = session.create_consumer(queue)
+        conn.start()
+        session.create_producer(queue).send(session.create_text_message("after"))
+        first = consumer.receive(10)
+        assert first is not None and first.text == "after"
+        assert consumer.receive_no_wait() is None
+        assert events.codes == ["CONNECTION_INTERRUPTED", "CONNECTION_RESUMED"]
+    finally:
+        conn.close()
+
+
 def _reconnect_off_reports_connection_lost(
         url: str, destination: Callable[[Session], Destination], stop: Callable[[], None],
         port: int) -> Events:

@@ -123,6 +123,10 @@ class StompTransport:
         # set while connected, or once reconnecting gave up: waiting calls wake on it
         self._settled = threading.Event()
         self._lost: str | None = None  # why the connection is gone for good
+        # The stomp.py connection each open transaction began on: a broker forgets a
+        # connection's transactions when it ends, so after a reconnect the old ids name
+        # nothing (RabbitMQ answers "Bad transaction", ActiveMQ "Invalid transaction id").
+        self._tx_on: dict[str, Any] = {}
         self._deliveries = Deliveries()
         self._receipts = Receipts(self.where, lambda: self._conn, properties,
                                   self._need_reader)
@@ -591,6 +595,8 @@ class StompTransport:
             return
         if conn is None:
             conn = self.connection(wait=False)  # raises: closed, or down (broker redelivers)
+        if tx is not None:
+            self._check_tx(tx, conn)
         try:
             self._writer_for(conn).ack(out, tx)
         except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
@@ -621,7 +627,10 @@ class StompTransport:
             headers.update(self._send_timeout_header)
         try:
             if tx is not None:  # COMMIT confirms
-                self._writer_for(self.connection()).send(destination, body, headers)
+                conn = self.connection()
+                if self._tx_on.get(tx) is not conn:
+                    return  # a transaction of a dropped connection: its commit fails
+                self._writer_for(conn).send(destination, body, headers)
             elif message.delivery_mode == DeliveryMode.PERSISTENT:
                 self._receipts.send_confirmed(
                     self.connection,
@@ -648,10 +657,22 @@ class StompTransport:
             conn.begin(tx)
         except Exception as exc:
             raise self._io_error(conn, exc, "beginning a transaction") from exc
+        self._tx_on[tx] = conn
+
+    def _check_tx(self, tx: str, conn: Any) -> None:
+        """Refuse to commit (or ack in) a transaction of a connection that dropped: the
+        broker rolled it back when that connection ended."""
+        if self._tx_on.get(tx) is not conn:
+            self._tx_on.pop(tx, None)
+            raise errors.JMSException(
+                f"transaction {tx} began on a connection to the STOMP broker that has "
+                f"since dropped (now on {self.where}); the broker rolled it back",
+                error_code="TRANSACTION_LOST")
 
     def commit(self, tx: str) -> None:
         self._receipts.settle_sends()  # a windowed send's refusal is raised here first
         conn = self.connection()
+        self._check_tx(tx, conn)
         try:
             self._receipts.request(conn.commit, tx, send=True,
                                    headers=self._send_timeout_header)
@@ -659,10 +680,14 @@ class StompTransport:
             raise
         except Exception as exc:
             raise self._io_error(conn, exc, "committing") from exc
+        self._tx_on.pop(tx, None)
 
     def rollback(self, tx: str) -> None:
+        began_on = self._tx_on.pop(tx, None)
         if self._conn is None and self._lost:  # gone for good: so is the transaction
             return  # (a commit failing on a refused send rolls back after the close)
+        if began_on is None or began_on is not self._conn:
+            return  # its connection dropped: the broker rolled it back then
         try:
             self.connection().abort(tx)
         except OSError:
