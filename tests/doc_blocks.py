@@ -12,8 +12,9 @@ A block that cannot run says why in an HTML comment on the line before its fence
 Python block before it in the same file (using its names) says so with
 ``<!-- after the block above -->``; the two run as one script. A block that names the
 STOMP address ``127.0.0.1:61613`` (what ``jmspy broker`` listens on by default, so a
-reader can paste it) runs against a ``jmspy broker --in-memory`` that the test starts on a
-free loopback port; the runner rewrites the address to that port.
+reader can paste it; in a shell block also ``--port 61613``) runs against a ``jmspy broker
+--in-memory`` that the test starts on a free loopback port; the runner rewrites the
+address to that port.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: the address a block names to get the test's broker
 BROKER_ADDRESS = "127.0.0.1:61613"
+_PORT_OPTION = re.compile(r"--port[ =]61613\b")
 PYTHON = ("python",)
 SHELL = ("sh", "bash", "console", "shell")
 CHECKED = ("toml", "json")
@@ -48,7 +50,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        name = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{name}:{self.line}"
 
     @property
     def not_run_reason(self) -> str | None:
@@ -58,7 +61,8 @@ class Block:
 
     @property
     def needs_broker(self) -> bool:
-        return any(BROKER_ADDRESS in b.code for b in [*self.before, self])
+        return any(BROKER_ADDRESS in b.code for b in [*self.before, self]) or (
+            self.lang in SHELL and _PORT_OPTION.search(self.code) is not None)
 
     def problem(self) -> str | None:
         """Why this block is neither run nor properly excused (None: it is fine)."""
@@ -93,7 +97,8 @@ class Block:
         code = self.code
         if self.lang == "console":
             code = "\n".join(x[2:] for x in code.splitlines() if x.startswith("$ "))
-        return code.replace(BROKER_ADDRESS, address)
+        port = address.rpartition(":")[2]
+        return _PORT_OPTION.sub(f"--port {port}", code.replace(BROKER_ADDRESS, address))
 
 
 def doc_files() -> list[Path]:
@@ -115,7 +120,7 @@ def blocks(path: Path) -> list[Block]:
         while j < len(lines) and lines[j].rstrip() != fence:
             j += 1
         if j == len(lines):
-            raise ValueError(f"{path.relative_to(ROOT)}:{start + 1}: the block is not closed")
+            raise ValueError(f"{Block(path, start + 1, lang, '').where}: the block is not closed")
         k = start - 1
         while k >= 0 and not lines[k].strip():
             k -= 1
