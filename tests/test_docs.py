@@ -245,13 +245,19 @@ def _reader_facing_texts() -> list[Path]:
     api = (ROOT / "docs" / "api.md").read_text()
     modules = re.findall(r"^::: ([\w.]+)", api, re.M)
     assert modules, "docs/api.md names no module"
-    sources = []
+    sources: list[Path] = []
     for name in modules:
         obj = pydoc.locate(name)
         assert obj is not None, f"docs/api.md: ::: {name} does not import"
-        source = inspect.getsourcefile(obj)  # type: ignore[arg-type]
-        assert source is not None, name
-        sources.append(Path(source))
+        # a class's page shows the docstrings it inherits too
+        for part in (obj.__mro__ if isinstance(obj, type) else (obj,)):
+            if getattr(part, "__module__", "jmspy").startswith("jmspy"):
+                try:
+                    source = inspect.getsourcefile(part)
+                except TypeError:  # a compiled twin: the pure-twin run reads its source
+                    continue
+                if source is not None and Path(source) not in sources:
+                    sources.append(Path(source))
     return docs + sources
 
 
