@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import inspect
+import json
+import os
+import pydoc
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from doc_blocks import CHECKED, OUTPUT, PYTHON, SHELL, Block, all_blocks, section_blocks
 
 from jmspy.properties import reference_table
 
 ROOT = Path(__file__).resolve().parent.parent
+#: guards against a hung block only (a failure, not a timing requirement)
+HANG = 180
+BLOCKS = all_blocks()
+RUN = [b for b in BLOCKS if b.not_run_reason is None and b.lang not in OUTPUT]
 
 
 def test_readme_property_table_matches_the_property_definitions():
@@ -103,3 +119,153 @@ def test_security_page_example_loads_and_means_what_the_page_says(tmp_path):
         raise AssertionError("alice may not read statistics")
     audrey = broker.connect(Inbox(), user="audrey", password="change-me-too")
     assert {s.name for s in audrey.all_stats()} >= {"orders.eu", "prices.eur"}
+
+
+def test_every_code_block_is_run_or_says_why_not():
+    problems = [p for b in BLOCKS if (p := b.problem()) is not None]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def doc_broker() -> Iterator[str]:
+    """``jmspy broker --in-memory`` on a free loopback port: the broker a block that names
+    127.0.0.1:61613 is run against. Yields its ``host:port``."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once it listens
+        assert line.startswith(f"jmspy broker listening on 127.0.0.1:{port}"), (
+            line, proc.stderr.read() if proc.stderr else "")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=HANG)
+
+
+def _run(block: Block, args: list[str], cwd: Path) -> None:
+    env = {**os.environ,
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    try:
+        done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=HANG, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{block.where}: the {block.lang} block did not finish: {exc}")
+    if done.returncode != 0:
+        pytest.fail(f"{block.where}: the {block.lang} block exited {done.returncode}\n"
+                    f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}")
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.where for b in RUN])
+def test_code_block_runs_as_written(block: Block, tmp_path: Path,
+                                    request: pytest.FixtureRequest) -> None:
+    """Each block from an empty directory; a traceback's line numbers are the document's
+    (the script is named after it)."""
+    address = request.getfixturevalue("doc_broker") if block.needs_broker else None
+    work = tmp_path / "cwd"
+    work.mkdir()
+    if block.lang in PYTHON:
+        script = work / (block.path.name.replace(".", "_") + ".py")
+        script.write_text(block.script(address) if address else block.script())
+        _run(block, [sys.executable, script.name], work)
+    elif block.lang in SHELL:
+        commands = block.commands(address) if address else block.commands()
+        _run(block, ["bash", "-euo", "pipefail", "-c", commands], work)
+    elif block.lang == "toml":
+        from jmspy.broker_ref.config import load_config
+
+        config = tmp_path / "broker.toml"
+        config.write_text(block.code)
+        try:
+            load_config(config)
+        except Exception as exc:  # any refusal: reported with the block's place
+            pytest.fail(f"{block.where}: the toml block is not a valid broker config: {exc}")
+    else:
+        assert block.lang in CHECKED
+        try:
+            json.loads(block.code)
+        except ValueError as exc:
+            pytest.fail(f"{block.where}: the json block does not parse: {exc}")
+
+
+def _mypy_path(into: Path) -> Path:
+    """A folder holding the installed jmspy as one tree, for mypy: an editable install
+    maps jmspy.transports and jmspy.broker_ref from other folders through an import hook
+    that mypy does not run (a wheel install already is one tree; linking it changes
+    nothing)."""
+    import importlib.util
+
+    root = into / "jmspy"
+    root.mkdir(parents=True)
+    spec = importlib.util.find_spec("jmspy")
+    assert spec is not None and spec.submodule_search_locations
+    for child in Path(next(iter(spec.submodule_search_locations))).iterdir():
+        if child.name != "__pycache__":
+            (root / child.name).symlink_to(child)
+    for sub in ("transports", "broker_ref"):
+        spec = importlib.util.find_spec(f"jmspy.{sub}")
+        assert spec is not None and spec.submodule_search_locations
+        where = Path(next(iter(spec.submodule_search_locations)))
+        if not (root / sub).exists():
+            (root / sub).symlink_to(where)
+    return into
+
+
+def test_quick_start_passes_mypy_strict(tmp_path: Path) -> None:
+    """The Quick start's blocks, as a user's typed code, against the installed package."""
+    quick = section_blocks(ROOT / "README.md", "Quick start")
+    assert quick, "README.md has no Python block under '## Quick start'"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    for n, block in enumerate(quick):
+        (work / f"quick_start_{n}.py").write_text(block.script())
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+         "--cache-dir", os.devnull, *sorted(p.name for p in work.glob("*.py"))],
+        cwd=work, capture_output=True, text=True, timeout=HANG,
+        env={**os.environ, "MYPYPATH": str(_mypy_path(tmp_path / "path"))})
+    assert done.returncode == 0, "README.md Quick start under mypy --strict (line numbers " \
+        "are README.md's):\n" + done.stdout + done.stderr
+
+
+#: what a reader of the repository cannot open: the project's private design notes and
+#: numbered work items
+FORBIDDEN = re.compile(
+    r"\bseeds?\s*\d|\bthe seed\b|\bseed's\b|(?-i:\bDESIGN\b)|§|\bissues?\s*#?\d|"
+    r"\.\./shared|PEERS\.md", re.IGNORECASE)
+
+
+def _reader_facing_texts() -> list[Path]:
+    docs = [ROOT / "README.md", ROOT / "benchmarks" / "README.md",
+            *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "docs").rglob("*.py"))]
+    api = (ROOT / "docs" / "api.md").read_text()
+    modules = re.findall(r"^::: ([\w.]+)", api, re.M)
+    assert modules, "docs/api.md names no module"
+    sources: list[Path] = []
+    for name in modules:
+        obj = pydoc.locate(name)
+        assert obj is not None, f"docs/api.md: ::: {name} does not import"
+        # a class's page shows the docstrings it inherits too
+        for part in (obj.__mro__ if isinstance(obj, type) else (obj,)):
+            if getattr(part, "__module__", "jmspy").startswith("jmspy"):
+                try:
+                    source = inspect.getsourcefile(part)
+                except TypeError:  # a compiled twin: the pure-twin run reads its source
+                    continue
+                if source is not None and Path(source) not in sources:
+                    sources.append(Path(source))
+    return docs + sources
+
+
+def test_docs_name_nothing_a_reader_cannot_open():
+    """README.md, docs/, benchmarks/README.md and the modules the API reference shows."""
+    found = []
+    for path in _reader_facing_texts():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if m := FORBIDDEN.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {m.group(0)!r}: {line.strip()}")
+    assert not found, "\n".join(found)

@@ -9,9 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_seed004_example_prints_batches_of_1000_then_500():
+def test_flow_batches_example_prints_batches_of_1000_then_500():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "examples" / "seed004_batches.py")],
+        [sys.executable, str(ROOT / "docs" / "examples" / "flow_batches.py")],
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout
     lines = out.splitlines()

@@ -1,9 +1,9 @@
 """``WorkerPool``: a message-driven pool -- one connection and one consumer feeding up to
-``maxPoolSize`` listener instances that run at once (seed 004, DESIGN.md section 7).
+``maxPoolSize`` listener instances that run at once, as an application server runs MDBs.
 
 Why one consumer: that is how an application server delivers to an MDB. The resource
 adapter's single consumer takes messages and hands each to a free bean instance; the
-message is acknowledged when the instance returns. The consequence the seed warns about
+message is acknowledged when the instance returns. A consequence of Open MQ flow control
 follows: the consumer can hold no more unacknowledged messages than its flow limit, so
 
     concurrency = min(maxPoolSize, effective consumer flow limit, connection flow limit)
@@ -62,7 +62,7 @@ class WorkerPool:
     (:class:`~.activation.ActivationSpec`), camelCase or snake_case.
 
     ``prefetch``: None keeps the factory's ``imqConsumerFlowLimit``; ``"pool"`` sets it
-    to ``max_pool_size`` (the seed's advice), with ``imqConsumerFlowThreshold`` 100 so each
+    to ``max_pool_size`` (so the pool can be busy), with ``imqConsumerFlowThreshold`` 100 so each
     instance that frees up gets a message at once; an int sets the limit to that.
     ``processes``: each worker is a process holding its own instance (the listener must
     then be importable: a class or function at module level, or ``"module:attribute"``).
@@ -141,7 +141,7 @@ class WorkerPool:
         return self
 
     def _check_limits(self, consumer: MessageConsumer) -> int:
-        """The seed's rule, said out loud: a flow limit below the pool size is the most
+        """The concurrency rule, said out loud: a flow limit below the pool size is the most
         instances that will ever run at once."""
         spec = self.spec
         flow = consumer.flow_stats()

@@ -1,21 +1,21 @@
-"""Reproduce Open MQ's flow-control numbers (seed 004) with jmspy's public API only.
+"""Reproduce Open MQ's documented flow-control batches with jmspy's public API only.
 
 With the defaults imqConsumerFlowLimit=1000 and imqConsumerFlowThreshold=50 and 3000
 messages waiting, the broker pre-sends 1000; consuming 499 asks for nothing; the 500th
 consumption brings a batch of exactly 500, back up to 1000 unconsumed.
 
-    python docs/examples/seed004_batches.py
+    python docs/examples/flow_batches.py
 """
 
 from __future__ import annotations
 
 from jmspy import ConnectionFactory, Session
 
-factory = ConnectionFactory("vm://seed004")  # defaults: limit 1000, threshold 50 %
+factory = ConnectionFactory("vm://flow-batches")  # defaults: limit 1000, threshold 50 %
 
 with factory.create_connection() as conn:
     session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
-    queue = session.create_queue("seed004")
+    queue = session.create_queue("orders")
     producer = session.create_producer(queue)
     for i in range(3000):
         producer.send(session.create_text_message(f"message {i}"))
