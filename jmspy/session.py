@@ -23,14 +23,21 @@ from .acknowledgement import (
     new_acknowledgement,
 )
 from .consumer import MessageConsumer, QueueBrowser, check_selector
-from .destinations import Destination, Queue, TemporaryQueue, Topic, parse_options
+from .destinations import (
+    Destination,
+    Queue,
+    TemporaryQueue,
+    TemporaryTopic,
+    Topic,
+    parse_options,
+)
 from .errors import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
     UnsupportedFeatureException,
 )
-from .message import Message
+from .message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
 from .transport import ConsumerSpec
@@ -78,6 +85,7 @@ class Session(SessionDispatcher):
         #: closing, closed: a record of C flags when compiled, which the per-message
         #: loops (listener dispatch, send) read without a lookup
         self._life = twins.lifecycle.SessionLife()
+        self._connection_life = connection._life  # read by the message constructors
         self._consumers: dict[int, MessageConsumer] = {}
         self._producers: list[MessageProducer] = []
         self._init_dispatcher()  # the listener thread, started by the first listener
@@ -96,6 +104,7 @@ class Session(SessionDispatcher):
         settings, docs/destination-options.md) come after a ``?`` in ActiveMQ's syntax,
         ``"orders?x-queue-type=quorum&x-max-length=1000"``, or as ``options={...}``; they
         are checked against the broker now, so one it cannot carry fails here."""
+        self._check_open()
         queue = Queue(*parse_options("queue", name, options)) if options else Queue(name)
         if queue.options:
             self._declare(queue)
@@ -103,6 +112,7 @@ class Session(SessionDispatcher):
 
     def create_topic(self, name: str, *, options: Mapping[str, object] | None = None) -> Topic:
         """The topic ``name``; options as for :meth:`create_queue` (consumer settings)."""
+        self._check_open()
         topic = Topic(*parse_options("topic", name, options)) if options else Topic(name)
         if topic.options:
             self._declare(topic)
@@ -120,19 +130,60 @@ class Session(SessionDispatcher):
         declare(destination)
 
     def create_temporary_queue(self) -> TemporaryQueue:
+        """A queue that lives as long as this session's connection (the broker's own
+        temporary queue; only this connection may consume from it). A transport whose
+        protocol has none (mqtt://) raises UnsupportedFeatureException."""
         self._check_open()
         return TemporaryQueue(self._transport.create_temporary_queue(), self._connection)
 
-    # The message constructors themselves (the message_new twin, bound above), not
-    # methods that call them: they need nothing of the session, and a method would be one
-    # more Python frame in every send. ``create_message(properties=None)``,
-    # ``create_text_message(text=None, properties=None)``,
-    # ``create_bytes_message(data=None, properties=None)``,
-    # ``create_map_message(values=None, properties=None)``.
-    create_message = staticmethod(_new_message)
-    create_text_message = staticmethod(_new_text_message)
-    create_bytes_message = staticmethod(_new_bytes_message)
-    create_map_message = staticmethod(_new_map_message)
+    def create_temporary_topic(self) -> TemporaryTopic:
+        """A topic that lives as long as this session's connection; only this connection
+        may subscribe to it, and ``delete()`` ends it early (refused while this connection
+        still has a consumer on it).
+
+        The same on every transport (vm://, stomp://, mqtt://), because a topic keeps no
+        messages of its own: it is a topic with a unique name, ``temp-topic.<hex>``, that
+        this connection made and keeps the rules for (see docs/api.md)."""
+        self._check_open()
+        return self._connection._create_temporary_topic()
+
+    # The message constructors are the message_new twin's (bound above, compiled: no
+    # __init__ frames); these methods add only the check JMS asks for, that the session
+    # and its connection are open (two flag reads on the state records in the common
+    # case, the full check only to say which one is closed).
+    def create_message(
+        self, properties: Mapping[str, PropertyValue] | None = None
+    ) -> Message:
+        """A message with no body (headers and properties only)."""
+        if self._life.closed or self._life.closing or self._connection_life.closing:
+            self._check_open()
+        return _new_message(properties)
+
+    def create_text_message(
+        self, text: str | None = None, properties: Mapping[str, PropertyValue] | None = None
+    ) -> TextMessage:
+        """A message whose body is ``text``."""
+        if self._life.closed or self._life.closing or self._connection_life.closing:
+            self._check_open()
+        return _new_text_message(text, properties)
+
+    def create_bytes_message(
+        self, data: bytes | None = None, properties: Mapping[str, PropertyValue] | None = None
+    ) -> BytesMessage:
+        """A message whose body is bytes (``data``, or written with ``write_bytes``)."""
+        if self._life.closed or self._life.closing or self._connection_life.closing:
+            self._check_open()
+        return _new_bytes_message(data, properties)
+
+    def create_map_message(
+        self,
+        values: Mapping[str, PropertyValue | bytes] | None = None,
+        properties: Mapping[str, PropertyValue] | None = None,
+    ) -> MapMessage:
+        """A message whose body is a map of names to values."""
+        if self._life.closed or self._life.closing or self._connection_life.closing:
+            self._check_open()
+        return _new_map_message(values, properties)
 
     def create_producer(
         self,
@@ -145,6 +196,8 @@ class Session(SessionDispatcher):
     ) -> MessageProducer:
         """A producer for ``destination`` (None: name the destination on each send)."""
         self._check_open()
+        if isinstance(destination, TemporaryTopic):
+            self._connection._check_temporary_topic(destination, consuming=False)
         if destination is not None and getattr(destination, "options", None):
             self._declare(destination)
         producer = MessageProducer(self, destination)
@@ -222,6 +275,8 @@ class Session(SessionDispatcher):
             raise InvalidDestinationException(
                 f"subscriptions are for topics; {destination} is a queue"
             )
+        if isinstance(destination, TemporaryTopic):
+            self._connection._check_temporary_topic(destination, consuming=True)
         if destination.options:
             self._declare(destination)
         selector = check_selector(selector)
@@ -276,6 +331,7 @@ class Session(SessionDispatcher):
 
     def acknowledge(self) -> None:
         """Acknowledge every message this session delivered (CLIENT_ACKNOWLEDGE)."""
+        self._check_open()
         self.acknowledgement.acknowledge()
 
     def acknowledge_messages(self, messages: Iterable[Message]) -> None:
@@ -364,9 +420,17 @@ class Session(SessionDispatcher):
 
     # -- closing ------------------------------------------------------------------------
     def _check_open(self) -> None:
-        if self._life.closed or self._life.closing:
-            raise IllegalStateException("the session is closed; create a new session")
+        """Raise IllegalStateException naming what is closed (this session, or the
+        connection under it) if either is."""
         self._connection._check_open()
+        if self._life.closed or self._life.closing:
+            raise IllegalStateException(
+                "the session is closed; create a new one with connection.create_session()")
+
+    def _ending(self) -> bool:
+        """Whether this session or its connection is closed or closing."""
+        return (self._life.closed or self._life.closing or self._connection_life.closing
+                or self._connection_life.closed)
 
     def _close_consumer(self, consumer: MessageConsumer) -> None:
         if consumer._closed:
