@@ -114,7 +114,7 @@ def test_a_pool_on_a_factory_made_with_twins_gets_the_twins_values(
         vm_broker_factory: Callable[..., Any]) -> None:
     """Both tables at once: a factory made with snake_case twins, a pool whose activation
     properties are snake_case, and the pool's concurrency follows the factory's limit."""
-    host, plain = vm_broker_factory()
+    _, plain = vm_broker_factory()
     factory = ConnectionFactory(plain.url, consumer_flow_limit=3)
     release = threading.Event()
     with WorkerPool(factory, "twins", lambda m: release.wait(30), max_pool_size=8,
