@@ -264,9 +264,10 @@ class MessageConsumer(ConsumerCore):
 
     # -- internals --------------------------------------------------------------------
     def _check_open(self) -> None:
+        self._session._check_open()  # first: a closed session or connection says so
         if self._closed:
-            raise IllegalStateException(f"{self!r} is closed; create a new consumer")
-        self._session._check_open()
+            raise IllegalStateException(
+                f"{self!r} is closed; create a new one with session.create_consumer()")
 
     def _ended(self) -> bool:
         """Whether this consumer, its session or its connection is closed or closing."""

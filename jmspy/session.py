@@ -37,7 +37,7 @@ from .errors import (
     JMSException,
     UnsupportedFeatureException,
 )
-from .message import BytesMessage, MapMessage, Message, PropertyValue, TextMessage
+from .message import Message
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
 from .transport import ConsumerSpec
@@ -53,6 +53,9 @@ _new_message = twins.message_new.new_message
 _new_text_message = twins.message_new.new_text_message
 _new_bytes_message = twins.message_new.new_bytes_message
 _new_map_message = twins.message_new.new_map_message
+#: The Session attributes that are those constructors.
+_MESSAGE_CONSTRUCTORS = ("create_message", "create_text_message", "create_bytes_message",
+                         "create_map_message")
 
 
 class Session(SessionDispatcher):
@@ -85,7 +88,7 @@ class Session(SessionDispatcher):
         #: closing, closed: a record of C flags when compiled, which the per-message
         #: loops (listener dispatch, send) read without a lookup
         self._life = twins.lifecycle.SessionLife()
-        self._connection_life = connection._life  # read by the message constructors
+        self._connection_life = connection._life  # read by _ending()
         self._consumers: dict[int, MessageConsumer] = {}
         self._producers: list[MessageProducer] = []
         self._init_dispatcher()  # the listener thread, started by the first listener
@@ -147,43 +150,30 @@ class Session(SessionDispatcher):
         self._check_open()
         return self._connection._create_temporary_topic()
 
-    # The message constructors are the message_new twin's (bound above, compiled: no
-    # __init__ frames); these methods add only the check JMS asks for, that the session
-    # and its connection are open (two flag reads on the state records in the common
-    # case, the full check only to say which one is closed).
-    def create_message(
-        self, properties: Mapping[str, PropertyValue] | None = None
-    ) -> Message:
-        """A message with no body (headers and properties only)."""
-        if self._life.closed or self._life.closing or self._connection_life.closing:
-            self._check_open()
-        return _new_message(properties)
+    # The message constructors themselves (the message_new twin, bound above), not
+    # methods that call them: they need nothing of an open session, and a method would be
+    # one more Python frame in every send (measured: 180 ns -> 400 ns per message, against
+    # some 4.5 us for a whole vm:// send). A closed session must refuse them all the same
+    # (IllegalStateException, as JMS says), so closing shadows them on the instance with
+    # one that raises (_refuse_new_messages): an open session pays nothing for the check.
+    # ``create_message(properties=None)``, ``create_text_message(text=None,
+    # properties=None)``, ``create_bytes_message(data=None, properties=None)``,
+    # ``create_map_message(values=None, properties=None)``.
+    create_message = staticmethod(_new_message)
+    create_text_message = staticmethod(_new_text_message)
+    create_bytes_message = staticmethod(_new_bytes_message)
+    create_map_message = staticmethod(_new_map_message)
 
-    def create_text_message(
-        self, text: str | None = None, properties: Mapping[str, PropertyValue] | None = None
-    ) -> TextMessage:
-        """A message whose body is ``text``."""
-        if self._life.closed or self._life.closing or self._connection_life.closing:
-            self._check_open()
-        return _new_text_message(text, properties)
+    def _refuse_new_messages(self) -> None:
+        """From the start of a close on: every create_*_message raises, naming what is
+        closed (this session, or the connection under it)."""
 
-    def create_bytes_message(
-        self, data: bytes | None = None, properties: Mapping[str, PropertyValue] | None = None
-    ) -> BytesMessage:
-        """A message whose body is bytes (``data``, or written with ``write_bytes``)."""
-        if self._life.closed or self._life.closing or self._connection_life.closing:
-            self._check_open()
-        return _new_bytes_message(data, properties)
+        def refuse(*args: object, **kwargs: object) -> Message:
+            self._check_open()  # raises: the session is closing or closed
+            raise IllegalStateException("the session is closed")  # pragma: no cover
 
-    def create_map_message(
-        self,
-        values: Mapping[str, PropertyValue | bytes] | None = None,
-        properties: Mapping[str, PropertyValue] | None = None,
-    ) -> MapMessage:
-        """A message whose body is a map of names to values."""
-        if self._life.closed or self._life.closing or self._connection_life.closing:
-            self._check_open()
-        return _new_map_message(values, properties)
+        for name in _MESSAGE_CONSTRUCTORS:
+            vars(self)[name] = refuse
 
     def create_producer(
         self,
@@ -331,8 +321,7 @@ class Session(SessionDispatcher):
 
     def acknowledge(self) -> None:
         """Acknowledge every message this session delivered (CLIENT_ACKNOWLEDGE)."""
-        self._check_open()
-        self.acknowledgement.acknowledge()
+        self.acknowledgement.acknowledge()  # (which checks that the session is open)
 
     def acknowledge_messages(self, messages: Iterable[Message]) -> None:
         """INDIVIDUAL_ACKNOWLEDGE: acknowledge these messages, and only them, in one call
@@ -469,6 +458,7 @@ class Session(SessionDispatcher):
             return
         if self._on_dispatcher_thread():
             self._life.closing = True
+            self._refuse_new_messages()
             self._deferred.append(None)
             return
         self._do_close()
@@ -477,6 +467,7 @@ class Session(SessionDispatcher):
         if self._life.closed:
             return
         self._life.closing = True
+        self._refuse_new_messages()
         self._wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -72,8 +72,7 @@ def test_an_operation_on_a_closed_session_raises_illegal_state_saying_so(
     with pytest.raises(IllegalStateException) as caught:
         OPERATIONS[operation](session, queue, consumer, producer)
     assert isinstance(caught.value, JMSException)
-    assert str(caught.value) in (SESSION_CLOSED, f"{consumer!r} is closed; create a new "
-                                 "consumer")
+    assert str(caught.value) == SESSION_CLOSED
     conn.close()
 
 
@@ -85,8 +84,7 @@ def test_an_operation_on_a_session_of_a_closed_connection_names_the_connection(
     conn.close()
     with pytest.raises(IllegalStateException) as caught:
         OPERATIONS[operation](session, queue, consumer, producer)
-    assert str(caught.value) in (CONNECTION_CLOSED, f"{consumer!r} is closed; create a new "
-                                 "consumer")
+    assert str(caught.value) == CONNECTION_CLOSED
 
 
 def test_a_closed_connection_refuses_new_sessions_and_start(
@@ -96,6 +94,17 @@ def test_a_closed_connection_refuses_new_sessions_and_start(
     for call in (conn.create_session, conn.start, conn.stop):
         with pytest.raises(IllegalStateException, match="the connection is closed; create"):
             call()
+
+
+def test_a_closed_consumer_of_an_open_session_says_the_consumer_is_closed(
+        vm_factory: ConnectionFactory) -> None:
+    with vm_factory.create_connection() as conn:
+        session = conn.create_session()
+        consumer = session.create_consumer(session.create_queue("q"))
+        consumer.close()
+        with pytest.raises(IllegalStateException,
+                           match=r"is closed; create a new one with session.create_consumer"):
+            consumer.receive(0.1)
 
 
 def test_message_constructors_work_while_the_session_is_open(
