@@ -151,7 +151,9 @@ class MessageConsumer(ConsumerCore):
         A body of another type raises MessageFormatException and the message is not
         acknowledged: in AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE it is delivered again
         (marked redelivered); in CLIENT_ACKNOWLEDGE and transacted sessions it counts as
-        delivered, settled by the next acknowledge(), commit(), recover() or rollback().
+        delivered, settled by the next acknowledge(), commit(), recover() or rollback()
+        (INDIVIDUAL_ACKNOWLEDGE: it returns when the session closes; NO_ACKNOWLEDGE: the
+        broker forgot it on delivery).
         """
         check_body_type(body_type)
         message = self._take(timeout)
