@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .acknowledgement import AckMode
 from .connection import ExceptionCallback
-from .consumer import ListenerType, MessageConsumer
+from .consumer import ListenerType, MessageConsumer, QueueBrowser
 from .destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .errors import IllegalStateException, MessageFormatException
 from .flow import FlowStats
@@ -202,6 +202,11 @@ class JMSContext:
         self._check_open()
         return self._started(
             self._session.create_shared_durable_consumer(topic, name, selector))
+
+    def create_browser(self, queue: Queue, selector: str | None = None) -> QueueBrowser:
+        """Look at a queue's messages without consuming them."""
+        self._check_open()
+        return self._session.create_browser(queue, selector)
 
     def unsubscribe(self, name: str) -> None:
         """Delete a durable subscription and the messages it holds."""

@@ -107,6 +107,36 @@ def test_a_closed_consumer_of_an_open_session_says_the_consumer_is_closed(
             consumer.receive(0.1)
 
 
+def test_a_listener_that_closes_its_session_can_no_longer_create_messages(
+        vm_factory: ConnectionFactory) -> None:
+    """From a listener the close completes after it returns, but it has begun: the
+    session refuses new messages at once."""
+    import threading
+
+    outcome: list[BaseException | None] = []
+    done = threading.Event()
+    with vm_factory.create_connection() as conn:
+        session = conn.create_session()
+        queue = session.create_queue("inside")
+
+        def listener(message: Any) -> None:
+            session.close()
+            try:
+                session.create_text_message("after close")
+                outcome.append(None)
+            except BaseException as exc:  # recorded for the test to look at
+                outcome.append(exc)
+            done.set()
+
+        session.create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        sender = conn.create_session()
+        sender.create_producer(queue).send(sender.create_text_message("go"))
+        assert done.wait(30)  # bounds a hang only: the listener runs as the message lands
+    assert isinstance(outcome[0], IllegalStateException)
+    assert str(outcome[0]) == SESSION_CLOSED
+
+
 def test_message_constructors_work_while_the_session_is_open(
         vm_factory: ConnectionFactory) -> None:
     with vm_factory.create_connection() as conn:

@@ -140,6 +140,15 @@ def test_a_transacted_context_commits_and_rolls_back_sends_and_receives(
         assert consumer.receive_no_wait() is None
 
 
+def test_a_context_browses_a_queue_without_consuming_it(vm_factory: ConnectionFactory) -> None:
+    with vm_factory.create_context() as context:
+        queue = context.create_queue("browsed")
+        context.create_producer().send(queue, "a").send(queue, "b")
+        with context.create_browser(queue) as browser:
+            assert [getattr(m, "text", None) for m in browser] == ["a", "b"]
+        assert context.create_consumer(queue).receive_body(str, timeout=WAIT) == "a"
+
+
 def test_the_first_consumer_starts_the_connection_unless_auto_start_is_off(
         vm_factory: ConnectionFactory) -> None:
     with vm_factory.create_context() as context:
