@@ -12,7 +12,8 @@ from . import _speedups  # noqa: F401  (isort: skip)
 from .acknowledgement import AckMode
 from .connection import Connection, ConnectionFactory, ExceptionListener
 from .consumer import MessageConsumer, MessageListener, QueueBrowser
-from .destinations import Destination, Queue, TemporaryQueue, Topic
+from .context import JMSConsumer, JMSContext, JMSProducer
+from .destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .errors import (
     IllegalStateException,
     InvalidClientIDException,
@@ -53,7 +54,10 @@ __all__ = [
     "InvalidConfigurationException",
     "InvalidDestinationException",
     "InvalidSelectorException",
+    "JMSConsumer",
+    "JMSContext",
     "JMSException",
+    "JMSProducer",
     "JMSSecurityException",
     "MapMessage",
     "Message",
@@ -69,6 +73,7 @@ __all__ = [
     "ResourceAllocationException",
     "Session",
     "TemporaryQueue",
+    "TemporaryTopic",
     "TextMessage",
     "Topic",
     "TransactionInProgressException",

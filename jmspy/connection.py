@@ -16,8 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import twins
-from .destinations import Destination, TemporaryQueue
-from .errors import IllegalStateException, InvalidClientIDException, JMSException
+from .destinations import TEMP_TOPIC_PREFIX, Destination, TemporaryQueue, TemporaryTopic
+from .errors import (
+    IllegalStateException,
+    InvalidClientIDException,
+    InvalidDestinationException,
+    JMSException,
+)
 from .flow import ConnectionFlow
 from .message import Message
 from .properties import FactoryProperties
@@ -25,6 +30,7 @@ from .transport import Credentials, Transport, create_transport
 
 if TYPE_CHECKING:
     from .consumer import MessageConsumer
+    from .context import JMSContext
     from .producer import CompletionCallback
     from .session import Session
 
@@ -80,6 +86,22 @@ class ConnectionFactory:
         transport = create_transport(self._given_url, props)
         return Connection(transport, props, user=user, password=password)
 
+    def create_context(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        session_mode: int = 1,
+        *,
+        client_id: str | None = None,
+    ) -> JMSContext:
+        """A JMS 2.0 :class:`~jmspy.context.JMSContext`: a new connection and one session
+        of ``session_mode`` (``JMSContext.AUTO_ACKNOWLEDGE``, ``CLIENT_ACKNOWLEDGE``,
+        ``DUPS_OK_ACKNOWLEDGE``, ``SESSION_TRANSACTED``...), started by its first consumer."""
+        from .context import JMSContext
+
+        return JMSContext(self.create_connection(user, password, client_id=client_id),
+                          session_mode)
+
     def __repr__(self) -> str:
         return f"ConnectionFactory({self.url!r})"
 
@@ -129,6 +151,9 @@ class Connection:
         #: the CONNECTION_LOST error once the transport gave up: blocked receive() calls
         #: raise it instead of waiting for messages that can no longer come
         self._lost: JMSException | None = None
+        #: names of the temporary topics this connection made, and those since deleted
+        self._temporary_topics: set[str] = set()
+        self._deleted_topics: set[str] = set()
         self.client_id: str | None = properties["clientID"]
         transport.open(self, Credentials(self.client_id, user, password))
 
@@ -245,7 +270,9 @@ class Connection:
 
     def _check_open(self) -> None:
         if self._life.closed or self._life.closing:
-            raise IllegalStateException("the connection is closed; create a new connection")
+            raise IllegalStateException(
+                "the connection is closed; create a new one with "
+                "factory.create_connection()")
 
     def _wake_all(self) -> None:
         for consumer in list(self._consumers.values()):
@@ -270,6 +297,37 @@ class Connection:
     def _delete_temporary_queue(self, queue: TemporaryQueue) -> None:
         self._check_open()
         self._transport.delete_temporary_queue(queue.name)
+
+    # Temporary topics: topics keep nothing without a subscriber, so one is a topic with
+    # a name no one else has, whose JMS rules (only its connection subscribes, none
+    # after delete) this connection keeps. The same on every transport.
+    def _create_temporary_topic(self) -> TemporaryTopic:
+        self._check_open()
+        topic = TemporaryTopic(f"{TEMP_TOPIC_PREFIX}{uuid.uuid4().hex}", self)
+        self._temporary_topics.add(topic.name)
+        return topic
+
+    def _check_temporary_topic(self, topic: TemporaryTopic, *, consuming: bool) -> None:
+        """Refuse a deleted temporary topic, and a subscription to another connection's."""
+        if topic.name in self._deleted_topics:
+            raise InvalidDestinationException(
+                f"{topic} was deleted; create a new one with session.create_temporary_topic()")
+        if consuming and topic.name not in self._temporary_topics:
+            raise InvalidDestinationException(
+                f"{topic} is a temporary topic of another connection; only the connection "
+                "that created it may subscribe to it (sending to it is allowed)")
+
+    def _delete_temporary_topic(self, topic: TemporaryTopic) -> None:
+        self._check_open()
+        if topic.name not in self._temporary_topics:
+            raise IllegalStateException(
+                f"{topic} was created by another connection; only that one can delete it")
+        if any(c.destination == topic for c in list(self._consumers.values())):
+            raise IllegalStateException(
+                f"{topic} still has a consumer on this connection; close it before "
+                "delete()")
+        self._temporary_topics.discard(topic.name)
+        self._deleted_topics.add(topic.name)
 
     # TransportListener ----------------------------------------------------------------
     def on_delivery(

@@ -12,18 +12,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from . import twins
 from .destinations import Destination, Queue
-from .errors import IllegalStateException, JMSException
+from .errors import IllegalStateException, JMSException, MessageFormatException
 from .flow import FlowStats, new_prefetch_buffer
 from .message import Message
+from .message_body import body_as, check_body_type
 
 if TYPE_CHECKING:
     from .session import Session
 
 __all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -135,6 +138,42 @@ class MessageConsumer(ConsumerCore):
 
         Returns None on timeout or when the consumer is closed while waiting.
         """
+        message = self._take(timeout)
+        if message is not None:
+            self._session._processing_done(self, message, ok=True)
+        return message
+
+    def receive_body(self, body_type: type[T], timeout: float | None = None) -> T | None:
+        """The next message's body as ``body_type`` (JMS 2.0's ``receiveBody``): ``str``
+        for a TextMessage, ``bytes`` for a BytesMessage, ``dict`` for a MapMessage,
+        ``object`` for any; None on timeout (or for a message without a body).
+
+        A body of another type raises MessageFormatException and the message is not
+        acknowledged: in AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE it is delivered again
+        (marked redelivered); in CLIENT_ACKNOWLEDGE and transacted sessions it counts as
+        delivered, settled by the next acknowledge(), commit(), recover() or rollback()
+        (INDIVIDUAL_ACKNOWLEDGE: it returns when the session closes; NO_ACKNOWLEDGE: the
+        broker forgot it on delivery).
+        """
+        check_body_type(body_type)
+        message = self._take(timeout)
+        if message is None:
+            return None
+        try:
+            body = body_as(message, body_type)
+        except MessageFormatException:
+            self._session._processing_done(self, message, ok=False)
+            raise
+        self._session._processing_done(self, message, ok=True)
+        return body
+
+    def receive_body_no_wait(self, body_type: type[T]) -> T | None:
+        """:meth:`receive_body` without waiting (a body only if a message is ready)."""
+        return self.receive_body(body_type, 0.0)
+
+    def _take(self, timeout: float | None) -> Message | None:
+        """The next message, handed to the application (its acknowledgement is still to
+        be settled by the caller with ``_processing_done``)."""
         self._check_open()
         if self._listener is not None:
             raise IllegalStateException(
@@ -143,28 +182,42 @@ class MessageConsumer(ConsumerCore):
             )
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         message = self._wait_for_message(deadline)
-        if message is None:
-            return None
-        session = self._session
-        session._delivered_to_app(self, message)
-        session._processing_done(self, message, ok=True)
+        if message is not None:
+            self._session._delivered_to_app(self, message)
         return message
 
     def messages(self, timeout: float | None = None) -> Iterator[Message]:
         """Iterate over received messages (like nats' ``subscription.messages``).
 
-        Each step is ``receive(timeout)``: the iteration ends when no message arrives
-        within ``timeout`` seconds (None: wait for ever) or the consumer is closed, and
-        each message is acknowledged as ``receive`` would (per the session's mode)::
+        Each step is one ``receive(timeout)``, so ``timeout`` is an *idle* limit, not a
+        bound on the whole loop: the iteration ends when no message arrives within
+        ``timeout`` seconds of asking for the next one (None: wait for ever), and a busy
+        consumer iterates for as long as messages keep coming. It also ends, without an
+        error, when the consumer, its session or its connection is closed (from any
+        thread: a waiting step wakes up and the loop finishes). A connection that is lost
+        for good raises its ``JMSException`` (CONNECTION_LOST) instead, so a loop never
+        ends silently on a failure. Each message is acknowledged as ``receive`` would
+        acknowledge it (per the session's mode)::
 
             for message in consumer.messages(timeout=5):
                 handle(message)
         """
-        while not self._closed:
-            message = self.receive(timeout)
+        while not self._ended():
+            try:
+                message = self.receive(timeout)
+            except IllegalStateException:
+                if self._ended():  # closed between our check and receive()'s own
+                    return
+                raise
             if message is None:
                 return
             yield message
+
+    def __iter__(self) -> Iterator[Message]:
+        """``for message in consumer:`` is ``consumer.messages()``: it waits for each
+        message for as long as it takes and ends when the consumer, its session or its
+        connection closes (see :meth:`messages`, which also takes an idle timeout)."""
+        return self.messages()
 
     def receive_no_wait(self) -> Message | None:
         """A message if one is buffered (or, in pull mode, immediately available)."""
@@ -213,9 +266,14 @@ class MessageConsumer(ConsumerCore):
 
     # -- internals --------------------------------------------------------------------
     def _check_open(self) -> None:
+        self._session._check_open()  # first: a closed session or connection says so
         if self._closed:
-            raise IllegalStateException(f"{self!r} is closed; create a new consumer")
-        self._session._check_open()
+            raise IllegalStateException(
+                f"{self!r} is closed; create a new one with session.create_consumer()")
+
+    def _ended(self) -> bool:
+        """Whether this consumer, its session or its connection is closed or closing."""
+        return self._closed or self._session._ending()
 
     def _pull_one(self) -> None:
         """Pull mode (limit 0): ask the broker for exactly one message if none is coming."""

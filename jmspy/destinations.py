@@ -25,8 +25,11 @@ from .errors import InvalidDestinationException
 if TYPE_CHECKING:
     from .connection import Connection
 
-__all__ = ["Destination", "DestinationOptions", "Queue", "TemporaryQueue", "Topic",
-           "destination_from_uri", "parse_options"]
+__all__ = ["Destination", "DestinationOptions", "Queue", "TemporaryQueue", "TemporaryTopic",
+           "Topic", "destination_from_uri", "parse_options"]
+
+#: How the name of a temporary topic starts (``Session.create_temporary_topic``).
+TEMP_TOPIC_PREFIX = "temp-topic."
 
 MAX_NAME_LENGTH = 255
 
@@ -276,6 +279,39 @@ class TemporaryQueue(Queue):
         conn._delete_temporary_queue(self)
 
 
+class TemporaryTopic(Topic):
+    """A topic that lives as long as the connection that created it.
+
+    Only that connection may subscribe to it; anyone who learns its name (from
+    JMSReplyTo) may publish to it. ``delete()`` ends it early. Its name is unique
+    (``temp-topic.<hex>``) and the creating connection keeps the rules: a broker sees an
+    ordinary topic, which holds nothing while no one subscribes.
+    """
+
+    __slots__ = ("_connection",)
+    _connection: Connection | None
+
+    def __init__(self, name: str, connection: Connection | None = None) -> None:
+        super().__init__(name)
+        object.__setattr__(self, "_connection", connection)
+
+    def __str__(self) -> str:
+        return f"temp-topic://{self.name.removeprefix(TEMP_TOPIC_PREFIX)}"
+
+    def delete(self) -> None:
+        """Delete the topic now; subscribing to it or sending to it afterwards fails.
+        Refused while a consumer of this connection is still on it (close it first)."""
+        conn: Connection | None = self._connection
+        if conn is None:
+            from .errors import IllegalStateException
+
+            raise IllegalStateException(
+                f"{self} was not created by this process's connection; only the connection "
+                "that created a temporary topic can delete it"
+            )
+        conn._delete_temporary_topic(self)
+
+
 def destination_from_uri(uri: str) -> Destination:
     """Parse ``queue://name`` / ``topic://name`` (as JMSReplyTo travels) into a Destination."""
     kind, sep, name = uri.partition("://")
@@ -289,6 +325,8 @@ def destination_from_uri(uri: str) -> Destination:
         return Topic(name)
     if kind == "temp-queue":
         return TemporaryQueue(uri)  # the broker's own name for it includes the scheme
+    if kind == "temp-topic":
+        return TemporaryTopic(f"{TEMP_TOPIC_PREFIX}{name}")
     raise InvalidDestinationException(
         f"destination {uri!r} has unknown kind {kind!r}; use 'queue://' or 'topic://'"
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import twins
-from .destinations import Destination
+from .destinations import Destination, TemporaryTopic
 from .errors import InvalidDestinationException, JMSException
 from .message import Message
 
@@ -107,6 +107,8 @@ class MessageProducer(ProducerCore):
             )
         if not isinstance(destination, Destination):
             raise InvalidDestinationException(f"expected a Queue or Topic, got {destination!r}")
+        if isinstance(destination, TemporaryTopic):  # a deleted one is refused
+            self._session._connection._check_temporary_topic(destination, consuming=False)
         if destination.options:  # checked (and applied) as create_producer(dest) does
             self._session._declare(destination)
         return destination

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidConfigurationException
+from .property_names import PropertyNames, snake_case
 
 __all__ = ["PROPERTIES", "FactoryProperties", "PropertySpec"]
 
@@ -28,8 +29,13 @@ class PropertySpec:
     minimum: int | None = None
     maximum: int | None = None
     check: Callable[[Any], str | None] | None = None
-    #: the snake_case twin accepted in its place (``address_list`` for imqAddressList)
+    #: the snake_case twin accepted in its place (``address_list`` for imqAddressList),
+    #: derived by jmspy.property_names.snake_case
     alias: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.alias is None:
+            object.__setattr__(self, "alias", snake_case(self.name))
 
     def validate(self, value: Any) -> Any:
         """Return the value converted to the property's type, or raise with a fix."""
@@ -149,14 +155,13 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "dropped (the broker redelivers them, marked redelivered) and the exception "
             "listener hears CONNECTION_INTERRUPTED, then CONNECTION_RESUMED naming the "
             "broker it is on now. Off: CONNECTION_LOST and later calls fail.",
-            alias="reconnect_enabled",
         ),
         PropertySpec(
             "imqReconnectAttempts", int, 6,
             "Reconnect attempts at each address of the list, per pass, before moving on "
             "(and, after the last pass, giving up: CONNECTION_LOST); -1 = forever (with an "
             "address list: one attempt per address, passes without end).",
-            minimum=-1, maximum=1_000_000, alias="reconnect_attempts",
+            minimum=-1, maximum=1_000_000,
         ),
         PropertySpec(
             "imqReconnectInterval", int, 3000,
@@ -164,21 +169,21 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "failed attempt up to 30 s (with +-20% jitter), except that the first attempt "
             "at the next address of a list goes at once. Sends block for the whole "
             "reconnect window, then fail naming host:port.",
-            minimum=1, maximum=3_600_000, alias="reconnect_interval",
+            minimum=1, maximum=3_600_000,
         ),
         PropertySpec(
             "imqAddressList", str, None,
             "Broker URLs separated by commas, all of one scheme (stomp:// or mqtt://), "
             "e.g. 'stomp://h1:61613,stomp://h2:61613'; the connection URL may be such a "
             "list too. None = the connection URL alone. conn.where names the one in use.",
-            check=_address_list_problem, alias="address_list",
+            check=_address_list_problem,
         ),
         PropertySpec(
             "imqAddressListBehavior", str, "PRIORITY",
             "PRIORITY: connect and reconnect trying the addresses in list order (the first "
             "is preferred); RANDOM: in a new random order on each pass (spreads clients "
             "over a cluster).",
-            check=_behavior_problem, alias="address_list_behavior",
+            check=_behavior_problem,
         ),
         PropertySpec(
             "imqAddressListIterations", int, 1,
@@ -186,7 +191,7 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "imqReconnectAttempts attempts per address (the first connection: one attempt "
             "per address per pass); -1 = forever when reconnecting, one pass when "
             "connecting.",
-            minimum=-1, maximum=1_000_000, alias="address_list_iterations",
+            minimum=-1, maximum=1_000_000,
         ),
         PropertySpec(
             "persistentSendWindow", int, 1,
@@ -223,10 +228,9 @@ PROPERTIES: Mapping[str, PropertySpec] = {
 }
 
 
-#: The snake_case twins (``address_list``...), each standing for its property.
-ALIASES: Mapping[str, PropertySpec] = {
-    spec.alias: spec for spec in PROPERTIES.values() if spec.alias is not None
-}
+#: Every property's two spellings (the Open MQ name and its snake_case twin), by the one
+#: rule of jmspy/property_names.py.
+NAMES = PropertyNames(PROPERTIES, what="connection factory property")
 
 
 class FactoryProperties(MutableMapping[str, Any]):
@@ -234,22 +238,19 @@ class FactoryProperties(MutableMapping[str, Any]):
 
     def __init__(self, initial: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {name: spec.default for name, spec in PROPERTIES.items()}
-        for name, value in (initial or {}).items():
+        for name, value in NAMES.resolve(initial or {}).items():  # both spellings: refused
             self[name] = value
 
     @staticmethod
     def spec(name: str) -> PropertySpec:
-        spec = PROPERTIES.get(name) or ALIASES.get(name)
-        if spec is None:
-            import difflib
-
-            close = difflib.get_close_matches(name, PROPERTIES, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+        canonical = NAMES.canonical(name)
+        if canonical is None:
             raise InvalidConfigurationException(
-                f"unknown connection factory property {name!r}.{hint} Known properties: "
-                f"{', '.join(PROPERTIES)}"
+                f"unknown connection factory property {name!r}.{NAMES.suggestion(name)} "
+                f"Known properties: {', '.join(PROPERTIES)} (or their snake_case twins, "
+                "consumer_flow_limit for imqConsumerFlowLimit)"
             )
-        return spec
+        return PROPERTIES[canonical]
 
     def __getitem__(self, name: str) -> Any:
         return self._values[self.spec(name).name]

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmspy.errors import InvalidConfigurationException
+from jmspy.property_names import PropertyNames
 
-__all__ = ["CAMEL_NAMES", "ActivationSpec"]
+__all__ = ["CAMEL_NAMES", "NAMES", "ActivationSpec"]
 
 _DESTINATION_TYPES = {
     "queue": "queue", "jakarta.jms.queue": "queue", "javax.jms.queue": "queue",
@@ -66,7 +67,8 @@ class ActivationSpec:
             return InvalidConfigurationException(f"worker pool: {what}")
 
         if not isinstance(self.destination, str) or not self.destination:
-            raise bad("destination must be a non-empty destination name")
+            raise bad(f"destination must be a Queue, a Topic or a non-empty destination "
+                      f"name, got {self.destination!r}")
         kind = _DESTINATION_TYPES.get(str(self.destination_type).lower())
         if kind is None:
             raise bad(f"destinationType {self.destination_type!r} must be 'queue' or 'topic' "
@@ -102,19 +104,16 @@ class ActivationSpec:
     def from_properties(cls, destination: str, properties: Mapping[str, Any]
                         ) -> ActivationSpec:
         """From keyword properties in either spelling (``maxPoolSize`` or
-        ``max_pool_size``); an unknown name is refused with the valid ones."""
-        fields = {f.name for f in dataclasses.fields(cls)}
+        ``max_pool_size``, by the rule of jmspy/property_names.py); an unknown name is
+        refused with the valid ones, both spellings of one name naming both."""
         kwargs: dict[str, Any] = {}
-        for key, value in properties.items():
-            name = CAMEL_NAMES.get(key, key)
-            if name not in fields or name == "destination":
+        for name, value in NAMES.resolve(properties).items():
+            if NAMES.canonical(name) is None or name == "destination":
                 raise InvalidConfigurationException(
-                    f"worker pool: unknown activation property {key!r}; valid: "
-                    f"{', '.join(sorted(CAMEL_NAMES))} (or their snake_case twins)")
-            if name in kwargs:
-                raise InvalidConfigurationException(
-                    f"worker pool: activation property {key!r} given twice")
-            kwargs[name] = value
+                    f"worker pool: unknown activation property {name!r}."
+                    f"{NAMES.suggestion(name)} Valid: {', '.join(sorted(CAMEL_NAMES))} (or "
+                    "their snake_case twins)")
+            kwargs[NAMES.twin(name)] = value
         return cls(destination, **kwargs)
 
 
@@ -123,9 +122,18 @@ def _camel(snake: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
+#: The activation properties' canonical (camelCase) names, each with its snake_case twin,
+#: which is the ActivationSpec field it sets.
+NAMES = PropertyNames(
+    ["sendUndeliverableMsgsToDMQ", "clientID",
+     *(_camel(f.name) for f in dataclasses.fields(ActivationSpec)
+       if f.name not in ("send_undeliverable_msgs_to_dmq", "client_id"))],
+    what="worker pool activation property",
+    extra_twins={"clientId": "clientID"},
+)
+
 #: camelCase activation property -> field name
 CAMEL_NAMES: Mapping[str, str] = {
-    **{_camel(f.name): f.name for f in dataclasses.fields(ActivationSpec)},
-    "sendUndeliverableMsgsToDMQ": "send_undeliverable_msgs_to_dmq",
+    **{name: NAMES.twin(name) for name in NAMES.canonical_names if name != "destination"},
     "clientId": "client_id",
 }

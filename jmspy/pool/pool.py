@@ -37,7 +37,7 @@ from typing import Any
 
 from jmspy.connection import Connection, ConnectionFactory
 from jmspy.consumer import MessageConsumer
-from jmspy.destinations import Queue, Topic
+from jmspy.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmspy.errors import IllegalStateException, InvalidConfigurationException, JMSException
 from jmspy.message import Message
 from jmspy.session import Session
@@ -58,8 +58,10 @@ _STOP = object()
 
 
 class WorkerPool:
-    """See the module docstring. ``activation``: the activation properties
-    (:class:`~.activation.ActivationSpec`), camelCase or snake_case.
+    """See the module docstring. ``destination``: a Queue or Topic (from
+    ``session.create_queue`` / ``create_topic``), or a name (a queue unless
+    ``destinationType="topic"``). ``activation``: the activation properties
+    (:class:`~.activation.ActivationSpec`), camelCase or snake_case (one spelling each).
 
     ``prefetch``: None keeps the factory's ``imqConsumerFlowLimit``; ``"pool"`` sets it
     to ``max_pool_size`` (so the pool can be busy), with ``imqConsumerFlowThreshold`` 100 so each
@@ -68,13 +70,15 @@ class WorkerPool:
     then be importable: a class or function at module level, or ``"module:attribute"``).
     """
 
-    def __init__(self, factory: ConnectionFactory, destination: str, listener: ListenerSpec,
-                 *, max_pool_size: int = 32, processes: bool = False,
-                 prefetch: int | str | None = None, **activation: Any) -> None:
-        if "maxPoolSize" in activation:
-            max_pool_size = activation.pop("maxPoolSize")
-        self.spec = ActivationSpec.from_properties(
-            destination, {**activation, "max_pool_size": max_pool_size})
+    def __init__(self, factory: ConnectionFactory, destination: str | Destination,
+                 listener: ListenerSpec, *, max_pool_size: int | None = None,
+                 processes: bool = False, prefetch: int | str | None = None,
+                 **activation: Any) -> None:
+        if max_pool_size is not None:  # a keyword of its own, one property all the same
+            activation = {**activation, "max_pool_size": max_pool_size}
+        if isinstance(destination, Destination):
+            destination = _activation_destination(destination, activation)
+        self.spec = ActivationSpec.from_properties(destination, activation)
         self._factory = _factory_for(factory, prefetch, self.spec.max_pool_size)
         self.processes = processes
         self._listener = listener
@@ -386,6 +390,30 @@ class WorkerPool:
         log.warning("worker pool on %s: %s; a new worker process replaces it and the "
                     "message is delivered again, marked redelivered", self.spec.destination,
                     why)
+
+
+def _activation_destination(destination: Destination, activation: dict[str, Any]) -> str:
+    """A Queue or Topic given to the pool, as the activation properties name one: its
+    name, and its kind as ``destinationType`` (which, if given too, must agree)."""
+    if isinstance(destination, TemporaryQueue | TemporaryTopic):
+        raise InvalidConfigurationException(
+            f"worker pool: {destination} is temporary, and only the connection that made "
+            "it may consume from it; the pool opens its own connection: give it a queue "
+            "or topic by name")
+    if destination.options:
+        raise InvalidConfigurationException(
+            f"worker pool: {destination} has destination options "
+            f"({', '.join(destination.options)}); the pool takes the name alone")
+    kind = "topic" if isinstance(destination, Topic) else "queue"
+    names = {k: v for k, v in activation.items() if k in ("destinationType", "destination_type")}
+    for key, value in names.items():
+        if str(value).lower().rpartition(".")[2] != kind:
+            raise InvalidConfigurationException(
+                f"worker pool: {destination} is a {kind}, but {key}={value!r} says otherwise; "
+                f"leave {key} out when passing a {type(destination).__name__}")
+    if not names:
+        activation["destination_type"] = kind
+    return destination.name
 
 
 def _factory_for(factory: ConnectionFactory, prefetch: int | str | None,
