@@ -3,8 +3,9 @@
 The benchmarks need the peer brokers, their clients and plotting libraries, and write
 their results beside themselves (``benchmarks/results/``), so they are not part of the
 installed package: the ``benchmarks/`` folder of a jmspy checkout holds them, run with
-``python -m benchmarks`` from the checkout's root. ``jmspy bench ARGS`` is that command
-from anywhere inside a checkout (the current directory or one of its parents); outside
+``python -m benchmarks`` from the checkout's root. ``jmspy bench ARGS`` is that command,
+run in the root, from anywhere inside a checkout (the current directory or one of its
+parents); outside
 one it says where the benchmarks are instead of Python's bare "No module named
 benchmarks".
 """
@@ -12,7 +13,6 @@ benchmarks".
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,7 +57,10 @@ def find_checkout(start: Path) -> Path | None:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    """Run ``python -m benchmarks`` with the checkout on ``PYTHONPATH``; its exit code."""
+    """Run ``python -m benchmarks`` in the checkout's root, as its README says; its exit
+    code. The root is the working directory and nothing is added to ``PYTHONPATH``: the
+    suite starts its workers from neutral directories so that they import the installed
+    jmspy, and an inherited ``PYTHONPATH`` naming the checkout would defeat that."""
     wants_help = any(a in ("-h", "--help") for a in args.bench_args)
     root = find_checkout(Path.cwd())
     if wants_help:
@@ -67,10 +70,7 @@ def bench_command(args: argparse.Namespace) -> int:
             return 0
         print(f"jmspy bench: error: {_NOT_HERE}", file=sys.stderr)
         return 2
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(root), env.get("PYTHONPATH", "")) if p)
-    return subprocess.call([sys.executable, "-m", "benchmarks", *args.bench_args], env=env)
+    return subprocess.call([sys.executable, "-m", "benchmarks", *args.bench_args], cwd=root)
 
 
 def add_command(sub: Any) -> None:

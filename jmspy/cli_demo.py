@@ -179,8 +179,8 @@ def add_command(sub: Any) -> None:
     demo.add_argument("--threshold", type=at_least(0), default=50, metavar="PERCENT",
                       help="imqConsumerFlowThreshold: more are asked for when the client "
                       "holds this %% of the limit")
-    demo.add_argument("--work-ms", type=at_least(0, float, "a number of milliseconds", strict=False),
-                      default=None, metavar="MS",
+    milliseconds = at_least(0, float, "a number of milliseconds", strict=False)
+    demo.add_argument("--work-ms", type=milliseconds, default=None, metavar="MS",
                       help=f"simulated work per message in the listener (default "
                       f"{PACED[1]:g}; 0 with --fast)")
     demo.add_argument("--interval", type=at_least(0, float, "a number of seconds"),

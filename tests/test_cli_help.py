@@ -75,7 +75,7 @@ def test_version_prints_the_installed_distributions_version_and_where_it_comes_f
 
 
 def test_the_command_list_is_every_command_and_none_is_cut_short() -> None:
-    assert COMMANDS == sorted(["demo", "broker", "stat", "hash-password", "worker", "bench"])
+    assert sorted(["demo", "broker", "stat", "hash-password", "worker", "bench"]) == COMMANDS
     done = _jmspy("--help")
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())  # help wraps lines; compare the words
