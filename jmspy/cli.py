@@ -14,7 +14,12 @@ import difflib
 import sys
 from collections.abc import Sequence
 
-from jmspy.cli_support import CLOSED_PIPE_EXIT, HelpFormatter, run_quietly_on_closed_pipe
+from jmspy.cli_support import (
+    CLOSED_PIPE_EXIT,
+    HelpFormatter,
+    run_quietly_on_closed_pipe,
+    version_line,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -39,7 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
     from jmspy.cli_bench import add_command as add_bench
     from jmspy.cli_broker import add_commands as add_broker_commands
     from jmspy.cli_demo import add_command as add_demo
-    from jmspy.cli_support import version_line
     from jmspy.cli_worker import add_command as add_worker
 
     parser = argparse.ArgumentParser(prog="jmspy", description=DESCRIPTION, epilog=EPILOG,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CLOSED_PIPE_EXIT", "PORT_RANGE", "HelpFormatter", "at_least", "port", "port_problem",
-           "run_quietly_on_closed_pipe", "version_line"]
+           "run_quietly_on_closed_pipe", "source_version", "version_line"]
 
 #: The exit status after the reader of stdout went away: 128 + SIGPIPE, as the shell
 #: reports for a C tool that SIGPIPE killed.
@@ -117,12 +117,14 @@ def version_line() -> str:
     try:
         version = metadata.version("jmspy")
     except metadata.PackageNotFoundError:
-        version = _source_version(here.parent / "pyproject.toml")
+        version = source_version(here.parent / "pyproject.toml")
     python = ".".join(str(part) for part in sys.version_info[:3])
     return f"jmspy {version} (from {here}, Python {python})"
 
 
-def _source_version(pyproject: Path) -> str:
+def source_version(pyproject: Path) -> str:
+    """The version a never-installed source tree's ``pyproject.toml`` declares, marked as
+    such; "unknown (...)" saying why when there is none to read."""
     import tomllib
 
     try:

@@ -6,6 +6,7 @@ an option added without help fails here."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 import jmspy
 from jmspy.cli import build_parser, main
+from jmspy.cli_support import source_version
 
 #: guards against a hung subprocess only (a failure, not a timing requirement)
 HANG = 120
@@ -55,14 +57,10 @@ COMMANDS = sorted(_commands())
 
 
 def _jmspy(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``jmspy ARGS`` in a subprocess, its help wrapped at a known width."""
     return subprocess.run([sys.executable, "-m", "jmspy", *args], capture_output=True,
-                          text=True, timeout=HANG, cwd=cwd, env=_wide())
-
-
-def _wide() -> dict[str, str]:
-    import os
-
-    return {**os.environ, "COLUMNS": "100"}
+                          text=True, timeout=HANG, cwd=cwd,
+                          env={**os.environ, "COLUMNS": "100"})
 
 
 def test_version_prints_the_installed_distributions_version_and_where_it_comes_from(
@@ -72,6 +70,20 @@ def test_version_prints_the_installed_distributions_version_and_where_it_comes_f
     line = done.stdout.strip()
     assert line.split()[:2] == ["jmspy", metadata.version("jmspy")], line
     assert f"(from {Path(jmspy.__file__).resolve().parent}, Python " in line
+
+
+@pytest.mark.parametrize(("pyproject", "says"), [
+    ('[project]\nname = "jmspy"\nversion = "9.8.7"\n', "9.8.7 (source tree, not installed)"),
+    ('[project]\nname = "other"\nversion = "1.0"\n', "unknown (not installed)"),
+    (None, "unknown (not installed, and no pyproject.toml beside the package)"),
+])
+def test_a_source_tree_never_installed_takes_its_version_from_pyproject(
+    tmp_path: Path, pyproject: str | None, says: str,
+) -> None:
+    path = tmp_path / "pyproject.toml"
+    if pyproject is not None:
+        path.write_text(pyproject)
+    assert source_version(path) == says
 
 
 def test_the_command_list_is_every_command_and_none_is_cut_short() -> None:
