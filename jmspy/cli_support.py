@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import sys
 import textwrap
 from collections.abc import Callable
@@ -143,7 +144,9 @@ def run_quietly_on_closed_pipe(run: Callable[[], int]) -> int:
     stdout is flushed here, inside the guard: a short output sits in the buffer until the
     interpreter exits, and a failed flush then would print "Exception ignored ...". After
     the pipe broke, ``/dev/null`` takes stdout's place, so that exit flush finds somewhere
-    to write and stays silent."""
+    to write and stays silent. A :class:`BrokenPipeError` while stdout's reader is still
+    there came from something else (a socket a command did not handle) and is raised on:
+    calling it a closed stdout would hide a real failure behind a quiet exit."""
     try:
         try:
             code = run()
@@ -153,15 +156,28 @@ def run_quietly_on_closed_pipe(run: Callable[[], int]) -> int:
         sys.stdout.flush()
         return code
     except BrokenPipeError:
-        _stdout_to_devnull()
+        fd = _stdout_fd()
+        if fd is None or not _reader_gone(fd):
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
         return CLOSED_PIPE_EXIT
 
 
-def _stdout_to_devnull() -> None:
+def _stdout_fd() -> int | None:
     try:
-        fd = sys.stdout.fileno()
+        return sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # replaced by a test harness: no fd
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
-    os.close(devnull)
+        return None
+
+
+def _reader_gone(fd: int) -> bool:
+    """Whether ``fd`` is a pipe whose reading end is closed: poll reports an error on the
+    writing end then. Where poll is missing (Windows) the error is taken to be stdout's,
+    the likeliest source there."""
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))

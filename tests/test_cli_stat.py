@@ -1,6 +1,7 @@
 """``jmspy stat`` as a user meets it: the table lists the broker's destinations and not
 the temporary queue stat itself receives the answer on, a refusal is said once, and a
-reader that closes the pipe early (``jmspy stat | head -1``) ends it quietly. The broker
+reader that closes the pipe early (``jmspy stat | head -1``) ends it quietly -- it and
+every other command that prints (``demo``, the help texts). The broker
 is an in-process one served over STOMP (``add_connector``), and also a ``jmspy broker``
 subprocess for the refusal, as a user would run them."""
 
@@ -24,7 +25,7 @@ from jmspy import ConnectionFactory, Queue
 from jmspy.broker_ref.protocols.stomp.client import error_text, fetch_report
 from jmspy.broker_ref.protocols.stomp.mapping import STATS_DESTINATION, STATS_REPLY_HEADER
 from jmspy.cli import main
-from jmspy.cli_support import CLOSED_PIPE_EXIT
+from jmspy.cli_support import CLOSED_PIPE_EXIT, run_quietly_on_closed_pipe
 from jmspy.stomp_frames import Frame
 
 #: guards against a hung subprocess only (a failure, not a timing requirement)
@@ -209,3 +210,37 @@ def test_stat_piped_into_head_prints_its_first_line_and_exits_quietly(
                           shell=True, capture_output=True, text=True, timeout=HANG)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith("store: none (in memory)"), done.stdout
+
+
+def _raise_broken_pipe() -> int:
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("reader_open", [True, False])
+def test_a_broken_pipe_is_called_a_closed_stdout_only_when_stdouts_reader_is_gone(
+    monkeypatch: pytest.MonkeyPatch, reader_open: bool,
+) -> None:
+    """A BrokenPipeError from a socket, while stdout's reader is still there, is a real
+    failure and raised on; with the reader gone it is the quiet exit."""
+    read, write = os.pipe()
+    if not reader_open:
+        os.close(read)
+    with os.fdopen(write, "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        if reader_open:
+            with pytest.raises(BrokenPipeError):
+                run_quietly_on_closed_pipe(_raise_broken_pipe)
+        else:
+            assert run_quietly_on_closed_pipe(_raise_broken_pipe) == CLOSED_PIPE_EXIT
+            stdout.write("after the exit: goes to /dev/null\n")
+            stdout.flush()  # no error: /dev/null took the pipe's place
+        monkeypatch.undo()
+    if reader_open:
+        os.close(read)
+
+
+def test_a_broken_pipe_without_a_real_stdout_is_raised_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(BrokenPipeError):
+        run_quietly_on_closed_pipe(_raise_broken_pipe)
