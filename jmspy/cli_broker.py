@@ -15,6 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from jmspy.cli_password import PasswordError, add_password_options, resolve_password
+from jmspy.cli_support import HelpFormatter, at_least, port
 
 __all__ = ["add_commands"]
 
@@ -109,10 +110,21 @@ def _stat(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register ``broker``, ``stat`` and ``hash-password`` on ``jmspy``'s sub-parsers."""
-    broker = sub.add_parser("broker", help="run the bundled broker over STOMP (127.0.0.1:61613)")
-    broker.add_argument("--config", help="TOML config file (default: embedded config)")
-    broker.add_argument("--host", help="listen address (overrides [broker] host)")
-    broker.add_argument("--port", type=int, help="listen port (overrides [broker] port)")
+    broker = sub.add_parser(
+        "broker", help="run the bundled broker over STOMP (default 127.0.0.1:61613)",
+        formatter_class=HelpFormatter,
+        description="Run the bundled reference broker, serving STOMP 1.0-1.2 on HOST:PORT "
+        "until SIGINT or SIGTERM. Its first line on stdout, \"jmspy broker listening on "
+        "HOST:PORT (...)\", is printed once it accepts connections (scripts can wait for "
+        "it). Options override the --config file, which overrides the embedded defaults.")
+    broker.add_argument("--config", metavar="FILE",
+                        help="TOML config file (default: the embedded config)")
+    broker.add_argument("--host", help="listen address (overrides [broker] host; default "
+                        "127.0.0.1)")
+    broker.add_argument("--port", type=port(zero="any free port"),
+                        help="listen port, 1-65535, or 0 for any free port (the "
+                        "\"listening on\" line names it); overrides [broker] port; "
+                        "default 61613")
     broker.add_argument("--loop", choices=("asyncio", "uvloop"),
                         help="event loop (overrides [broker] loop; default uvloop when "
                         "installed, as it is with jmspy on CPython off Windows, else "
@@ -137,18 +149,36 @@ def add_commands(sub: Any) -> None:
                         "would be recovered and lost); 2: cannot check (no store in the "
                         "directory, unreadable, or a broker is using it)")
     broker.set_defaults(func=_broker)
-    stat = sub.add_parser("stat", help="print per-destination counters of a running broker")
-    stat.add_argument("--host", default="127.0.0.1")
-    stat.add_argument("--port", type=int, default=61613)
+    stat = sub.add_parser(
+        "stat", help="print the usage and per-destination counters of a running broker",
+        formatter_class=HelpFormatter,
+        description="Ask a running jmspy broker for its counters (a SEND to /jmspy/stats) "
+        "and print them: a line of broker-wide usage (store, temp space, memory, "
+        "connections turned away), then a table with one row per destination. The "
+        "temporary queue stat itself receives the answer on is left out. Exit 1 when the "
+        "broker cannot be reached or refuses (the reason is printed once).")
+    stat.add_argument("--host", default="127.0.0.1", help="the broker's address")
+    stat.add_argument("--port", type=port(), default=61613,
+                      help="the broker's STOMP port, 1-65535")
     stat.add_argument("--user", help="user name (with the admin permission, when the "
                       "broker has security)")
     add_password_options(stat)
-    stat.add_argument("--timeout", type=float, default=5.0)
+    stat.add_argument("--timeout", type=at_least(0, float, "a number of seconds"),
+                      default=5.0, metavar="S",
+                      help="seconds to wait for the connection and the answer")
     stat.set_defaults(func=_stat)
     hashing = sub.add_parser(
-        "hash-password", help="print a pbkdf2_sha256 hash for a [security] password-hash key")
-    hashing.add_argument("--iterations", type=int, default=None,
-                         help="PBKDF2 rounds (default: the broker's DEFAULT_ITERATIONS)")
+        "hash-password", help="print a pbkdf2_sha256 hash for a [security] password-hash key",
+        formatter_class=HelpFormatter,
+        description="Read a password and print its pbkdf2_sha256 hash, for a user's "
+        "password-hash key in the broker's [security] config (so the config holds no "
+        "plain password). On a terminal it prompts twice without echo and prints nothing "
+        "if the two differ; otherwise it reads one line from stdin (a pipe or a file: "
+        "printf '%s\\n' \"$PW\" | jmspy hash-password). The password itself is never "
+        "printed; an empty one is refused.")
+    hashing.add_argument("--iterations", type=at_least(1), default=None, metavar="N",
+                         help="PBKDF2 rounds (default: the broker's DEFAULT_ITERATIONS; "
+                         "more is slower to check and to guess)")
     hashing.set_defaults(func=hash_password_command)
 
 

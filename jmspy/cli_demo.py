@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+from jmspy.cli_support import HelpFormatter, at_least
+
 __all__ = ["WindowRange", "add_command", "demo_command"]
 
 #: The paced run (the default) and ``--fast``: messages, ms of work per message, seconds
@@ -158,16 +160,31 @@ def demo_command(args: argparse.Namespace) -> int:
 
 def add_command(sub: Any) -> None:
     """Register ``demo`` on ``jmspy``'s sub-parsers."""
-    demo = sub.add_parser("demo", help="producer + listener over vm:// with flow counters")
+    demo = sub.add_parser(
+        "demo", help="a producer and a listener over an in-process vm:// broker, printing "
+        "the consumer's flow-control counters as it runs", formatter_class=HelpFormatter,
+        description="Send messages to a queue of an in-process vm:// broker, consume them "
+        "with a listener, and print a row of the consumer's flow-control counters every "
+        "interval: the window filling to imqConsumerFlowLimit, draining to the threshold, "
+        "topped up again. Nothing to install or start; nothing leaves the process.")
     demo.add_argument("--fast", action="store_true",
                       help=f"no pause in the listener: {FAST[0]:,} messages as fast as they "
                       f"go, a row every {FAST[2]:g} s (default: paced, {PACED[1]:g} ms per "
                       f"message, {PACED[0]:,} messages, a row every {PACED[2]:g} s)")
-    demo.add_argument("--messages", type=int, default=None)
-    demo.add_argument("--limit", type=int, default=1000, help="imqConsumerFlowLimit")
-    demo.add_argument("--threshold", type=int, default=50, help="imqConsumerFlowThreshold")
-    demo.add_argument("--work-ms", type=float, default=None,
-                      help="simulated work per message in the listener")
-    demo.add_argument("--interval", type=float, default=None,
-                      help="seconds between counter rows")
+    demo.add_argument("--messages", type=at_least(1), default=None, metavar="N",
+                      help=f"messages to send and receive (default {PACED[0]:,}; "
+                      f"{FAST[0]:,} with --fast)")
+    demo.add_argument("--limit", type=at_least(1), default=1000, metavar="N",
+                      help="imqConsumerFlowLimit: most messages the broker sends ahead")
+    demo.add_argument("--threshold", type=at_least(0), default=50, metavar="PERCENT",
+                      help="imqConsumerFlowThreshold: more are asked for when the client "
+                      "holds this %% of the limit")
+    milliseconds = at_least(0, float, "a number of milliseconds", strict=False)
+    demo.add_argument("--work-ms", type=milliseconds, default=None, metavar="MS",
+                      help=f"simulated work per message in the listener (default "
+                      f"{PACED[1]:g}; 0 with --fast)")
+    demo.add_argument("--interval", type=at_least(0, float, "a number of seconds"),
+                      default=None, metavar="S",
+                      help=f"seconds between counter rows (default {PACED[2]:g}; "
+                      f"{FAST[2]:g} with --fast)")
     demo.set_defaults(func=demo_command)

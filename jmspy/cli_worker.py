@@ -20,31 +20,19 @@ import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
 
 from jmspy.cli_password import PasswordError, add_password_options, resolve_password
+from jmspy.cli_support import HelpFormatter, at_least, port_problem
 from jmspy.errors import InvalidConfigurationException, InvalidSelectorException, JMSException
 
 if TYPE_CHECKING:
     from jmspy.pool import WorkerPool
 
-__all__ = ["add_command", "worker_command"]
+__all__ = ["add_command", "url_problem", "worker_command"]
 
 _BOOLS = {"true": True, "yes": True, "on": True, "1": True,
           "false": False, "no": False, "off": False, "0": False}
-
-
-def _at_least(low: float, kind: type = int, what: str = "an integer") -> Any:
-    """An argparse type: a number >= ``low`` (argparse names the option in its error)."""
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value < low or (kind is float and value == low):  # seconds: more than low
-            raise argparse.ArgumentTypeError(
-                f"{text} is out of range: use {what} {'>' if kind is float else '>='} {low}")
-        return value
-    return parse
 
 
 def _prefetch(text: str) -> int | str:
@@ -58,18 +46,23 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser(
         "worker", help="run a worker pool: LISTENER handles DESTINATION's messages",
         usage="jmspy worker URL DESTINATION LISTENER [--pool N] [options]",
+        formatter_class=HelpFormatter,
         description="Consume DESTINATION at URL with a pool of LISTENER instances "
         "(jmspy.pool.WorkerPool). Ctrl-C or SIGTERM stops gracefully; Ctrl-C twice exits "
-        "at once.")
+        "at once. A status line goes to stderr, the summary to stdout. Exit 0 done, 1 the "
+        "broker was lost, 2 a usage or configuration error.")
     p.add_argument("url", metavar="URL",
-                   help="broker URL: vm://NAME, stomp://host:port, mqtt://host:port")
+                   help="the broker: stomp://host:port or mqtt://host:port (ports 1-65535; "
+                   "several, comma-separated, for failover). Not vm://: an in-process "
+                   "broker in the worker's own process is one nobody else can reach; start "
+                   "`jmspy broker` and use stomp://")
     p.add_argument("destination", metavar="DESTINATION", help="queue name (topic with --topic)")
     p.add_argument("listener", metavar="LISTENER", help="module:function or module:Class "
                    "(one instance per worker), imported with the current directory on sys.path")
     flag: dict[str, Any] = {"action": "store_true"}
-    seconds = _at_least(0, float, "a number of seconds")
+    seconds = at_least(0, float, "a number of seconds")
     for name, kw, text in (
-        ("--pool", {"type": _at_least(1), "default": 32, "metavar": "N"},
+        ("--pool", {"type": at_least(1), "default": 32, "metavar": "N"},
          "maxPoolSize: most messages processed at once (default 32)"),
         ("--processes", flag, "run each worker in its own process (CPU-bound listeners)"),
         ("--selector", {"metavar": "SEL"}, 'JMS message selector, e.g. "prio > 4"'),
@@ -79,19 +72,19 @@ def add_command(sub: Any) -> None:
         ("--client-id", {"metavar": "ID"}, "the connection's client id"),
         ("--prefetch", {"type": _prefetch, "metavar": "{pool,N}"},
          "imqConsumerFlowLimit: 'pool' sizes it from --pool (default: the factory's, 1000)"),
-        ("--redelivery-attempts", {"type": _at_least(0), "metavar": "N"},
+        ("--redelivery-attempts", {"type": at_least(0), "metavar": "N"},
          "redeliveries after the listener raises, then dead-letter (default 6)"),
-        ("--redelivery-interval", {"type": _at_least(0), "metavar": "MS"},
+        ("--redelivery-interval", {"type": at_least(0), "metavar": "MS"},
          "ms between a failure and the redelivery (default 500)"),
         ("--no-dmq", flag, "leave undeliverable messages unacknowledged instead of sending "
          "them to the dead message queue"),
         ("--dlq", {"metavar": "NAME"}, "dead message queue name (default DLQ)"),
-        ("--steady", {"type": _at_least(0), "metavar": "N"},
+        ("--steady", {"type": at_least(0), "metavar": "N"},
          "workers kept even when idle (default 10, at most --pool)"),
         ("--user", {}, "user name for the broker"),
         ("--property", {"action": "append", "default": [], "metavar": "NAME=VALUE"},
          "any connection factory property, repeatable (e.g. imqConsumerFlowLimit=16)"),
-        ("--count", {"type": _at_least(1), "metavar": "N"},
+        ("--count", {"type": at_least(1), "metavar": "N"},
          "stop after N messages processed (scripts, tests)"),
         ("--status-interval", {"type": seconds, "default": 1.0, "metavar": "S"},
          "seconds between status lines on stderr (default 1.0)"),
@@ -101,6 +94,33 @@ def add_command(sub: Any) -> None:
         p.add_argument(name, help=text, **kw)
     add_password_options(p)
     p.set_defaults(func=worker_command)
+
+
+def url_problem(url: str) -> str | None:
+    """Why the worker cannot consume from ``url``, or None. A ``vm://`` broker lives in
+    the process that starts it: the worker's own would be a new, empty broker that no
+    producer in another process can reach, and the worker would wait forever without a
+    word. A port out of range is refused here, before anything connects (the URL parser
+    would raise a bare ValueError). Schemes and the list syntax are the connection
+    factory's to check."""
+    for entry in (part.strip() for part in url.split(",")):
+        parts = urlsplit(entry)
+        if parts.scheme == "vm":
+            return (f"{entry}: a vm:// broker exists only inside the process that starts "
+                    "it, so this worker would consume from a new, empty broker nobody else "
+                    "can reach. Run `jmspy broker` and give the worker its address "
+                    "(stomp://127.0.0.1:61613), or run jmspy.pool.WorkerPool inside the "
+                    "process that owns the vm:// broker")
+        host_port = parts.netloc.rpartition("@")[2]
+        if ":" not in host_port.rpartition("]")[2]:
+            continue  # no port: the transport's default
+        text = host_port.rpartition(":")[2]
+        if not (text.isascii() and text.isdigit()):
+            return f"{entry}: {text!r} is not a port number: use an integer 1-65535"
+        problem = port_problem(int(text))
+        if problem is not None:
+            return f"{entry}: {problem}"
+    return None
 
 
 def _factory_properties(args: argparse.Namespace) -> dict[str, Any]:
@@ -216,6 +236,10 @@ def worker_command(args: argparse.Namespace) -> int:
     from jmspy.pool import WorkerPool
     from jmspy.pool.instances import load_listener
 
+    problem = url_problem(args.url)
+    if problem is not None:
+        print(f"jmspy worker: error: {problem}", file=sys.stderr)
+        return 2
     status = _Status(sys.stderr)
     status.install()
     if os.getcwd() not in sys.path:

@@ -181,6 +181,12 @@ def test_process_workers_handle_every_message_in_child_processes(
      "imqConsumerFlowLimit must be an integer"),
     ("cli_worker_listeners:record", ["--url", "nosuch://x"], 2, "no transport for URL scheme"),
     ("cli_worker_listeners:record", ["--url", "down"], 1, "cannot connect"),
+    # its own vm:// broker would be new, empty and out of every other process's reach
+    ("cli_worker_listeners:record", ["--url", "vm://work"], 2,
+     "vm://work: a vm:// broker exists only inside the process that starts it"),
+    ("cli_worker_listeners:record", ["--url", "vm://work"], 2, "Run `jmspy broker`"),
+    ("cli_worker_listeners:record", ["--url", "stomp://127.0.0.1:70000"], 2,
+     "port 70000 is out of range: use 1-65535"),
 ])
 def test_mistakes_exit_nonzero_with_one_clear_line_and_no_traceback(
         listener: str, options: list[str], code: int, says: str) -> None:

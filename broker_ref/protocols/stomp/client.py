@@ -16,9 +16,10 @@ from typing import Any
 from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, Frame
 
-from .mapping import STATS_DESTINATION
+from .mapping import STATS_DESTINATION, STATS_REPLY_HEADER
 
-__all__ = ["COLUMNS", "fetch_report", "fetch_stats", "format_table", "format_usage"]
+__all__ = ["COLUMNS", "error_text", "fetch_report", "fetch_stats", "format_table",
+           "format_usage"]
 
 _codec = twins.stomp_codec
 
@@ -53,8 +54,7 @@ def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
         if frame is not None and frame is not HEARTBEAT:
             assert isinstance(frame, Frame)
             if frame.command == "ERROR":
-                raise StatsError(f"broker error: {frame.header('message')}: "
-                                 f"{frame.body.decode(errors='replace')}")
+                raise StatsError(f"broker error: {error_text(frame)}")
             return frame
         if frame is HEARTBEAT:
             continue
@@ -63,6 +63,20 @@ def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
         if not data:
             raise StatsError("the broker closed the connection")
         parser.feed(data)
+
+
+def error_text(frame: Frame) -> str:
+    """An ERROR frame's reason, said once. The broker puts the short reason in the
+    ``message`` header and repeats it at the start of the body, followed by what to do;
+    printing both would say the reason twice. The header alone is kept when the body
+    says nothing more, and both when the body does not repeat it."""
+    message = (frame.header("message") or "").strip()
+    body = frame.body.decode(errors="replace").strip()
+    if not body or body == message:
+        return message or "(no reason given)"
+    if not message or body.startswith(message):
+        return body
+    return f"{message}: {body}"
 
 
 def fetch_stats(
@@ -78,7 +92,9 @@ def fetch_report(
     timeout: float = 5.0,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Stats per destination, and the broker's usage (``Broker.usage()``, from the reply's
-    ``jmspy-*`` headers, as strings)."""
+    ``jmspy-*`` headers, as strings). The temporary queue this request made for the answer
+    is not among the destinations: the broker names it in the reply
+    (``STATS_REPLY_HEADER``), and it exists only while this function runs."""
     deadline = time.monotonic() + timeout
     connect = [("accept-version", "1.2"), ("host", "/")]
     if user is not None:
@@ -101,6 +117,8 @@ def fetch_report(
             frame = _read(sock, parser, deadline)
         sock.sendall(_codec.encode_frame(Frame("DISCONNECT", [])))
     rows: list[dict[str, Any]] = json.loads(frame.body)
+    own = frame.header(STATS_REPLY_HEADER)  # the temporary queue made for this request
+    rows = [row for row in rows if own is None or row.get("name") != own]
     usage = {name[len("jmspy-"):]: value for name, value in frame.headers
              if name.startswith("jmspy-")}
     return rows, usage

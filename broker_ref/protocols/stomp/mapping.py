@@ -43,6 +43,7 @@ _codec = twins.stomp_codec
 __all__ = [
     "REMOTE_TEMP",
     "STATS_DESTINATION",
+    "STATS_REPLY_HEADER",
     "TEMP",
     "HeaderError",
     "Target",
@@ -61,6 +62,9 @@ TEMP: Final = "/temp-queue/"
 REMOTE_TEMP: Final = "/remote-temp-queue/"
 #: SEND here with a ``reply-to`` to get one MESSAGE whose body is JSON of all_stats().
 STATS_DESTINATION: Final = "/jmspy/stats"
+#: The stats MESSAGE's header naming, as the stats list does, the requester's own
+#: temporary queue the answer went to, so ``jmspy stat`` can leave it out of its listing.
+STATS_REPLY_HEADER: Final = "stats-reply-queue"
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).

@@ -487,6 +487,8 @@ class StompSession(_send.SessionRecord):
         conn = self._core  # its view holds the same ``admin`` check as every other path
         body = json.dumps([s.as_dict() for s in conn.all_stats()])
         usage = {f"jmspy-{k}": v for k, v in self.broker.usage().items() if v is not None}
+        if name in self._destinations.local_temps:  # made for this answer: say which one
+            usage[mapping.STATS_REPLY_HEADER] = name
         conn.route_admitted(ServerMessage(
             message_id=self._next_message_id(),
             kind=kind, destination=name, body_type=BodyType.TEXT, body=body,
