@@ -81,6 +81,13 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "jmspy.broker_ref.protocols.stomp.subscription",
 )
 
+#: How to get the compiled modules: built from the source in use, never by a command that
+#: fetches jmspy from a package index (that would replace this code with another release).
+REBUILD = ("Build the compiled modules from this jmspy's source, with a C compiler and the "
+           "Python headers installed (Debian: gcc, python3-dev): in its checkout, "
+           "`pip install -e .` (again, if it is installed editable already), or "
+           "`pip install .` and then run from another directory")
+
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
@@ -131,9 +138,8 @@ class SourceBuildFinder(importlib.abc.MetaPathFinder):
         if not compiled and not self._pure:
             raise ImportError(
                 f"jmspy's compiled module {fullname} is not built (found only {origin}). "
-                "Reinstall jmspy with a C compiler and Cython available "
-                "(`pip install --force-reinstall jmspy`), or set JMSPY_PUREPYTHON=1 to run "
-                "the pure-Python source.", name=fullname)
+                f"{REBUILD}, or set JMSPY_PUREPYTHON=1 to run the pure-Python source.",
+                name=fullname)
         return spec
 
 
@@ -160,7 +166,5 @@ def load(name: str) -> ModuleType:
     except ImportError as exc:
         raise ImportError(
             f"jmspy's compiled module jmspy._cext.{name} is not built ({exc}). "
-            "Reinstall jmspy with a C compiler and Cython available "
-            "(`pip install --force-reinstall jmspy`), or set JMSPY_PUREPYTHON=1 to run "
-            "the pure-Python twins."
+            f"{REBUILD}, or set JMSPY_PUREPYTHON=1 to run the pure-Python twins."
         ) from exc
