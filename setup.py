@@ -43,7 +43,7 @@ def compiled_sources() -> list[str]:
         if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                 and node.target.id == "COMPILED_SOURCES" and node.value is not None):
             names = ast.literal_eval(node.value)
-            assert isinstance(names, tuple) and names, "COMPILED_SOURCES must be a tuple"
+            assert isinstance(names, tuple), "COMPILED_SOURCES must be a tuple"
             return list(names)
     raise SystemExit("jmspy/_speedups.py has no COMPILED_SOURCES tuple")
 
