@@ -7,7 +7,11 @@
 
 from __future__ import annotations
 
-# First: it chooses the build (compiled or pure) of the modules imported below.
+# Before anything else: a source checkout's jmspy/ folder, imported by accident from the
+# checkout's root, is refused with the reason and the fix (jmspy/_checkout.py).
+from . import _checkout  # noqa: F401  (isort: skip)
+
+# Next: it chooses the build (compiled or pure) of the modules imported below.
 from . import _speedups  # noqa: F401  (isort: skip)
 from .acknowledgement import AckMode
 from .connection import Connection, ConnectionFactory, ExceptionListener

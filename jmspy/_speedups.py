@@ -8,8 +8,8 @@ non-empty value other than ``0``) selects the pure twins. Otherwise the compiled
 are *required*: an installation whose extensions did not build is broken, and we say so
 instead of quietly running several times slower (msgpack-python's rule).
 
-Some modules have no separate ``.pyx``: Cython compiles their own ``.py`` source
-(:data:`COMPILED_SOURCES`, the broker's per-message path). There the source is the pure
+A module may also have no separate ``.pyx``: Cython can compile its own ``.py`` source
+(:data:`COMPILED_SOURCES`, empty at present: see there why). There the source is the pure
 twin, and the extension sits beside it under the same name, which Python's import system
 would always prefer. :class:`SourceBuildFinder` (on ``sys.meta_path`` once ``jmspy`` is
 imported) chooses by the same rule as :func:`load`: the ``.py`` under ``JMSPY_PUREPYTHON``,
@@ -52,34 +52,26 @@ PURE_MODULES: dict[str, str] = {
 }
 
 
-#: Modules Cython compiles from their own ``.py`` (``setup.py`` reads this tuple): the
-#: code a message passes through in the broker, from the socket's bytes to the frames
-#: written back, and to the disk for a persistent one. Plain Python compiled as it is, so
-#: it keeps Python's semantics; what it saves is the interpreter's work per call and per
-#: attribute (``python -m benchmarks.cpu_split --brokers jmspy-uvloop,jmspy-interpreted``
-#: measures it; figures in benchmarks/README.md). The test suite runs on both builds,
-#: like every twin.
-COMPILED_SOURCES: tuple[str, ...] = (
-    "jmspy.stomp_frames",
-    "jmspy.stomp_jms_header",
-    "jmspy.broker_ref.core.broker",
-    "jmspy.broker_ref.core.connection",
-    "jmspy.broker_ref.core.message_codec",
-    "jmspy.broker_ref.core.postoffice",
-    "jmspy.broker_ref.core.producer_flow",
-    "jmspy.broker_ref.core.queue",
-    "jmspy.broker_ref.core.queue_deliveries",
-    "jmspy.broker_ref.core.queue_removals",
-    "jmspy.broker_ref.core.sqlite_store",
-    "jmspy.broker_ref.protocols.stomp.credit",
-    "jmspy.broker_ref.protocols.stomp.destinations",
-    "jmspy.broker_ref.protocols.stomp.held",
-    "jmspy.broker_ref.protocols.stomp.loop_polling",
-    "jmspy.broker_ref.protocols.stomp.mapping",
-    "jmspy.broker_ref.protocols.stomp.protocol",
-    "jmspy.broker_ref.protocols.stomp.server",
-    "jmspy.broker_ref.protocols.stomp.subscription",
-)
+#: Modules Cython compiles from their own ``.py`` (``setup.py`` reads this tuple): plain
+#: Python compiled as it is, so it keeps Python's semantics and the ``.py`` is its pure
+#: twin; what it can save is the interpreter's work per call and per attribute. Empty:
+#: the broker's per-message modules (the STOMP session, its credit and subscriptions, the
+#: host's connection callbacks, the broker core's queue and deliveries, the frame
+#: helpers; nineteen modules) were compiled this way and did not pay their way. Compiled
+#: against interpreted (benchmarks/README.md, "Where a broker row's time goes"): receipt
+#: ``ack:auto`` 1.08x, ``ack:client`` 1.00x, window 1 1.03x, ``vm://`` end to end 1.00x,
+#: where a twin must show 1.10x end to end;
+#: they made 18 of the build's 30 MB of C, 77 of its 120 CPU-seconds and 3.2 of its 5 MB
+#: of extensions. A module comes back here only with a measurement that shows it paying
+#: (``python -m benchmarks.cpu_split --brokers jmspy-uvloop,jmspy-interpreted``).
+COMPILED_SOURCES: tuple[str, ...] = ()
+
+#: How to get the compiled modules: built from the source in use, never by a command that
+#: fetches jmspy from a package index (that would replace this code with another release).
+REBUILD = ("Build the compiled modules from this jmspy's source, with a C compiler and the "
+           "Python headers installed (Debian: gcc, python3-dev): in its checkout, "
+           "`pip install -e .` (again, if it is installed editable already), or "
+           "`pip install .` and then run from another directory")
 
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
@@ -131,9 +123,8 @@ class SourceBuildFinder(importlib.abc.MetaPathFinder):
         if not compiled and not self._pure:
             raise ImportError(
                 f"jmspy's compiled module {fullname} is not built (found only {origin}). "
-                "Reinstall jmspy with a C compiler and Cython available "
-                "(`pip install --force-reinstall jmspy`), or set JMSPY_PUREPYTHON=1 to run "
-                "the pure-Python source.", name=fullname)
+                f"{REBUILD}, or set JMSPY_PUREPYTHON=1 to run the pure-Python source.",
+                name=fullname)
         return spec
 
 
@@ -160,7 +151,5 @@ def load(name: str) -> ModuleType:
     except ImportError as exc:
         raise ImportError(
             f"jmspy's compiled module jmspy._cext.{name} is not built ({exc}). "
-            "Reinstall jmspy with a C compiler and Cython available "
-            "(`pip install --force-reinstall jmspy`), or set JMSPY_PUREPYTHON=1 to run "
-            "the pure-Python twins."
+            f"{REBUILD}, or set JMSPY_PUREPYTHON=1 to run the pure-Python twins."
         ) from exc

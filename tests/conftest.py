@@ -3,13 +3,16 @@
 Twin check (see jmspy/_speedups.py): unless JMSPY_PUREPYTHON is set, every module built
 from cython_ext/*.pyx, and every module compiled from its own source (COMPILED_SOURCES),
 must load as the compiled extension; with JMSPY_PUREPYTHON=1 the pure twins (for the
-latter, their .py) must be the ones in use. Anything else ends the session at once
+latter, their .py) must be the ones in use. An extension left beside a .py that is not in
+COMPILED_SOURCES (built when the list still named it) would be imported instead of that
+.py in both modes, so it fails the check too. Anything else ends the session at once
 instead of letting the suite pass against the wrong twin.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,27 @@ def _twin_problems() -> list[str]:
     return problems
 
 
+def _stale_builds() -> list[str]:
+    """Extensions beside a ``.py`` of jmspy's packages (outside ``jmspy._cext``) whose
+    module COMPILED_SOURCES does not list: left by an older in-place build."""
+    import jmspy.broker_ref
+    import jmspy.transports
+
+    found: set[str] = set()
+    for package in (jmspy, jmspy.transports, jmspy.broker_ref):
+        for folder in map(Path, package.__path__):
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                for ext_file in folder.rglob(f"*{suffix}"):
+                    stem = ext_file.name[: -len(suffix)]
+                    parts = (*ext_file.parent.relative_to(folder).parts, stem)
+                    name = ".".join((package.__name__, *parts))
+                    if (ext_file.with_name(stem + ".py").is_file() and "_cext" not in parts
+                            and name not in _speedups.COMPILED_SOURCES):
+                        found.add(f"{name}: stale build {ext_file} (not in COMPILED_SOURCES; "
+                                  "delete it, or rebuild in place, which removes it)")
+    return sorted(found)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     mode = "pure (JMSPY_PUREPYTHON set)" if _speedups.PURE_PYTHON else "compiled"
     return (f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}; compiled from source: "
@@ -52,7 +76,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    problems = _twin_problems()
+    problems = _twin_problems() + _stale_builds()
     if problems:
         hint = (
             ""

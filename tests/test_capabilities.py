@@ -23,7 +23,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "capabilities.md"
 def test_docs_show_the_matrix_the_code_uses() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert matrix.rewrite(text) == text, (
-        "docs/capabilities.md is stale: python -m jmspy.transports.capabilities "
+        "docs/capabilities.md is stale: python -P -m jmspy.transports.capabilities "
         "docs/capabilities.md"
     )
     assert matrix.render_markdown() in text

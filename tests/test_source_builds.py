@@ -53,16 +53,17 @@ def test_other_modules_are_left_to_the_other_finders():
     assert SourceBuildFinder(["pkg.mod"], pure=True).find_spec("json", None) is None
 
 
-@pytest.mark.parametrize(("choice", "sources", "twins"), [
-    ("1", "[False]", "False"), ("", "[True]", "True"), ("sources", "[False]", "True")])
-def test_a_fresh_interpreter_imports_the_build_its_mode_asks_for(choice, sources, twins):
-    """The finder is in place before ``jmspy`` imports any listed module, in every mode;
-    ``sources`` interprets the listed modules and keeps the compiled twins."""
-    code = ("import importlib, jmspy; from jmspy import _speedups as s; "
-            "print(sorted({s.is_extension(importlib.import_module(n)) "
-            "for n in s.COMPILED_SOURCES}), s.is_extension(s.load('stomp_codec')))")
+@pytest.mark.parametrize(("choice", "sources_pure", "twins"), [
+    ("1", "True", "False"), ("", "False", "True"), ("sources", "True", "True")])
+def test_a_fresh_interpreter_has_the_finder_first_and_the_build_its_mode_asks_for(
+        choice, sources_pure, twins):
+    """Once ``jmspy`` is imported the finder is first on ``sys.meta_path`` (ahead of every
+    module COMPILED_SOURCES may list) in every mode; ``sources`` interprets the listed
+    modules and keeps the compiled twins."""
+    code = ("import sys, jmspy; from jmspy import _speedups as s; "
+            "print(type(sys.meta_path[0]).__name__, s.PURE_SOURCES, "
+            "s.is_extension(s.load('stomp_codec')))")
     env = {"JMSPY_PUREPYTHON": choice, "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=Path(__file__).parent)
-    assert out.stdout.split() == [sources, twins]
-
+    assert out.stdout.split() == ["SourceBuildFinder", sources_pure, twins]

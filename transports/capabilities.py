@@ -14,7 +14,7 @@ brokers were tested with it).
 
 Regenerate the document after editing a cell::
 
-    python -m jmspy.transports.capabilities docs/capabilities.md
+    python -P -m jmspy.transports.capabilities docs/capabilities.md   # in the checkout root
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def rewrite(doc: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m jmspy.transports.capabilities docs/capabilities.md",
+        print("usage: python -P -m jmspy.transports.capabilities docs/capabilities.md",
               file=sys.stderr)
         return 2
     path = Path(args[0])

@@ -10,6 +10,9 @@ One command runs the whole thing on local[2] against a ``jmspy broker`` it start
 It sends the orders, runs the query once through everything available
 (``trigger(availableNow=True)``: every order is acknowledged only after Spark committed
 its batch), then prints the totals read back from the output queue and from Parquet.
+Run it from anywhere, the repository's root included: the broker, Spark's JVM and its
+Python workers start in the output directory (Spark's own files go there too), and a
+broker that dies is reported with its exit code and stderr (``children.py``).
 """
 
 from __future__ import annotations
@@ -19,24 +22,13 @@ import json
 import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 
+from children import Broker, ChildDied
+
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-def start_broker() -> tuple[subprocess.Popen[str], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "jmspy", "broker", "--port", str(port),
-                             "--in-memory"], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    print(proc.stdout.readline().strip())
-    return proc, f"stomp://127.0.0.1:{port}"
 
 
 def send_orders(url: str, n: int) -> dict[str, float]:
@@ -104,27 +96,41 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=3000)
     parser.add_argument("--out", default=None, help="output directory (a temporary one)")
     args = parser.parse_args()
-    out = args.out or tempfile.mkdtemp(prefix="jmspy-pipeline-")
+    out = os.path.abspath(args.out or tempfile.mkdtemp(prefix="jmspy-pipeline-"))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
-    broker, url = start_broker()
+    # Every child (the broker, Spark's JVM, which starts its Python workers with `-m`)
+    # starts here: in a checkout's root, `-m` would import its jmspy/ source folder.
+    os.chdir(out)
     try:
-        expected = send_orders(url, args.orders)
+        broker = Broker(out)
+    except ChildDied as exc:
+        raise SystemExit(f"spark_pipeline: {exc}") from exc
+    print(broker.banner)
+    try:
+        expected = send_orders(broker.url, args.orders)
         print("sent", args.orders, "orders; expected totals:",
               json.dumps(dict(sorted(expected.items()))))
-        run(url, out)
+        broker.check()
+        run(broker.url, out)
+        broker.check()
         from jmspy import ConnectionFactory, Queue
 
         windows = 0
-        with ConnectionFactory(url).create_connection() as conn:
+        with ConnectionFactory(broker.url).create_connection() as conn:
             consumer = conn.create_session().create_consumer(Queue("totals"))
             conn.start()
             while consumer.receive(2.0) is not None:
                 windows += 1
         print(f"queue://totals holds {windows} window totals; Parquet in {out}")
+    except Exception as exc:
+        try:
+            broker.check()  # a dead broker is the cause; the step's error its symptom
+        except ChildDied as died:
+            raise SystemExit(f"spark_pipeline: {died}") from exc
+        raise
     finally:
-        broker.terminate()
-        broker.communicate(timeout=20)
+        broker.stop()
 
 
 if __name__ == "__main__":
