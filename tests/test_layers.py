@@ -43,10 +43,6 @@ WIRE = "jmspy.wire"
 BROKER_IMPORT_EXCEPTIONS = {
     "jmspy.twins": "the one typed registry of every twin, the broker's too (under "
     "TYPE_CHECKING); it splits into one private twin module per layer",
-    "jmspy._pure.stomp_message": "the broker's MESSAGE-frame writer, a twin kept with the "
-    "client's twins; it moves to the STOMP host (broker_ref/protocols/stomp)",
-    "jmspy._cext.stomp_message": "the compiled twin of jmspy._pure.stomp_message; it moves "
-    "with it",
 }
 
 
