@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The jmspy broker's MESSAGE frame for one delivery, compiled twin
-(jmspy._cext.stomp_message) of jmspy/_pure/stomp_message.py.
+(jmspy._cext.stomp_message) of jmspy/broker_ref/protocols/stomp/message_frame.py.
 
 The pure twin builds a list of header pairs, a Frame, and hands both to the codec, which
 walks the pairs again to escape and join them: three passes and a tuple per header, for
@@ -15,7 +15,7 @@ not encodable as UTF-8. tests/test_stomp_message_twins.py compares the two on ge
 messages, those cases included.
 """
 
-from jmspy._pure import stomp_message as _pure
+from jmspy.broker_ref.protocols.stomp import message_frame as _pure
 from jmspy.broker_ref.protocols.stomp.mapping import _RESERVED, message_body
 
 __all__ = ["encode_message"]

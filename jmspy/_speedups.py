@@ -45,6 +45,7 @@ PURE_MODULES: dict[str, str] = {
     "page_rows": "jmspy.broker_ref.core.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
+    "stomp_message": "jmspy.broker_ref.protocols.stomp.message_frame",
     "stomp_received": "jmspy.transports.stomp.received",
     "stomp_send": "jmspy.broker_ref.protocols.stomp.send_path",
     "vm_convert": "jmspy.transports.vm_convert",

@@ -52,9 +52,9 @@ if TYPE_CHECKING:
         selector_eval,
         socket_spin,
         stomp_codec,
-        stomp_message,
     )
     from jmspy.broker_ref.core import page_rows, queue_run, records
+    from jmspy.broker_ref.protocols.stomp import message_frame as stomp_message
     from jmspy.broker_ref.protocols.stomp import send_path as stomp_send
     from jmspy.transports import vm_convert, vm_send
     from jmspy.transports.stomp import received as stomp_received

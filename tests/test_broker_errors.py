@@ -1,7 +1,7 @@
-"""Refusals of jmspy's broker become JMS exceptions by class (transports/broker_errors.py):
-in process by the core exception's class, over STOMP by the code jmspy broker names in the
-ERROR frame's ``jmspy-error`` header; only foreign brokers' ERROR texts are classified by
-their words."""
+"""Refusals of jmspy's broker become JMS exceptions: in process by the core exception's
+class (transports/vm_errors.py), over STOMP by the code jmspy broker names in the ERROR
+frame's ``jmspy-error`` header (transports/broker_errors.py, codes from jmspy.wire); only
+foreign brokers' ERROR texts are classified by their words."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from jmspy import _speedups, errors
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core import errors as core
 from jmspy.broker_ref.protocols.stomp.protocol import StompSession
-from jmspy.transports.broker_errors import BY_CLASS, BY_CODE, class_for_code, translate
+from jmspy.transports.broker_errors import BY_CODE, class_for_code
 from jmspy.transports.stomp.receipts import refusal
+from jmspy.transports.vm_errors import BY_CLASS, translate
+from jmspy.wire import error_codes
 
 _codec: Any = _speedups.load("stomp_codec")
 
@@ -29,6 +31,10 @@ def test_every_broker_error_class_has_a_jms_class_and_its_own_code() -> None:
     assert set(CORE_ERRORS) <= set(BY_CLASS)
     assert len({cls.code for cls in CORE_ERRORS}) == len(CORE_ERRORS)
     assert all(BY_CODE[cls.code] is BY_CLASS[cls] for cls in CORE_ERRORS)
+
+
+def test_the_wire_codes_are_exactly_the_core_classes_codes_and_the_client_maps_each() -> None:
+    assert {cls.code for cls in CORE_ERRORS} == error_codes.CODES == set(BY_CODE)
 
 
 def test_in_process_translation_goes_by_class_and_its_bases() -> None:

@@ -25,6 +25,7 @@ SANS_IO = [
     "transports/vm_convert.py",
     "transports/vm_send.py",
     "broker_ref/core",
+    "broker_ref/protocols/stomp/message_frame.py",
 ]
 FORBIDDEN = {
     "socket", "asyncio", "threading", "selectors", "subprocess", "multiprocessing",

@@ -1,4 +1,5 @@
-"""Differential tests for the broker's MESSAGE-frame twins (``jmspy._cext/_pure.stomp_message``).
+"""Differential tests for the broker's MESSAGE-frame twins (``jmspy._cext.stomp_message``,
+``jmspy.broker_ref.protocols.stomp.message_frame``).
 
 Generated ServerMessages (every body type; properties of every JMS type whose names and
 values hold the characters STOMP escapes, CRs, lone surrogates, empty names and names
@@ -17,7 +18,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import jmspy._cext.stomp_message as cext
-import jmspy._pure.stomp_message as pure
+import jmspy.broker_ref.protocols.stomp.message_frame as pure
 from jmspy._speedups import load
 from jmspy.broker_ref.core.api import BodyType, DestinationKind, ServerMessage
 from jmspy.stomp_frames import Frame, header_dict

@@ -1,10 +1,12 @@
-"""Which JMS exception a refusal of jmspy's broker becomes: one table, by class.
+"""Which JMS exception a refusal of jmspy's broker becomes over the wire: one table, by code.
 
-In process (``vm://``) the broker core's exception *class* picks the JMS class (its base
-classes too, so a new subclass maps like its parent). Over STOMP a class cannot travel, so
-jmspy broker names it in an ERROR frame's ``jmspy-error`` header with the class's stable
-``code`` (:data:`ERROR_CODE_HEADER`) and the client maps that code through the same table;
-only foreign brokers, which send no such header, are classified by their ERROR text.
+Over STOMP an exception class cannot travel, so jmspy broker names the refusing class's
+stable code (:mod:`jmspy.wire.error_codes`) in an ERROR frame's ``jmspy-error`` header
+(:data:`ERROR_CODE_HEADER`) and the client maps that code through :data:`BY_CODE`; only
+foreign brokers, which send no such header, are classified by their ERROR text. The
+codes come from the shared vocabulary, not from the broker, so a ``stomp://`` client
+loads none of the broker. In process (``vm://``) the core's exception class itself picks
+the JMS class: :mod:`.vm_errors`, whose table must agree with this one (the tests check).
 """
 
 from __future__ import annotations
@@ -12,42 +14,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jmspy import errors
-from jmspy.broker_ref.core import errors as core
+from jmspy.wire import error_codes as codes
+from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
-__all__ = ["BY_CLASS", "BY_CODE", "ERROR_CODE_HEADER", "class_for_code", "translate"]
+__all__ = ["BY_CODE", "ERROR_CODE_HEADER", "class_for_code"]
 
-#: The ERROR frame header in which jmspy broker names the refusing exception's code.
-ERROR_CODE_HEADER = "jmspy-error"
-
-BY_CLASS: Mapping[type[core.BrokerError], type[errors.JMSException]] = {
-    core.DestinationNotFound: errors.InvalidDestinationException,
-    core.InvalidDestination: errors.InvalidDestinationException,
-    core.AccessDenied: errors.JMSSecurityException,
-    core.AuthenticationFailed: errors.JMSSecurityException,
-    core.ResourceLimitExceeded: errors.ResourceAllocationException,
-    core.IllegalBrokerState: errors.IllegalStateException,
-    core.InvalidSubscription: errors.InvalidDestinationException,
-    core.TransactionError: errors.IllegalStateException,
-    core.SelectorError: errors.InvalidSelectorException,
-    core.InvalidClientId: errors.InvalidClientIDException,
-    core.BrokerError: errors.JMSException,
-}
-
-#: The same table by the classes' stable codes (what crosses the wire).
+#: The broker's stable refusal codes (what crosses the wire) -> JMS exception classes.
 BY_CODE: Mapping[str, type[errors.JMSException]] = {
-    cls.code: jms for cls, jms in BY_CLASS.items()
+    codes.DESTINATION_NOT_FOUND: errors.InvalidDestinationException,
+    codes.INVALID_DESTINATION: errors.InvalidDestinationException,
+    codes.ACCESS_DENIED: errors.JMSSecurityException,
+    codes.AUTHENTICATION_FAILED: errors.JMSSecurityException,
+    codes.RESOURCE_LIMIT_EXCEEDED: errors.ResourceAllocationException,
+    codes.ILLEGAL_STATE: errors.IllegalStateException,
+    codes.INVALID_SUBSCRIPTION: errors.InvalidDestinationException,
+    codes.TRANSACTION_ERROR: errors.IllegalStateException,
+    codes.INVALID_SELECTOR: errors.InvalidSelectorException,
+    codes.INVALID_CLIENT_ID: errors.InvalidClientIDException,
+    codes.BROKER_ERROR: errors.JMSException,
 }
-
-
-def translate(exc: Exception) -> errors.JMSException:
-    """The JMS exception for an exception the broker core raised (by its class)."""
-    if isinstance(exc, errors.JMSException):
-        return exc
-    for klass in type(exc).__mro__:
-        mapped = BY_CLASS.get(klass)
-        if mapped is not None:
-            return mapped(str(exc))
-    return errors.JMSException(f"broker error: {exc}")
 
 
 def class_for_code(code: str | None) -> type[errors.JMSException] | None:

@@ -44,7 +44,7 @@ from jmspy.transport import (
     TransportListener,
 )
 
-from .broker_errors import translate
+from .vm_errors import translate
 
 if TYPE_CHECKING:
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
@@ -247,7 +247,7 @@ _DeliverMany = _convert.DeliverMany
 _Sender = twins.vm_send.Sender
 
 
-# -- errors: the broker core's exception classes map to JMS ones (broker_errors.py) ------
+# -- errors: the broker core's exception classes map to JMS ones (vm_errors.py) ----------
 _translate = translate
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["DUPLICATE_ID", "DuplicateIds"]
+# The property's name is the client's too (jmspy.spark sets it): shared vocabulary.
+from jmspy.wire.headers import DUPLICATE_ID
 
-#: The property that carries a message's duplicate id (Artemis's name).
-DUPLICATE_ID = "_AMQ_DUPL_ID"
+__all__ = ["DUPLICATE_ID", "DuplicateIds"]
 
 
 class _Cache:

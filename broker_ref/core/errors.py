@@ -7,6 +7,8 @@ ERROR frame for STOMP). Every message says what went wrong and what the client c
 
 from __future__ import annotations
 
+from jmspy.wire import error_codes as codes
+
 __all__ = [
     "AccessDenied",
     "AuthenticationFailed",
@@ -25,10 +27,11 @@ __all__ = [
 class BrokerError(Exception):
     """Base of every refusal by the broker core.
 
-    ``code`` is stable and short so hosts can translate errors without parsing text.
+    ``code`` is stable and short so hosts can translate errors without parsing text; the
+    codes are :mod:`jmspy.wire.error_codes`, which the client maps by.
     """
 
-    code: str = "BROKER_ERROR"
+    code: str = codes.BROKER_ERROR
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -38,19 +41,19 @@ class BrokerError(Exception):
 class DestinationNotFound(BrokerError):
     """The destination does not exist and may not be auto-created (or was deleted)."""
 
-    code = "DESTINATION_NOT_FOUND"
+    code = codes.DESTINATION_NOT_FOUND
 
 
 class InvalidDestination(BrokerError):
     """The destination name cannot be used this way (e.g. sending to a wildcard topic)."""
 
-    code = "INVALID_DESTINATION"
+    code = codes.INVALID_DESTINATION
 
 
 class AccessDenied(BrokerError):
     """The connection may not do this on this destination (e.g. another's temp queue)."""
 
-    code = "ACCESS_DENIED"
+    code = codes.ACCESS_DENIED
 
 
 class AuthenticationFailed(BrokerError):
@@ -60,37 +63,37 @@ class AuthenticationFailed(BrokerError):
     user names exist; the password itself never appears in it.
     """
 
-    code = "AUTHENTICATION_FAILED"
+    code = codes.AUTHENTICATION_FAILED
 
 
 class ResourceLimitExceeded(BrokerError):
     """A configured limit (memory, backlog, consumers...) refuses the operation."""
 
-    code = "RESOURCE_LIMIT_EXCEEDED"
+    code = codes.RESOURCE_LIMIT_EXCEEDED
 
 
 class IllegalBrokerState(BrokerError):
     """The call does not fit the current state (unknown delivery tag, closed consumer...)."""
 
-    code = "ILLEGAL_STATE"
+    code = codes.ILLEGAL_STATE
 
 
 class InvalidSubscription(BrokerError):
     """A topic subscription request breaks the JMS subscription rules."""
 
-    code = "INVALID_SUBSCRIPTION"
+    code = codes.INVALID_SUBSCRIPTION
 
 
 class InvalidClientId(BrokerError):
     """The client id is already used by another live connection."""
 
-    code = "INVALID_CLIENT_ID"
+    code = codes.INVALID_CLIENT_ID
 
 
 class TransactionError(BrokerError):
     """Unknown, duplicate or unusable transaction id."""
 
-    code = "TRANSACTION_ERROR"
+    code = codes.TRANSACTION_ERROR
 
 
 class SelectorError(BrokerError):
@@ -100,7 +103,7 @@ class SelectorError(BrokerError):
     original is kept as ``__cause__`` and its position is copied for tools that underline.
     """
 
-    code = "INVALID_SELECTOR"
+    code = codes.INVALID_SELECTOR
 
     def __init__(self, message: str, *, selector: str = "", position: int = -1) -> None:
         super().__init__(message)

@@ -1,6 +1,6 @@
 """Stub for the compiled twin built from cython_ext/stomp_message.pyx.
 
-Same function as :mod:`jmspy._pure.stomp_message`.
+Same function as :mod:`jmspy.broker_ref.protocols.stomp.message_frame`.
 """
 
 from jmspy.broker_ref.core.api import ServerMessage

@@ -20,7 +20,7 @@ from typing import Any
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
-from jmspy.broker_ref.core.duplicates import DUPLICATE_ID
+from jmspy.wire.headers import DUPLICATE_ID
 
 from .options import SourceOptions
 from .rows import to_message

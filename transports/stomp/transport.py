@@ -44,8 +44,6 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors, twins
-from jmspy.broker_ref.core.errors import ResourceLimitExceeded
-from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import DeliveryMode, Message, selector_getter
@@ -56,6 +54,8 @@ from jmspy.transport import (
     RemoteConsumer,
     TransportListener,
 )
+from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
+from jmspy.wire.headers import SEND_TIMEOUT_HEADER
 
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
@@ -79,7 +79,7 @@ from .subscription import StompSubscription
 from .wire import FrameWriter
 
 #: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
-_NO_SPACE = ResourceLimitExceeded.code
+_NO_SPACE = RESOURCE_LIMIT_EXCEEDED
 #: MESSAGE frame -> client Message, once per message received (compiled when available)
 _received = twins.stomp_received
 

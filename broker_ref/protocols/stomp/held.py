@@ -13,7 +13,9 @@ three things the session (:mod:`.protocol`) and its host act on:
 
 from __future__ import annotations
 
-from .mapping import SEND_TIMEOUT_HEADER, header_int
+from jmspy.wire.headers import SEND_TIMEOUT_HEADER
+
+from .mapping import header_int
 
 __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "HeldSend", "HeldSends",
            "send_timeout"]

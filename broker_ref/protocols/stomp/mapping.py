@@ -35,6 +35,7 @@ from jmspy import twins
 from jmspy.stomp_frames import Frame, FrameError
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
 from jmspy.stomp_jms_header import ptypes_of
+from jmspy.wire.headers import SEND_TIMEOUT_HEADER
 
 from ...core import TEMP_PREFIX, BodyType, DestinationKind, ServerMessage
 
@@ -42,6 +43,7 @@ _codec = twins.stomp_codec
 
 __all__ = [
     "REMOTE_TEMP",
+    "SEND_TIMEOUT_HEADER",
     "STATS_DESTINATION",
     "STATS_REPLY_HEADER",
     "TEMP",
@@ -65,10 +67,6 @@ STATS_DESTINATION: Final = "/jmspy/stats"
 #: The stats MESSAGE's header naming, as the stats list does, the requester's own
 #: temporary queue the answer went to, so ``jmspy stat`` can leave it out of its listing.
 STATS_REPLY_HEADER: Final = "stats-reply-queue"
-
-#: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
-#: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
-SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
 
 #: Headers that steer the protocol or the message header fields, never properties.
 _RESERVED: Final = frozenset(

@@ -31,6 +31,7 @@ from typing import Any
 
 from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
+from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
 from ...core import (
     BodyType,
@@ -367,11 +368,11 @@ class StompSession(_send.SessionRecord):
                code: str | None = None) -> None:
         """An ERROR frame, then close. ``code``: the refusing broker error's stable code,
         in the ``jmspy-error`` header, so the jmspy client maps it to its JMS exception
-        class without reading the text (transports/broker_errors.py)."""
+        class without reading the text (:mod:`jmspy.wire.error_codes`)."""
         headers = [("message", message.replace("\n", " ").replace("\r", " ")),
                    ("content-type", "text/plain")]
         if code is not None:
-            headers.append(("jmspy-error", code))
+            headers.append((ERROR_CODE_HEADER, code))
         if receipt is not None:
             headers.append(("receipt-id", receipt.replace("\n", " ").replace("\r", " ")))
         try:

@@ -1,5 +1,9 @@
 """The jmspy broker's MESSAGE frame for one delivery, pure-Python twin.
 
+It is the STOMP host's, so it lives here rather than with the client's twins in
+``jmspy._pure`` (only the in-process transport may import the broker); it is loaded as
+``twins.stomp_message``.
+
 ``cython_ext/stomp_message.pyx`` is the compiled twin; both return the same bytes, or
 raise the same error, for every message (tests/test_stomp_message_twins.py checks it
 with hypothesis). This twin is the reference: it builds the header list
@@ -11,13 +15,10 @@ version cannot carry is left out (``carriable_headers``) rather than losing the 
 from __future__ import annotations
 
 from jmspy import twins
-from jmspy.broker_ref.core import ServerMessage
-from jmspy.broker_ref.protocols.stomp.mapping import (
-    carriable_headers,
-    message_body,
-    message_headers,
-)
 from jmspy.stomp_frames import Frame, FrameError
+
+from ...core import ServerMessage
+from .mapping import carriable_headers, message_body, message_headers
 
 __all__ = ["encode_message"]
 

@@ -1,0 +1,19 @@
+"""Names on the wire that both the jmspy client and jmspy's broker read or write.
+
+Only names both sides need live here; a header only one side uses stays with that side.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["DUPLICATE_ID", "SEND_TIMEOUT_HEADER"]
+
+#: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
+#: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
+SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
+
+#: The message property that carries a message's duplicate-detection id (Artemis's name,
+#: so clients written for Artemis work unchanged): a broker with duplicate detection drops
+#: a second message with the same id at the same address.
+DUPLICATE_ID: Final = "_AMQ_DUPL_ID"

@@ -1,0 +1,248 @@
+"""The stack of layers points down: what each layer may import, read from the sources and
+seen in a fresh interpreter.
+
+Bottom to top: ``jmspy.wire`` (the vocabulary both ends share: header names, error codes,
+kinds) imports only itself and the standard library; the client and its transports use
+the broker only through ``vm://`` (``transports/vm*``); the CLIs, which start a broker,
+and the broker itself are above. Every edge counts: ``TYPE_CHECKING`` blocks, imports
+inside functions, and ``import_module``/``__import__`` by a constant name. A compiled twin
+(``cython_ext/NAME.pyx``) sits in the layer of its pure twin.
+
+:data:`BROKER_IMPORT_EXCEPTIONS` names the modules that still import the broker from
+outside it, each with the reason; the list may only shrink (an entry that no longer
+imports the broker fails, so it is removed when its module moves).
+
+The fresh-interpreter tests run in the suite's build (``JMSPY_PUREPYTHON`` is inherited),
+so both builds are checked: the compiled twins can import modules their pure twins do not.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jmspy import _speedups
+
+ROOT = Path(__file__).resolve().parent.parent
+#: source directory -> the package it is installed as (pyproject.toml's package-dir)
+PACKAGES = {"jmspy": "jmspy", "transports": "jmspy.transports", "broker_ref": "jmspy.broker_ref"}
+BROKER = "jmspy.broker_ref"
+WIRE = "jmspy.wire"
+
+#: Modules outside the broker, ``transports/vm*`` and the CLIs that still import the
+#: broker, and why. Remove an entry when its module stops; never add one to pass a test.
+BROKER_IMPORT_EXCEPTIONS = {
+    "jmspy.twins": "the one typed registry of every twin, the broker's too (under "
+    "TYPE_CHECKING); it splits into one private twin module per layer",
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    parts = [PACKAGES[rel.parts[0]], *rel.parts[1:-1]]
+    if path.name == "__init__.py":
+        return ".".join(parts)
+    return ".".join([*parts, path.stem.split(".")[0]])
+
+
+def _sources() -> dict[str, Path]:
+    found = {_module_name(p): p for d in PACKAGES for p in (ROOT / d).rglob("*.py")}
+    for pyx in (ROOT / "cython_ext").glob("*.pyx"):
+        found[f"jmspy._cext.{pyx.stem}"] = pyx
+    return found
+
+
+SOURCES = _sources()
+
+
+def _absolute(module: str, level: int, name: str | None, is_package: bool) -> str:
+    """An ``ImportFrom``'s target as an absolute module name."""
+    if level == 0:
+        return name or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def _imports_py(module: str, path: Path) -> Iterator[str]:
+    """Every module ``path`` imports, at any place in the file."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(module, node.level, node.module, is_package)
+            yield target
+            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one
+            yield from (f"{target}.{a.name}" for a in node.names
+                        if f"{target}.{a.name}" in SOURCES)
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", ""))
+            in {"import_module", "__import__"}
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value
+
+
+_PYX_IMPORT = re.compile(r"^\s*(?:c?import|from)\s+([\w.]+)", re.MULTILINE)
+
+
+def _imports(module: str) -> set[str]:
+    path = SOURCES[module]
+    if path.suffix == ".pyx":  # Cython is not Python's grammar: its import lines are
+        return set(_PYX_IMPORT.findall(path.read_text()))
+    return set(_imports_py(module, path))
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _layer_of(module: str) -> str:
+    """Where a module sits for the broker rule: a compiled twin where its pure twin does."""
+    if module.startswith("jmspy._cext."):
+        name = module.rsplit(".", 1)[1]
+        pure = _speedups.PURE_MODULES.get(name, f"jmspy._pure.{name}")
+        return pure if pure in SOURCES else module
+    return module
+
+
+def _may_import_broker(module: str) -> bool:
+    home = _layer_of(module)
+    return (
+        _within(home, BROKER)
+        or home.startswith("jmspy.transports.vm")
+        or re.fullmatch(r"jmspy\.cli\w*", home) is not None
+    )
+
+
+def test_the_sources_are_seen_with_their_installed_names() -> None:
+    assert {"jmspy.wire", "jmspy.transports.stomp.transport", "jmspy.broker_ref.core.queue",
+            "jmspy._cext.queue_run", "jmspy.spark.sink"} <= set(SOURCES)
+    assert _absolute("jmspy.transports.stomp.transport", 2, "broker_errors", False) == (
+        "jmspy.transports.broker_errors")
+    assert "jmspy.broker_ref.core.errors" in _imports("jmspy.transports.vm_errors")
+
+
+def test_the_wire_package_imports_only_itself_and_the_standard_library() -> None:
+    wire = [m for m in SOURCES if _within(m, WIRE)]
+    assert len(wire) >= 4
+    bad = {
+        f"{m} imports {name}"
+        for m in wire for name in _imports(m)
+        if not _within(name, WIRE)
+        and name.split(".")[0] not in sys.stdlib_module_names | {"__future__"}
+    }
+    assert not bad, f"jmspy.wire is the bottom layer: {sorted(bad)}"
+
+
+def test_only_the_broker_vm_and_the_clis_import_the_broker() -> None:
+    importers = {m for m in SOURCES if any(_within(n, BROKER) for n in _imports(m))}
+    unexpected = sorted(m for m in importers
+                        if not _may_import_broker(m) and m not in BROKER_IMPORT_EXCEPTIONS)
+    assert not unexpected, (
+        f"{unexpected} import {BROKER}: only the broker, transports/vm* and the CLIs may; "
+        "take shared names from jmspy.wire instead")
+    stale = sorted(set(BROKER_IMPORT_EXCEPTIONS) - importers)
+    assert not stale, f"{stale} no longer import the broker: remove them from the exceptions"
+
+
+# -- a fresh interpreter per layer: what importing it loads -----------------------------
+
+_PROBE = """
+import json, sys
+{setup}
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded(setup: str, tmp_path: Path) -> set[str]:
+    """The modules loaded by running ``setup`` in a new interpreter of this build."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(setup=setup)],
+        cwd=tmp_path,  # not the checkout, whose source folders would shadow the install
+        env=os.environ.copy(), capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: set[str] = set(json.loads(done.stdout.splitlines()[-1]))
+    return loaded
+
+
+def _broker_and_loop(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded
+                  if _within(m, BROKER) or m.split(".")[0] in {"sqlite3", "asyncio"})
+
+
+def test_the_wire_layer_loads_nothing_of_jmspy_outside_it(tmp_path: Path) -> None:
+    # jmspy's own __init__ imports the client API; the package is made bare here so
+    # that only what jmspy.wire itself imports is loaded.
+    setup = """
+import importlib.util, types
+spec = importlib.util.find_spec("jmspy")
+bare = types.ModuleType("jmspy")
+bare.__path__ = list(spec.submodule_search_locations)
+sys.modules["jmspy"] = bare
+import jmspy.wire
+"""
+    loaded = _loaded(setup, tmp_path)
+    assert "jmspy.wire.error_codes" in loaded
+    outside = sorted(m for m in loaded if _within(m, "jmspy") and m != "jmspy"
+                     and not _within(m, WIRE))
+    assert not outside, f"import jmspy.wire loaded {outside}"
+
+
+def test_a_stomp_client_loads_no_broker_no_sqlite_and_no_asyncio(tmp_path: Path) -> None:
+    setup = """
+import jmspy.transports.stomp.transport
+from jmspy import ConnectionFactory
+from jmspy.transport import create_transport
+ConnectionFactory("stomp://127.0.0.1:1")
+create_transport("stomp://127.0.0.1:1", {})  # built, not connected (open() connects)
+"""
+    loaded = _loaded(setup, tmp_path)
+    assert "jmspy.transports.stomp.transport" in loaded
+    # the new interpreter runs this suite's build: the compiled twin, or the pure one
+    assert ("jmspy._cext.stomp_received" in loaded) is not _speedups.PURE_PYTHON
+    assert _broker_and_loop(loaded) == []
+
+
+def test_an_mqtt_client_loads_no_broker_no_sqlite_and_no_asyncio(tmp_path: Path) -> None:
+    setup = """
+import jmspy.transports.mqtt.transport
+from jmspy import ConnectionFactory
+from jmspy.transport import create_transport
+ConnectionFactory("mqtt://127.0.0.1:1")
+create_transport("mqtt://127.0.0.1:1", {})  # built, not connected (open() connects)
+"""
+    loaded = _loaded(setup, tmp_path)
+    assert "jmspy.transports.mqtt.transport" in loaded
+    assert _broker_and_loop(loaded) == []
+
+
+def test_the_spark_package_loads_no_broker(tmp_path: Path) -> None:
+    loaded = _loaded("import jmspy.spark", tmp_path)
+    assert "jmspy.spark" in loaded
+    assert sorted(m for m in loaded if _within(m, BROKER)) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyspark") is None,
+                    reason="pyspark is not installed (pip install 'jmspy[spark]'): the "
+                    "sink imports it at module level")
+def test_the_spark_sink_loads_no_broker(tmp_path: Path) -> None:
+    loaded = _loaded("import jmspy.spark.sink", tmp_path)
+    assert "jmspy.spark.sink" in loaded
+    assert sorted(m for m in loaded if _within(m, BROKER)) == []
