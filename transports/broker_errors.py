@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from jmspy import errors
 from jmspy.broker_ref.core import errors as core
 
-__all__ = ["BY_CLASS", "BY_CODE", "ERROR_CODE_HEADER", "class_for_code", "translate"]
+__all__ = ["BY_CLASS", "BY_CODE", "ERROR_CODE_HEADER", "class_for_code", "for_user",
+           "translate"]
 
 #: The ERROR frame header in which jmspy broker names the refusing exception's code.
 ERROR_CODE_HEADER = "jmspy-error"
@@ -40,8 +41,10 @@ BY_CODE: Mapping[str, type[errors.JMSException]] = {
 
 
 def translate(exc: Exception) -> errors.JMSException:
-    """The JMS exception for an exception the broker core raised (by its class)."""
-    if isinstance(exc, errors.JMSException):
+    """The JMS exception for an exception the broker core raised (by its class). A core
+    error is a JMS exception already, but a client of ``vm://`` gets the plain JMS class
+    (as a client of ``stomp://`` does), not the broker's own."""
+    if isinstance(exc, errors.JMSException) and not isinstance(exc, core.BrokerError):
         return exc
     for klass in type(exc).__mro__:
         mapped = BY_CLASS.get(klass)
@@ -53,3 +56,11 @@ def translate(exc: Exception) -> errors.JMSException:
 def class_for_code(code: str | None) -> type[errors.JMSException] | None:
     """The JMS class for a ``jmspy-error`` code, or None (no header, or an unknown code)."""
     return None if code is None else BY_CODE.get(code)
+
+
+def for_user(user: str | None, text: str = "") -> str:
+    """Whose login a refusal names (`` for user 'x'``, or that none was given), unless the
+    broker's ``text`` names the user already: each thing said once."""
+    if not user:
+        return " (no user name given)"
+    return "" if repr(user) in text else f" for user {user!r}"

@@ -1,11 +1,16 @@
 """Errors the broker core raises to its host.
 
-They are deliberately *not* ``jmspy.JMSException`` subclasses: the core is a server, and a
-host maps each ``code`` to whatever its protocol carries (a JMS exception for ``vm://``, an
-ERROR frame for STOMP). Every message says what went wrong and what the client can do.
+A host maps each ``code`` to whatever its protocol carries (a JMS exception for ``vm://``,
+an ERROR frame for STOMP). Each class is also the ``jmspy.JMSException`` subclass it means
+to JMS (``DestinationNotFound`` is an ``InvalidDestinationException``), because the
+broker's own API reaches users directly too -- ``vm.start_broker(...).stats("q")`` in an
+application, a test or the README -- and ``except JMSException`` must catch everything
+jmspy raises. Every message says what went wrong and what the client can do.
 """
 
 from __future__ import annotations
+
+from jmspy import errors as jms
 
 __all__ = [
     "AccessDenied",
@@ -22,38 +27,39 @@ __all__ = [
 ]
 
 
-class BrokerError(Exception):
+class BrokerError(jms.JMSException):
     """Base of every refusal by the broker core.
 
-    ``code`` is stable and short so hosts can translate errors without parsing text.
+    ``code`` is stable and short so hosts can translate errors without parsing text; it
+    is the JMS ``error_code`` too.
     """
 
     code: str = "BROKER_ERROR"
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        jms.JMSException.__init__(self, message, error_code=self.code)
         self.message = message
 
 
-class DestinationNotFound(BrokerError):
+class DestinationNotFound(BrokerError, jms.InvalidDestinationException):
     """The destination does not exist and may not be auto-created (or was deleted)."""
 
     code = "DESTINATION_NOT_FOUND"
 
 
-class InvalidDestination(BrokerError):
+class InvalidDestination(BrokerError, jms.InvalidDestinationException):
     """The destination name cannot be used this way (e.g. sending to a wildcard topic)."""
 
     code = "INVALID_DESTINATION"
 
 
-class AccessDenied(BrokerError):
+class AccessDenied(BrokerError, jms.JMSSecurityException):
     """The connection may not do this on this destination (e.g. another's temp queue)."""
 
     code = "ACCESS_DENIED"
 
 
-class AuthenticationFailed(BrokerError):
+class AuthenticationFailed(BrokerError, jms.JMSSecurityException):
     """The connection's credentials were refused (security on, see :mod:`.security`).
 
     One message for an unknown user and a wrong password, so a client cannot probe which
@@ -63,37 +69,37 @@ class AuthenticationFailed(BrokerError):
     code = "AUTHENTICATION_FAILED"
 
 
-class ResourceLimitExceeded(BrokerError):
+class ResourceLimitExceeded(BrokerError, jms.ResourceAllocationException):
     """A configured limit (memory, backlog, consumers...) refuses the operation."""
 
     code = "RESOURCE_LIMIT_EXCEEDED"
 
 
-class IllegalBrokerState(BrokerError):
+class IllegalBrokerState(BrokerError, jms.IllegalStateException):
     """The call does not fit the current state (unknown delivery tag, closed consumer...)."""
 
     code = "ILLEGAL_STATE"
 
 
-class InvalidSubscription(BrokerError):
+class InvalidSubscription(BrokerError, jms.InvalidDestinationException):
     """A topic subscription request breaks the JMS subscription rules."""
 
     code = "INVALID_SUBSCRIPTION"
 
 
-class InvalidClientId(BrokerError):
+class InvalidClientId(BrokerError, jms.InvalidClientIDException):
     """The client id is already used by another live connection."""
 
     code = "INVALID_CLIENT_ID"
 
 
-class TransactionError(BrokerError):
+class TransactionError(BrokerError, jms.IllegalStateException):
     """Unknown, duplicate or unusable transaction id."""
 
     code = "TRANSACTION_ERROR"
 
 
-class SelectorError(BrokerError):
+class SelectorError(BrokerError, jms.InvalidSelectorException):
     """A message selector does not parse.
 
     Wraps ``jmspy.errors.InvalidSelectorException`` so hosts see one error family; the
@@ -103,6 +109,6 @@ class SelectorError(BrokerError):
     code = "INVALID_SELECTOR"
 
     def __init__(self, message: str, *, selector: str = "", position: int = -1) -> None:
-        super().__init__(message)
+        BrokerError.__init__(self, message)
         self.selector = selector
         self.position = position

@@ -61,6 +61,7 @@ from jmspy.transport import (
     TransportListener,
 )
 
+from ..broker_errors import for_user
 from ..capabilities import native_features, refusal, require, supports
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, options_detail, unsupported_in_message
@@ -285,7 +286,7 @@ class MqttTransport:
             return False  # a 3.1.1-only broker: try again with 3.1.1
         if any(word in text.lower() for word in _SECURITY_REASONS):
             raise errors.JMSSecurityException(
-                f"the MQTT broker at {self.where} refused the login for user {user!r}: "
+                f"the MQTT broker at {self.where} refused the login{for_user(user, text)}: "
                 f"{text}; check the user name and password"
             )
         raise errors.JMSException(

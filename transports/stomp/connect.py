@@ -21,11 +21,12 @@ from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
+from jmspy.logs import quiet_library_loggers, transport_logger
 from jmspy.transport import Credentials
 
-from ..broker_errors import ERROR_CODE_HEADER, class_for_code
+from ..broker_errors import ERROR_CODE_HEADER, class_for_code, for_user
 from .mapping import DIALECTS
-from .receipts import Receipts
+from .receipts import Receipts, error_text
 from .receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
 from .wire import use_c_write_lock
 
@@ -35,6 +36,8 @@ except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
 
 __all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
+
+log = transport_logger("stomp")
 
 
 def _int_option(
@@ -229,6 +232,7 @@ def open_stomp(
     when the broker does not speak 1.2 (the caller tries 1.1). Raises the JMSException
     that says why otherwise: no answer in time, login refused, connection refused."""
     assert _stomp is not None
+    quiet_library_loggers()
     klass = _stomp.Connection12 if version == "1.2" else _stomp.Connection11
     where = options.where
     conn = klass(
@@ -269,17 +273,19 @@ def open_stomp(
             pass
         err = receipts.last_error
         if err is not None:
-            text = f"{err[0].get('message', '')} {err[1]}".strip()
+            text = error_text(*err)
             low = text.lower()
             if "version" in low and version == "1.2":
+                log.debug("%s refused STOMP 1.2 (%s); trying 1.1", where, text)
                 return None  # a 1.1-only broker: try again with 1.1
             coded = class_for_code(err[0].get(ERROR_CODE_HEADER))  # jmspy broker
             if coded is errors.JMSSecurityException or (
                     coded is None and any(w in low for w in _SECURITY_WORDS)):
+                # jmspy broker's text says what to check; a foreign one's may not
+                hint = "" if coded is not None else "; check the user name and password"
                 raise errors.JMSSecurityException(
-                    f"STOMP broker at {where} refused the login for user "
-                    f"{credentials.user!r}: {text}; check the user name and password"
-                ) from exc
+                    f"STOMP broker at {where} refused the login"
+                    f"{for_user(credentials.user, text)}: {text}{hint}") from exc
             raise errors.JMSException(
                 f"STOMP broker at {where} refused the connection: {text}") from exc
         raise errors.JMSException(
@@ -288,4 +294,6 @@ def open_stomp(
             "host and port, and that no firewall is in the way"
         ) from exc
     _no_delay(conn)
+    log.debug("connected to %s (STOMP %s, user %s)", where, version,
+              credentials.user or "none given")
     return conn, reader

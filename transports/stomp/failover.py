@@ -56,6 +56,11 @@ class FailoverHost(Protocol):
         control with ``send-fail-if-no-space``): the broker closed only because STOMP
         ends a session after an ERROR."""
 
+    @property
+    def broker_error(self) -> str | None:
+        """What the broker's last ERROR on this connection said (it closes after one), or
+        None."""
+
     def connection_dropped(self) -> bool:
         """Forget the dead connection and every delivery of it; calls wait from now on.
         False when there was nothing to forget (closing, or already down)."""
@@ -110,11 +115,19 @@ class Failover:
 
     def _give_up(self, why: str) -> None:
         host = self._host
+        after = ("" if host.broker_error is None
+                 else "the broker closed it after the ERROR reported before; ")
         lost = (
-            f"lost the STOMP connection to {host.where} ({why}); unacknowledged messages "
-            "will be redelivered by the broker. Create a new connection once it is back"
+            f"lost the STOMP connection to {host.where} ({after}{why}); unacknowledged "
+            "messages will be redelivered by the broker. Create a new connection once it "
+            "is back"
         )
-        host.settle(lost)
+        # A later call fails with the broker's reason itself: it is the news there (the
+        # exception listener heard the ERROR already, so its event only points back).
+        refused = host.broker_error
+        host.settle(lost if refused is None else
+                    f"the STOMP broker at {host.where} refused and closed the connection: "
+                    f"{refused} ({why}); create a new connection")
         listener = host.listener
         if listener is not None and not host.closing:
             listener.on_connection_interrupted(

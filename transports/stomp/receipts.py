@@ -39,9 +39,9 @@ from jmspy import errors
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 
-__all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "refusal"]
+__all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "error_text", "refusal"]
 
-log = logging.getLogger("jmspy.transports.stomp")
+log = logging.getLogger("jmspy.transport.stomp")
 
 #: A non-persistent send carries a receipt once per this many sends or bytes (see
 #: :meth:`Receipts.send_checkpointed`); at most two checkpoints' worth is unconfirmed, and
@@ -73,12 +73,23 @@ _LIMIT = re.compile(
     re.IGNORECASE)
 
 
+def error_text(headers: Mapping[str, str], text: str) -> str:
+    """What an ERROR frame says, each thing once: its ``message`` header and its body,
+    unless one already contains the other (jmspy broker repeats the header at the start
+    of the body; other brokers put the same sentence in both, or leave one empty)."""
+    message = headers.get("message", "").strip()
+    body = text.strip()
+    if not body or body in message:
+        return message
+    if not message or message in body:
+        return body
+    return f"{message}: {body}"
+
+
 def refusal(where: str, what: str, headers: Mapping[str, str], text: str
             ) -> errors.JMSException:
     """The exception for an ERROR frame that answered ``what`` (e.g. "the request")."""
-    message = headers.get("message", "")
-    # jmspy's broker repeats the message header at the start of the body
-    detail = text.strip() if text.startswith(message) else f"{message} {text}".strip()
+    detail = error_text(headers, text)
     cls: type[errors.JMSException] = errors.JMSException
     coded = class_for_code(headers.get(ERROR_CODE_HEADER))
     if coded is not None:
@@ -157,6 +168,26 @@ class Receipts:
             self._refused[receipt] = (headers, text)
             event.set()
 
+    def refusal_behind(self, conn: Any, error_before: ErrorFrame | None, what: str,
+                       timeout: float = 5.0) -> errors.JMSException | None:
+        """A write on ``conn`` failed: the refusal of the broker's ERROR that explains it,
+        or None. A broker refuses a frame it will not read to the end (one over its frame
+        limit) with an ERROR and closes, so the write fails on a closed socket; the ERROR
+        is the news, not the errno. The receiver thread handles the ERROR before it sees
+        the end of the stream, so once ``conn`` is down any such ERROR is here; this waits
+        up to ``timeout`` for that."""
+        deadline = time.monotonic() + timeout
+        while True:
+            err = self.last_error
+            if err is not None and err is not error_before:
+                return refusal(self.where, what, err[0], err[1])
+            down = conn is None or self._current() is not conn or not conn.is_connected()
+            if down or time.monotonic() >= deadline:
+                err = self.last_error  # it may have come just before the end
+                return (refusal(self.where, what, err[0], err[1])
+                        if err is not None and err is not error_before else None)
+            time.sleep(0.01)  # the receiver thread is still reading what the broker sent
+
     def request(self, fn: Any, *args: Any, timeout: float = 30.0,
                 headers: dict[str, str] | None = None, send: bool = False) -> None:
         """Send a frame with a receipt and wait for it, so errors surface here. ``send``:
@@ -233,7 +264,7 @@ class Receipts:
                     "check the broker, or raise sendTimeout (0 = wait as long as it takes)")
             raise errors.JMSException(
                 f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s "
-                f"for {what}" + (f": {err[0].get('message', '')} {err[1]}" if err else "")
+                f"for {what}" + (f": {error_text(*err)}" if err else "")
             )
         answer = self._refused.pop(receipt, None)
         if answer is not None:

@@ -72,7 +72,7 @@ from .mapping import (
     subscribe_destination,
     to_frame,
 )
-from .receipts import Receipts
+from .receipts import Receipts, error_text
 from .receive import FrameReader
 from .redelivery import Redelivery
 from .subscription import StompSubscription
@@ -216,8 +216,7 @@ class StompTransport:
         self._receipts.on_error(headers, text)
         if self._conn is not None:
             self._report(errors.JMSException(
-                f"STOMP broker at {self.where} reported an error: "
-                f"{headers.get('message', '')} {text}".strip()))
+                f"STOMP broker at {self.where} reported an error: {error_text(headers, text)}"))
 
     def on_receipt(self, receipt_id: str) -> None:
         self._receipts.on_receipt(receipt_id)
@@ -247,6 +246,11 @@ class StompTransport:
     def refused_for_space(self) -> bool:
         return self._refused_for_space
 
+    @property
+    def broker_error(self) -> str | None:
+        err = self._receipts.last_error
+        return None if err is None else error_text(*err)
+
     def connect_again(self, address: int | None = None) -> None:
         self._refused_for_space = False
         if address is not None:
@@ -273,8 +277,12 @@ class StompTransport:
 
     def _io_error(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
         """A write on ``conn`` failed (an OSError, or stomp.py's own exception): the
-        connection is lost; the JMSException that says so."""
+        connection is lost; the JMSException that says so (the broker's ERROR when it
+        refused and closed)."""
+        refused = self._receipts.refusal_behind(conn, None, doing)
         self._lose(conn)
+        if refused is not None:
+            return refused
         return errors.JMSException(
             f"{doing} on the STOMP connection to {self.where} failed "
             f"({type(exc).__name__}: {exc}); the connection is lost: what was not "
@@ -619,6 +627,7 @@ class StompTransport:
             headers["transaction"] = tx
         elif self._send_timeout_header:
             headers.update(self._send_timeout_header)
+        error_before = self._receipts.last_error
         try:
             if tx is not None:  # COMMIT confirms
                 self._writer_for(self.connection()).send(destination, body, headers)
@@ -636,7 +645,12 @@ class StompTransport:
             raise
         except Exception as exc:  # the socket dropped under this send
             writer = self._writer
-            self._lose(writer.conn if writer is not None else None)
+            conn = writer.conn if writer is not None else None
+            refused = self._receipts.refusal_behind(
+                conn, error_before, f"the message {message.message_id} to {destination}")
+            self._lose(conn)
+            if refused is not None:  # the broker said why (an ERROR, then it closed)
+                raise refused from None
             raise errors.JMSException(
                 f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
                 f"{exc}); the connection dropped",

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from jmspy import twins
+from jmspy.errors import JMSException
 from jmspy.stomp_frames import HEARTBEAT, Frame
 
 from .mapping import STATS_DESTINATION
@@ -43,7 +44,7 @@ COLUMNS = (
 )
 
 
-class StatsError(Exception):
+class StatsError(JMSException):
     """The broker refused or did not answer; the message says why."""
 
 
@@ -53,8 +54,11 @@ def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
         if frame is not None and frame is not HEARTBEAT:
             assert isinstance(frame, Frame)
             if frame.command == "ERROR":
-                raise StatsError(f"broker error: {frame.header('message')}: "
-                                 f"{frame.body.decode(errors='replace')}")
+                message = (frame.header("message") or "").strip()
+                body = frame.body.decode(errors="replace").strip()
+                # this broker repeats the message header at the start of the body
+                said = body if message in body else f"{message}: {body}" if body else message
+                raise StatsError(f"broker error: {said}")
             return frame
         if frame is HEARTBEAT:
             continue

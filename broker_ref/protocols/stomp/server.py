@@ -89,7 +89,7 @@ class ConnectionLimits:
             return self.max_connections_per_address
         return max(1, self.max_connections // 10) if self.max_connections else 0
 
-log = logging.getLogger("jmspy.broker_ref.stomp")
+log = logging.getLogger("jmspy.broker.stomp")
 
 HIGH_WATER = 256 * 1024
 _EOL = b"\n"
