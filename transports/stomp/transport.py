@@ -48,6 +48,7 @@ from jmspy.broker_ref.core.errors import ResourceLimitExceeded
 from jmspy.broker_ref.protocols.stomp.mapping import SEND_TIMEOUT_HEADER
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
+from jmspy.logs import transport_logger
 from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.transport import (
@@ -84,6 +85,8 @@ _NO_SPACE = ResourceLimitExceeded.code
 _received = twins.stomp_received
 
 __all__ = ["StompTransport"]
+
+log = transport_logger("stomp")
 
 
 class StompTransport:
@@ -212,6 +215,7 @@ class StompTransport:
 
     def on_error_frame(self, headers: dict[str, str], body: Any) -> None:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        log.debug("ERROR from %s: %s", self.where, error_text(headers, text))
         self._refused_for_space = headers.get(ERROR_CODE_HEADER) == _NO_SPACE
         self._receipts.on_error(headers, text)
         if self._conn is not None:
@@ -397,10 +401,11 @@ class StompTransport:
         headers = dict(sub.headers)
         if receipt:
             headers["receipt"] = receipt
+        destination = subscribe_destination(sub.spec.destination, self.profile)
+        log.debug("SUBSCRIBE %s id=%s on %s%s", destination, sub.sub_id, self.where,
+                  " (again, after a reconnect)" if same_id else "")
         self.connection(wait=False).subscribe(
-            subscribe_destination(sub.spec.destination, self.profile), id=sub.sub_id,
-            ack="client-individual", headers=headers,
-        )
+            destination, id=sub.sub_id, ack="client-individual", headers=headers)
 
     def _unsubscribe(self, sub: StompSubscription) -> None:
         # No ``durable`` header: on RabbitMQ an UNSUBSCRIBE with ``durable:true`` deletes
