@@ -115,19 +115,16 @@ class Failover:
 
     def _give_up(self, why: str) -> None:
         host = self._host
-        after = ("" if host.broker_error is None
-                 else "the broker closed it after the ERROR reported before; ")
+        # After an ERROR the broker's reason is the news: a blocked receive(), the next
+        # send or commit and the listener's CONNECTION_LOST all say it (once each).
+        refused = host.broker_error
+        after = "" if refused is None else f"the broker closed it after its ERROR: {refused}; "
         lost = (
             f"lost the STOMP connection to {host.where} ({after}{why}); unacknowledged "
             "messages will be redelivered by the broker. Create a new connection once it "
             "is back"
         )
-        # A later call fails with the broker's reason itself: it is the news there (the
-        # exception listener heard the ERROR already, so its event only points back).
-        refused = host.broker_error
-        host.settle(lost if refused is None else
-                    f"the STOMP broker at {host.where} refused and closed the connection: "
-                    f"{refused} ({why}); create a new connection")
+        host.settle(lost)
         listener = host.listener
         if listener is not None and not host.closing:
             listener.on_connection_interrupted(
