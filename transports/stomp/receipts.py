@@ -169,13 +169,15 @@ class Receipts:
             event.set()
 
     def refusal_behind(self, conn: Any, error_before: ErrorFrame | None, what: str,
-                       timeout: float = 5.0) -> errors.JMSException | None:
+                       timeout: float = 1.0) -> errors.JMSException | None:
         """A write on ``conn`` failed: the refusal of the broker's ERROR that explains it,
         or None. A broker refuses a frame it will not read to the end (one over its frame
         limit) with an ERROR and closes, so the write fails on a closed socket; the ERROR
         is the news, not the errno. The receiver thread handles the ERROR before it sees
         the end of the stream, so once ``conn`` is down any such ERROR is here; this waits
-        up to ``timeout`` for that."""
+        up to ``timeout`` for that (jmspy broker sends its ERROR before it shuts its side,
+        so the write fails only once the ERROR is in; the wait is for brokers that close
+        at once, and bounds the pause of a write that failed for another reason)."""
         deadline = time.monotonic() + timeout
         while True:
             err = self.last_error
