@@ -29,7 +29,8 @@ SIZE = 8 * 1024 * 1024
 CLIENT = r"""
 import json, sys, threading
 from jmspy import ConnectionFactory, DeliveryMode, JMSException
-port, persistent = int(sys.argv[1]), sys.argv[2] == "persistent"
+port, persistent = int(sys.argv[1]), sys.argv[2] != "non-persistent"
+transacted = sys.argv[2] == "transacted"
 heard, lost = [], threading.Event()
 def listener(exc):
     heard.append(str(exc))
@@ -37,13 +38,15 @@ def listener(exc):
         lost.set()
 conn = ConnectionFactory(f"stomp://127.0.0.1:{port}").create_connection()
 conn.set_exception_listener(listener)
-session = conn.create_session()
+session = conn.create_session(transacted=transacted)
 producer = session.create_producer(session.create_queue("big"))
 consumer = session.create_consumer(session.create_queue("other"))
 conn.start()
 mode = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
 try:
     producer.send(session.create_bytes_message(b"x" * int(sys.argv[3])), delivery_mode=mode)
+    if transacted:
+        session.commit()
     raised = None
 except JMSException as exc:
     raised = [type(exc).__name__, str(exc)]
@@ -97,7 +100,7 @@ def _said_once(text: str) -> None:
         assert text.count(said) == 1, (said, text)
 
 
-@pytest.mark.parametrize("mode", ["persistent", "non-persistent"])
+@pytest.mark.parametrize("mode", ["persistent", "non-persistent", "transacted"])
 def test_an_oversized_send_raises_the_brokers_error_naming_size_limit_and_key_once(
     small_frames: BrokerProcess, mode: str
 ) -> None:
@@ -106,10 +109,10 @@ def test_an_oversized_send_raises_the_brokers_error_naming_size_limit_and_key_on
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and "error sending frame" not in run.stderr
     result: dict[str, Any] = json.loads(run.stdout)
-    if mode == "persistent" or result["raised"] is not None:
+    if mode != "non-persistent" or result["raised"] is not None:
         # (a non-persistent send is fire and forget: it may return before the ERROR)
-        kind, text = result["raised"]
-        assert kind == "ResourceAllocationException"
+        kind, text = result["raised"]  # transacted: by the send or by the commit
+        assert kind in ("ResourceAllocationException", "TransactionRolledBackException")
         assert "Errno" not in text and "Bad file descriptor" not in text
         _said_once(text)
     # the calls after it fail with the same reason, not "the connection is down"

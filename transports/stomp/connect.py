@@ -251,7 +251,7 @@ def open_stomp(
     headers = {"client-id": credentials.client_id} if credentials.client_id else {}
     if options.connection_flow_limit:
         headers["jmspy-connection-flow-limit"] = str(options.connection_flow_limit)
-    receipts.last_error = None
+    receipts.last_error = receipts.connection_error = None
     try:
         conn.connect(credentials.user, credentials.password, wait=False, headers=headers)
         if not receiver.answered.wait(options.connect_timeout):

@@ -129,8 +129,13 @@ class Receipts:
         self._receipts: dict[str, threading.Event] = {}
         #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
         self._refused: dict[str, ErrorFrame] = {}
-        #: the last ERROR frame of the connection (the brokers close after one)
+        #: the last ERROR frame of the connection (the brokers close after one); reset
+        #: before each request, whose answer only a later ERROR can be
         self.last_error: ErrorFrame | None = None
+        #: the last ERROR of the current connection, never reset by a request: why it
+        #: closed, for every call that meets the drop (reset when a connection opens, and
+        #: by a RECEIPT after it: a broker that answers again did not close for it)
+        self.connection_error: ErrorFrame | None = None
         self._send_window = int(properties.get("persistentSendWindow", 1))
         self._in_flight: deque[_InFlight] = deque()
         self._window_lock = threading.Lock()
@@ -153,6 +158,9 @@ class Receipts:
         self._receipts.pop(receipt, None)
 
     def on_receipt(self, receipt_id: str) -> None:
+        # the broker went on after its last ERROR (ActiveMQ keeps a connection after
+        # refusing a send): that ERROR is not why the connection may end later
+        self.connection_error = None
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
@@ -160,7 +168,7 @@ class Receipts:
     def on_error(self, headers: dict[str, str], text: str) -> None:
         """An ERROR frame (receiver thread): when it names a receipt we wait for, that
         call fails with it rather than with whatever else is waiting."""
-        self.last_error = (headers, text)
+        self.last_error = self.connection_error = (headers, text)
         receipt = headers.get("receipt-id")
         event = self._receipts.pop(receipt, None) if receipt else None
         if event is not None:
@@ -180,12 +188,12 @@ class Receipts:
         at once, and bounds the pause of a write that failed for another reason)."""
         deadline = time.monotonic() + timeout
         while True:
-            err = self.last_error
+            err = self.connection_error
             if err is not None and err is not error_before:
                 return refusal(self.where, what, err[0], err[1])
             down = conn is None or self._current() is not conn or not conn.is_connected()
             if down or time.monotonic() >= deadline:
-                err = self.last_error  # it may have come just before the end
+                err = self.connection_error  # it may have come just before the end
                 return (refusal(self.where, what, err[0], err[1])
                         if err is not None and err is not error_before else None)
             time.sleep(0.01)  # the receiver thread is still reading what the broker sent
@@ -250,9 +258,12 @@ class Receipts:
                 raise refusal(self.where, what, err[0], err[1])
             if self._current() is not conn:  # dropped: this receipt can never come
                 self._receipts.pop(receipt, None)
+                closed = self.connection_error  # the broker's reason, when it gave one
                 raise errors.JMSException(
                     f"the connection to the STOMP broker at {self.where} dropped before it "
-                    f"confirmed {what}", error_code="CONNECTION_INTERRUPTED")
+                    f"confirmed {what}"
+                    + (f", after its ERROR: {error_text(*closed)}" if closed else ""),
+                    error_code="CONNECTION_INTERRUPTED")
             if time.monotonic() < deadline:
                 continue
             self._receipts.pop(receipt, None)

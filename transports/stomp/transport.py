@@ -252,7 +252,7 @@ class StompTransport:
 
     @property
     def broker_error(self) -> str | None:
-        err = self._receipts.last_error
+        err = self._receipts.connection_error
         return None if err is None else error_text(*err)
 
     def connect_again(self, address: int | None = None) -> None:
@@ -632,7 +632,7 @@ class StompTransport:
             headers["transaction"] = tx
         elif self._send_timeout_header:
             headers.update(self._send_timeout_header)
-        error_before = self._receipts.last_error
+        error_before = self._receipts.connection_error
         try:
             if tx is not None:  # COMMIT confirms
                 self._writer_for(self.connection()).send(destination, body, headers)
