@@ -432,7 +432,7 @@ def _security(table: dict[str, Any], source: str) -> Any:
         raise ConfigError(f"{source}: [security] is invalid: {exc}") from exc
 
 
-log = logging.getLogger("jmspy.broker_ref.config")
+log = logging.getLogger("jmspy.broker.config")
 
 
 def warn_readable_passwords(path: Path, data: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NoReturn
 
+from jmspy.errors import InvalidConfigurationException
+
 from .core.security import (
     ACTIONS,
     DEFAULT_ITERATIONS,
@@ -22,7 +24,7 @@ from .core.security import (
 __all__ = ["SecurityConfigError", "parse_security"]
 
 
-class SecurityConfigError(ValueError):
+class SecurityConfigError(InvalidConfigurationException, ValueError):
     """A [security] table is wrong. ``key``, ``path`` and ``source`` say where."""
 
     def __init__(self, problem: str, *, key: str, path: str, source: str) -> None:

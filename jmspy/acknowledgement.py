@@ -474,10 +474,12 @@ class LocalTransaction(_Unacknowledged):
             self.tx = self._begin()
         except JMSException:
             self._lost = True  # still down: the next commit fails the same way
+        # gone for good: why (a broker's ERROR before it closed, say) is the news
+        lost = self._host._connection._lost
         raise TransactionRolledBackException(
             "the connection to the broker was interrupted during this transaction, so the "
             "broker rolled it back: messages sent in it were discarded and messages "
-            "received in it will be redelivered"
+            "received in it will be redelivered" + (f" ({lost})" if lost is not None else "")
         )
 
     def _interrupted(self) -> None:

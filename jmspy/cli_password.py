@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import InvalidConfigurationException
+
 __all__ = ["ENV_VAR", "PasswordError", "add_password_options", "resolve_password"]
 
 #: The environment variable read when neither option is given.
@@ -25,7 +27,7 @@ ENV_VAR = "JMSPY_PASSWORD"
 _PRECEDENCE = f"--password, then --password-file, then ${ENV_VAR}"
 
 
-class PasswordError(ValueError):
+class PasswordError(InvalidConfigurationException, ValueError):
     """The password source given cannot be used; the message says why and what to do."""
 
 

@@ -24,6 +24,7 @@ from .errors import (
     JMSException,
 )
 from .flow import ConnectionFlow
+from .logs import client_logger
 from .message import Message
 from .properties import FactoryProperties
 from .transport import Credentials, Transport, create_transport
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
 
+log = client_logger("connection")
 _instances = itertools.count(1)
 #: Error codes of a connection that dropped: the transport reports those itself.
 _LOSS_CODES = frozenset({"CONNECTION_INTERRUPTED", "CONNECTION_LOST"})
@@ -156,6 +158,9 @@ class Connection:
         self._deleted_topics: set[str] = set()
         self.client_id: str | None = properties["clientID"]
         transport.open(self, Credentials(self.client_id, user, password))
+        log.debug("connection %d: connected to %s (%s, connection flow limit %s)",
+                  self._instance, self.where, type(transport).__name__,
+                  self._flow.limit if self._flow.enabled else "off")
 
     # -- public API -------------------------------------------------------------------
     def set_client_id(self, client_id: str) -> None:
@@ -370,6 +375,7 @@ class Connection:
         connection grants a whole window again. Idempotent (a transport that gives up
         after reconnecting for a while calls this again with CONNECTION_LOST).
         """
+        log.debug("connection %d: %s: %s", self._instance, error.error_code, error)
         self._dead_tag_floor = max(self._dead_tag_floor, self._last_tag)
         self._drops += 1  # both before any consumer forgets its deliveries (below)
         if error.broker is None:
@@ -396,6 +402,8 @@ class Connection:
             except JMSException as exc:
                 self._report(exc)
         where = self.where
+        log.debug("connection %d: reconnected to %s; %d consumer(s) subscribed again",
+                  self._instance, where, len(self._consumers))
         resumed = JMSException(
             f"reconnected to {where}; subscriptions were re-created and "
             "unacknowledged messages will be redelivered",
@@ -428,9 +436,8 @@ class Connection:
                 failed(error)
                 handled = True
             except Exception:  # pragma: no cover - a transport's own bug, logged below
-                import logging
 
-                logging.getLogger("jmspy").exception("transport io_failed raised")
+                log.exception("transport io_failed raised")
         if not handled:
             self._report(JMSException(
                 f"{doing} failed on the connection to {self._transport.where} "
@@ -572,9 +579,8 @@ class _Notifier:
             try:
                 fn()
             except Exception:  # a user callback failed: nothing to report it to
-                import logging
 
-                logging.getLogger("jmspy").exception("user callback raised")
+                log.exception("user callback raised")
             finally:
                 with self._cond:
                     key = id(owner)

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from . import twins
 from .flow_cap import FlowCap
+from .logs import client_logger
 from .prefetch_protocol import PrefetchBufferProtocol
+
+#: The window's decisions: a credit grant (a refill at the threshold), a top-up the
+#: connection cap holds back. Once per batch of messages, never per message.
+log = client_logger("flow")
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -157,12 +162,17 @@ class ConnectionFlow:
                     gone = buf.delivered_total - buf.unconsumed  # consumed or handed back
                     released = gone - self._released.get(consumer.consumer_id, 0)
                     self._released[consumer.consumer_id] = gone
-            if self.enabled and want > 0 and self.buffered_total() >= self.limit:
+            capped = self.enabled and want > 0 and self.buffered_total() >= self.limit
+            if capped:
                 with consumer._lock:  # the broker holds this top-up back for now
                     consumer._connection_capped += 1
             if released > 0 and release is not None:
                 release(released)
             if want > 0:
+                log.debug("consumer %d: window refilled, %d credit granted%s",
+                          consumer.consumer_id, want,
+                          " (the broker holds it: connection flow limit reached)"
+                          if capped else "")
                 self.transport.grant_credit(consumer.consumer_id, want)
             return
         with self.lock:
@@ -175,5 +185,9 @@ class ConnectionFlow:
                         grants.append((cand.consumer_id, share.granted))
                     if share.granted < share.wanted:
                         cand._connection_capped += 1
+                        log.debug("consumer %d: paused at the connection flow limit "
+                                  "(%d of %d credit wanted granted)", cand.consumer_id,
+                                  share.granted, share.wanted)
         for consumer_id, grant in grants:
+            log.debug("consumer %d: window refilled, %d credit granted", consumer_id, grant)
             self.transport.grant_credit(consumer_id, grant)

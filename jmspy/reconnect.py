@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import JMSException, JMSSecurityException
+from .logs import client_logger
 
 __all__ = [
     "CLOSED",
@@ -111,6 +112,7 @@ class ReconnectPolicy:
 
 
 _RANDOM: Rng = random.Random()
+log = client_logger("reconnect")
 
 
 def connect_first(
@@ -135,6 +137,7 @@ def connect_first(
         except JMSSecurityException:
             raise
         except JMSException as exc:
+            log.debug("connecting to %s failed: %s", addresses[index], exc)
             failures.append((addresses[index], exc))
     if len(failures) == 1:
         raise failures[0][1]
@@ -166,14 +169,19 @@ def retry_with_backoff(
         if closing():
             return CLOSED
         attempts += 1
+        log.debug("reconnect attempt %d (address %d of %d, after %.3g s)", attempts,
+                  index + 1, addresses, delay)
         try:
             attempt(index)
         except JMSSecurityException as exc:
             last = str(exc)
+            log.debug("reconnect attempt %d refused, giving up: %s", attempts, exc)
             break
         except JMSException as exc:
             last = str(exc)
+            log.debug("reconnect attempt %d failed: %s", attempts, exc)
             continue
+        log.debug("reconnect attempt %d succeeded", attempts)
         return None
     return f"gave up after {attempts} reconnect attempts: {last}"
 

@@ -37,6 +37,7 @@ from .errors import (
     JMSException,
     UnsupportedFeatureException,
 )
+from .logs import client_logger
 from .message import Message
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 __all__ = ["AUTO_ACK_BATCH", "Session"]
+
+log = client_logger("session")
 
 # The message constructors, through the message_new twin (compiled: no __init__ frames;
 # jmspy/_pure/message_new.py), bound once.
@@ -292,6 +295,9 @@ class Session(SessionDispatcher):
             self, consumer_id, destination, selector, limit, threshold,
             remote.destination_flow_limit,
         )
+        log.debug("consumer %d on %s: subscribed (flow limit %d, threshold %d%%%s)",
+                  consumer_id, destination, limit, threshold,
+                  f", selector {selector!r}" if selector else "")
         self._consumers[consumer_id] = consumer
         conn._register_consumer(consumer)
         conn._flow.add(consumer)

@@ -57,6 +57,8 @@ class Connection:
     @property
     def dead_tag_floor(self) -> int:
         return self._dead_tag_floor
+    #: the CONNECTION_LOST error once the transport gave up (jmspy.connection.Connection)
+    _lost: JMSException | None = None
 
     def _dead(self, tag: int) -> bool:
         return tag <= self._dead_tag_floor
@@ -322,6 +324,16 @@ def test_commit_after_the_connection_dropped_fails_instead_of_half_happening() -
     with pytest.raises(TransactionRolledBackException, match="interrupted"):
         tx.commit()
     assert not any(call[0] == "ack" for call in host._transport.calls)
+
+
+def test_commit_after_the_connection_was_lost_says_why_it_was_lost() -> None:
+    host, tx = make(AckMode.SESSION_TRANSACTED)
+    tx.delivered(Consumer("c"), message(1))
+    tx.connection_interrupted()
+    host._connection._lost = JMSException("the broker closed it after its ERROR: too big")
+    with pytest.raises(TransactionRolledBackException) as raised:
+        tx.commit()
+    assert str(raised.value).count("too big") == 1
 
 
 def test_transaction_calls_are_refused_outside_a_transaction() -> None:

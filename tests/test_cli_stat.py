@@ -22,11 +22,10 @@ import stomp
 from brokers import free_port
 
 from jmspy import ConnectionFactory, Queue
-from jmspy.broker_ref.protocols.stomp.client import error_text, fetch_report
+from jmspy.broker_ref.protocols.stomp.client import fetch_report
 from jmspy.broker_ref.protocols.stomp.mapping import STATS_DESTINATION, STATS_REPLY_HEADER
 from jmspy.cli import main
 from jmspy.cli_support import CLOSED_PIPE_EXIT, run_quietly_on_closed_pipe
-from jmspy.stomp_frames import Frame
 
 #: guards against a hung subprocess only (a failure, not a timing requirement)
 HANG = 300
@@ -105,21 +104,6 @@ def test_the_stats_answer_names_the_reply_queue_only_when_it_is_the_askers_tempo
         assert named is not None and named.startswith("temp-queue://") and named in names
     else:
         assert named is None and "answers" in names
-
-
-@pytest.mark.parametrize(("message", "body", "said"), [
-    ("authentication failed for user 'alice'", "authentication failed for user 'alice'; "
-     "check the credentials", "authentication failed for user 'alice'; check the credentials"),
-    ("refused", "", "refused"),
-    ("refused", "refused", "refused"),
-    ("", "only a body", "only a body"),
-    ("short reason", "a body saying something else", "short reason: a body saying "
-     "something else"),
-    ("", "", "(no reason given)"),
-])
-def test_an_error_frames_reason_is_said_once(message: str, body: str, said: str) -> None:
-    headers = [("message", message)] if message else []
-    assert error_text(Frame("ERROR", headers, body.encode())) == said
 
 
 CONFIG = """

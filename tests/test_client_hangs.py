@@ -233,7 +233,7 @@ def test_close_gives_up_on_a_silent_broker_after_close_timeout(
     factory = ConnectionFactory(f"stomp://127.0.0.1:{b.port}?heartbeat=0", closeTimeout=1)
     conn = factory.create_connection()
     conn.create_session().create_consumer(Queue("q"))
-    with caplog.at_level(logging.WARNING, "jmspy.transports.stomp"), pytest.raises(
+    with caplog.at_level(logging.WARNING, "jmspy.transport.stomp"), pytest.raises(
             JMSException, match="closeTimeout=1") as late:
         on_thread(conn.close)  # the broker never answers DISCONNECT's receipt
     assert late.value.error_code == "CLOSE_TIMEOUT"

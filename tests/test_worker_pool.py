@@ -67,7 +67,7 @@ def test_the_seeds_numbers_pool_32_with_a_flow_limit_of_16_runs_16_at_once(
         flow_limit: int, prefetch: str | None, peak: int) -> None:
     host, url = broker
     fill(url, "orders", 500)
-    caplog.set_level(logging.WARNING, "jmspy.pool")
+    caplog.set_level(logging.WARNING, "jmspy.client.pool")
     most_delivering = [0]
 
     class Watching(Sleeper):
@@ -254,7 +254,7 @@ def test_process_workers_survive_a_sigkill_mid_message_and_the_message_comes_aga
     monkeypatch.setenv("POOL_LOG", str(log))
     monkeypatch.setenv("POOL_DIE", "7")
     fill(url, "crunch", 20)
-    caplog.set_level(logging.WARNING, "jmspy.pool")
+    caplog.set_level(logging.WARNING, "jmspy.client.pool")
     with WorkerPool(ConnectionFactory(url), "crunch", "pool_listeners:record",
                     processes=True, max_pool_size=2, steady_pool_size=2,
                     endpointExceptionRedeliveryInterval=10) as pool:

@@ -17,7 +17,7 @@ from jmspy import errors
 from jmspy.wire import error_codes as codes
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
-__all__ = ["BY_CODE", "ERROR_CODE_HEADER", "class_for_code"]
+__all__ = ["BY_CODE", "ERROR_CODE_HEADER", "class_for_code", "for_user"]
 
 #: The broker's stable refusal codes (what crosses the wire) -> JMS exception classes.
 BY_CODE: Mapping[str, type[errors.JMSException]] = {
@@ -38,3 +38,11 @@ BY_CODE: Mapping[str, type[errors.JMSException]] = {
 def class_for_code(code: str | None) -> type[errors.JMSException] | None:
     """The JMS class for a ``jmspy-error`` code, or None (no header, or an unknown code)."""
     return None if code is None else BY_CODE.get(code)
+
+
+def for_user(user: str | None, text: str = "") -> str:
+    """Whose login a refusal names (`` for user 'x'``, or that none was given), unless the
+    broker's ``text`` names the user already: each thing said once."""
+    if not user:
+        return " (no user name given)"
+    return "" if repr(user) in text else f" for user {user!r}"

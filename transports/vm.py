@@ -35,6 +35,7 @@ from jmspy.broker_ref.core.settings import is_wildcard
 from jmspy.broker_ref.core.sqlite_store import StoreError
 from jmspy.broker_ref.data_dir import DataDirectory
 from jmspy.destinations import Destination, Queue
+from jmspy.logs import transport_logger
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
 from jmspy.transport import (
@@ -52,6 +53,8 @@ from .capabilities import native_features
 from .destination_options import resolve
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
+
+log = transport_logger("vm")
 
 T = TypeVar("T")
 
@@ -407,6 +410,8 @@ class VmTransport:
                 self._sender.attach(conn, host)
         except Exception as exc:
             raise _translate(exc) from exc
+        log.debug("attached to the in-process broker %s (%d consumer(s))", self.where,
+                  len(self._specs))
 
     def _server_closed(self) -> None:
         """BrokerHost.stop, lock held: calls from now on wait for the reconnect."""
@@ -526,6 +531,8 @@ class VmTransport:
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
         self.declare_destination(spec.destination)
         info = self._call(self._conn.create_consumer, **self._consumer_args(spec))
+        log.debug("consumer %d subscribed to %s on %s", spec.consumer_id, spec.destination,
+                  self.where)
         self._specs[spec.consumer_id] = spec
         limit = info.destination_flow_limit
         option = resolve("vm", "embedded", spec.destination, where=self.where).flow_limit

@@ -32,8 +32,10 @@ BY_CLASS: Mapping[type[core.BrokerError], type[errors.JMSException]] = {
 
 
 def translate(exc: Exception) -> errors.JMSException:
-    """The JMS exception for an exception the broker core raised (by its class)."""
-    if isinstance(exc, errors.JMSException):
+    """The JMS exception for an exception the broker core raised (by its class). A core
+    error is a JMS exception already, but a client of ``vm://`` gets the plain JMS class
+    (as a client of ``stomp://`` does), not the broker's own."""
+    if isinstance(exc, errors.JMSException) and not isinstance(exc, core.BrokerError):
         return exc
     for klass in type(exc).__mro__:
         mapped = BY_CLASS.get(klass)

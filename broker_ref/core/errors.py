@@ -1,12 +1,16 @@
 """Errors the broker core raises to its host.
 
-They are deliberately *not* ``jmspy.JMSException`` subclasses: the core is a server, and a
-host maps each ``code`` to whatever its protocol carries (a JMS exception for ``vm://``, an
-ERROR frame for STOMP). Every message says what went wrong and what the client can do.
+A host maps each ``code`` to whatever its protocol carries (a JMS exception for ``vm://``,
+an ERROR frame for STOMP). Each class is also the ``jmspy.JMSException`` subclass it means
+to JMS (``DestinationNotFound`` is an ``InvalidDestinationException``), because the
+broker's own API reaches users directly too -- ``vm.start_broker(...).stats("q")`` in an
+application, a test or the README -- and ``except JMSException`` must catch everything
+jmspy raises. Every message says what went wrong and what the client can do.
 """
 
 from __future__ import annotations
 
+from jmspy import errors as jms
 from jmspy.wire import error_codes as codes
 
 __all__ = [
@@ -24,39 +28,40 @@ __all__ = [
 ]
 
 
-class BrokerError(Exception):
+class BrokerError(jms.JMSException):
     """Base of every refusal by the broker core.
 
     ``code`` is stable and short so hosts can translate errors without parsing text; the
-    codes are :mod:`jmspy.wire.error_codes`, which the client maps by.
+    codes are :mod:`jmspy.wire.error_codes`, which the client maps by, and it is the JMS
+    ``error_code`` too.
     """
 
     code: str = codes.BROKER_ERROR
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        jms.JMSException.__init__(self, message, error_code=self.code)
         self.message = message
 
 
-class DestinationNotFound(BrokerError):
+class DestinationNotFound(BrokerError, jms.InvalidDestinationException):
     """The destination does not exist and may not be auto-created (or was deleted)."""
 
     code = codes.DESTINATION_NOT_FOUND
 
 
-class InvalidDestination(BrokerError):
+class InvalidDestination(BrokerError, jms.InvalidDestinationException):
     """The destination name cannot be used this way (e.g. sending to a wildcard topic)."""
 
     code = codes.INVALID_DESTINATION
 
 
-class AccessDenied(BrokerError):
+class AccessDenied(BrokerError, jms.JMSSecurityException):
     """The connection may not do this on this destination (e.g. another's temp queue)."""
 
     code = codes.ACCESS_DENIED
 
 
-class AuthenticationFailed(BrokerError):
+class AuthenticationFailed(BrokerError, jms.JMSSecurityException):
     """The connection's credentials were refused (security on, see :mod:`.security`).
 
     One message for an unknown user and a wrong password, so a client cannot probe which
@@ -66,37 +71,37 @@ class AuthenticationFailed(BrokerError):
     code = codes.AUTHENTICATION_FAILED
 
 
-class ResourceLimitExceeded(BrokerError):
+class ResourceLimitExceeded(BrokerError, jms.ResourceAllocationException):
     """A configured limit (memory, backlog, consumers...) refuses the operation."""
 
     code = codes.RESOURCE_LIMIT_EXCEEDED
 
 
-class IllegalBrokerState(BrokerError):
+class IllegalBrokerState(BrokerError, jms.IllegalStateException):
     """The call does not fit the current state (unknown delivery tag, closed consumer...)."""
 
     code = codes.ILLEGAL_STATE
 
 
-class InvalidSubscription(BrokerError):
+class InvalidSubscription(BrokerError, jms.InvalidDestinationException):
     """A topic subscription request breaks the JMS subscription rules."""
 
     code = codes.INVALID_SUBSCRIPTION
 
 
-class InvalidClientId(BrokerError):
+class InvalidClientId(BrokerError, jms.InvalidClientIDException):
     """The client id is already used by another live connection."""
 
     code = codes.INVALID_CLIENT_ID
 
 
-class TransactionError(BrokerError):
+class TransactionError(BrokerError, jms.IllegalStateException):
     """Unknown, duplicate or unusable transaction id."""
 
     code = codes.TRANSACTION_ERROR
 
 
-class SelectorError(BrokerError):
+class SelectorError(BrokerError, jms.InvalidSelectorException):
     """A message selector does not parse.
 
     Wraps ``jmspy.errors.InvalidSelectorException`` so hosts see one error family; the
@@ -106,6 +111,6 @@ class SelectorError(BrokerError):
     code = codes.INVALID_SELECTOR
 
     def __init__(self, message: str, *, selector: str = "", position: int = -1) -> None:
-        super().__init__(message)
+        BrokerError.__init__(self, message)
         self.selector = selector
         self.position = position

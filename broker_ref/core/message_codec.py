@@ -21,6 +21,8 @@ import base64
 import json
 from typing import Any
 
+from jmspy.errors import MessageFormatException
+
 from .api import BodyType, DestinationKind, ServerMessage
 
 #: ``json.dumps(x, separators=(",", ":"))``, with the encoder made once: dumps builds a
@@ -37,7 +39,7 @@ __all__ = [
 FORMAT = 1
 
 
-class CodecError(ValueError):
+class CodecError(MessageFormatException, ValueError):
     """A stored row that cannot be read back (damaged, or from a newer jmspy)."""
 
 

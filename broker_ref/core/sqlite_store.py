@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from jmspy import twins
+from jmspy.errors import JMSException
 
 from .api import ServerMessage
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
@@ -121,7 +122,7 @@ _BY_SEQ_CHUNK = 500
 _page_rows = twins.page_rows
 
 
-class StoreError(Exception):
+class StoreError(JMSException):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
 

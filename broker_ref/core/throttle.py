@@ -32,7 +32,12 @@ from dataclasses import dataclass
 
 __all__ = ["LoginThrottle", "ThrottleSettings", "Verdict"]
 
-log = logging.getLogger("jmspy.broker_ref.security")
+log = logging.getLogger("jmspy.broker.security")
+
+
+def _who(user: str | None) -> str:
+    """The user a throttled login names: a missing one reads as such, not as None."""
+    return f"for user {user!r}" if user else "with no user name given"
 
 #: Most (address, user) pairs and addresses remembered, each (oldest forgotten first):
 #: made-up user names must not grow the broker without bound.
@@ -135,7 +140,7 @@ class LoginThrottle:
         if s.refuse_after and len(times) >= s.refuse_after:
             self.refused += 1
             return Verdict(refusal=(
-                f"too many failed logins for user {user!r} from {address}: {len(times)} in "
+                f"too many failed logins {_who(user)} from {address}: {len(times)} in "
                 f"the last {window_s} s ([limits] login-refuse-after = {s.refuse_after}); "
                 f"try again in {self._pairs.retry_s(times, now)} s with the right "
                 "credentials"))
@@ -149,8 +154,8 @@ class LoginThrottle:
         count = self._pairs.add((address, user), now)
         if count in (s.delay_after, s.refuse_after):
             action = "refusing" if count == s.refuse_after else "delaying"
-            log.warning("%d failed logins for user %r from %s in %d s: %s further attempts "
-                        "of that user from that address", count, user, address,
+            log.warning("%d failed logins %s from %s in %d s: %s further attempts "
+                        "of that user from that address", count, _who(user), address,
                         s.window_ms // 1000, action)
         spread = self._addresses.add(address, now)
         if spread == s.address_refuse_after:

@@ -14,12 +14,12 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from jmspy.errors import InvalidConfigurationException
+from jmspy.errors import InvalidConfigurationException, JMSException
 from jmspy.message import Message
 
 __all__ = ["Handler", "ListenerSpec", "WorkerDied", "handler_of", "load_listener"]
 
-class WorkerDied(Exception):
+class WorkerDied(JMSException):
     """A process worker died while it handled a message (raised by its handler): the
     pool replaces the process and delivers the message again, marked redelivered."""
 

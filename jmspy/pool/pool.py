@@ -47,7 +47,7 @@ from .instances import Handler, ListenerSpec, WorkerDied, load_listener
 
 __all__ = ["DEAD_LETTER_REASON", "WorkerPool"]
 
-log = logging.getLogger("jmspy.pool")
+log = logging.getLogger("jmspy.client.pool")
 
 #: The property naming why a message went to the dead message queue (the broker's name).
 DEAD_LETTER_REASON = "JMS_jmspy_DeadLetterReason"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from jmspy.errors import JMSException
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 
 from .instances import Handler, ListenerSpec, WorkerDied, load_listener
@@ -33,7 +34,7 @@ _FIELDS = ("message_id", "timestamp", "correlation_id", "delivery_mode", "expira
            "priority", "redelivered", "jms_type", "delivery_time", "delivery_count")
 
 
-class ListenerError(Exception):
+class ListenerError(JMSException):
     """The listener raised in its worker process; the text is its exception and
     traceback (the exception itself may not be picklable)."""
 

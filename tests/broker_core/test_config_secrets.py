@@ -22,9 +22,9 @@ def _loaded(tmp_path: Path, caplog: pytest.LogCaptureFixture, text: str,
     path = tmp_path / "broker.toml"
     path.write_text(text)
     path.chmod(mode)
-    with caplog.at_level(logging.WARNING, logger="jmspy.broker_ref.config"):
+    with caplog.at_level(logging.WARNING, logger="jmspy.broker.config"):
         load_config(path)
-    return [r.getMessage() for r in caplog.records if r.name == "jmspy.broker_ref.config"]
+    return [r.getMessage() for r in caplog.records if r.name == "jmspy.broker.config"]
 
 
 @pytest.mark.parametrize(("mode", "who"), [(0o644, "every user of this machine"),

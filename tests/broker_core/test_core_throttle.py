@@ -28,7 +28,7 @@ def fresh() -> tuple[LoginThrottle, FakeClock]:
 def test_ten_wrong_passwords_from_one_address_throttle_that_address_not_the_user(
     caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "jmspy.broker_ref.security")
+    caplog.set_level(logging.WARNING, "jmspy.broker.security")
     t, clock = fresh()
     verdicts = []
     for _ in range(10):
@@ -56,7 +56,7 @@ def test_ten_wrong_passwords_from_one_address_throttle_that_address_not_the_user
 def test_an_address_spraying_many_user_names_hits_the_per_address_cap(
     caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, "jmspy.broker_ref.security")
+    caplog.set_level(logging.WARNING, "jmspy.broker.security")
     t, _ = fresh()
     for i in range(29):  # two wrong passwords per user: no pair is even delayed
         user = f"user-{i // 2}"

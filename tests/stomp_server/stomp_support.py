@@ -32,7 +32,7 @@ class _ErrorLog(logging.Handler):
 
 
 SERVER_ERRORS = _ErrorLog()
-logging.getLogger("jmspy.broker_ref.stomp").addHandler(SERVER_ERRORS)
+logging.getLogger("jmspy.broker.stomp").addHandler(SERVER_ERRORS)
 
 
 def orders_policy(secret: str, audit: str, **orders: list[str]) -> SecurityPolicy:

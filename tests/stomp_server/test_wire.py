@@ -138,7 +138,7 @@ def test_oversized_frame_errors_and_closes(server_factory) -> None:
         c.connect()
         c.send(b"SEND\ndestination:/queue/big\ncontent-length:2000\n\n" + b"x" * 2000 + b"\0")
         frame = c.read_frame()
-        assert frame.command == "ERROR" and b"max_frame_bytes" in frame.body
+        assert frame.command == "ERROR" and b"max-frame-bytes" in frame.body
         assert c.closed_by_server()
     with RawClient(h.host, h.port) as c:
         c.connect()

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, parse_qs, urlsplit
@@ -52,6 +53,7 @@ from urllib.parse import SplitResult, parse_qs, urlsplit
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Queue
+from jmspy.logs import transport_logger
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
 from jmspy.transport import (
@@ -61,7 +63,9 @@ from jmspy.transport import (
     TransportListener,
 )
 
+from ..broker_errors import for_user
 from ..capabilities import native_features, refusal, require, supports
+from .disconnect import disconnect_reason
 from .inbound import Inbound, MqttConsumer, MqttSubscription
 from .mapping import check_v311, mqtt_filter, options_detail, unsupported_in_message
 from .outbound import Done, Outbound
@@ -86,6 +90,8 @@ def _props(packet_type: int) -> Any:
 
 
 __all__ = ["MqttTransport"]
+
+log = transport_logger("mqtt")
 
 _NEVER_EXPIRES = 0xFFFFFFFF
 _SECURITY_REASONS = (
@@ -169,6 +175,10 @@ class MqttTransport:
         self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
+        #: how many times the connection dropped, and why the last time (the broker's
+        #: DISCONNECT reason): what a synchronous send waiting for its PUBACK checks
+        self._drops = 0
+        self._drop_why = ""
 
     # -- what Inbound and Outbound ask ------------------------------------------------------
     @property
@@ -274,6 +284,8 @@ class MqttTransport:
         reason, ok = self._connack or (None, False)
         if ok:
             self._opened = True
+            log.debug("connected to %s (MQTT %s, user %s)", self.where, version,
+                      user or "none given")
             return True
         self._drop_client(client)
         text = str(reason) if reason is not None else "closed the connection"
@@ -285,7 +297,7 @@ class MqttTransport:
             return False  # a 3.1.1-only broker: try again with 3.1.1
         if any(word in text.lower() for word in _SECURITY_REASONS):
             raise errors.JMSSecurityException(
-                f"the MQTT broker at {self.where} refused the login for user {user!r}: "
+                f"the MQTT broker at {self.where} refused the login{for_user(user, text)}: "
                 f"{text}; check the user name and password"
             )
         raise errors.JMSException(
@@ -316,6 +328,10 @@ class MqttTransport:
             return
         if self._closing:
             return
+        reason = disconnect_reason(reason, props)
+        log.debug("the MQTT connection to %s dropped: %s", self.where, reason)
+        self._drop_why = reason
+        self._drops += 1  # a synchronous send waiting for its PUBACK fails with the reason
         with self._lock:
             self._settled.clear()
             self._opened = False
@@ -340,6 +356,7 @@ class MqttTransport:
             self, f"jmspy-mqtt-reconnect-{self.port}", before=lambda: _stop_loop(client))
 
     def _give_up(self, why: str) -> None:
+        log.debug("giving up the MQTT connection to %s: %s", self.where, why)
         self._lost = (
             f"lost the MQTT connection to {self.where} ({why}). Create a new connection "
             "once the broker is back"
@@ -594,13 +611,23 @@ class MqttTransport:
         if done is not None:
             self.outbound.publish_async(message, done)
             return
+        drops = self._drops
         info, qos = self.outbound.publish(message)
         if qos and not self.sync_send:
             self._last_publish = info
         elif qos:
             wait = self.send_timeout_ms / 1000.0 if self.send_timeout_ms > 0 else 30.0
+            deadline = time.monotonic() + wait
             try:
-                info.wait_for_publish(wait)
+                # in slices: paho does not end this wait when the broker drops the
+                # connection (an MQTT 5 DISCONNECT "Packet too large", say), this does
+                while not info.is_published() and time.monotonic() < deadline:
+                    if self._drops != drops:
+                        raise errors.JMSException(
+                            f"the connection to the {self.describe()} dropped before it "
+                            f"acknowledged message {message.message_id}: {self._drop_why}",
+                            error_code="CONNECTION_INTERRUPTED")
+                    info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
             except (RuntimeError, ValueError) as exc:
                 raise errors.JMSException(
                     f"the {self.describe()} did not take message {message.message_id}: {exc}"

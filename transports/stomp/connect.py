@@ -21,9 +21,11 @@ from urllib.parse import SplitResult, parse_qs
 
 from jmspy import errors
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
+from jmspy.logs import quiet_library_loggers, transport_logger
 from jmspy.transport import Credentials
+from jmspy.wire.error_text import error_text
 
-from ..broker_errors import ERROR_CODE_HEADER, class_for_code
+from ..broker_errors import ERROR_CODE_HEADER, class_for_code, for_user
 from .mapping import DIALECTS
 from .receipts import Receipts
 from .receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
@@ -35,6 +37,8 @@ except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
 
 __all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
+
+log = transport_logger("stomp")
 
 
 def _int_option(
@@ -229,6 +233,7 @@ def open_stomp(
     when the broker does not speak 1.2 (the caller tries 1.1). Raises the JMSException
     that says why otherwise: no answer in time, login refused, connection refused."""
     assert _stomp is not None
+    quiet_library_loggers()
     klass = _stomp.Connection12 if version == "1.2" else _stomp.Connection11
     where = options.where
     conn = klass(
@@ -247,7 +252,7 @@ def open_stomp(
     headers = {"client-id": credentials.client_id} if credentials.client_id else {}
     if options.connection_flow_limit:
         headers["jmspy-connection-flow-limit"] = str(options.connection_flow_limit)
-    receipts.last_error = None
+    receipts.last_error = receipts.connection_error = None
     try:
         conn.connect(credentials.user, credentials.password, wait=False, headers=headers)
         if not receiver.answered.wait(options.connect_timeout):
@@ -269,17 +274,19 @@ def open_stomp(
             pass
         err = receipts.last_error
         if err is not None:
-            text = f"{err[0].get('message', '')} {err[1]}".strip()
+            text = error_text(*err)
             low = text.lower()
             if "version" in low and version == "1.2":
+                log.debug("%s refused STOMP 1.2 (%s); trying 1.1", where, text)
                 return None  # a 1.1-only broker: try again with 1.1
             coded = class_for_code(err[0].get(ERROR_CODE_HEADER))  # jmspy broker
             if coded is errors.JMSSecurityException or (
                     coded is None and any(w in low for w in _SECURITY_WORDS)):
+                # jmspy broker's text says what to check; a foreign one's may not
+                hint = "" if coded is not None else "; check the user name and password"
                 raise errors.JMSSecurityException(
-                    f"STOMP broker at {where} refused the login for user "
-                    f"{credentials.user!r}: {text}; check the user name and password"
-                ) from exc
+                    f"STOMP broker at {where} refused the login"
+                    f"{for_user(credentials.user, text)}: {text}{hint}") from exc
             raise errors.JMSException(
                 f"STOMP broker at {where} refused the connection: {text}") from exc
         raise errors.JMSException(
@@ -288,4 +295,6 @@ def open_stomp(
             "host and port, and that no firewall is in the way"
         ) from exc
     _no_delay(conn)
+    log.debug("connected to %s (STOMP %s, user %s)", where, version,
+              credentials.user or "none given")
     return conn, reader

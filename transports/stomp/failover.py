@@ -56,6 +56,11 @@ class FailoverHost(Protocol):
         control with ``send-fail-if-no-space``): the broker closed only because STOMP
         ends a session after an ERROR."""
 
+    @property
+    def broker_error(self) -> str | None:
+        """What the broker's last ERROR on this connection said (it closes after one), or
+        None."""
+
     def connection_dropped(self) -> bool:
         """Forget the dead connection and every delivery of it; calls wait from now on.
         False when there was nothing to forget (closing, or already down)."""
@@ -110,9 +115,14 @@ class Failover:
 
     def _give_up(self, why: str) -> None:
         host = self._host
+        # After an ERROR the broker's reason is the news: a blocked receive(), the next
+        # send or commit and the listener's CONNECTION_LOST all say it (once each).
+        refused = host.broker_error
+        after = "" if refused is None else f"the broker closed it after its ERROR: {refused}; "
         lost = (
-            f"lost the STOMP connection to {host.where} ({why}); unacknowledged messages "
-            "will be redelivered by the broker. Create a new connection once it is back"
+            f"lost the STOMP connection to {host.where} ({after}{why}); unacknowledged "
+            "messages will be redelivered by the broker. Create a new connection once it "
+            "is back"
         )
         host.settle(lost)
         listener = host.listener

@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmspy import errors
+from jmspy.wire.error_text import error_text
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
 
 __all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "refusal"]
 
-log = logging.getLogger("jmspy.transports.stomp")
+log = logging.getLogger("jmspy.transport.stomp")
 
 #: A non-persistent send carries a receipt once per this many sends or bytes (see
 #: :meth:`Receipts.send_checkpointed`); at most two checkpoints' worth is unconfirmed, and
@@ -76,9 +77,7 @@ _LIMIT = re.compile(
 def refusal(where: str, what: str, headers: Mapping[str, str], text: str
             ) -> errors.JMSException:
     """The exception for an ERROR frame that answered ``what`` (e.g. "the request")."""
-    message = headers.get("message", "")
-    # jmspy's broker repeats the message header at the start of the body
-    detail = text.strip() if text.startswith(message) else f"{message} {text}".strip()
+    detail = error_text(headers, text)
     cls: type[errors.JMSException] = errors.JMSException
     coded = class_for_code(headers.get(ERROR_CODE_HEADER))
     if coded is not None:
@@ -118,8 +117,13 @@ class Receipts:
         self._receipts: dict[str, threading.Event] = {}
         #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
         self._refused: dict[str, ErrorFrame] = {}
-        #: the last ERROR frame of the connection (the brokers close after one)
+        #: the last ERROR frame of the connection (the brokers close after one); reset
+        #: before each request, whose answer only a later ERROR can be
         self.last_error: ErrorFrame | None = None
+        #: the last ERROR of the current connection, never reset by a request: why it
+        #: closed, for every call that meets the drop (reset when a connection opens, and
+        #: by a RECEIPT after it: a broker that answers again did not close for it)
+        self.connection_error: ErrorFrame | None = None
         self._send_window = int(properties.get("persistentSendWindow", 1))
         self._in_flight: deque[_InFlight] = deque()
         self._window_lock = threading.Lock()
@@ -142,6 +146,9 @@ class Receipts:
         self._receipts.pop(receipt, None)
 
     def on_receipt(self, receipt_id: str) -> None:
+        # the broker went on after its last ERROR (ActiveMQ keeps a connection after
+        # refusing a send): that ERROR is not why the connection may end later
+        self.connection_error = None
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
@@ -149,13 +156,35 @@ class Receipts:
     def on_error(self, headers: dict[str, str], text: str) -> None:
         """An ERROR frame (receiver thread): when it names a receipt we wait for, that
         call fails with it rather than with whatever else is waiting."""
-        self.last_error = (headers, text)
+        self.last_error = self.connection_error = (headers, text)
         receipt = headers.get("receipt-id")
         event = self._receipts.pop(receipt, None) if receipt else None
         if event is not None:
             assert receipt is not None
             self._refused[receipt] = (headers, text)
             event.set()
+
+    def refusal_behind(self, conn: Any, error_before: ErrorFrame | None, what: str,
+                       timeout: float = 1.0) -> errors.JMSException | None:
+        """A write on ``conn`` failed: the refusal of the broker's ERROR that explains it,
+        or None. A broker refuses a frame it will not read to the end (one over its frame
+        limit) with an ERROR and closes, so the write fails on a closed socket; the ERROR
+        is the news, not the errno. The receiver thread handles the ERROR before it sees
+        the end of the stream, so once ``conn`` is down any such ERROR is here; this waits
+        up to ``timeout`` for that (jmspy broker sends its ERROR before it shuts its side,
+        so the write fails only once the ERROR is in; the wait is for brokers that close
+        at once, and bounds the pause of a write that failed for another reason)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            err = self.connection_error
+            if err is not None and err is not error_before:
+                return refusal(self.where, what, err[0], err[1])
+            down = conn is None or self._current() is not conn or not conn.is_connected()
+            if down or time.monotonic() >= deadline:
+                err = self.connection_error  # it may have come just before the end
+                return (refusal(self.where, what, err[0], err[1])
+                        if err is not None and err is not error_before else None)
+            time.sleep(0.01)  # the receiver thread is still reading what the broker sent
 
     def request(self, fn: Any, *args: Any, timeout: float = 30.0,
                 headers: dict[str, str] | None = None, send: bool = False) -> None:
@@ -217,9 +246,12 @@ class Receipts:
                 raise refusal(self.where, what, err[0], err[1])
             if self._current() is not conn:  # dropped: this receipt can never come
                 self._receipts.pop(receipt, None)
+                closed = self.connection_error  # the broker's reason, when it gave one
                 raise errors.JMSException(
                     f"the connection to the STOMP broker at {self.where} dropped before it "
-                    f"confirmed {what}", error_code="CONNECTION_INTERRUPTED")
+                    f"confirmed {what}"
+                    + (f", after its ERROR: {error_text(*closed)}" if closed else ""),
+                    error_code="CONNECTION_INTERRUPTED")
             if time.monotonic() < deadline:
                 continue
             self._receipts.pop(receipt, None)
@@ -233,7 +265,7 @@ class Receipts:
                     "check the broker, or raise sendTimeout (0 = wait as long as it takes)")
             raise errors.JMSException(
                 f"no RECEIPT from the STOMP broker at {self.where} within {timeout:.0f}s "
-                f"for {what}" + (f": {err[0].get('message', '')} {err[1]}" if err else "")
+                f"for {what}" + (f": {error_text(*err)}" if err else "")
             )
         answer = self._refused.pop(receipt, None)
         if answer is not None:

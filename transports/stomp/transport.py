@@ -46,6 +46,7 @@ from urllib.parse import SplitResult, urlsplit
 from jmspy import errors, twins
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
+from jmspy.logs import transport_logger
 from jmspy.message import DeliveryMode, Message, selector_getter
 from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.transport import (
@@ -55,6 +56,7 @@ from jmspy.transport import (
     TransportListener,
 )
 from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
+from jmspy.wire.error_text import error_text
 from jmspy.wire.headers import SEND_TIMEOUT_HEADER
 
 from ..broker_errors import ERROR_CODE_HEADER
@@ -84,6 +86,8 @@ _NO_SPACE = RESOURCE_LIMIT_EXCEEDED
 _received = twins.stomp_received
 
 __all__ = ["StompTransport"]
+
+log = transport_logger("stomp")
 
 
 class StompTransport:
@@ -216,12 +220,12 @@ class StompTransport:
 
     def on_error_frame(self, headers: dict[str, str], body: Any) -> None:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        log.debug("ERROR from %s: %s", self.where, error_text(headers, text))
         self._refused_for_space = headers.get(ERROR_CODE_HEADER) == _NO_SPACE
         self._receipts.on_error(headers, text)
         if self._conn is not None:
             self._report(errors.JMSException(
-                f"STOMP broker at {self.where} reported an error: "
-                f"{headers.get('message', '')} {text}".strip()))
+                f"STOMP broker at {self.where} reported an error: {error_text(headers, text)}"))
 
     def on_receipt(self, receipt_id: str) -> None:
         self._receipts.on_receipt(receipt_id)
@@ -251,6 +255,11 @@ class StompTransport:
     def refused_for_space(self) -> bool:
         return self._refused_for_space
 
+    @property
+    def broker_error(self) -> str | None:
+        err = self._receipts.connection_error
+        return None if err is None else error_text(*err)
+
     def connect_again(self, address: int | None = None) -> None:
         self._refused_for_space = False
         if address is not None:
@@ -277,8 +286,12 @@ class StompTransport:
 
     def _io_error(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
         """A write on ``conn`` failed (an OSError, or stomp.py's own exception): the
-        connection is lost; the JMSException that says so."""
+        connection is lost; the JMSException that says so (the broker's ERROR when it
+        refused and closed)."""
+        refused = self._receipts.refusal_behind(conn, None, doing)
         self._lose(conn)
+        if refused is not None:
+            return refused
         return errors.JMSException(
             f"{doing} on the STOMP connection to {self.where} failed "
             f"({type(exc).__name__}: {exc}); the connection is lost: what was not "
@@ -393,10 +406,11 @@ class StompTransport:
         headers = dict(sub.headers)
         if receipt:
             headers["receipt"] = receipt
+        destination = subscribe_destination(sub.spec.destination, self.profile)
+        log.debug("SUBSCRIBE %s id=%s on %s%s", destination, sub.sub_id, self.where,
+                  " (again, after a reconnect)" if same_id else "")
         self.connection(wait=False).subscribe(
-            subscribe_destination(sub.spec.destination, self.profile), id=sub.sub_id,
-            ack="client-individual", headers=headers,
-        )
+            destination, id=sub.sub_id, ack="client-individual", headers=headers)
 
     def _unsubscribe(self, sub: StompSubscription) -> None:
         # No ``durable`` header: on RabbitMQ an UNSUBSCRIBE with ``durable:true`` deletes
@@ -625,6 +639,7 @@ class StompTransport:
             headers["transaction"] = tx
         elif self._send_timeout_header:
             headers.update(self._send_timeout_header)
+        error_before = self._receipts.connection_error
         try:
             if tx is not None:  # COMMIT confirms
                 conn = self.connection()
@@ -645,7 +660,12 @@ class StompTransport:
             raise
         except Exception as exc:  # the socket dropped under this send
             writer = self._writer
-            self._lose(writer.conn if writer is not None else None)
+            conn = writer.conn if writer is not None else None
+            refused = self._receipts.refusal_behind(
+                conn, error_before, f"the message {message.message_id} to {destination}")
+            self._lose(conn)
+            if refused is not None:  # the broker said why (an ERROR, then it closed)
+                raise refused from None
             raise errors.JMSException(
                 f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
                 f"{exc}); the connection dropped",

@@ -14,12 +14,13 @@ import time
 from typing import Any
 
 from jmspy import twins
+from jmspy.errors import JMSException
 from jmspy.stomp_frames import HEARTBEAT, Frame
+from jmspy.wire.error_text import error_text
 
 from .mapping import STATS_DESTINATION, STATS_REPLY_HEADER
 
-__all__ = ["COLUMNS", "error_text", "fetch_report", "fetch_stats", "format_table",
-           "format_usage"]
+__all__ = ["COLUMNS", "fetch_report", "fetch_stats", "format_table", "format_usage"]
 
 _codec = twins.stomp_codec
 
@@ -44,7 +45,7 @@ COLUMNS = (
 )
 
 
-class StatsError(Exception):
+class StatsError(JMSException):
     """The broker refused or did not answer; the message says why."""
 
 
@@ -54,7 +55,9 @@ def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
         if frame is not None and frame is not HEARTBEAT:
             assert isinstance(frame, Frame)
             if frame.command == "ERROR":
-                raise StatsError(f"broker error: {error_text(frame)}")
+                first = dict(reversed(frame.headers))  # STOMP 1.2: the first one counts
+                reason = error_text(first, frame.body.decode(errors="replace"))
+                raise StatsError(f"broker error: {reason}")
             return frame
         if frame is HEARTBEAT:
             continue
@@ -63,20 +66,6 @@ def _read(sock: socket.socket, parser: Any, deadline: float) -> Frame:
         if not data:
             raise StatsError("the broker closed the connection")
         parser.feed(data)
-
-
-def error_text(frame: Frame) -> str:
-    """An ERROR frame's reason, said once. The broker puts the short reason in the
-    ``message`` header and repeats it at the start of the body, followed by what to do;
-    printing both would say the reason twice. The header alone is kept when the body
-    says nothing more, and both when the body does not repeat it."""
-    message = (frame.header("message") or "").strip()
-    body = frame.body.decode(errors="replace").strip()
-    if not body or body == message:
-        return message or "(no reason given)"
-    if not message or body.startswith(message):
-        return body
-    return f"{message}: {body}"
 
 
 def fetch_stats(

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from jmspy import twins
+from jmspy.errors import JMSException
 from jmspy.stomp_frames import Frame, FrameError
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
 from jmspy.stomp_jms_header import ptypes_of
@@ -79,7 +80,7 @@ _RESERVED: Final = frozenset(
 )
 
 
-class HeaderError(ValueError):
+class HeaderError(JMSException, ValueError):
     """A header value the server cannot accept. ``str()`` is the ERROR frame's ``message``
     header (what is wrong, naming the header); ``detail``, its body, adds how to fix it."""
 

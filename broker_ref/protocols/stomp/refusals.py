@@ -4,12 +4,15 @@ names itself, its value and its config key; an unknown command names the command
 
 from __future__ import annotations
 
+import re
+
+from jmspy.errors import JMSException
 from jmspy.stomp_frames import CLIENT_COMMANDS, CodecLimits, FrameError, FrameErrorReason
 
 __all__ = ["CLOSED", "ProtocolError", "frame_problem"]
 
 
-class ProtocolError(Exception):
+class ProtocolError(JMSException):
     """A client mistake that ends the session: ERROR frame, then close."""
 
     def __init__(self, message: str, detail: str) -> None:
@@ -18,13 +21,18 @@ class ProtocolError(Exception):
         self.detail = detail
 
 
-#: Codec limits a client can hit, as (the [limits] key, the CodecLimits field, what grew).
-LIMITS: dict[FrameErrorReason, tuple[str, str, str]] = {
-    FrameErrorReason.BODY_TOO_LARGE: ("max-frame-bytes", "max_frame_bytes", "body"),
-    FrameErrorReason.TOO_MANY_HEADERS: ("max-headers", "max_headers", "header count"),
+#: Codec limits a client can hit, as (the [limits] key, the CodecLimits field, what grew,
+#: its unit).
+LIMITS: dict[FrameErrorReason, tuple[str, str, str, str]] = {
+    FrameErrorReason.BODY_TOO_LARGE: ("max-frame-bytes", "max_frame_bytes", "body", "bytes"),
+    FrameErrorReason.TOO_MANY_HEADERS: ("max-headers", "max_headers", "header count",
+                                        "headers"),
     FrameErrorReason.HEADERS_TOO_LARGE: ("max-header-bytes", "max_header_bytes",
-                                         "header section"),
+                                         "header section", "bytes"),
 }
+#: The size in a body's detail: "content-length N exceeds ...", "N bytes, ...", or
+#: "N bytes and no NUL yet" (a body still streaming: its size so far).
+_SIZE = re.compile(r"(\d+)( bytes and no NUL yet)?")
 CLOSED = ("The connection is closed: the rest of the stream cannot be re-framed after a "
            "refused frame.")
 
@@ -34,11 +42,18 @@ def frame_problem(exc: FrameError, limits: CodecLimits) -> tuple[str, str]:
     itself, its value and its config key; an unknown command names the command."""
     limit = LIMITS.get(exc.reason)
     if limit is not None:
-        key, field, what = limit
+        key, field, what, unit = limit
         value = getattr(limits, field)
-        return (f"frame {what} over the limit: [limits] {key} = {value}",
-                f"{exc}. This broker's [limits] {key} is {value}; send less, or raise "
-                f"{key} in the [limits] table of the broker's config file. {CLOSED}")
+        # Each number and the key said once: the client shows this text as the error of
+        # the call that sent the frame, and a reader should not have to find it twice.
+        found = (_SIZE.search(exc.detail) if exc.reason is FrameErrorReason.BODY_TOO_LARGE
+                 else None)  # the header limits' details only repeat the limit
+        size = ("" if found is None else
+                f"{'at least ' if found.group(2) else ''}{found.group(1)} {unit}, ")
+        message = (f"frame {what} too large: {size}over this broker's limit of "
+                   f"{value} {unit} ([limits] {key})")
+        return (message, f"{message}. Send less, or raise that limit in the broker's "
+                         f"config file. {CLOSED}")
     if exc.reason in (FrameErrorReason.UNKNOWN_COMMAND, FrameErrorReason.COMMAND_TOO_LONG):
         named = exc.detail if exc.reason is FrameErrorReason.UNKNOWN_COMMAND else (
             f"of {exc.detail}")

@@ -89,10 +89,13 @@ class ConnectionLimits:
             return self.max_connections_per_address
         return max(1, self.max_connections // 10) if self.max_connections else 0
 
-log = logging.getLogger("jmspy.broker_ref.stomp")
+log = logging.getLogger("jmspy.broker.stomp")
 
 HIGH_WATER = 256 * 1024
 _EOL = b"\n"
+#: Seconds a closed connection's socket is still read (and what arrives dropped) after
+#: its write side is shut, unless the client closes first (see _Connection._end_transport).
+LINGER_S = 2.0
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -294,6 +297,8 @@ class _Connection(asyncio.Protocol):
         """Act on the frames ``data`` completes (up to a turn's batch), write this
         client's replies, then deliver what its SENDs brought (``Broker.defer_dispatch``):
         a producer waiting for a RECEIPT does not wait for the delivery work as well."""
+        if self._closed:  # lingering after an ERROR (see _end_transport): dropped
+            return
         self._serve(data)
         self.server.polling.read_served()
 
@@ -544,8 +549,32 @@ class _Connection(asyncio.Protocol):
         except Exception:
             log.exception("error closing a STOMP session")
         if self.transport is not None:
-            self.transport.close()
+            self._end_transport(self.transport)
         self.server.reschedule_timers()
+
+    def _end_transport(self, transport: asyncio.Transport) -> None:
+        """Close the socket once the pending output (an ERROR, say) is written. A client
+        may still be sending -- the rest of a frame refused for its size -- and a socket
+        closed with unread input answers with a RST, on which the kernel drops what it
+        had not sent yet: the ERROR that says why. So the write side is shut first (FIN
+        after the ERROR), and what still arrives is read and dropped for at most
+        :data:`LINGER_S` (the client closes on the FIN), then the socket is closed."""
+        if transport.is_closing():
+            return
+        try:
+            transport.write_eof()
+            transport.resume_reading()
+        except (NotImplementedError, RuntimeError, OSError):
+            transport.close()
+            return
+        lingering = self.server.lingering
+        lingering.add(transport)
+
+        def end() -> None:
+            lingering.discard(transport)
+            transport.close()
+
+        self.loop.call_later(LINGER_S, end)
 
     # -- heart-beats ----------------------------------------------------------------------
 
@@ -609,6 +638,9 @@ class StompServer:
         #: logins queues there instead of stalling everyone.
         self.login_pool = ThreadPoolExecutor(1, thread_name_prefix="jmspy-login")
         self.connections: set[_Connection] = set()
+        #: sockets of closed connections still read until the client closes (at most
+        #: LINGER_S), so that an ERROR before the close is not lost to a RST
+        self.lingering: set[asyncio.Transport] = set()
         self._per_address: dict[str | None, int] = {}
         self.loop = asyncio.get_running_loop()
         #: schedules a connection's flush; from another thread when the core is shared
@@ -804,6 +836,9 @@ class StompServer:
             for conn in list(self.connections):
                 conn.flush()
                 conn.close()
+            for transport in list(self.lingering):
+                transport.abort()
+            self.lingering.clear()
             if self._timer is not None:
                 self._timer.cancel()
             if self.owns_broker:
