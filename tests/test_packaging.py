@@ -32,3 +32,15 @@ def test_transports_and_broker_are_subpackages_of_jmspy():
 def test_the_vm_transport_is_registered_as_an_entry_point():
     eps = importlib.metadata.entry_points(group="jmspy.transports")
     assert "vm" in {ep.name for ep in eps}
+
+
+def test_the_distribution_names_its_license_and_where_the_project_lives():
+    """A reader of the package index (or ``pip show``) finds the license, the source,
+    the issues and the changelog."""
+    from importlib.metadata import metadata
+
+    meta = metadata("jmspy")
+    assert meta["License-Expression"] == "Apache-2.0"
+    urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [])
+    assert {"Homepage", "Source", "Issues", "Changelog", "Documentation"} <= set(urls)
+    assert all(url.startswith("https://") for url in urls.values())
