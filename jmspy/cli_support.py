@@ -150,8 +150,14 @@ def run_quietly_on_closed_pipe(run: Callable[[], int]) -> int:
     try:
         try:
             code = run()
-        except SystemExit:  # argparse after --help, --version or a usage error
+        except SystemExit as done:  # argparse after --help, --version or a usage error
             sys.stdout.flush()
+            fd = _stdout_fd()
+            if done.code in (0, None) and fd is not None and _reader_gone(fd):
+                # argparse drops a failed write of its own text (one longer than the
+                # buffer is written at once): the output was cut short all the same
+                _silence(fd)
+                return CLOSED_PIPE_EXIT
             raise
         sys.stdout.flush()
         return code
@@ -159,10 +165,15 @@ def run_quietly_on_closed_pipe(run: Callable[[], int]) -> int:
         fd = _stdout_fd()
         if fd is None or not _reader_gone(fd):
             raise
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
+        _silence(fd)
         return CLOSED_PIPE_EXIT
+
+
+def _silence(fd: int) -> None:
+    """``/dev/null`` in the place of the closed stdout, for the interpreter's exit flush."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _stdout_fd() -> int | None:
