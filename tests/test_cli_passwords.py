@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_process import jmspy_broker
 from brokers import free_port
 
 from jmspy import ConnectionFactory, Queue
@@ -44,20 +45,8 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     config = work / "broker.toml"
     config.write_text(CONFIG)
     config.chmod(0o600)
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory",
-         "--config", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens
-        assert line.startswith(f"jmspy broker listening on 127.0.0.1:{port}"), (
-            line, proc.stderr.read() if proc.stderr else "")
+    with jmspy_broker(work, "--config", str(config)) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=HANG)
 
 
 def _env(password: str | None = None) -> dict[str, str]:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import stomp
-from brokers import free_port
+from broker_process import jmspy_broker
 
 from jmspy import ConnectionFactory, Queue
 from jmspy.broker_ref.protocols.stomp.client import fetch_report
@@ -125,19 +125,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     config = work / "broker.toml"
     config.write_text(CONFIG)
     config.chmod(0o600)
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory",
-         "--config", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens
-        assert line.startswith(f"jmspy broker listening on 127.0.0.1:{port}"), line
+    with jmspy_broker(work, "--config", str(config)) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=HANG)
 
 
 @pytest.mark.parametrize(("login", "reason"), [

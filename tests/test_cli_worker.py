@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_process import jmspy_broker
 from brokers import free_port
 
 from jmspy import ConnectionFactory, Queue
@@ -28,19 +29,8 @@ HANG = 300
 def port() -> Iterator[int]:
     """``jmspy broker --in-memory`` on a free port, for the whole module (each test uses
     its own queue)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=TESTS)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens
-        assert line.startswith(f"jmspy broker listening on 127.0.0.1:{port}"), (
-            line, proc.stderr.read() if proc.stderr else "")
+    with jmspy_broker(TESTS) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=HANG)
 
 
 def fill(port: int, queue: str, n: int) -> None:

@@ -7,13 +7,13 @@ import json
 import os
 import pydoc
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from broker_process import jmspy_broker
 from doc_blocks import CHECKED, OUTPUT, PYTHON, SHELL, Block, all_blocks, section_blocks
 
 from jmspy.properties import reference_table
@@ -130,21 +130,8 @@ def test_every_code_block_is_run_or_says_why_not():
 def doc_broker() -> Iterator[str]:
     """``jmspy broker --in-memory`` on a free loopback port: the broker a block that names
     127.0.0.1:61613 is run against. Yields its ``host:port``."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens
-        assert line.startswith(f"jmspy broker listening on 127.0.0.1:{port}"), (
-            line, proc.stderr.read() if proc.stderr else "")
+    with jmspy_broker(Path(__file__).parent) as port:
         yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=HANG)
 
 
 def _run(block: Block, args: list[str], cwd: Path) -> None:
