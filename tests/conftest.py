@@ -131,3 +131,11 @@ def vm_factory(vm_broker: Any) -> Any:
     from jmspy import ConnectionFactory
 
     return ConnectionFactory(f"vm://{vm_broker.name}")
+
+
+@pytest.fixture(scope="session")
+def tls_ca(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The session's throwaway CA and certificates (tests/tls_ca.py)."""
+    from tls_ca import make_ca
+
+    return make_ca(tmp_path_factory.mktemp("tls"))
