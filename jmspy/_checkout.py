@@ -66,11 +66,14 @@ def _mapped_here(root: Path) -> bool:
 
 def _installed_copy(root: Path) -> Path | None:
     """The package directory of the jmspy that would be imported if ``root`` were not on
-    ``sys.path``: a regular install, or an editable install of another checkout."""
-    def outside(place: Path) -> bool:
-        return place != root and root not in place.parents
+    ``sys.path``: a regular install (also into a virtualenv inside the checkout, as the
+    README's ``.venv`` is), or an editable install of another checkout."""
+    source = (root / "jmspy").resolve()
 
-    entries = [entry for entry in sys.path if outside(Path(entry or os.getcwd()).resolve())]
+    def outside(place: Path) -> bool:
+        return place != source
+
+    entries = [entry for entry in sys.path if Path(entry or os.getcwd()).resolve() != root]
     for finder in sys.meta_path:
         find = getattr(finder, "find_spec", None)
         if find is None:

@@ -79,6 +79,21 @@ def test_with_no_jmspy_installed_the_error_says_to_install_the_checkout(
     assert f"`pip install -e {checkout}`" in err
 
 
+def test_a_virtualenv_inside_the_checkout_is_found_as_the_installed_copy(
+        checkout: Path) -> None:
+    """The README's first command makes ``.venv`` in the checkout's root: the jmspy
+    installed there is the installed copy to name, though it lives inside the checkout."""
+    site = checkout / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "jmspy").symlink_to(INSTALLED, target_is_directory=True)
+    run = _python(checkout, "-S", "-c", f"import sys; sys.path.append({str(site)!r}); "
+                                        "import jmspy")
+    err = " ".join(run.stderr.split())
+    assert run.returncode != 0
+    assert f"The installed jmspy is {INSTALLED}" in err, err
+    assert "No installed jmspy was found" not in err
+
+
 #: What an editable install of the checkout adds: its sibling folders mapped in.
 _MAP_SIBLINGS = """
 import importlib.machinery, os, sys
