@@ -51,6 +51,8 @@ class UrlOption:
     accepts: str
     #: the text -> the value, or None when the text is not a valid value
     convert: Callable[[str], Any]
+    #: a value the option takes, other than the default where there is one (for tests)
+    example: str
 
     def read(self, scheme: str, raw: str) -> Any:
         value = self.convert(raw)
@@ -69,7 +71,7 @@ def flag(name: str, default: bool, meaning: str) -> UrlOption:
         return True if low in _TRUE else False if low in _FALSE else None
 
     return UrlOption(name, default, meaning, str(default).lower(), "true or false (or 1/0)",
-                     convert)
+                     convert, str(not default).lower())
 
 
 def whole(name: str, default: int, meaning: str, *, unit: str, minimum: int,
@@ -85,7 +87,8 @@ def whole(name: str, default: int, meaning: str, *, unit: str, minimum: int,
 
     most = "" if maximum is None else f" and at most {maximum}"
     return UrlOption(name, default, meaning, shown_default or str(default),
-                     f"a whole number of {unit}, at least {minimum}{most}", convert)
+                     f"a whole number of {unit}, at least {minimum}{most}", convert,
+                     str(minimum if default != minimum else minimum + 1))
 
 
 def number(name: str, default: float, meaning: str, *, unit: str) -> UrlOption:
@@ -99,7 +102,7 @@ def number(name: str, default: float, meaning: str, *, unit: str) -> UrlOption:
         return value if math.isfinite(value) and value > 0 else None
 
     return UrlOption(name, default, meaning, f"{default:g}",
-                     f"a number of {unit} greater than 0", convert)
+                     f"a number of {unit} greater than 0", convert, f"{default / 4:g}")
 
 
 def choice(name: str, choices: Iterable[str], default: str | None, meaning: str, *,
@@ -111,13 +114,20 @@ def choice(name: str, choices: Iterable[str], default: str | None, meaning: str,
         return raw if raw in allowed else None
 
     shown = shown_default or (default if default is not None else "(none)")
-    return UrlOption(name, default, meaning, shown, f"one of {', '.join(allowed)}", convert)
+    accepts = f"only {allowed[0]}" if len(allowed) == 1 else f"one of {', '.join(allowed)}"
+    return UrlOption(name, default, meaning, shown, accepts, convert,
+                     next(c for c in (*allowed[1:], *allowed) if c != default))
 
 
 def text(name: str, default: str, meaning: str) -> UrlOption:
-    """Any non-empty text."""
-    return UrlOption(name, default, meaning, default, "a non-empty value",
-                     lambda raw: raw or None)
+    """Any non-empty text without control characters (a value that ends up in a protocol
+    header, where a line break or NUL would end it)."""
+
+    def convert(raw: str) -> str | None:
+        return raw if raw and raw.isprintable() else None
+
+    return UrlOption(name, default, meaning, default,
+                     "a non-empty value without control characters", convert, f"{default}x")
 
 
 class OptionTable(Mapping[str, UrlOption]):
@@ -156,6 +166,14 @@ class OptionTable(Mapping[str, UrlOption]):
         extra = more.values() if isinstance(more, Mapping) else more
         return OptionTable(scheme, [*self._options.values(), *extra], tls_scheme=scheme,
                            shared_by_list=self.shared_by_list)
+
+    def reference_table(self) -> str:
+        """The Markdown table of these options (docs/transports.md and docs/mqtt.md embed
+        this output, so the docs list exactly what the transport reads)."""
+        rows = ["| URL option | default | takes | meaning |", "| --- | --- | --- | --- |"]
+        rows += [f"| `{o.name}` | `{o.shown_default}` | {o.accepts} | {o.meaning} |"
+                 for o in self._options.values()]
+        return "\n".join(rows)
 
     def parse(self, url: SplitResult | str) -> dict[str, Any]:
         """Every option of the table, by name: the URL's value converted, else the
