@@ -208,3 +208,13 @@ def test_a_tls_scheme_adds_its_options_to_the_plain_table_in_one_line() -> None:
         secure.parse("stomps-test://h:1?ca_fil=ca.pem")
     with pytest.raises(ValueError, match="declared twice"):
         OptionTable("t", [text("a", "x", ""), text("a", "y", "")])
+
+
+def test_the_spark_data_source_refuses_a_bad_url_option_before_any_query_runs() -> None:
+    from jmspy.spark.options import parse_options
+
+    with pytest.raises(InvalidConfigurationException,
+                       match=r"jmspy data source: unknown stomp:// URL option 'hartbeat'\. "
+                             r"Did you mean 'heartbeat'\?"):
+        parse_options({"url": "stomp://127.0.0.1:1?hartbeat=0", "destination": "queue://q"})
+    parse_options({"url": "stomp://127.0.0.1:1?heartbeat=0", "destination": "queue://q"})
