@@ -27,7 +27,7 @@ from .flow import ConnectionFlow
 from .logs import client_logger
 from .message import Message
 from .properties import FactoryProperties
-from .transport import Credentials, Transport, create_transport
+from .transport import Credentials, Transport, check_url_options, create_transport
 
 if TYPE_CHECKING:
     from .consumer import MessageConsumer
@@ -64,6 +64,8 @@ class ConnectionFactory:
         #: the URL given (None: ``imqAddressList``, else ``vm://embedded``)
         self._given_url = url
         self.url = url or self.properties["imqAddressList"] or "vm://embedded"
+        # an unknown URL option or a bad value fails here, not at the first connection
+        check_url_options(url, self.properties.snapshot())
 
     def __getitem__(self, name: str) -> Any:
         return self.properties[name]

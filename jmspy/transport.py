@@ -24,7 +24,7 @@ from urllib.parse import SplitResult, urlsplit
 from .address_list import resolve as resolve_addresses
 from .capabilities import Feature
 from .destinations import Destination, Queue
-from .errors import JMSException, UnknownTransportException
+from .errors import InvalidConfigurationException, JMSException, UnknownTransportException
 from .message import Message
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Transport",
     "TransportFactory",
     "TransportListener",
+    "check_url_options",
     "create_transport",
     "known_schemes",
     "register_transport",
@@ -241,6 +242,38 @@ def known_schemes() -> list[str]:
     return sorted({*_BUILTIN, *_REGISTERED, *_entry_point_refs()})
 
 
+def _factory(scheme: str) -> TransportFactory | None:
+    factory = _REGISTERED.get(scheme)
+    if factory is None:
+        ref = _BUILTIN.get(scheme) or _entry_point_refs().get(scheme)
+        factory = _load(ref) if ref is not None else None
+    return factory
+
+
+def check_url_options(url: str | None, properties: Mapping[str, Any]) -> None:
+    """Refuse a URL query option its transport does not read, or a value it does not take,
+    for every address of ``url`` (or ``imqAddressList``): what ConnectionFactory does when
+    it is made, so a misspelt option fails there, long before any socket.
+
+    A transport declares its options as ``url_options`` on its factory: a mapping from
+    scheme to :class:`jmspy.url_options.OptionTable` (a transport without one checks its
+    own URLs). A URL this cannot place -- no scheme, an unknown scheme, a malformed list --
+    is left to :func:`create_transport`, which says what is wrong with it; the transports
+    read their options through the same tables, so a URL set later is checked there."""
+    if url is not None and (not isinstance(url, str) or "://" not in url):
+        return
+    try:
+        addresses = resolve_addresses(url, properties)
+    except InvalidConfigurationException:
+        return  # create_connection() says what is wrong with the list
+    urls = [urlsplit(address) for address in addresses]
+    scheme = urls[0].scheme.lower()  # one for all: resolve_addresses checked
+    tables = getattr(_factory(scheme), "url_options", None)
+    table = tables.get(scheme) if isinstance(tables, Mapping) else None
+    if table is not None:
+        table.parse_list(urls)
+
+
 def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transport:
     """Build the transport for ``url`` (``vm://embedded``, ``stomp://host:port``...), or
     for an address list (``url`` or ``imqAddressList``: comma-separated URLs of one
@@ -257,16 +290,13 @@ def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transpor
     url = addresses[0]
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    factory = _REGISTERED.get(scheme)
+    factory = _factory(scheme)
     if factory is None:
-        ref = _BUILTIN.get(scheme) or _entry_point_refs().get(scheme)
-        if ref is None:
-            raise UnknownTransportException(
-                f"no transport for URL scheme {scheme!r} in {url!r}; known schemes: "
-                f"{', '.join(known_schemes())}. Install the package that provides it or "
-                "register one with jmspy.transport.register_transport()"
-            )
-        factory = _load(ref)
+        raise UnknownTransportException(
+            f"no transport for URL scheme {scheme!r} in {url!r}; known schemes: "
+            f"{', '.join(known_schemes())}. Install the package that provides it or "
+            "register one with jmspy.transport.register_transport()"
+        )
     if len(addresses) > 1 and not getattr(factory, "address_lists", False):
         raise UnknownTransportException(
             f"the {scheme}:// transport connects to one broker, so it cannot take the "

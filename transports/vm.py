@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import SplitResult, parse_qs, urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors, twins
 from jmspy.broker_ref.config import parse_size
@@ -46,6 +46,7 @@ from jmspy.transport import (
 )
 
 from .vm_errors import translate
+from .vm_url_options import URL_OPTIONS, VM_URL_OPTIONS
 
 if TYPE_CHECKING:
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
@@ -332,12 +333,12 @@ class VmTransport:
     #: Everything the capability matrix marks native for vm://, and in-process acks.
     capabilities = native_features("vm", "embedded")
     in_process = True
+    #: The query options each scheme's URLs take (checked when the factory is made).
+    url_options = URL_OPTIONS
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         name = url.netloc or url.path.strip("/") or "embedded"
-        query = parse_qs(url.query)
-        create = query.get("create", ["true"])[0].lower() != "false"
-        self.host = get_broker(name, create=create)
+        self.host = get_broker(name, create=VM_URL_OPTIONS.parse(url)["create"])
         self.where = f"vm://{name}"
         self._conn: Any = None
         self.reconnect = ReconnectPolicy.from_properties(properties)

@@ -109,7 +109,8 @@ def test_closing_the_session_waits_for_outstanding_completions(mqtt_target: Mqtt
 def test_bad_send_window_is_refused_with_the_fix(mqtt_target: MqttTarget) -> None:
     from jmspy.errors import InvalidConfigurationException
 
-    with pytest.raises(InvalidConfigurationException, match=r"send_window='0'.*1 to 65535"):
+    with pytest.raises(InvalidConfigurationException,
+                       match=r"send_window='0'.*at least 1 and at most 65535"):
         mqtt_target.factory("send_window=0").create_connection()
 
 

@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult, parse_qs, urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
@@ -71,6 +71,7 @@ from .mapping import check_v311, mqtt_filter, options_detail, unsupported_in_mes
 from .outbound import Done, Outbound
 from .paho_client import new_client
 from .subacks import Subacks
+from .url_options import URL_OPTIONS, list_options
 
 _paho: Any
 try:
@@ -93,7 +94,6 @@ __all__ = ["MqttTransport"]
 
 log = transport_logger("mqtt")
 
-_NEVER_EXPIRES = 0xFFFFFFFF
 _SECURITY_REASONS = (
     "bad user name or password",
     "not authorized",
@@ -116,6 +116,8 @@ class MqttTransport:
     scheme = "mqtt"
     #: It connects along an address list (imqAddressList) and moves along it on a drop.
     address_lists = True
+    #: The query options each scheme's URLs take (checked when the factory is made).
+    url_options = URL_OPTIONS
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
     in_process = False
 
@@ -124,34 +126,22 @@ class MqttTransport:
             raise errors.InvalidConfigurationException(
                 "the mqtt:// transport needs the paho-mqtt package: pip install 'jmspy[mqtt]'"
             )
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         listed = properties.get("imqAddressList")
+        urls = [urlsplit(address) for address in listed.split(",")] if listed else [url]
+        query = list_options(urls)
         #: (host, port) of each broker of the address list (one: the URL); the options of
         #: the query string are the first URL's, for all
-        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in (
-            urlsplit(address) for address in (listed.split(",") if listed else []))] or [
-                (url.hostname or "127.0.0.1", url.port or 1883)]
+        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in urls]
         self.host, self.port = self._addresses[0]
-        version = query.get("version", "auto")
-        if version not in ("auto", "5", "3.1.1"):
-            raise errors.InvalidConfigurationException(
-                f"mqtt:// version={version!r}: use 5 or 3.1.1 (default: try 5, then 3.1.1)"
-            )
-        self.requested_version = version
+        self.requested_version = version = query["version"]
         self.version = "5" if version != "3.1.1" else "3.1.1"
-        self.keepalive = int(query.get("keepalive", "30"))
-        self.connect_timeout = float(query.get("connect_timeout", "10"))
-        self.sync_send = query.get("sync_send", "true").lower() != "false"
-        window = query.get("send_window", "100")
-        if not window.isdigit() or not 1 <= int(window) <= 65535:
-            raise errors.InvalidConfigurationException(
-                f"mqtt:// send_window={window!r}: the number of asynchronous sends in "
-                "flight, 1 to 65535 (default 100)"
-            )
-        self.outbound = Outbound(self, int(window))
-        self.send_window = int(window)
-        self.queue_selectors_discard = query.get("queue_selectors") == "discard"
-        self.session_expiry = int(query.get("session_expiry", str(_NEVER_EXPIRES)))
+        self.keepalive: int = query["keepalive"]
+        self.connect_timeout: float = query["connect_timeout"]
+        self.sync_send: bool = query["sync_send"]
+        self.send_window: int = query["send_window"]
+        self.outbound = Outbound(self, self.send_window)
+        self.queue_selectors_discard = query["queue_selectors"] == "discard"
+        self.session_expiry: int = query["session_expiry"]
         self.receive_maximum_source = source = (
             "imqConnectionFlowLimit" if properties.get("imqConnectionFlowLimitEnabled")
             else "imqConsumerFlowLimit")

@@ -17,18 +17,18 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import SplitResult, parse_qs
+from urllib.parse import SplitResult
 
 from jmspy import errors
-from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
+from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
 from jmspy.logs import quiet_library_loggers, transport_logger
 from jmspy.transport import Credentials
 from jmspy.wire.error_text import error_text
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code, for_user
-from .mapping import DIALECTS
 from .receipts import Receipts
-from .receive import DEFAULT_MAX_FRAME_BYTES, FrameReader, install
+from .receive import FrameReader, install
+from .url_options import STOMP_URL_OPTIONS, URL_OPTIONS
 from .wire import use_c_write_lock
 
 try:
@@ -39,21 +39,6 @@ except ImportError:  # pragma: no cover - exercised by the packaging test
 __all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
 
 log = transport_logger("stomp")
-
-
-def _int_option(
-    query: dict[str, str], name: str, default: int, *, minimum: int, unit: str,
-    maximum: int | None = None,
-) -> int:
-    raw = query.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
-        most = "" if maximum is None else f" and at most {maximum}"
-        raise errors.InvalidConfigurationException(
-            f"stomp:// {name}={raw!r}: use a whole number of {unit}, at least {minimum}"
-            f"{most} (default {default})")
-    return int(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,31 +67,21 @@ class ConnectOptions:
             raise errors.InvalidConfigurationException(
                 "the stomp:// transport needs the stomp.py package: pip install 'jmspy[stomp]'"
             )
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        version = query.get("version", "1.2")
-        if version not in ("1.1", "1.2"):
-            raise errors.InvalidConfigurationException(
-                f"stomp:// version={version!r}: use 1.2 (default) or 1.1")
-        dialect = query.get("dialect")
-        if dialect is not None and dialect not in DIALECTS:
-            raise errors.JMSException(
-                f"unknown STOMP dialect {dialect!r} in the URL; use one of "
-                f"{', '.join(DIALECTS)} (or leave it out: the CONNECTED frame tells)")
+        table = URL_OPTIONS.get(url.scheme.lower(), STOMP_URL_OPTIONS)
+        query = table.parse(url)
         return cls(
             host=url.hostname or "127.0.0.1",
             port=url.port or 61613,
-            version=version,
-            heartbeat=_int_option(query, "heartbeat", 10000, minimum=0, unit="milliseconds"),
-            vhost=query.get("vhost", "/"),
-            connect_timeout=float(query.get("connect_timeout", "10")),
-            max_frame_bytes=_int_option(query, "max_frame_bytes", DEFAULT_MAX_FRAME_BYTES,
-                                        minimum=1, unit="bytes"),
-            dialect=dialect,
-            queue_selectors_discard=query.get("rabbitmq_queue_selectors") == "discard",
+            version=query["version"],
+            heartbeat=query["heartbeat"],
+            vhost=query["vhost"],
+            connect_timeout=query["connect_timeout"],
+            max_frame_bytes=query["max_frame_bytes"],
+            dialect=query["dialect"],
+            queue_selectors_discard=query["rabbitmq_queue_selectors"] == "discard",
             connection_flow_limit=(int(properties.get("imqConnectionFlowLimit", 0))
                                    if properties.get("imqConnectionFlowLimitEnabled") else 0),
-            idle_spin_us=_int_option(query, "idle_spin_us", DEFAULT_IDLE_SPIN_US, minimum=0,
-                                     unit="microseconds", maximum=MAX_IDLE_SPIN_US),
+            idle_spin_us=query["idle_spin_us"],
         )
 
     @property

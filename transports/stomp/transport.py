@@ -78,6 +78,7 @@ from .receipts import Receipts
 from .receive import FrameReader
 from .redelivery import Redelivery
 from .subscription import StompSubscription
+from .url_options import URL_OPTIONS
 from .wire import FrameWriter
 
 #: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
@@ -103,6 +104,8 @@ class StompTransport:
 
     #: It connects along an address list (imqAddressList) and moves along it on a drop.
     address_lists = True
+    #: The query options each scheme's URLs take (checked when the factory is made).
+    url_options = URL_OPTIONS
 
     def __init__(self, url: SplitResult, properties: Mapping[str, Any]) -> None:
         listed = properties.get("imqAddressList")
