@@ -20,9 +20,16 @@ HANG = 300
 
 
 @contextmanager
-def jmspy_broker(cwd: Path, *args: str) -> Iterator[int]:
+def jmspy_broker(cwd: Path, *args: str, config: str | None = None) -> Iterator[int]:
     """``jmspy broker --port P --in-memory ARGS`` run in ``cwd``; yields P once the broker
-    says it listens, and stops it (SIGTERM) after."""
+    says it listens, and stops it (SIGTERM) after. ``config``: the text of a broker config
+    file, written (owner-only, as the broker wants a file with passwords) to
+    ``cwd/broker.toml`` and passed with ``--config``."""
+    if config is not None:
+        path = cwd / "broker.toml"
+        path.write_text(config)
+        path.chmod(0o600)
+        args = (*args, "--config", str(path))
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory",

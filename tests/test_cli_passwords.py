@@ -41,11 +41,7 @@ admin = ["ops"]
 def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """``jmspy broker --in-memory`` with one user, alice, for the whole module. Only two
     tests log in with a wrong password, below the failed-login throttle's first delay."""
-    work = tmp_path_factory.mktemp("secured")
-    config = work / "broker.toml"
-    config.write_text(CONFIG)
-    config.chmod(0o600)
-    with jmspy_broker(work, "--config", str(config)) as port:
+    with jmspy_broker(tmp_path_factory.mktemp("secured"), config=CONFIG) as port:
         yield port
 
 

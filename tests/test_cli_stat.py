@@ -121,11 +121,7 @@ admin = ["ops"]
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """``jmspy broker --in-memory`` with security on: its port."""
-    work = tmp_path_factory.mktemp("secured")
-    config = work / "broker.toml"
-    config.write_text(CONFIG)
-    config.chmod(0o600)
-    with jmspy_broker(work, "--config", str(config)) as port:
+    with jmspy_broker(tmp_path_factory.mktemp("secured"), config=CONFIG) as port:
         yield port
 
 
