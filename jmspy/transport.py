@@ -26,6 +26,7 @@ from .capabilities import Feature
 from .destinations import Destination, Queue
 from .errors import JMSException, UnknownTransportException
 from .message import Message
+from .tls import check_addresses as check_tls_addresses
 
 __all__ = [
     "ConsumerSpec",
@@ -218,6 +219,11 @@ _BUILTIN: dict[str, str] = {
     "vm": "jmspy.transports.vm:VmTransport",
     "stomp": "jmspy.transports.stomp.transport:StompTransport",
     "mqtt": "jmspy.transports.mqtt.transport:MqttTransport",
+    # the same transports over TLS (jmspy/tls.py): the URL's scheme tells them
+    "stomp+ssl": "jmspy.transports.stomp.transport:StompTransport",
+    "stomps": "jmspy.transports.stomp.transport:StompTransport",
+    "mqtts": "jmspy.transports.mqtt.transport:MqttTransport",
+    "mqtt+ssl": "jmspy.transports.mqtt.transport:MqttTransport",
 }
 _REGISTERED: dict[str, TransportFactory] = {}
 
@@ -254,6 +260,7 @@ def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transpor
             "'stomp://127.0.0.1:61613'"
         )
     addresses = resolve_addresses(url, properties)
+    check_tls_addresses([urlsplit(address).scheme for address in addresses], properties)
     url = addresses[0]
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

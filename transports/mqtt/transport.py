@@ -56,6 +56,8 @@ from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
+from jmspy.tls import TlsSettings
+from jmspy.tls_errors import diagnose, explain
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -128,10 +130,16 @@ class MqttTransport:
         listed = properties.get("imqAddressList")
         #: (host, port) of each broker of the address list (one: the URL); the options of
         #: the query string are the first URL's, for all
-        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in (
-            urlsplit(address) for address in (listed.split(",") if listed else []))] or [
-                (url.hostname or "127.0.0.1", url.port or 1883)]
+        urls = [urlsplit(address) for address in (listed.split(",") if listed else [])] or [
+            url]
+        #: each address's TLS settings (mqtts://, mqtt+ssl://; None: plain text), from its
+        #: own URL's TLS options over the factory's ssl* properties
+        self._tls = [TlsSettings.resolve(u.scheme, {k: v[-1] for k, v in parse_qs(
+            u.query).items()}, properties) for u in urls]
+        self._addresses = [(u.hostname or "127.0.0.1", u.port or (
+            1883 if tls is None else 8883)) for u, tls in zip(urls, self._tls, strict=True)]
         self.host, self.port = self._addresses[0]
+        self.tls: TlsSettings | None = self._tls[0]
         version = query.get("version", "auto")
         if version not in ("auto", "5", "3.1.1"):
             raise errors.InvalidConfigurationException(
@@ -224,13 +232,16 @@ class MqttTransport:
 
         def open_at(index: int) -> None:
             self.host, self.port = self._addresses[index]
+            self.tls = self._tls[index]
             versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
             for version in versions[self.requested_version]:
                 if self._try_connect(version, client_id, user, password):
                     self.version = version
                     break
 
-        connect_first(self.reconnect, [f"mqtt://{h}:{p}" for h, p in self._addresses],
+        connect_first(self.reconnect, [f"{'mqtt' if t is None else 'mqtts'}://{h}:{p}"
+                                       for (h, p), t in zip(self._addresses, self._tls,
+                                                            strict=True)],
                       open_at)
         caps = native_features("mqtt", self.version)
         if not self.persistent_session:  # a durable subscription needs a client id
@@ -265,11 +276,21 @@ class MqttTransport:
             if client_id is not None:
                 props.SessionExpiryInterval = self.session_expiry
             connect_kwargs = {"clean_start": client_id is None, "properties": props}
+        client.connect_timeout = self.connect_timeout  # paho's, for TCP and the handshake
+        if self.tls is not None:
+            # a context per connect: a renewed certificate file is read again. paho's
+            # raw-socket fast paths (buffered_read, direct_write) see an SSLSocket and
+            # step aside: paho reads and writes it itself.
+            client.tls_set_context(self.tls.context(self.where))
         self._client = client
         try:
             client.connect(self.host, self.port, self.keepalive, **connect_kwargs)
         except OSError as exc:
             self._client = None
+            if self.tls is not None:
+                failure = explain(exc, self.where, timeout=self.connect_timeout)
+                if failure is not None:
+                    raise failure from None  # the ssl traceback says nothing more
             raise errors.JMSException(
                 f"cannot connect to an MQTT broker at {self.where} ({exc}): check that the "
                 "broker is running and has an MQTT listener on that host and port"
@@ -277,6 +298,7 @@ class MqttTransport:
         client.loop_start()
         if not self._connected.wait(self.connect_timeout):
             self._drop_client(client)
+            self._raise_tls_failure()
             raise errors.JMSException(
                 f"no CONNACK from the MQTT broker at {self.where} within "
                 f"{self.connect_timeout:.0f}s"
@@ -288,6 +310,8 @@ class MqttTransport:
                       user or "none given")
             return True
         self._drop_client(client)
+        if reason is None and self.tls is not None:  # closed before CONNACK: refused
+            self._raise_tls_failure()  # the client's certificate, or not a TLS port?
         text = str(reason) if reason is not None else "closed the connection"
         if (
             v5
@@ -300,9 +324,21 @@ class MqttTransport:
                 f"the MQTT broker at {self.where} refused the login{for_user(user, text)}: "
                 f"{text}; check the user name and password"
             )
+        if reason is None:  # closed at once: a TLS listener spoken to in plain text?
+            self._raise_tls_failure()
         raise errors.JMSException(
             f"the MQTT {version} broker at {self.where} refused the connection: {text}"
         )
+
+    def _raise_tls_failure(self) -> None:
+        """The connection closed (or went silent) before CONNACK: raise the TLSException
+        that says why, if TLS is why (:func:`jmspy.tls_errors.diagnose`)."""
+        tls = self.tls
+        context = None if tls is None else tls.context(self.where, warn=False)
+        failure = diagnose(self.host, self.port, context, timeout=self.connect_timeout,
+                           family="mqtt")
+        if failure is not None:
+            raise failure
 
     def _drop_client(self, client: Any) -> None:
         self._client = None
@@ -391,6 +427,7 @@ class MqttTransport:
 
     def _reconnect_once(self, address: int) -> None:
         self.host, self.port = self._addresses[address]
+        self.tls = self._tls[address]
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
         try:

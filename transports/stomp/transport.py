@@ -179,8 +179,9 @@ class StompTransport:
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
         self._credentials = credentials
-        connect_first(self.reconnect, [f"stomp://{a.where}" for a in self._addresses],
-                      self._open_at)
+        connect_first(self.reconnect, [
+            f"{'stomp' if a.tls is None else 'stomp+ssl'}://{a.where}"
+            for a in self._addresses], self._open_at)
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
         timeout = self._receipts.send_timeout_ms  # jmspy broker fails a held send itself
