@@ -138,8 +138,8 @@ class MqttTransport:
             u.query).items()}, properties) for u in urls]
         self._addresses = [(u.hostname or "127.0.0.1", u.port or (
             1883 if tls is None else 8883)) for u, tls in zip(urls, self._tls, strict=True)]
-        self.host, self.port = self._addresses[0]
-        self.tls: TlsSettings | None = self._tls[0]
+        self.tls: TlsSettings | None = None
+        self._use(0)
         version = query.get("version", "auto")
         if version not in ("auto", "5", "3.1.1"):
             raise errors.InvalidConfigurationException(
@@ -188,6 +188,12 @@ class MqttTransport:
         self._drops = 0
         self._drop_why = ""
 
+    def _use(self, index: int) -> None:
+        """Connect to address ``index`` of the list from now on."""
+        self.host, self.port = self._addresses[index]
+        self.tls = self._tls[index]
+        self.scheme = "mqtt" if self.tls is None else "mqtts"  # conn.where says which
+
     # -- what Inbound and Outbound ask ------------------------------------------------------
     @property
     def where(self) -> str:
@@ -231,8 +237,7 @@ class MqttTransport:
         self._persistent_session = client_id is not None
 
         def open_at(index: int) -> None:
-            self.host, self.port = self._addresses[index]
-            self.tls = self._tls[index]
+            self._use(index)
             versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
             for version in versions[self.requested_version]:
                 if self._try_connect(version, client_id, user, password):
@@ -426,8 +431,7 @@ class MqttTransport:
         return len(self._addresses)
 
     def _reconnect_once(self, address: int) -> None:
-        self.host, self.port = self._addresses[address]
-        self.tls = self._tls[address]
+        self._use(address)
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
         try:

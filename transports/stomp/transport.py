@@ -112,6 +112,7 @@ class StompTransport:
                                ConnectOptions.parse(url, properties)]
         self.options = options = self._addresses[0]
         self.host, self.port, self.version = options.host, options.port, options.version
+        self.scheme = "stomp" if options.tls is None else "stomp+ssl"  # for conn.where
         self.profile: BrokerProfile = detect_broker(None)
         self.reconnect = ReconnectPolicy.from_properties(properties)
         self._conn: Any = None
@@ -154,6 +155,7 @@ class StompTransport:
         """Connect to address ``index`` of the list from now on (before connecting)."""
         self.options = options = self._addresses[index]
         self.host, self.port = options.host, options.port
+        self.scheme = "stomp" if options.tls is None else "stomp+ssl"  # for conn.where
         self._receipts.where = self.where
 
     def _need_reader(self) -> None:
