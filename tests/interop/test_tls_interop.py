@@ -9,10 +9,14 @@ failures without a broker are in tests/test_tls_client.py.
 
 from __future__ import annotations
 
+import logging
+import shutil
 import socket
 import ssl
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,3 +180,67 @@ def test_plain_stomp_on_rabbitmqs_tls_port_is_told_to_use_tls(
                           imqDefaultPassword="guest").create_connection()
     assert info.value.check == "plain text on a TLS port"
     assert f"stomp+ssl://127.0.0.1:{port}" in str(info.value)
+
+
+class _Seen(logging.Handler):
+    """Sets ``event`` when a record's text contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text, self.event = text, threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+def test_mqtts_reconnects_over_tls_reading_the_certificate_files_again(
+        tls_ca: TlsFiles, tmp_path: Path) -> None:
+    """Mosquitto restarts while the client holds a connection with reconnect on; its
+    certificate file is swapped meanwhile for one the broker refuses (an attempt fails,
+    naming the certificate: the file was read again), then back: the connection resumes
+    over TLS and messages flow."""
+    mosquitto, ports = start_tls_mosquitto(tls_ca)
+    cert, key = tmp_path / "client.pem", tmp_path / "client.key"
+    shutil.copy(tls_ca.client_cert, cert)
+    shutil.copy(tls_ca.client_key, key)
+    seen = _Seen("refused this client's certificate")
+    jmspy_log = logging.getLogger("jmspy")
+    old_level = jmspy_log.level
+    jmspy_log.setLevel(logging.DEBUG)
+    jmspy_log.addHandler(seen)
+    events: list[str] = []
+    resumed = threading.Event()
+
+    def on_exception(error: Any) -> None:
+        events.append(error.error_code)
+        if error.error_code == "CONNECTION_RESUMED":
+            resumed.set()
+
+    try:
+        factory = ConnectionFactory(
+            f"mqtts://127.0.0.1:{ports.mutual_port}", ssl_ca_file=str(tls_ca.ca),
+            ssl_cert_file=str(cert), ssl_key_file=str(key), imqReconnectEnabled=True,
+            imqReconnectInterval=100, imqReconnectAttempts=-1)
+        with factory.create_connection() as conn:
+            conn.set_exception_listener(on_exception)
+            s = conn.create_session()
+            topic = s.create_topic(f"tls.{uuid.uuid4().hex[:10]}")
+            c = s.create_consumer(topic)
+            conn.start()
+            mosquitto.stop()
+            shutil.copy(tls_ca.other_client_cert, cert)  # one the broker's CA did not sign
+            shutil.copy(tls_ca.other_client_key, key)
+            mosquitto.start()
+            assert seen.event.wait(60), events  # an attempt presented the swapped file
+            shutil.copy(tls_ca.client_cert, cert)  # renewed: alice again
+            shutil.copy(tls_ca.client_key, key)
+            assert resumed.wait(60), events
+            s.create_producer(topic).send(s.create_text_message("after"))
+            got = c.receive(WAIT)
+            assert got is not None and got.text == "after"
+            assert isinstance(conn._transport.paho.socket(), ssl.SSLSocket)
+    finally:
+        jmspy_log.removeHandler(seen)
+        jmspy_log.setLevel(old_level)
+        mosquitto.close()
