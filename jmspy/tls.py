@@ -275,8 +275,9 @@ def check_addresses(schemes: list[str], properties: Mapping[str, Any]) -> None:
         return
     for prop, default in TLS_PROPERTIES.items():
         if properties.get(prop, default) != default:
-            family = scheme_family(schemes[0]) if schemes else "stomp"
-            tls = {"stomp": "stomp+ssl", "mqtt": "mqtts"}.get(family, family)
+            family = scheme_family(schemes[0]) if schemes else ""
+            tls = {"stomp": "stomp+ssl://", "mqtt": "mqtts://"}.get(
+                family, "stomp+ssl:// or mqtts://")
             raise InvalidConfigurationException(
                 f"{prop} is set but no address uses TLS ({', '.join(sorted(set(schemes)))}"
-                f"://): the connection would be plain text; use {tls}:// URLs")
+                f"://): the connection would be plain text; use {tls} URLs")

@@ -22,6 +22,11 @@ from .errors import JMSException
 
 __all__ = ["TLSException", "diagnose", "explain"]
 
+#: At most this long (or the connect timeout if shorter) the probe of a plain-text
+#: address waits for a TLS server's hello: a TLS listener answers a hello at once, and a
+#: silent server already cost the caller its connect timeout.
+_HELLO_WAIT = 3.0
+
 #: How long the probe waits, after its handshake, for the alert of a server that
 #: refuses the client's certificate (TLS 1.3 sends it then): at most this, or the
 #: connect timeout if shorter.
@@ -147,7 +152,7 @@ def _plain_on_tls(host: str, port: int, timeout: float, family: str) -> TLSExcep
     probe.check_hostname = False
     probe.verify_mode = ssl.CERT_NONE  # only asks whether the port speaks TLS; sends nothing
     try:
-        raw = socket.create_connection((host, port), timeout=timeout)
+        raw = socket.create_connection((host, port), timeout=min(timeout, _HELLO_WAIT))
     except OSError:
         return None
     try:

@@ -175,7 +175,7 @@ def test_verify_off_logs_a_warning_naming_the_risk_at_every_connect(
 
 
 # -- what a failed handshake says --------------------------------------------------------
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", sorted(TLS_SCHEMES))  # the aliases too
 def test_an_unknown_ca_is_named_with_the_fix(scheme: str, tls_ca: TlsFiles) -> None:
     with tls_server(tls_ca.server_cert, tls_ca.server_key) as port:
         system = _failure(f"{scheme}://127.0.0.1:{port}")  # the system CAs

@@ -303,7 +303,8 @@ class MqttTransport:
         client.loop_start()
         if not self._connected.wait(self.connect_timeout):
             self._drop_client(client)
-            self._raise_tls_failure()
+            if self.tls is not None:  # silent after the handshake: a refused certificate?
+                self._raise_tls_failure()
             raise errors.JMSException(
                 f"no CONNACK from the MQTT broker at {self.where} within "
                 f"{self.connect_timeout:.0f}s"

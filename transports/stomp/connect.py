@@ -314,7 +314,9 @@ def open_stomp(
         conn.connect(credentials.user, credentials.password, wait=False, headers=headers)
         if not receiver.answered.wait(options.connect_timeout):
             drop(conn)
-            tls_failure = _tls_failure(options)
+            # a TLS address: was it the handshake? (A plain one: a TLS listener would have
+            # refused the plain bytes at once instead of going silent.)
+            tls_failure = None if options.tls is None else _tls_failure(options)
             if tls_failure is not None:
                 raise tls_failure
             raise errors.JMSException(
