@@ -129,7 +129,7 @@ class MqttTransport:
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         listed = properties.get("imqAddressList")
         #: (host, port) of each broker of the address list (one: the URL); the options of
-        #: the query string are the first URL's, for all
+        #: the query string are the first URL's, for all (the TLS options: each URL's own)
         urls = [urlsplit(address) for address in (listed.split(",") if listed else [])] or [
             url]
         #: each address's TLS settings (mqtts://, mqtt+ssl://; None: plain text), from its
