@@ -4,8 +4,11 @@ A connection factory names its brokers either in its URL -- several URLs separat
 commas, ``ConnectionFactory("stomp://h1:61613,stomp://h2:61613")`` -- or in the
 ``imqAddressList`` property (same syntax; when set it is the list, and a URL given as
 well must be the same list, see :func:`resolve`). Every
-entry uses the same scheme: a client moves between the nodes of one cluster, never
-between protocols. Which broker a connection tries first and how it moves on is the
+entry uses the same transport: a client moves between the nodes of one cluster, never
+between protocols. TLS is a property of each address, so ``stomp://`` and
+``stomp+ssl://`` (or ``mqtt://`` and ``mqtts://``) may share a list: a cluster whose
+nodes move to TLS one by one stays reachable, and each address says itself whether it is
+encrypted. Which broker a connection tries first and how it moves on is the
 reconnect policy's business (:mod:`jmspy.reconnect`: ``imqAddressListBehavior``,
 ``imqAddressListIterations``, ``imqReconnectAttempts``, ``imqReconnectInterval``).
 
@@ -19,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import InvalidConfigurationException
+from .tls import scheme_family
 
 __all__ = ["BEHAVIORS", "address_list_problem", "parse", "resolve"]
 
@@ -29,8 +33,8 @@ BEHAVIORS = ("PRIORITY", "RANDOM")
 
 def parse(text: str, *, what: str = "imqAddressList") -> list[str]:
     """The URLs of a comma-separated address list, checked: no empty entry, every entry
-    ``scheme://...``, one scheme for all. Raises InvalidConfigurationException naming
-    the entry at fault and how to write it."""
+    ``scheme://...``, one transport for all (TLS or not per address). Raises
+    InvalidConfigurationException naming the entry at fault and how to write it."""
     entries = [entry.strip() for entry in text.split(",")]
     if any(not entry for entry in entries):
         raise InvalidConfigurationException(
@@ -43,11 +47,12 @@ def parse(text: str, *, what: str = "imqAddressList") -> list[str]:
                 f"{what} entry {entry!r} is not a URL: write each broker as "
                 "'scheme://host:port', like 'stomp://h1:61613'")
         schemes.append(urlsplit(entry).scheme.lower())
-    if len(set(schemes)) > 1:
+    if len({scheme_family(scheme) for scheme in schemes}) > 1:
         raise InvalidConfigurationException(
             f"{what}={text!r} mixes schemes ({', '.join(dict.fromkeys(schemes))}): every "
             "address of a list must use the same protocol, since a connection moves between "
-            "brokers of one cluster; use one scheme for all")
+            "brokers of one cluster; use one transport for all (stomp:// and stomp+ssl:// "
+            "may mix, as may mqtt:// and mqtts://)")
     return entries
 
 

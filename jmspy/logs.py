@@ -14,7 +14,8 @@ stomp.py logs every frame at DEBUG and its own copy of a failed write ("error se
 frame" with a traceback) at ERROR; jmspy raises that failure itself, naming what the broker
 said. So when a transport first loads its library, :func:`quiet_library_loggers` sets the
 library's logger to WARNING -- only if the application has not set a level on it -- and
-drops stomp.py's "error sending frame" record unless that logger is at DEBUG. An
+drops stomp.py's "error sending frame" and "could not connect to host" records (jmspy
+raises both failures itself) unless that logger is at DEBUG. An
 application that wants the chatter sets the level itself, before or after connecting:
 ``logging.getLogger("stomp.py").setLevel(logging.DEBUG)``.
 """
@@ -74,7 +75,12 @@ class _DropRaisedWriteErrors(logging.Filter):
         self._logger = logger
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != "error sending frame" or self._logger.isEnabledFor(logging.DEBUG)
+        return record.msg not in _RAISED or self._logger.isEnabledFor(logging.DEBUG)
+
+
+#: stomp.py's records of failures jmspy raises itself: a failed write, and a failed
+#: connect (a TLS handshake's included, which jmspy explains: jmspy/tls_errors.py).
+_RAISED = ("error sending frame", "could not connect to host %s, port %s: %s")
 
 
 def quiet_library_loggers() -> None:

@@ -97,6 +97,24 @@ def _address_list_problem(value: str) -> str | None:
     return address_list_problem(value)
 
 
+def _file_problem(value: str) -> str | None:
+    from .tls import path_problem
+
+    return path_problem(value)
+
+
+def _directory_problem(value: str) -> str | None:
+    from .tls import path_problem
+
+    return path_problem(value, directory=True)
+
+
+def _context_problem(value: object) -> str | None:
+    from .tls import context_problem
+
+    return context_problem(value)
+
+
 def _client_id_problem(value: str) -> str | None:
     if not value or any(c.isspace() for c in value):
         return "a client id must be non-empty and contain no whitespace"
@@ -173,8 +191,9 @@ PROPERTIES: Mapping[str, PropertySpec] = {
         ),
         PropertySpec(
             "imqAddressList", str, None,
-            "Broker URLs separated by commas, all of one scheme (stomp:// or mqtt://), "
-            "e.g. 'stomp://h1:61613,stomp://h2:61613'; the connection URL may be such a "
+            "Broker URLs separated by commas, all of one transport (stomp:// with "
+            "stomp+ssl://, or mqtt:// with mqtts://; TLS is per address), e.g. "
+            "'stomp://h1:61613,stomp://h2:61613'; the connection URL may be such a "
             "list too. None = the connection URL alone. conn.where names the one in use.",
             check=_address_list_problem,
         ),
@@ -192,6 +211,46 @@ PROPERTIES: Mapping[str, PropertySpec] = {
             "per address per pass); -1 = forever when reconnecting, one pass when "
             "connecting.",
             minimum=-1, maximum=1_000_000,
+        ),
+        PropertySpec(
+            "sslCAFile", str, None,
+            "TLS (stomp+ssl://, mqtts://): PEM file of the CAs that may sign the broker's "
+            "certificate, instead of the system's CAs (URL: ?ca_file=).",
+            check=_file_problem,
+        ),
+        PropertySpec(
+            "sslCAPath", str, None,
+            "TLS: a directory of hashed CA certificates (`openssl rehash`), beside or "
+            "instead of sslCAFile (mqtts:// only; URL: ?ca_path=).",
+            check=_directory_problem,
+        ),
+        PropertySpec(
+            "sslCertFile", str, None,
+            "TLS: PEM file of this client's certificate, for brokers that require one "
+            "(it may hold the key too; URL: ?cert_file=).",
+            check=_file_problem,
+        ),
+        PropertySpec(
+            "sslKeyFile", str, None,
+            "TLS: PEM file of the client certificate's private key, when not in "
+            "sslCertFile (URL: ?key_file=).",
+            check=_file_problem,
+        ),
+        PropertySpec(
+            "sslKeyPassword", str, None,
+            "TLS: password of an encrypted client key (URL: ?key_password=).",
+        ),
+        PropertySpec(
+            "sslVerify", bool, True,
+            "TLS: check the broker's certificate and host name. False turns both off and "
+            "logs a WARNING at every connect: anyone on the path can pose as the broker "
+            "(URL: ?verify=false).",
+        ),
+        PropertySpec(
+            "sslContext", object, None,
+            "TLS: a ready ssl.SSLContext (ssl_context=ctx) used as it is instead of the "
+            "ssl* properties (mqtts:// only: stomp.py builds its own context).",
+            check=_context_problem,
         ),
         PropertySpec(
             "persistentSendWindow", int, 1,

@@ -26,6 +26,8 @@ from .capabilities import Feature
 from .destinations import Destination, Queue
 from .errors import InvalidConfigurationException, JMSException, UnknownTransportException
 from .message import Message
+from .tls import check_addresses as check_tls_addresses
+from .url_options import parse_addresses
 
 __all__ = [
     "ConsumerSpec",
@@ -219,6 +221,11 @@ _BUILTIN: dict[str, str] = {
     "vm": "jmspy.transports.vm:VmTransport",
     "stomp": "jmspy.transports.stomp.transport:StompTransport",
     "mqtt": "jmspy.transports.mqtt.transport:MqttTransport",
+    # the same transports over TLS (jmspy/tls.py): the URL's scheme tells them
+    "stomp+ssl": "jmspy.transports.stomp.transport:StompTransport",
+    "stomps": "jmspy.transports.stomp.transport:StompTransport",
+    "mqtts": "jmspy.transports.mqtt.transport:MqttTransport",
+    "mqtt+ssl": "jmspy.transports.mqtt.transport:MqttTransport",
 }
 _REGISTERED: dict[str, TransportFactory] = {}
 
@@ -267,11 +274,10 @@ def check_url_options(url: str | None, properties: Mapping[str, Any]) -> None:
     except InvalidConfigurationException:
         return  # create_connection() says what is wrong with the list
     urls = [urlsplit(address) for address in addresses]
-    scheme = urls[0].scheme.lower()  # one for all: resolve_addresses checked
+    scheme = urls[0].scheme.lower()  # one transport for all: resolve_addresses checked
     tables = getattr(_factory(scheme), "url_options", None)
-    table = tables.get(scheme) if isinstance(tables, Mapping) else None
-    if table is not None:
-        table.parse_list(urls)
+    if isinstance(tables, Mapping) and all(u.scheme.lower() in tables for u in urls):
+        parse_addresses(tables, urls)
 
 
 def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transport:
@@ -287,6 +293,7 @@ def create_transport(url: str | None, properties: Mapping[str, Any]) -> Transpor
             "'stomp://127.0.0.1:61613'"
         )
     addresses = resolve_addresses(url, properties)
+    check_tls_addresses([urlsplit(address).scheme for address in addresses], properties)
     url = addresses[0]
     parts = urlsplit(url)
     scheme = parts.scheme.lower()

@@ -27,12 +27,15 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from .errors import InvalidConfigurationException
 
-__all__ = ["OptionTable", "UrlOption", "choice", "flag", "number", "text", "whole"]
+__all__ = ["OptionTable", "UrlOption", "choice", "flag", "number", "parse_addresses", "text",
+           "whole"]
 
 #: Option names that ask for TLS: on a plain scheme they are refused pointing to the
 #: scheme that speaks TLS, never read as "connect in plain text anyway".
 _TLS_WORDS = frozenset({"ssl", "tls", "use_ssl", "use_tls", "secure", "ssl_enabled",
-                        "tls_enabled"})
+                        "tls_enabled",
+                        # the TLS schemes' own options (jmspy.tls.TLS_URL_OPTIONS)
+                        "ca_file", "ca_path", "cert_file", "key_file", "key_password", "verify"})
 _TRUE = ("true", "1")
 _FALSE = ("false", "0")
 
@@ -196,17 +199,23 @@ class OptionTable(Mapping[str, UrlOption]):
     def parse_list(self, urls: Sequence[SplitResult]) -> list[dict[str, Any]]:
         """:meth:`parse` of each URL of an address list, in order, and with
         ``shared_by_list`` the check that every entry's options are the first's."""
-        parsed = [self.parse(url) for url in urls]
-        if self.shared_by_list:
-            for url, options in zip(urls[1:], parsed[1:], strict=True):
-                if options != parsed[0]:
-                    raise InvalidConfigurationException(
-                        f"address list entry {url.geturl()!r} has other URL options than "
-                        f"the first, {urls[0].geturl()!r}: a {self.scheme}:// connection "
-                        "takes the first address's options for every broker of the list, "
-                        "so these would be ignored; give the options once, on the first "
-                        "address")
-        return parsed
+        return parse_addresses({url.scheme.lower(): self for url in urls}, urls)
+
+    def _shared(self, urls: Sequence[SplitResult], parsed: Sequence[Mapping[str, Any]],
+                names: Iterable[str]) -> None:
+        """With ``shared_by_list``: refuse an entry whose options among ``names`` differ
+        from the first entry's (they would be ignored)."""
+        if not self.shared_by_list:
+            return
+        keys = list(names)
+        first = {name: parsed[0][name] for name in keys}
+        for url, options in zip(urls[1:], parsed[1:], strict=True):
+            if {name: options[name] for name in keys} != first:
+                raise InvalidConfigurationException(
+                    f"address list entry {url.geturl()!r} has other URL options than the "
+                    f"first, {urls[0].geturl()!r}: a {self.scheme}:// connection takes the "
+                    "first address's options for every broker of the list, so these would "
+                    "be ignored; give the options once, on the first address")
 
     def _unknown(self, name: str, raw: str) -> InvalidConfigurationException:
         known = ", ".join(self._options) or "none"
@@ -228,3 +237,18 @@ class OptionTable(Mapping[str, UrlOption]):
         return InvalidConfigurationException(
             f"unknown {self.scheme}:// URL option {name!r}.{hint} Options of "
             f"{self.scheme}://: {known}")
+
+
+def parse_addresses(tables: Mapping[str, OptionTable], urls: Sequence[SplitResult]
+                    ) -> list[dict[str, Any]]:
+    """Each URL of an address list parsed by its own scheme's table (a list may mix a
+    plain scheme and its TLS twin, ``stomp://`` and ``stomp+ssl://``), in order. Where
+    the first entry's table is ``shared_by_list``, the options every entry's table has
+    (the plain ones: TLS settings stay per address) must be the first entry's."""
+    parsed = [tables[url.scheme.lower()].parse(url) for url in urls]
+    first = tables[urls[0].scheme.lower()]
+    common = set(first)
+    for url in urls[1:]:
+        common &= set(tables[url.scheme.lower()])
+    first._shared(urls, parsed, [name for name in first if name in common])
+    return parsed

@@ -5,6 +5,8 @@ both spellings of one property at once are refused, naming both."""
 
 from __future__ import annotations
 
+import os
+import ssl
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +48,16 @@ def test_the_factory_takes_each_property_under_its_twin_in_the_constructor_and_b
         name: str) -> None:
     twin = snake_case(name)
     value = PROPERTIES[name].default
-    sample = {bool: True, int: 7, str: "x"}[PROPERTIES[name].type]
-    if name == "imqAddressList":
+    sample: Any = {bool: True, int: 7, str: "x", object: None}[PROPERTIES[name].type]
+    if name in ("sslCAFile", "sslCertFile", "sslKeyFile"):
+        sample = __file__  # checked: an existing, readable file
+    elif name == "sslCAPath":
+        sample = os.path.dirname(__file__)
+    elif name == "sslVerify":
+        sample = False  # True is the default
+    elif name == "sslContext":
+        sample = ssl.create_default_context()
+    elif name == "imqAddressList":
         sample = "stomp://h1:61613,stomp://h2:61613"
     elif name == "imqAddressListBehavior":
         sample = "RANDOM"

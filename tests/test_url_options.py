@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from jmspy import ConnectionFactory
 from jmspy.errors import InvalidConfigurationException
+from jmspy.tls import TLS_OPTIONS, TLS_URL_OPTIONS
 from jmspy.transports.mqtt.url_options import MQTT_URL_OPTIONS
 from jmspy.transports.stomp.url_options import STOMP_URL_OPTIONS
 from jmspy.transports.vm_url_options import VM_URL_OPTIONS
@@ -193,8 +195,14 @@ def test_each_transport_declares_the_table_its_scheme_reads() -> None:
     from jmspy.transports.vm import VmTransport
 
     assert VmTransport.url_options == {"vm": VM_URL_OPTIONS}
-    assert StompTransport.url_options == {"stomp": STOMP_URL_OPTIONS}
-    assert MqttTransport.url_options == {"mqtt": MQTT_URL_OPTIONS}
+    assert StompTransport.url_options["stomp"] is STOMP_URL_OPTIONS
+    assert MqttTransport.url_options["mqtt"] is MQTT_URL_OPTIONS
+    tls_names = [option.name for option in TLS_URL_OPTIONS]
+    for transport, plain, schemes in ((StompTransport, STOMP_URL_OPTIONS, ("stomp+ssl", "stomps")),
+                                      (MqttTransport, MQTT_URL_OPTIONS, ("mqtts", "mqtt+ssl"))):
+        assert set(transport.url_options) == {plain.scheme, *schemes}
+        for scheme in schemes:  # the plain rows and the TLS ones (jmspy/tls.py)
+            assert list(transport.url_options[scheme]) == [*plain, *tls_names]
 
 
 def test_a_tls_scheme_adds_its_options_to_the_plain_table_in_one_line() -> None:
@@ -218,3 +226,16 @@ def test_the_spark_data_source_refuses_a_bad_url_option_before_any_query_runs() 
                              r"Did you mean 'heartbeat'\?"):
         parse_options({"url": "stomp://127.0.0.1:1?hartbeat=0", "destination": "queue://q"})
     parse_options({"url": "stomp://127.0.0.1:1?heartbeat=0", "destination": "queue://q"})
+
+
+def test_the_tls_url_options_are_the_tls_property_twins() -> None:
+    """One list of TLS query names: the table rows and jmspy.tls's name -> property map."""
+    assert [option.name for option in TLS_URL_OPTIONS] == list(TLS_OPTIONS)
+
+
+def test_a_list_may_mix_a_plain_scheme_and_its_tls_twin_each_with_its_own_options(
+        tls_ca: Any) -> None:
+    ConnectionFactory(f"stomp://127.0.0.1:1?heartbeat=0,stomp+ssl://127.0.0.1:2?"
+                      f"ca_file={tls_ca.ca}&heartbeat=0")
+    with pytest.raises(InvalidConfigurationException, match="connects in plain text"):
+        ConnectionFactory(f"stomp+ssl://127.0.0.1:2,stomp://127.0.0.1:1?ca_file={tls_ca.ca}")

@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from jmspy import errors
 from jmspy.capabilities import Feature, RefusedFeatureException
@@ -56,6 +56,8 @@ from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
 from jmspy.message import Message
 from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
+from jmspy.tls import TlsSettings
+from jmspy.tls_errors import diagnose, explain
 from jmspy.transport import (
     ConsumerSpec,
     Credentials,
@@ -129,10 +131,16 @@ class MqttTransport:
         listed = properties.get("imqAddressList")
         urls = [urlsplit(address) for address in listed.split(",")] if listed else [url]
         query = list_options(urls)
-        #: (host, port) of each broker of the address list (one: the URL); the options of
-        #: the query string are the first URL's, for all
-        self._addresses = [(u.hostname or "127.0.0.1", u.port or 1883) for u in urls]
-        self.host, self.port = self._addresses[0]
+        # The options of the query string are the first URL's, for all; the TLS options
+        # are each URL's own. _tls: each address's TLS settings (mqtts://, mqtt+ssl://;
+        # None: plain text), from its URL's TLS options over the factory's ssl* properties.
+        self._tls = [TlsSettings.resolve(u.scheme, dict(parse_qsl(u.query)), properties)
+                     for u in urls]
+        #: (host, port) of each broker of the address list (one: the URL)
+        self._addresses = [(u.hostname or "127.0.0.1", u.port or (
+            1883 if tls is None else 8883)) for u, tls in zip(urls, self._tls, strict=True)]
+        self.tls: TlsSettings | None = None
+        self._use(0)
         self.requested_version = version = query["version"]
         self.version = "5" if version != "3.1.1" else "3.1.1"
         self.keepalive: int = query["keepalive"]
@@ -169,6 +177,12 @@ class MqttTransport:
         #: DISCONNECT reason): what a synchronous send waiting for its PUBACK checks
         self._drops = 0
         self._drop_why = ""
+
+    def _use(self, index: int) -> None:
+        """Connect to address ``index`` of the list from now on."""
+        self.host, self.port = self._addresses[index]
+        self.tls = self._tls[index]
+        self.scheme = "mqtt" if self.tls is None else "mqtts"  # conn.where says which
 
     # -- what Inbound and Outbound ask ------------------------------------------------------
     @property
@@ -213,14 +227,16 @@ class MqttTransport:
         self._persistent_session = client_id is not None
 
         def open_at(index: int) -> None:
-            self.host, self.port = self._addresses[index]
+            self._use(index)
             versions = {"auto": ["5", "3.1.1"], "5": ["5"], "3.1.1": ["3.1.1"]}
             for version in versions[self.requested_version]:
                 if self._try_connect(version, client_id, user, password):
                     self.version = version
                     break
 
-        connect_first(self.reconnect, [f"mqtt://{h}:{p}" for h, p in self._addresses],
+        connect_first(self.reconnect, [f"{'mqtt' if t is None else 'mqtts'}://{h}:{p}"
+                                       for (h, p), t in zip(self._addresses, self._tls,
+                                                            strict=True)],
                       open_at)
         caps = native_features("mqtt", self.version)
         if not self.persistent_session:  # a durable subscription needs a client id
@@ -255,11 +271,21 @@ class MqttTransport:
             if client_id is not None:
                 props.SessionExpiryInterval = self.session_expiry
             connect_kwargs = {"clean_start": client_id is None, "properties": props}
+        client.connect_timeout = self.connect_timeout  # paho's, for TCP and the handshake
+        if self.tls is not None:
+            # a context per connect: a renewed certificate file is read again. paho's
+            # raw-socket fast paths (buffered_read, direct_write) see an SSLSocket and
+            # step aside: paho reads and writes it itself.
+            client.tls_set_context(self.tls.context(self.where))
         self._client = client
         try:
             client.connect(self.host, self.port, self.keepalive, **connect_kwargs)
         except OSError as exc:
             self._client = None
+            if self.tls is not None:
+                failure = explain(exc, self.where, timeout=self.connect_timeout)
+                if failure is not None:
+                    raise failure from None  # the ssl traceback says nothing more
             raise errors.JMSException(
                 f"cannot connect to an MQTT broker at {self.where} ({exc}): check that the "
                 "broker is running and has an MQTT listener on that host and port"
@@ -267,6 +293,8 @@ class MqttTransport:
         client.loop_start()
         if not self._connected.wait(self.connect_timeout):
             self._drop_client(client)
+            if self.tls is not None:  # silent after the handshake: a refused certificate?
+                self._raise_tls_failure()
             raise errors.JMSException(
                 f"no CONNACK from the MQTT broker at {self.where} within "
                 f"{self.connect_timeout:.0f}s"
@@ -278,6 +306,8 @@ class MqttTransport:
                       user or "none given")
             return True
         self._drop_client(client)
+        if reason is None and self.tls is not None:  # closed before CONNACK: refused
+            self._raise_tls_failure()  # the client's certificate, or not a TLS port?
         text = str(reason) if reason is not None else "closed the connection"
         if (
             v5
@@ -290,9 +320,21 @@ class MqttTransport:
                 f"the MQTT broker at {self.where} refused the login{for_user(user, text)}: "
                 f"{text}; check the user name and password"
             )
+        if reason is None:  # closed at once: a TLS listener spoken to in plain text?
+            self._raise_tls_failure()
         raise errors.JMSException(
             f"the MQTT {version} broker at {self.where} refused the connection: {text}"
         )
+
+    def _raise_tls_failure(self) -> None:
+        """The connection closed (or went silent) before CONNACK: raise the TLSException
+        that says why, if TLS is why (:func:`jmspy.tls_errors.diagnose`)."""
+        tls = self.tls
+        context = None if tls is None else tls.context(self.where, warn=False)
+        failure = diagnose(self.host, self.port, context, timeout=self.connect_timeout,
+                           family="mqtt")
+        if failure is not None:
+            raise failure
 
     def _drop_client(self, client: Any) -> None:
         self._client = None
@@ -380,7 +422,7 @@ class MqttTransport:
         return len(self._addresses)
 
     def _reconnect_once(self, address: int) -> None:
-        self.host, self.port = self._addresses[address]
+        self._use(address)
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
         try:

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import SplitResult
 
-from jmspy.url_options import OptionTable, choice, flag, number, whole
+from jmspy.tls import TLS_URL_OPTIONS
+from jmspy.url_options import OptionTable, choice, flag, number, parse_addresses, whole
 
 __all__ = ["MQTT_URL_OPTIONS", "NEVER_EXPIRES", "URL_OPTIONS", "list_options"]
 
@@ -37,11 +38,14 @@ MQTT_URL_OPTIONS = OptionTable("mqtt", (
 ), tls_scheme="mqtts", shared_by_list=True)
 
 #: The tables of the schemes the MQTT transport serves, by scheme.
-URL_OPTIONS: Mapping[str, OptionTable] = {"mqtt": MQTT_URL_OPTIONS}
+URL_OPTIONS: Mapping[str, OptionTable] = {
+    "mqtt": MQTT_URL_OPTIONS,
+    "mqtts": MQTT_URL_OPTIONS.plus("mqtts", TLS_URL_OPTIONS),
+    "mqtt+ssl": MQTT_URL_OPTIONS.plus("mqtt+ssl", TLS_URL_OPTIONS),
+}
 
 
 def list_options(urls: Sequence[SplitResult]) -> dict[str, Any]:
     """The options of the address list ``urls`` (one URL: its own): the first URL's, for
     every broker, since one set of them configures the connection's paho client."""
-    table = URL_OPTIONS.get(urls[0].scheme.lower(), MQTT_URL_OPTIONS)
-    return table.parse_list(urls)[0]
+    return parse_addresses(URL_OPTIONS, urls)[0]

@@ -17,11 +17,13 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import SplitResult
+from urllib.parse import SplitResult, parse_qsl
 
 from jmspy import errors
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US
 from jmspy.logs import quiet_library_loggers, transport_logger
+from jmspy.tls import TlsSettings
+from jmspy.tls_errors import TLSException, diagnose
 from jmspy.transport import Credentials
 from jmspy.wire.error_text import error_text
 
@@ -60,6 +62,8 @@ class ConnectOptions:
     #: microseconds a session thread reading the socket polls it before it sleeps
     #: (``idle_spin_us``; 0: off; jmspy/idle_spin.py says when it pays)
     idle_spin_us: int = DEFAULT_IDLE_SPIN_US
+    #: the TLS options of this address (stomp+ssl://, stomps://); None: plain text
+    tls: TlsSettings | None = None
 
     @classmethod
     def parse(cls, url: SplitResult, properties: Mapping[str, Any]) -> ConnectOptions:
@@ -69,9 +73,10 @@ class ConnectOptions:
             )
         table = URL_OPTIONS.get(url.scheme.lower(), STOMP_URL_OPTIONS)
         query = table.parse(url)
+        tls = _stomp_tls(url, dict(parse_qsl(url.query)), properties)
         return cls(
             host=url.hostname or "127.0.0.1",
-            port=url.port or 61613,
+            port=url.port or (61613 if tls is None else 61614),
             version=query["version"],
             heartbeat=query["heartbeat"],
             vhost=query["vhost"],
@@ -82,11 +87,57 @@ class ConnectOptions:
             connection_flow_limit=(int(properties.get("imqConnectionFlowLimit", 0))
                                    if properties.get("imqConnectionFlowLimitEnabled") else 0),
             idle_spin_us=query["idle_spin_us"],
+            tls=tls,
         )
 
     @property
     def where(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def _stomp_tls(url: SplitResult, query: dict[str, str],
+               properties: Mapping[str, Any]) -> TlsSettings | None:
+    """The address's TLS settings, less what stomp.py cannot take: its ``set_ssl`` builds
+    its own context from file names (a CA *file*, the client certificate, key and
+    password, verify on or off), so a ready ``sslContext`` or a CA directory would be
+    dropped. Refused here, rather than connecting with other checks than asked for."""
+    tls = TlsSettings.resolve(url.scheme, query, properties)
+    if tls is None:
+        return None
+    if tls.ssl_context is not None:
+        raise errors.InvalidConfigurationException(
+            f"{url.scheme}:// cannot use sslContext: stomp.py builds its own TLS context "
+            "and takes no ready one; give the files instead (sslCAFile, sslCertFile, "
+            "sslKeyFile, sslKeyPassword), which it loads at every connect, or use mqtts://")
+    if tls.ca_path is not None:
+        raise errors.InvalidConfigurationException(
+            f"{url.scheme}:// cannot use sslCAPath={tls.ca_path!r}: stomp.py loads CAs "
+            "from one file only; concatenate the CA certificates into one PEM file and "
+            "give it as sslCAFile")
+    return tls
+
+
+def _set_ssl(conn: Any, options: ConnectOptions) -> None:
+    """stomp.py's TLS for this connection, from the address's settings. The context made
+    here first loads every file the way stomp.py's will (and fails with what to fix,
+    where OpenSSL would ask for an encrypted key's password on the terminal), so a
+    renewed certificate is what this connect loads."""
+    tls = options.tls
+    assert tls is not None
+    tls.context(options.where)  # loads every file as stomp.py will, failing clearly
+    conn.set_ssl(for_hosts=[(options.host, options.port)], key_file=tls.key_file,
+                 cert_file=tls.cert_file, ca_certs=tls.ca_file, password=tls.key_password,
+                 verify=tls.verify)
+
+
+def _tls_failure(options: ConnectOptions) -> TLSException | None:
+    """Why a connect that failed without the broker's word failed, if TLS is why: a
+    handshake the address's TLS settings cannot complete, or a plain-text address that
+    is a TLS listener (:func:`jmspy.tls_errors.diagnose`)."""
+    tls = options.tls
+    context = None if tls is None else tls.context(options.where, warn=False)
+    return diagnose(options.host, options.port, context, timeout=options.connect_timeout,
+                    family="stomp")
 
 
 class ReceiverEvents(Protocol):
@@ -222,7 +273,13 @@ def open_stomp(
     receiver = Receiver(events)
     receiver.conn = conn
     conn.set_listener("jmspy", receiver)
-    reader = install(conn, make_reader)
+    if options.tls is not None:
+        # stomp.py's TLS socket is non-blocking behind its own send queue: jmspy's
+        # reading of the raw socket steps aside (FrameWriter does too, seeing the same)
+        _set_ssl(conn, options)
+        reader = None
+    else:
+        reader = install(conn, make_reader)
     use_c_write_lock(conn)
     headers = {"client-id": credentials.client_id} if credentials.client_id else {}
     if options.connection_flow_limit:
@@ -232,6 +289,11 @@ def open_stomp(
         conn.connect(credentials.user, credentials.password, wait=False, headers=headers)
         if not receiver.answered.wait(options.connect_timeout):
             drop(conn)
+            # a TLS address: was it the handshake? (A plain one: a TLS listener would have
+            # refused the plain bytes at once instead of going silent.)
+            tls_failure = None if options.tls is None else _tls_failure(options)
+            if tls_failure is not None:
+                raise tls_failure
             raise errors.JMSException(
                 f"no answer to CONNECT from {where} within connect_timeout="
                 f"{options.connect_timeout:g} s: the server accepted the TCP connection but "
@@ -264,6 +326,9 @@ def open_stomp(
                     f"{for_user(credentials.user, text)}: {text}{hint}") from exc
             raise errors.JMSException(
                 f"STOMP broker at {where} refused the connection: {text}") from exc
+        tls_failure = _tls_failure(options)
+        if tls_failure is not None:
+            raise tls_failure from exc
         raise errors.JMSException(
             f"cannot connect to a STOMP broker at {where} ({type(exc).__name__}): "
             "check that the broker is running, that it has a STOMP listener on that "

@@ -115,6 +115,7 @@ class StompTransport:
                                ConnectOptions.parse(url, properties)]
         self.options = options = self._addresses[0]
         self.host, self.port, self.version = options.host, options.port, options.version
+        self.scheme = "stomp" if options.tls is None else "stomp+ssl"  # for conn.where
         self.profile: BrokerProfile = detect_broker(None)
         self.reconnect = ReconnectPolicy.from_properties(properties)
         self._conn: Any = None
@@ -157,6 +158,7 @@ class StompTransport:
         """Connect to address ``index`` of the list from now on (before connecting)."""
         self.options = options = self._addresses[index]
         self.host, self.port = options.host, options.port
+        self.scheme = "stomp" if options.tls is None else "stomp+ssl"  # for conn.where
         self._receipts.where = self.where
 
     def _need_reader(self) -> None:
@@ -182,8 +184,9 @@ class StompTransport:
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
         self._credentials = credentials
-        connect_first(self.reconnect, [f"stomp://{a.where}" for a in self._addresses],
-                      self._open_at)
+        connect_first(self.reconnect, [
+            f"{'stomp' if a.tls is None else 'stomp+ssl'}://{a.where}"
+            for a in self._addresses], self._open_at)
         self.profile = detect_broker(self._connected_headers.get("server"),
                                      self.options.dialect)
         timeout = self._receipts.send_timeout_ms  # jmspy broker fails a held send itself

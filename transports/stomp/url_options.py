@@ -8,11 +8,12 @@ from collections.abc import Mapping
 
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
 from jmspy.stomp_frames import DEFAULT_MAX_FRAME_BYTES
+from jmspy.tls import TLS_URL_OPTIONS
 from jmspy.url_options import OptionTable, choice, number, text, whole
 
 from .mapping import DIALECTS
 
-__all__ = ["STOMP_URL_OPTIONS", "URL_OPTIONS"]
+__all__ = ["STOMP_TLS_URL_OPTIONS", "STOMP_URL_OPTIONS", "URL_OPTIONS"]
 
 STOMP_URL_OPTIONS = OptionTable("stomp", (
     choice("version", ("1.2", "1.1"), "1.2",
@@ -34,5 +35,11 @@ STOMP_URL_OPTIONS = OptionTable("stomp", (
           maximum=MAX_IDLE_SPIN_US),
 ), tls_scheme="stomp+ssl")
 
+#: ``stomp+ssl://`` and ``stomps://``: the plain options and the TLS ones (jmspy/tls.py).
+STOMP_TLS_URL_OPTIONS = STOMP_URL_OPTIONS.plus("stomp+ssl", TLS_URL_OPTIONS)
+
 #: The tables of the schemes the STOMP transport serves, by scheme.
-URL_OPTIONS: Mapping[str, OptionTable] = {"stomp": STOMP_URL_OPTIONS}
+URL_OPTIONS: Mapping[str, OptionTable] = {
+    "stomp": STOMP_URL_OPTIONS, "stomp+ssl": STOMP_TLS_URL_OPTIONS,
+    "stomps": STOMP_URL_OPTIONS.plus("stomps", TLS_URL_OPTIONS),
+}

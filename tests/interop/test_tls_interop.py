@@ -1,0 +1,246 @@
+"""The client's TLS schemes against real brokers: Mosquitto (mqtts://, with and without a
+required client certificate) and RabbitMQ's STOMP TLS listener (stomp+ssl://, mutual TLS).
+
+Messages flow through whichever read and write path the transport takes over TLS (the
+raw-socket fast paths step aside: the tests check which one ran), acknowledgements are
+honoured, and a refused handshake is the TLSException that says why. The handshake
+failures without a broker are in tests/test_tls_client.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import ssl
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tls_brokers import TlsMosquitto, TlsRabbitMQ, start_tls_mosquitto, start_tls_rabbitmq
+from tls_ca import KEY_PASSWORD, TlsFiles
+
+from jmspy import ConnectionFactory, Session
+from jmspy.message import TextMessage
+from jmspy.tls_errors import TLSException
+
+WAIT = 10.0
+
+
+@pytest.fixture(scope="module")
+def tls_mosquitto(tls_ca: TlsFiles) -> Iterator[TlsMosquitto]:
+    mosquitto, ports = start_tls_mosquitto(tls_ca)
+    try:
+        yield ports
+    finally:
+        mosquitto.close()
+
+
+@pytest.fixture(scope="module")
+def tls_rabbitmq(tls_ca: TlsFiles) -> Iterator[TlsRabbitMQ]:
+    rabbit = start_tls_rabbitmq(tls_ca)
+    try:
+        yield rabbit
+    finally:
+        rabbit.close()
+
+
+def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
+    """alice's certificate with her encrypted key: the properties of mutual TLS."""
+    return {"ssl_ca_file": str(tls_ca.ca), "ssl_cert_file": str(tls_ca.client_cert),
+            "ssl_key_file": str(tls_ca.client_key_encrypted),
+            "ssl_key_password": KEY_PASSWORD}
+
+
+def _round_trip(factory: ConnectionFactory, queue: bool,
+                while_open: Callable[[Any], None] = lambda transport: None) -> list[str]:
+    """Send three texts and receive them with CLIENT_ACKNOWLEDGE, the first time without
+    acknowledging (recover: they come back, redelivered), then acknowledged; returns the
+    texts of the second delivery. ``while_open(transport)`` checks the connection's
+    transport (which path it took) before it closes."""
+    with factory.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        name = f"tls.{uuid.uuid4().hex[:10]}"
+        dest = s.create_queue(name) if queue else s.create_topic(name)
+        c = s.create_consumer(dest)
+        conn.start()
+        p = s.create_producer(dest)
+        for text in ("one", "two", "three"):
+            p.send(s.create_text_message(text))
+        first = [c.receive(WAIT) for _ in range(3)]
+        assert all(isinstance(m, TextMessage) for m in first)
+        s.recover()
+        again = [c.receive(WAIT) for _ in range(3)]
+        assert all(m is not None and m.redelivered for m in again)
+        again[-1].acknowledge()
+        assert c.receive(0.5) is None  # acknowledged: nothing more comes
+        while_open(conn._transport)
+        return [m.text for m in again]
+
+
+# -- mqtts:// on Mosquitto ---------------------------------------------------------------
+def test_mqtts_round_trip_and_ack_over_tls(tls_mosquitto: TlsMosquitto,
+                                            tls_ca: TlsFiles) -> None:
+    from jmspy.transports.mqtt import buffered_read, direct_write
+
+    def stepped_aside(transport: Any) -> None:
+        # the raw-socket paths are installed, and step aside for paho's SSLSocket
+        client = transport.paho
+        assert direct_write.installed(client) and buffered_read.installed(client)
+        assert isinstance(client.socket(), ssl.SSLSocket)
+        assert buffered_read.held(client) == 0  # no block was read past paho
+
+    url = f"mqtts://127.0.0.1:{tls_mosquitto.tls_port}?ca_file={tls_ca.ca}"
+    assert _round_trip(ConnectionFactory(url), False, stepped_aside) == ["one", "two", "three"]
+
+
+def test_mqtts_with_a_client_certificate_and_a_ready_context(
+        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+    """Mutual TLS, once from the properties (encrypted key) and once from an
+    ``ssl_context`` made by the application; the socket in use is TLS."""
+    url = f"mqtts://127.0.0.1:{tls_mosquitto.mutual_port}"
+    texts = _round_trip(ConnectionFactory(url, **_client_cert(tls_ca)), queue=False)
+    assert texts == ["one", "two", "three"]
+    ctx = ssl.create_default_context(cafile=str(tls_ca.ca))
+    ctx.load_cert_chain(tls_ca.client_cert, tls_ca.client_key)
+    with ConnectionFactory(url, ssl_context=ctx).create_connection() as conn:
+        sock = conn._transport.paho.socket()
+        assert isinstance(sock, ssl.SSLSocket) and type(sock) is not socket.socket
+        assert sock.version() is not None  # a finished TLS handshake
+
+
+def test_mqtts_without_the_required_client_certificate_is_named(
+        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.mutual_port}",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == "client certificate"
+    assert f"127.0.0.1:{tls_mosquitto.mutual_port}" in str(info.value)
+
+
+def test_plain_mqtt_on_mosquittos_tls_port_and_mqtts_on_its_plain_port_are_named(
+        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+    with pytest.raises(TLSException) as plain:
+        ConnectionFactory(f"mqtt://127.0.0.1:{tls_mosquitto.tls_port}").create_connection()
+    assert plain.value.check == "plain text on a TLS port"
+    assert f"mqtts://127.0.0.1:{tls_mosquitto.tls_port}" in str(plain.value)
+    with pytest.raises(TLSException) as tls:
+        ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.plain_port}?connect_timeout=3",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert tls.value.check == "not a TLS port"
+
+
+def test_an_mqtt_address_list_mixes_plain_and_tls_addresses(
+        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+    """The first address refuses TCP; the second is TLS: the connection is on it."""
+    from brokers import free_port
+
+    urls = (f"mqtt://127.0.0.1:{free_port()},"
+            f"mqtts://127.0.0.1:{tls_mosquitto.tls_port}?ca_file={tls_ca.ca}")
+    with ConnectionFactory(urls).create_connection() as conn:
+        assert conn.where == f"mqtts://127.0.0.1:{tls_mosquitto.tls_port}"
+        assert isinstance(conn._transport.paho.socket(), ssl.SSLSocket)
+
+
+# -- stomp+ssl:// on RabbitMQ ------------------------------------------------------------
+def test_stomp_ssl_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    url = f"stomp+ssl://127.0.0.1:{tls_rabbitmq.stomp_tls_port}"
+    factory = ConnectionFactory(url, imqDefaultUsername="guest", imqDefaultPassword="guest",
+                                **_client_cert(tls_ca))
+    def stepped_aside(transport: Any) -> None:
+        # jmspy's raw-socket reader and writer stepped aside: stomp.py's TLS path ran
+        assert transport._reader is None
+        stomp_transport = transport._conn.transport
+        assert stomp_transport.blocking is False
+        assert isinstance(stomp_transport.socket, ssl.SSLSocket)
+
+    assert _round_trip(factory, True, stepped_aside) == ["one", "two", "three"]
+
+
+def test_stomps_without_a_client_certificate_is_named_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"stomps://127.0.0.1:{tls_rabbitmq.stomp_tls_port}",
+                          ssl_ca_file=str(tls_ca.ca), imqDefaultUsername="guest",
+                          imqDefaultPassword="guest").create_connection()
+    assert info.value.check == "client certificate"
+    assert f"127.0.0.1:{tls_rabbitmq.stomp_tls_port}" in str(info.value)
+
+
+def test_plain_stomp_on_rabbitmqs_tls_port_is_told_to_use_tls(
+        tls_rabbitmq: TlsRabbitMQ) -> None:
+    port = tls_rabbitmq.stomp_tls_port
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"stomp://127.0.0.1:{port}?connect_timeout=5",
+                          imqDefaultUsername="guest",
+                          imqDefaultPassword="guest").create_connection()
+    assert info.value.check == "plain text on a TLS port"
+    assert f"stomp+ssl://127.0.0.1:{port}" in str(info.value)
+
+
+class _Seen(logging.Handler):
+    """Sets ``event`` when a record's text contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text, self.event = text, threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+
+def test_mqtts_reconnects_over_tls_reading_the_certificate_files_again(
+        tls_ca: TlsFiles, tmp_path: Path) -> None:
+    """Mosquitto restarts while the client holds a connection with reconnect on; its
+    certificate file is swapped meanwhile for one the broker refuses (an attempt fails,
+    naming the certificate: the file was read again), then back: the connection resumes
+    over TLS and messages flow."""
+    mosquitto, ports = start_tls_mosquitto(tls_ca)
+    cert, key = tmp_path / "client.pem", tmp_path / "client.key"
+    shutil.copy(tls_ca.client_cert, cert)
+    shutil.copy(tls_ca.client_key, key)
+    seen = _Seen("refused this client's certificate")
+    jmspy_log = logging.getLogger("jmspy")
+    old_level = jmspy_log.level
+    jmspy_log.setLevel(logging.DEBUG)
+    jmspy_log.addHandler(seen)
+    events: list[str] = []
+    resumed = threading.Event()
+
+    def on_exception(error: Any) -> None:
+        events.append(error.error_code)
+        if error.error_code == "CONNECTION_RESUMED":
+            resumed.set()
+
+    try:
+        factory = ConnectionFactory(
+            f"mqtts://127.0.0.1:{ports.mutual_port}", ssl_ca_file=str(tls_ca.ca),
+            ssl_cert_file=str(cert), ssl_key_file=str(key), imqReconnectEnabled=True,
+            imqReconnectInterval=100, imqReconnectAttempts=-1)
+        with factory.create_connection() as conn:
+            conn.set_exception_listener(on_exception)
+            s = conn.create_session()
+            topic = s.create_topic(f"tls.{uuid.uuid4().hex[:10]}")
+            c = s.create_consumer(topic)
+            conn.start()
+            mosquitto.stop()
+            shutil.copy(tls_ca.other_client_cert, cert)  # one the broker's CA did not sign
+            shutil.copy(tls_ca.other_client_key, key)
+            mosquitto.start()
+            assert seen.event.wait(60), events  # an attempt presented the swapped file
+            shutil.copy(tls_ca.client_cert, cert)  # renewed: alice again
+            shutil.copy(tls_ca.client_key, key)
+            assert resumed.wait(60), events
+            s.create_producer(topic).send(s.create_text_message("after"))
+            got = c.receive(WAIT)
+            assert got is not None and got.text == "after"
+            assert isinstance(conn._transport.paho.socket(), ssl.SSLSocket)
+    finally:
+        jmspy_log.removeHandler(seen)
+        jmspy_log.setLevel(old_level)
+        mosquitto.close()

@@ -1,0 +1,99 @@
+"""Real brokers with TLS listeners for the client's TLS tests, on free loopback ports.
+
+* Mosquitto: a plain listener, a TLS one, and a TLS one that requires a client
+  certificate and takes its subject's CN as the user (``use_identity_as_username``).
+* RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) that requires a client
+  certificate (``verify_peer``, ``fail_if_no_peer_cert``), beside its plain STOMP one.
+  A broker of its own (the session's RabbitMQ is started before any certificate exists).
+
+The certificates come from the session's throwaway CA (``tls_ca``), copied into the
+broker's directory readable by all: Mosquitto drops root privileges to its own user.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokers import HOST, BrokerProcess, Mosquitto, RabbitMQ, free_port
+from tls_ca import TlsFiles
+
+__all__ = ["TlsMosquitto", "TlsRabbitMQ", "start_tls_mosquitto", "start_tls_rabbitmq"]
+
+
+def _copy(tls: TlsFiles, work: Path) -> dict[str, Path]:
+    files = {}
+    for name in ("ca", "server_cert", "server_key"):
+        target = work / f"{name}.pem"
+        shutil.copy(getattr(tls, name), target)
+        target.chmod(0o644)  # the broker may run as another user; test keys only
+        files[name] = target
+    return files
+
+
+@dataclass
+class TlsMosquitto:
+    broker: BrokerProcess
+    plain_port: int
+    tls_port: int  #: TLS, no client certificate asked
+    mutual_port: int  #: TLS, a client certificate required (its CN is the user)
+
+
+def start_tls_mosquitto(tls: TlsFiles) -> tuple[Mosquitto, TlsMosquitto]:
+    """Mosquitto with the three listeners (see the module); stop it with ``.close()``."""
+    mosquitto = Mosquitto()
+    files = _copy(tls, mosquitto.work)
+    tls_port, mutual_port = free_port(), free_port()
+    certs = (f"cafile {files['ca']}\ncertfile {files['server_cert']}\n"
+             f"keyfile {files['server_key']}\n")
+    mosquitto.conf.write_text(
+        "per_listener_settings true\npersistence false\nlog_dest stdout\n"
+        "max_queued_messages 0\n"
+        f"listener {mosquitto.mqtt_port} {HOST}\nallow_anonymous true\n"
+        f"listener {tls_port} {HOST}\nallow_anonymous true\n{certs}"
+        f"listener {mutual_port} {HOST}\nallow_anonymous true\n{certs}"
+        "require_certificate true\nuse_identity_as_username true\n")
+    broker = mosquitto.start()
+    broker.wait_ready([tls_port, mutual_port], mosquitto.ready_timeout)
+    assert mosquitto.mqtt_port is not None
+    return mosquitto, TlsMosquitto(broker, mosquitto.mqtt_port, tls_port, mutual_port)
+
+
+class TlsRabbitMQ(RabbitMQ):
+    """RabbitMQ with a STOMP TLS listener requiring client certificates too."""
+
+    name = "rabbitmq-tls"
+
+    def __init__(self, tls: TlsFiles) -> None:
+        super().__init__()
+        files = _copy(tls, self.work)
+        self.stomp_tls_port = free_port()
+        conf = self.work / "rabbitmq.conf"
+        text = conf.read_text()
+        # RabbitMQ's boot checks its distribution port at the default 25672 unless told
+        # (the config's port range comes later): another RabbitMQ on this machine holding
+        # 25672 would stop it there
+        dist = re.search(r"distribution\.listener\.port_range\.min = (\d+)", text)
+        assert dist is not None and self.env is not None
+        self.env["RABBITMQ_DIST_PORT"] = dist.group(1)
+        conf.write_text(text + (
+            f"stomp.listeners.ssl.1 = {HOST}:{self.stomp_tls_port}\n"
+            f"ssl_options.cacertfile = {files['ca']}\n"
+            f"ssl_options.certfile = {files['server_cert']}\n"
+            f"ssl_options.keyfile = {files['server_key']}\n"
+            "ssl_options.verify = verify_peer\n"
+            "ssl_options.fail_if_no_peer_cert = true\n"))
+
+
+def start_tls_rabbitmq(tls: TlsFiles) -> TlsRabbitMQ:
+    """A started :class:`TlsRabbitMQ`; stop it with ``.close()``."""
+    rabbit = TlsRabbitMQ(tls)
+    broker = rabbit.start()
+    try:
+        broker.wait_ready([rabbit.stomp_tls_port], rabbit.ready_timeout)
+    except Exception:
+        rabbit.close()
+        raise
+    return rabbit
