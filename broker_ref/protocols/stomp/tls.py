@@ -1,13 +1,13 @@
 """The TLS listener of the STOMP server: the handshake first, then an ordinary connection.
 
-``create_server(ssl=...)`` would be shorter, but asyncio (and uvloop) drop a failed
-handshake without a word outside debug mode, and run it before the protocol exists, so
-a plain-text client on the TLS port, an untrusted client certificate or a scanner would
-leave no trace. Here each accepted socket gets a :class:`_Gate`, which runs
-``loop.start_tls`` itself: a failure is logged (one line, ``jmspy.broker.tls``) and the
-socket closed while the broker goes on serving; a success makes the STOMP connection
-(:meth:`StompServer.protocol`) with the user the client certificate names, if the
-listener takes certificates as identities.
+``create_server(ssl=...)`` would be shorter, but asyncio and uvloop both drop a failed
+handshake without a word outside debug mode, so a plain-text client on the TLS port, an
+untrusted client certificate or a scanner would leave no trace. Here the listener
+accepts each socket itself and hands it to ``loop.connect_accepted_socket`` with the
+context: a failed or timed-out handshake raises there, is logged (one line,
+``jmspy.broker.tls``, naming the peer and OpenSSL's reason) and the socket is closed
+while the broker goes on serving. A completed one calls the STOMP connection's
+``connection_made`` with the TLS transport, as a plain listener does with a plain one.
 
 The STOMP connection then reads and writes through the TLS transport like through a
 plain one: flow control (``pause_reading``, write-buffer limits) is the transport's
@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
+import weakref
 from collections.abc import Callable
-from typing import cast
-
-from ...tls_config import cert_user
 
 __all__ = ["TlsListener"]
 
@@ -32,11 +31,15 @@ log = logging.getLogger("jmspy.broker.tls")
 
 #: asyncio's own limit, for a server whose connect timeout is off (0)
 _DEFAULT_HANDSHAKE_S = 60.0
+#: OpenSSL's reasons when a ClientHello is not what arrived: STOMP's CONNECT reads as an
+#: HTTP proxy request, other text as an HTTP request or a wrong record version
+_PLAIN_TEXT = frozenset({"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST",
+                         "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE"})
 
 
 class TlsListener:
-    """What a TLS port serves with: the context, whose certificates are identities, and
-    the handshakes under way (closed with the server)."""
+    """What a TLS port serves with (the context, whose certificates are identities), and,
+    once :meth:`listen` ran, the listening socket, its accept loop and its handshakes."""
 
     def __init__(self, context: ssl.SSLContext, *, user_from_cert: str | None = None,
                  handshake_timeout: float = 0, max_handshakes: int = 0) -> None:
@@ -45,121 +48,91 @@ class TlsListener:
         self.user_from_cert = user_from_cert
         self.handshake_timeout = handshake_timeout or _DEFAULT_HANDSHAKE_S
         self.max_handshakes = max_handshakes
-        self._pending: set[asyncio.Transport] = set()
+        self._sock: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        #: handshake tasks, held so that none is collected half-way
+        self._pending: set[asyncio.Task[None]] = set()
+        #: the TLS transports of established connections: a TLS close waits for the
+        #: client's close_notify, which a stopping server does not wait for
+        self._open: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+        self._closed = asyncio.Event()
 
-    def factory(self, make: Callable[[str | None], asyncio.Protocol]) -> Callable[[], _Gate]:
-        """The protocol factory for ``create_server``: ``make(user)`` is called once the
-        handshake succeeded, with the certificate's user (None: log in by password)."""
-        return lambda: _Gate(self, make)
+    async def listen(self, host: str, port: int,
+                     factory: Callable[[], asyncio.Protocol]) -> tuple[str, int]:
+        """Bind ``host:port`` (0: a free port) and accept until :meth:`close`; each
+        client gets ``factory()``'s protocol once its handshake completed."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family, backlog=1024)
+        sock.setblocking(False)
+        self._sock = sock
+        self._accepting = asyncio.get_running_loop().create_task(self._accept(sock, factory))
+        addr = sock.getsockname()
+        return str(addr[0]), int(addr[1])
 
-    def abort_handshakes(self) -> None:
-        """The server stops: drop the sockets still negotiating."""
-        for transport in list(self._pending):
-            transport.abort()
-        self._pending.clear()
+    async def _accept(self, sock: socket.socket,
+                      factory: Callable[[], asyncio.Protocol]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                client, peer = await loop.sock_accept(sock)
+            except OSError as exc:  # out of descriptors, say: the next accept may work
+                if self._sock is None:
+                    return
+                log.warning("TLS listener: accept failed: %s", exc)
+                await asyncio.sleep(0.1)  # lets the descriptors in use be closed
+                continue
+            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+            if self.max_handshakes and len(self._pending) >= self.max_handshakes:
+                log.warning("refusing TLS client %s: %d handshakes already under way "
+                            "([limits] max-connections)", where, len(self._pending))
+                client.close()
+                continue
+            task = loop.create_task(self._handshake(client, where, factory))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
 
-    @property
-    def pending(self) -> int:
-        """Handshakes under way."""
-        return len(self._pending)
-
-    def admit(self, transport: asyncio.Transport) -> bool:
-        """Count a new socket's handshake; False when ``max_handshakes`` are under way."""
-        if self.max_handshakes and len(self._pending) >= self.max_handshakes:
-            return False
-        self._pending.add(transport)
-        return True
-
-    def done(self, transport: asyncio.Transport) -> None:
-        """The socket's handshake ended (either way)."""
-        self._pending.discard(transport)
-
-
-class _Early(asyncio.Protocol):
-    """Holds what the TLS transport delivers between the end of the handshake and the
-    moment the STOMP connection takes over: asyncio reads the first records (a TLS 1.3
-    client's CONNECT may travel with its Finished) before ``start_tls`` returns."""
-
-    def __init__(self) -> None:
-        self.data: list[bytes] = []
-        self.eof = False
-        self.lost: tuple[Exception | None] | None = None
-
-    def data_received(self, data: bytes) -> None:
-        self.data.append(data)
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        return True  # the connection decides once it is there
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = (exc,)
-
-
-class _Gate(asyncio.Protocol):
-    """An accepted socket whose TLS handshake is under way."""
-
-    def __init__(self, listener: TlsListener,
-                 make: Callable[[str | None], asyncio.Protocol]) -> None:
-        self._listener = listener
-        self._make = make
-        self._peer = "?"
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        raw = cast(asyncio.Transport, transport)
-        peer = raw.get_extra_info("peername")
-        self._peer = (f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2
-                      else str(peer))
-        if not self._listener.admit(raw):
-            log.warning("refusing TLS client %s: %d handshakes already under way "
-                        "([limits] max-connections)", self._peer, self._listener.pending)
-            raw.abort()
-            return
-        raw.pause_reading()  # the handshake reads, once start_tls has the socket
-        asyncio.get_running_loop().create_task(self._handshake(raw))
-
-    async def _handshake(self, raw: asyncio.Transport) -> None:
-        listener = self._listener
-        early = _Early()
+    async def _handshake(self, client: socket.socket, where: str,
+                         factory: Callable[[], asyncio.Protocol]) -> None:
         try:
-            tls = await asyncio.get_running_loop().start_tls(
-                raw, early, listener.context, server_side=True,
-                ssl_handshake_timeout=listener.handshake_timeout)
-        except (OSError, ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
-            log.warning("TLS handshake with %s failed, connection dropped: %s", self._peer,
-                        _why(exc, listener.handshake_timeout))
-            raw.abort()
+            transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
+                factory, client, ssl=self.context,
+                ssl_handshake_timeout=self.handshake_timeout)
+        except (OSError, ConnectionError, TimeoutError, ValueError) as exc:
+            log.warning("TLS handshake with %s failed, connection dropped: %s", where,
+                        _why(exc, self.handshake_timeout))
+            client.close()
             return
-        finally:
-            listener.done(raw)
-        if tls is None:  # the peer went away as the handshake ended
-            raw.abort()
-            return
-        user = None
-        if listener.user_from_cert is not None:
-            user = cert_user(tls.get_extra_info("peercert"), listener.user_from_cert)
-        conn = self._make(user)
-        tls.set_protocol(conn)
-        conn.connection_made(tls)
-        for data in early.data:
-            conn.data_received(data)
-        if early.eof and not conn.eof_received():
-            tls.close()
-        if early.lost is not None:
-            conn.connection_lost(early.lost[0])
+        self._open.add(transport)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        """The socket closed before ``start_tls`` took it: nothing to undo."""
+    def close(self) -> None:
+        """Stop accepting (the connections stay until :meth:`abort_sockets`)."""
+        sock, self._sock = self._sock, None
+        if self._accepting is not None:
+            self._accepting.cancel()
+        if sock is not None:
+            sock.close()
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def abort_sockets(self) -> None:
+        """The server stops (its connections were closed, their last frames written):
+        drop the handshakes under way and the TLS closes still waiting for the client."""
+        for task in list(self._pending):
+            task.cancel()
+        for transport in list(self._open):
+            transport.abort()  # type: ignore[attr-defined]
 
 
 def _why(exc: BaseException, timeout: float) -> str:
     """One line for the log: the OpenSSL reason (a plain-text client's bytes read as
     "wrong version number" or "http request"), or the timeout."""
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) or "taking longer than" in str(exc):
         return f"no handshake completed within {timeout:g} s"
     if isinstance(exc, ssl.SSLError) and exc.reason:
         hint = ""
-        if exc.reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL"):
+        if exc.reason in _PLAIN_TEXT:
             hint = " (a client speaking plain text to the TLS port?)"
         elif "CERTIFICATE" in exc.reason:
             hint = " (the client's certificate is missing or not signed by [broker.tls] ca)"
