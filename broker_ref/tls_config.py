@@ -105,8 +105,8 @@ def parse_tls(table: Mapping[str, Any], source: str, *, has_security: bool) -> T
             raise _fail(source, key, f"expected true or false, got {value!r}")
         return value
 
-    cert, key = path("cert"), path("key")
-    if cert is None or key is None:
+    cert, key_file = path("cert"), path("key")
+    if cert is None or key_file is None:
         missing = "cert" if cert is None else "key"
         raise _fail(source, missing, "missing: a TLS listener needs cert (the PEM certificate "
                     "the broker presents) and key (its private key)")
@@ -132,7 +132,7 @@ def parse_tls(table: Mapping[str, Any], source: str, *, has_security: bool) -> T
         raise _fail(source, "user-from-cert", f"{field!r} is not a subject field this broker "
                     f"reads; use one of {', '.join(CERT_FIELDS)}")
     config = TlsConfig(
-        cert=cert, key=key, port=port, key_password=text("key-password"),
+        cert=cert, key=key_file, port=port, key_password=text("key-password"),
         key_password_file=path("key-password-file"), ca=path("ca"),
         require_client_cert=flag("require-client-cert"), min_version=version,
         ciphers=ciphers, identity_as_user=flag("identity-as-user"), user_from_cert=field,
