@@ -22,7 +22,6 @@ import asyncio
 import logging
 import socket
 import ssl
-import weakref
 from collections.abc import Callable
 
 __all__ = ["TlsListener"]
@@ -53,8 +52,10 @@ class TlsListener:
         #: handshake tasks, held so that none is collected half-way
         self._pending: set[asyncio.Task[None]] = set()
         #: the TLS transports of established connections: a TLS close waits for the
-        #: client's close_notify, which a stopping server does not wait for
-        self._open: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+        #: client's close_notify, which a stopping server does not wait for (a plain set:
+        #: uvloop's transports take no weak references; closed ones are pruned as it grows)
+        self._open: set[asyncio.Transport] = set()
+        self._prune_at = 64
         self._closed = asyncio.Event()
 
     async def listen(self, host: str, port: int,
@@ -103,6 +104,9 @@ class TlsListener:
             client.close()
             return
         self._open.add(transport)
+        if len(self._open) >= self._prune_at:
+            self._open = {t for t in self._open if not t.is_closing()}
+            self._prune_at = max(64, 2 * len(self._open))
 
     def close(self) -> None:
         """Stop accepting (the connections stay until :meth:`abort_sockets`)."""
@@ -122,7 +126,8 @@ class TlsListener:
         for task in list(self._pending):
             task.cancel()
         for transport in list(self._open):
-            transport.abort()  # type: ignore[attr-defined]
+            transport.abort()
+        self._open.clear()
 
 
 def _why(exc: BaseException, timeout: float) -> str:
