@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import stomp
 from stomp_support import Collector
-from tls_broker import HANG, plain_client, tls_broker, tls_client, tls_section
+from tls_broker import HANG, RawStomp, plain_client, tls_broker, tls_client, tls_section
 
 from jmspy.broker_ref.core.security import hash_password
 
@@ -113,7 +113,7 @@ def test_required_client_certificates_refuse_clients_without_one_or_from_another
     failures = [r.getMessage() for r in caplog.records if r.name == "jmspy.broker.tls"]
     assert len(failures) == 2, failures
     assert all("TLS handshake with 127.0.0.1:" in line and "CERTIFICATE" in line
-               for line in failures), failures
+               and "not signed by [broker.tls] ca" in line for line in failures), failures
 
 
 def test_a_plain_text_client_on_the_tls_port_is_dropped_and_the_broker_serves_on(
@@ -208,3 +208,64 @@ def test_an_idle_socket_on_the_tls_port_does_not_block_other_clients(
         assert client.connect()[0] == "CONNECTED"
         client.close()
         silent.close()
+
+
+def test_a_client_that_never_starts_the_handshake_is_dropped_after_the_connect_timeout(
+        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture) -> None:
+    toml = tls_section(tls_ca).replace("heartbeat-ms = 0\n", "heartbeat-ms = 0\n"
+                                                             "connect-timeout = 1\n")
+    with (caplog.at_level(logging.INFO, logger="jmspy.broker.tls"),
+          tls_broker(tmp_path, toml) as ports):
+        silent = socket.create_connection(("127.0.0.1", ports["tls"]), timeout=HANG)
+        assert silent.recv(100) == b""  # blocks until the broker gives up on it (1 s)
+        silent.close()
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "jmspy.broker.tls"]
+    assert "no handshake completed within 1 s" in line
+
+
+def test_min_version_tls13_refuses_a_tls12_client(tmp_path: Path, tls_ca: Any) -> None:
+    with tls_broker(tmp_path, tls_section(tls_ca, 'min-version = "TLSv1.3"\n')) as ports:
+        context = ssl.create_default_context(cafile=str(tls_ca.ca))
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+        sock = socket.create_connection(("127.0.0.1", ports["tls"]), timeout=HANG)
+        with pytest.raises(ssl.SSLError):
+            context.wrap_socket(sock, server_hostname="localhost")
+        sock.close()
+        modern = tls_client(ports["tls"], tls_ca)
+        assert modern.sock.version() == "TLSv1.3"  # type: ignore[attr-defined]
+        modern.close()
+
+
+def test_an_encrypted_key_with_its_password_file_serves(tmp_path: Path, tls_ca: Any) -> None:
+    from tls_ca import KEY_PASSWORD
+
+    (tmp_path / "key.pw").write_text(KEY_PASSWORD + "\n", encoding="utf-8")
+    toml = (f'[broker]\nport = 0\n[broker.tls]\nport = 0\nonly = true\n'
+            f'cert = "{tls_ca.client_cert}"\nkey = "{tls_ca.client_key_encrypted}"\n'
+            'key-password-file = "key.pw"\n')
+    with tls_broker(tmp_path, toml) as ports:
+        # that certificate is alice's (a client certificate, no host name): only a client
+        # that checks nothing accepts it, which is enough to show the key was loaded
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        sock = context.wrap_socket(socket.create_connection(("127.0.0.1", ports["tls"]),
+                                                            timeout=HANG))
+        assert RawStomp(sock).connect()[0] == "CONNECTED"
+        sock.close()
+
+
+def test_a_client_that_distrusts_the_broker_certificate_is_logged_as_such(
+        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture) -> None:
+    with (caplog.at_level(logging.INFO, logger="jmspy.broker.tls"),
+          tls_broker(tmp_path, tls_section(tls_ca)) as ports):
+        context = ssl.create_default_context(cafile=str(tls_ca.other_ca))
+        sock = socket.create_connection(("127.0.0.1", ports["tls"]), timeout=HANG)
+        with pytest.raises(ssl.SSLCertVerificationError):
+            context.wrap_socket(sock, server_hostname="localhost")
+        sock.close()
+        client = tls_client(ports["tls"], tls_ca)  # the next client is served
+        assert client.connect()[0] == "CONNECTED"
+        client.close()
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "jmspy.broker.tls"]
+    assert "sent by the client: it does not accept the broker's certificate" in line

@@ -139,6 +139,9 @@ def _why(exc: BaseException, timeout: float) -> str:
         hint = ""
         if exc.reason in _PLAIN_TEXT:
             hint = " (a client speaking plain text to the TLS port?)"
+        elif "_ALERT_" in exc.reason:  # the client's own verdict, sent as an alert
+            hint = (" (sent by the client: it does not accept the broker's certificate; does "
+                    "it trust the CA that signed [broker.tls] cert, for the name it dials?)")
         elif "CERTIFICATE" in exc.reason:
             hint = " (the client's certificate is missing or not signed by [broker.tls] ca)"
         return f"{exc.reason}{hint}"
