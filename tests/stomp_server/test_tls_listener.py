@@ -98,11 +98,12 @@ def refused(client_factory: Any) -> str:
     return "closed"
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_required_client_certificates_refuse_clients_without_one_or_from_another_ca(
-        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture, loop: str) -> None:
     extra = f'ca = "{tls_ca.ca}"\nrequire-client-cert = true\n'
     with (caplog.at_level(logging.INFO, logger="jmspy.broker.tls"),
-          tls_broker(tmp_path, tls_section(tls_ca, extra)) as ports):
+          tls_broker(tmp_path, tls_section(tls_ca, extra), loop) as ports):
         refused(lambda: tls_client(ports["tls"], tls_ca))
         refused(lambda: tls_client(ports["tls"], tls_ca, cert=tls_ca.other_client_cert,
                                    key=tls_ca.other_client_key))
@@ -116,10 +117,11 @@ def test_required_client_certificates_refuse_clients_without_one_or_from_another
                and "not signed by [broker.tls] ca" in line for line in failures), failures
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_plain_text_client_on_the_tls_port_is_dropped_and_the_broker_serves_on(
-        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture, loop: str) -> None:
     with (caplog.at_level(logging.INFO, logger="jmspy.broker.tls"),
-          tls_broker(tmp_path, tls_section(tls_ca)) as ports):
+          tls_broker(tmp_path, tls_section(tls_ca), loop) as ports):
         plain = plain_client(ports["tls"])
         plain.send("CONNECT", accept_version="1.2", host="/")
         answer = b""
@@ -155,9 +157,10 @@ def identity_config(files: Any, *, required: bool) -> str:
     return tls_section(files, extra) + security()
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_client_certificate_logs_alice_in_without_a_password_and_her_acls_apply(
-        tmp_path: Path, tls_ca: Any) -> None:
-    with tls_broker(tmp_path, identity_config(tls_ca, required=True)) as ports:
+        tmp_path: Path, tls_ca: Any, loop: str) -> None:
+    with tls_broker(tmp_path, identity_config(tls_ca, required=True), loop) as ports:
         alice = tls_client(ports["tls"], tls_ca, cert=tls_ca.client_cert,
                            key=tls_ca.client_key)
         command, headers, _ = alice.connect()  # no login, no passcode
@@ -210,12 +213,13 @@ def test_an_idle_socket_on_the_tls_port_does_not_block_other_clients(
         silent.close()
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_client_that_never_starts_the_handshake_is_dropped_after_the_connect_timeout(
-        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, tls_ca: Any, caplog: pytest.LogCaptureFixture, loop: str) -> None:
     toml = tls_section(tls_ca).replace("heartbeat-ms = 0\n", "heartbeat-ms = 0\n"
                                                              "connect-timeout = 1\n")
     with (caplog.at_level(logging.INFO, logger="jmspy.broker.tls"),
-          tls_broker(tmp_path, toml) as ports):
+          tls_broker(tmp_path, toml, loop) as ports):
         silent = socket.create_connection(("127.0.0.1", ports["tls"]), timeout=HANG)
         assert silent.recv(100) == b""  # blocks until the broker gives up on it (1 s)
         silent.close()

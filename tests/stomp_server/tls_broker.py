@@ -20,13 +20,16 @@ HANG = 60.0
 
 
 @contextmanager
-def tls_broker(tmp_path: Path, toml: str) -> Iterator[dict[str, int]]:
-    """Serve the config ``toml`` (in memory) until the block ends; yields the bound ports
-    as {"plain": P, "tls": T} ("plain" missing when the config serves TLS only)."""
+def tls_broker(tmp_path: Path, toml: str, loop: str | None = None) -> Iterator[dict[str, int]]:
+    """Serve the config ``toml`` (in memory) until the block ends, on ``loop`` (None: the
+    config's, uvloop when installed, as ``jmspy broker``); yields the bound ports as
+    {"plain": P, "tls": T} ("plain" missing when the config serves TLS only)."""
     path = tmp_path / "broker.toml"
     path.write_text(toml, encoding="utf-8")
     config = load_config(path)
     config.data_dir = None
+    if loop is not None:
+        config.loop = loop
     ports: dict[str, int] = {}
     ready = threading.Event()
     failed: list[BaseException] = []
@@ -48,7 +51,8 @@ def tls_broker(tmp_path: Path, toml: str) -> Iterator[dict[str, int]]:
 
     def run() -> None:
         try:
-            asyncio.run(main())
+            with asyncio.Runner(loop_factory=runner.loop_factory(config.loop)) as run_loop:
+                run_loop.run(main())
         except BaseException as exc:  # handed to the test thread
             failed.append(exc)
             ready.set()
