@@ -38,6 +38,10 @@ def _broker(args: argparse.Namespace) -> int:
                   "[broker.tls] table with cert and key to the --config file",
                   file=sys.stderr)
             return 2
+        if args.tls_only and args.port is not None:
+            print("jmspy: error: --port names the plain-text listener, which --tls-only turns "
+                  "off; give --tls-port instead", file=sys.stderr)
+            return 2
         changes: dict[str, Any] = {}
         if args.tls_port is not None:
             changes["port"] = args.tls_port

@@ -111,3 +111,9 @@ def test_tls_port_equal_to_the_plain_port_is_refused(tmp_path: Path, tls_ca: Any
               "7001")
     assert out.returncode == 2
     assert "--port and --tls-port are both 7001" in out.stderr
+
+
+def test_port_with_tls_only_is_refused(tmp_path: Path, tls_ca: Any) -> None:
+    out = run("--config", str(config(tmp_path, tls_ca)), "--port", "7002", "--tls-only")
+    assert out.returncode == 2
+    assert "--tls-only turns off; give --tls-port instead" in out.stderr
