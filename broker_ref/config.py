@@ -11,6 +11,9 @@
     idle-spin-us = 100      # after a read the loop polls this long before it sleeps,
                             # adaptively (jmspy/idle_spin.py); 0 = off, at most 1000
 
+    [broker.tls]            # a TLS listener beside (or, only = true, instead of) the
+                            # plain one: broker_ref/tls_config.py lists its keys
+
     [limits]
     max-frame-bytes = 10485760   # largest frame body (10 MiB)
     input-budget = "64 MB"       # bytes of frames being read, all connections together;
@@ -90,6 +93,7 @@ __all__ = [
     "BrokerConfig",
     "ConfigError",
     "check_idle_spin",
+    "check_ports",
     "default_loop",
     "load_config",
     "parse_config",
@@ -176,6 +180,8 @@ class BrokerConfig:
     destination_memory_percent: int = DEFAULT_DESTINATION_MEMORY_PERCENT
     settings: dict[str, AddressSettings] = field(default_factory=dict)
     security: Any = None
+    #: the TLS listener's :class:`~.tls_config.TlsConfig` ([broker.tls]); None: none
+    tls: Any = None
     source: str = "<default>"
 
     def broker_kwargs(self) -> dict[str, Any]:
@@ -349,9 +355,12 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
                 f"{source}: unknown table [{key}]; valid tables are: {', '.join(sorted(_TOP))}"
             )
     for key, value in _table(data, "broker", source).items():
+        if key == "tls":
+            cfg.tls = _tls(value, source, has_security="security" in data)
+            continue
         tp = _BROKER.get(key)
         if tp is None:
-            raise _unknown(key, "broker", source, _BROKER)
+            raise _unknown(key, "broker", source, [*_BROKER, "tls"])
         setattr(cfg, key.replace("-", "_"), _convert(value, tp, key, "broker", source))
     for key, value in _table(data, "limits", source).items():
         attr = _LIMITS.get(key)
@@ -393,6 +402,7 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
     if not 0 <= cfg.port <= 65535:
         raise ConfigError(f"{source}: [broker] port = {cfg.port} must be between 0 and 65535")
     check_idle_spin(cfg, f"{source}: [broker] idle-spin-us")
+    check_ports(cfg, f"{source}: [broker] port and [broker.tls] port")
     for pattern, table in _table(data, "address-settings", source).items():
         cfg.settings[pattern] = _address_settings(pattern, table, source)
     if "security" in data:
@@ -406,6 +416,24 @@ def check_idle_spin(cfg: BrokerConfig, where: str) -> None:
         raise ConfigError(
             f"{where} = {cfg.idle_spin_us} must be between 0 (off) and {MAX_IDLE_SPIN_US} "
             f"microseconds (default {DEFAULT_IDLE_SPIN_US})")
+
+
+def check_ports(cfg: BrokerConfig, where: str) -> None:
+    """Refuse a plain and a TLS listener on one fixed port (``where`` names the keys or
+    the options): the second could never bind."""
+    tls = cfg.tls
+    if tls is not None and not tls.only and tls.port == cfg.port != 0:
+        raise ConfigError(f"{where} are both {cfg.port}: the plain and the TLS listener "
+                          "need a port each; change one (or set [broker.tls] only = true "
+                          "to serve TLS alone)")
+
+
+def _tls(table: Any, source: str, *, has_security: bool) -> Any:
+    from .tls_config import parse_tls
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [broker] tls must be a table ([broker.tls])")
+    return parse_tls(table, source, has_security=has_security)
 
 
 def _table(data: dict[str, Any], name: str, source: str) -> dict[str, Any]:

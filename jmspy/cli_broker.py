@@ -9,6 +9,7 @@ asyncio and the STOMP server), and through :func:`importlib.import_module` becau
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import importlib
 import sys
@@ -30,6 +31,24 @@ def _broker(args: argparse.Namespace) -> int:
         config.port = args.port
     if args.loop is not None:
         config.loop = args.loop
+    if args.tls_port is not None or args.tls_only:
+        if config.tls is None:
+            option = "--tls-port" if args.tls_port is not None else "--tls-only"
+            print(f"jmspy: error: {option} needs a TLS listener configured: add a "
+                  "[broker.tls] table with cert and key to the --config file",
+                  file=sys.stderr)
+            return 2
+        if args.tls_only and args.port is not None:
+            print("jmspy: error: --port names the plain-text listener, which --tls-only turns "
+                  "off; give --tls-port instead", file=sys.stderr)
+            return 2
+        changes: dict[str, Any] = {}
+        if args.tls_port is not None:
+            changes["port"] = args.tls_port
+        if args.tls_only:
+            changes["only"] = True
+        config.tls = dataclasses.replace(config.tls, **changes)
+        config_mod.check_ports(config, "--port and --tls-port")
     if args.idle_spin_us is not None:
         config.idle_spin_us = args.idle_spin_us
         config_mod.check_idle_spin(config, "--idle-spin-us")
@@ -125,6 +144,15 @@ def add_commands(sub: Any) -> None:
                         help="listen port, 1-65535, or 0 for any free port (the "
                         "\"listening on\" line names it); overrides [broker] port; "
                         "default 61613")
+    broker.add_argument("--tls-port", type=port(zero="any free port"),
+                        help="TLS listen port, 1-65535, or 0 for any free port (overrides "
+                        "[broker.tls] port; default 61614); the TLS listener itself "
+                        "(certificate, key, client certificates) is configured in "
+                        "[broker.tls] of the --config file, and a second \"listening on\" "
+                        "line names its port")
+    broker.add_argument("--tls-only", action="store_true",
+                        help="serve STOMP over TLS only, with no plain-text listener "
+                        "(overrides [broker.tls] only; needs [broker.tls])")
     broker.add_argument("--loop", choices=("asyncio", "uvloop"),
                         help="event loop (overrides [broker] loop; default uvloop when "
                         "installed, as it is with jmspy on CPython off Windows, else "

@@ -82,7 +82,8 @@ def test_security_page_example_loads_and_means_what_the_page_says(tmp_path):
     from jmspy.broker_ref.core import AccessDenied, Broker, DestinationKind, ServerMessage
 
     page = (ROOT / "docs" / "security.md").read_text()
-    (example,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    worked = page.split("## A worked example", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```toml\n(.*?)```", worked, re.S)
     path = tmp_path / "broker.toml"
     path.write_text(example)
     config = load_config(path)

@@ -49,6 +49,8 @@ from .vm_errors import translate
 from .vm_url_options import URL_OPTIONS, VM_URL_OPTIONS
 
 if TYPE_CHECKING:
+    import ssl
+
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 from .capabilities import native_features
 from .destination_options import resolve
@@ -121,29 +123,47 @@ class BrokerHost:
         with self.lock:
             return [c.url for c in self._connectors]
 
-    def add_connector(self, url: str = "stomp://127.0.0.1:0") -> str:
+    def add_connector(self, url: str = "stomp://127.0.0.1:0", *,
+                      ssl_context: ssl.SSLContext | None = None,
+                      user_from_cert: str | None = None) -> str:
         """Serve this broker over STOMP to other processes as well; the URL they connect
         to (port 0 in ``url``: a free port, named in the answer).
+
+        ``stomp+ssl://HOST:PORT`` (or ``stomps://``) serves STOMP over TLS with
+        ``ssl_context``, a server-side context holding the broker's certificate and key
+        (``ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)`` with ``load_cert_chain``; with
+        ``verify_mode`` and ``load_verify_locations`` for client certificates).
+        ``user_from_cert`` ("CN", "emailAddress", ...): a client certificate's subject
+        field logs that user in without a password (the user must be in the broker's
+        security policy).
 
         Like ActiveMQ's ``BrokerService.addConnector``: the application keeps its
         ``vm://`` connections, and a Spark job, a ``jmspy stat`` or any STOMP client
         connects to the returned ``stomp://`` URL. The broker's security settings apply
         to those logins. The connectors close when the broker is stopped."""
-        from jmspy.broker_ref.protocols.stomp.connector import StompConnector
+        from jmspy.broker_ref.protocols.stomp.connector import (
+            TLS_SCHEMES,
+            StompConnector,
+            connector_tls,
+        )
 
         parts = urlsplit(url)
         try:
             port = parts.port
         except ValueError:
             port = -1
-        if parts.scheme.lower() != "stomp" or port is None or port < 0 or parts.path.strip("/"):
+        scheme = parts.scheme.lower()
+        if (scheme not in ("stomp", *TLS_SCHEMES) or port is None or port < 0
+                or parts.path.strip("/")):
             raise errors.InvalidConfigurationException(
-                f"connector {url!r}: give stomp://HOST:PORT (port 0 picks a free one), e.g. "
-                "stomp://127.0.0.1:61613; STOMP is the protocol this broker serves")
+                f"connector {url!r}: give stomp://HOST:PORT or stomp+ssl://HOST:PORT (port 0 "
+                "picks a free one), e.g. stomp://127.0.0.1:61613; STOMP is the protocol "
+                "this broker serves")
+        tls = connector_tls(url, scheme, ssl_context, user_from_cert)
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)
         try:
-            connector.start(host, port)
+            connector.start(host, port, tls=tls)
         except OSError as exc:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "

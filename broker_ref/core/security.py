@@ -348,6 +348,27 @@ class SecurityPolicy:
             )
         return Principal(user, record.roles)
 
+    def authenticate_certificate(self, user: str, login: str | None) -> Principal:
+        """The principal for a client whose verified TLS certificate names ``user``
+        (Mosquitto's ``use_identity_as_username``, ActiveMQ's certificate login): no
+        password, since the CA vouched for the name; the user must be configured, for
+        its roles. ``login`` (the CONNECT's login header), when given, must be that name:
+        a client cannot borrow its certificate to act as someone else."""
+        if not self.enabled:
+            return Principal(user)
+        if login and login != user:
+            raise AuthenticationFailed(
+                f"authentication failed: the client certificate names user {user!r} but "
+                f"CONNECT asks for {login!r}; leave the login header out (the certificate "
+                "logs in) or connect with the certificate of that user")
+        record = self.users.get(user)
+        if record is None:
+            raise AuthenticationFailed(
+                f"authentication failed: the client certificate names user {user!r}, who "
+                "is not in the broker's [security.users]; add that user (with its roles) "
+                "or connect with another certificate")
+        return Principal(user, record.roles)
+
     # -- authorization
 
     def may_consume_topic(self, principal: Principal | None, topic: str) -> bool:

@@ -15,17 +15,21 @@ leaves the broker open when it stops: the broker's owner closes it.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Coroutine
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
+from jmspy.errors import InvalidConfigurationException
 from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker
+from ...tls_config import CERT_FIELDS
 from .server import ConnectionLimits, StompServer
+from .tls import TlsListener
 
-__all__ = ["StompConnector"]
+__all__ = ["TLS_SCHEMES", "StompConnector", "connector_tls"]
 
 T = TypeVar("T")
 
@@ -53,26 +57,32 @@ class StompConnector:
             target=self._loop.run_forever, name=f"jmspy-connector-{name}", daemon=True)
         #: the bound address, once :meth:`start` returned
         self.address: tuple[str, int] | None = None
+        self._scheme = "stomp"
 
     @property
     def url(self) -> str:
-        """``stomp://HOST:PORT`` of the bound address, for other processes to connect to."""
+        """``stomp://HOST:PORT`` (``stomp+ssl://`` for a TLS listener) of the bound
+        address, for other processes to connect to."""
         assert self.address is not None, "start() first"
         host, port = self.address
-        return f"stomp://[{host}]:{port}" if ":" in host else f"stomp://{host}:{port}"
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return f"{self._scheme}://{where}"
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen on ``host:port`` (0: any free port); the bound address. A port that
-        cannot be bound raises the OSError, and no thread is left behind."""
+    def start(self, host: str, port: int, *, tls: TlsListener | None = None) -> tuple[str, int]:
+        """Listen on ``host:port`` (0: any free port), over TLS with ``tls``; the bound
+        address. A port that cannot be bound raises the OSError, and no thread is left
+        behind."""
 
         async def listen() -> tuple[str, int]:
             self._server = StompServer(
                 self._broker, core_lock=self._core_lock, owns_broker=False, **self._options)
-            return await self._server.start(host, port)
+            return await self._server.start(host, port, tls=tls)
 
+        if tls is not None:
+            self._scheme = "stomp+ssl"
         self._thread.start()
         try:
             self.address = self._run(listen(), 30.0)
@@ -98,3 +108,29 @@ class StompConnector:
                 self._thread.join(30.0)
         if not self._loop.is_running():
             self._loop.close()
+
+
+#: connector schemes served over TLS (``stomps`` as the client's alias)
+TLS_SCHEMES = ("stomp+ssl", "stomps")
+
+
+def connector_tls(url: str, scheme: str, context: ssl.SSLContext | None,
+                   user_from_cert: str | None) -> TlsListener | None:
+    """The TLS listener an ``add_connector`` URL asks for (None: plain STOMP); a TLS
+    scheme without a context, or a context for plain STOMP, is refused."""
+    if scheme not in TLS_SCHEMES:
+        if context is not None or user_from_cert is not None:
+            raise InvalidConfigurationException(
+                f"connector {url!r}: ssl_context and user_from_cert serve TLS; write "
+                "stomp+ssl://HOST:PORT to listen over TLS")
+        return None
+    if context is None:
+        raise InvalidConfigurationException(
+            f"connector {url!r}: a TLS connector needs ssl_context=, a server-side "
+            "ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER) holding the broker's certificate and "
+            "key (context.load_cert_chain(cert, key))")
+    if user_from_cert is not None and user_from_cert not in CERT_FIELDS:
+        raise InvalidConfigurationException(
+            f"connector {url!r}: user_from_cert={user_from_cert!r} is not a subject field "
+            f"the broker reads; use one of {', '.join(CERT_FIELDS)}")
+    return TlsListener(context, user_from_cert=user_from_cert)

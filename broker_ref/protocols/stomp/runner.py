@@ -15,7 +15,9 @@ from ...core import Broker
 from ...core.sqlite_store import StoreError
 from ...core.throttle import ThrottleSettings
 from ...data_dir import DataDirectory
+from ...tls_config import TlsConfig, server_context
 from .server import ConnectionLimits, StompServer
+from .tls import TlsListener
 
 __all__ = ["StoreError", "loop_factory", "run_broker", "serve"]
 
@@ -24,10 +26,17 @@ async def serve(
     config: BrokerConfig,
     stop: asyncio.Event,
     on_ready: Callable[[str, int], None] | None = None,
+    on_tls_ready: Callable[[str, int], None] | None = None,
 ) -> None:
-    """Serve until ``stop`` is set, then close listeners, connections and the broker."""
+    """Serve until ``stop`` is set, then close listeners, connections and the broker.
+
+    ``on_ready`` hears the plain listener's address, ``on_tls_ready`` the TLS one's
+    (``[broker.tls]``); with ``only = true`` there is no plain listener, and ``on_ready``
+    hears the TLS address too. The TLS files are read before anything listens: a bad
+    certificate stops the start with a :class:`ConfigError` naming the file."""
     from jmspy.stomp_frames import CodecLimits
 
+    tls = _tls_listener(config)
     data = DataDirectory(config.data_dir) if config.data_dir is not None else None
     try:
         broker = Broker(**config.broker_kwargs(),
@@ -63,8 +72,19 @@ async def serve(
         ),
     )
     try:
-        host, port = await server.start(config.host, config.port)
+        if tls is None or not config.tls.only:
+            host, port = await server.start(config.host, config.port)
+        if tls is not None:
+            try:
+                tls_host, tls_port = await server.start(config.host, config.tls.port, tls=tls)
+            except OSError as exc:
+                raise ConfigError(f"cannot listen for TLS on {config.host}:{config.tls.port}: "
+                                  f"{exc.strerror}; pick another [broker.tls] port or "
+                                  "--tls-port (0 picks a free one)") from exc
+            if config.tls.only:
+                host, port = tls_host, tls_port
     except BaseException:
+        await server.stop()
         broker.close()
         if data is not None:
             data.release()
@@ -73,6 +93,8 @@ async def serve(
     try:
         if on_ready is not None:
             on_ready(host, port)
+        if tls is not None and on_tls_ready is not None:
+            on_tls_ready(tls_host, tls_port)
         await stop.wait()
     finally:
         await server.stop()  # closes the broker, and so the store
@@ -80,6 +102,16 @@ async def serve(
             data.release()
     if server.failed is not None:
         raise StoreError(f"the broker stopped: {server.failed}")
+
+
+def _tls_listener(config: BrokerConfig) -> TlsListener | None:
+    if config.tls is None:
+        return None
+    tls: TlsConfig = config.tls
+    limits = config.connect_timeout
+    return TlsListener(server_context(tls),
+                       user_from_cert=tls.user_from_cert if tls.identity_as_user else None,
+                       handshake_timeout=float(limits), max_handshakes=config.max_connections)
 
 
 def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -105,17 +137,30 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
 def run_broker(config: BrokerConfig) -> int:
     """Blocking: print the listening address, serve until SIGINT/SIGTERM, return 0."""
 
+    where = (f"persistent messages in {Path(config.data_dir).resolve()}"
+             if config.data_dir is not None else "in memory: messages are lost at exit")
+    tls_only = config.tls is not None and config.tls.only
+
     def ready(host: str, port: int) -> None:
-        where = (f"persistent messages in {Path(config.data_dir).resolve()}"
-                 if config.data_dir is not None else "in memory: messages are lost at exit")
-        print(f"jmspy broker listening on {host}:{port} ({where})", flush=True)
+        if not tls_only:
+            print(f"jmspy broker listening on {host}:{port} ({where})", flush=True)
+
+    def tls_ready(host: str, port: int) -> None:
+        tls: TlsConfig = config.tls
+        certs = ("client certificates required" if tls.require_client_cert
+                 else "client certificates optional" if tls.ca else "no client certificates")
+        if tls.identity_as_user:
+            certs += f", their {tls.user_from_cert} logs in"
+        extra = f"; {where}" if tls_only else ""
+        print(f"jmspy broker listening on {host}:{port} for STOMP over TLS ({certs}{extra})",
+              flush=True)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await serve(config, stop, ready)
+        await serve(config, stop, ready, tls_ready)
 
     with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
         runner.run(main())

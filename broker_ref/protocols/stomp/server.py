@@ -52,9 +52,11 @@ from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES, InputBudget
 from ...core.listener_stats import Closed, Refused
 from ...core.store_faults import StoreWriteFailed
 from ...core.throttle import LoginThrottle, ThrottleSettings
+from ...tls_config import cert_user
 from .connect import LoginRequest
 from .loop_polling import LoopPolling
 from .protocol import TURN_FRAMES, StompSession
+from .tls import TlsListener
 
 __all__ = ["HIGH_WATER", "ConnectionLimits", "StompServer"]
 
@@ -126,8 +128,14 @@ def _holding_core(
 class _Connection(asyncio.Protocol):
     """One TCP connection: bytes in -> session -> bytes out, plus heart-beat timers."""
 
-    def __init__(self, server: StompServer) -> None:
+    def __init__(self, server: StompServer, user_from_cert: str | None = None) -> None:
         self.server = server
+        #: on a TLS listener that takes certificates as identities (.tls): the subject
+        #: field naming the user
+        self._user_from_cert = user_from_cert
+        #: who the client's TLS certificate says it is (then logged in as that user
+        #: without a password); None: the CONNECT's login and passcode decide
+        self.certificate_user: str | None = None
         self.loop = server.loop
         self.session = StompSession(
             server.broker, limits=server.limits, heartbeat_ms=server.heartbeat_ms
@@ -179,6 +187,9 @@ class _Connection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=HIGH_WATER, low=HIGH_WATER // 4)
         peer = transport.get_extra_info("peername")
         self.address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        if self._user_from_cert is not None:
+            self.certificate_user = cert_user(transport.get_extra_info("peercert"),
+                                              self._user_from_cert)
         refusal = self.server.admit(self)
         if refusal is not None:
             self._refuse("too many connections", refusal)
@@ -235,8 +246,12 @@ class _Connection(asyncio.Protocol):
         if verdict.delay_ms:
             await asyncio.sleep(verdict.delay_ms / 1000)
         try:
-            principal = await self.loop.run_in_executor(
-                server.login_pool, policy.authenticate, request.user, request.password)
+            if self.certificate_user is not None:
+                principal = policy.authenticate_certificate(self.certificate_user,
+                                                            request.user)
+            else:
+                principal = await self.loop.run_in_executor(
+                    server.login_pool, policy.authenticate, request.user, request.password)
         except BrokerError as exc:
             if request.user or request.password:
                 server.throttle.failed(self.address, request.user)
@@ -646,7 +661,9 @@ class StompServer:
         #: schedules a connection's flush; from another thread when the core is shared
         self.call_soon: Callable[[Callable[[], object]], object] = (
             self.loop.call_soon if core_lock is None else self.loop.call_soon_threadsafe)
-        self._server: asyncio.Server | None = None
+        #: the listening sockets: plain, and TLS (.tls)
+        self._servers: list[asyncio.Server | TlsListener] = []
+        self._tls: list[TlsListener] = []
         #: While a connection's ``data_received`` runs, the connections it gave output
         #: (deliveries of its SENDs, say): written when it ends, in the order woken, not
         #: a loop turn later by a callback each (on asyncio's loop one more epoll_wait and
@@ -743,20 +760,27 @@ class StompServer:
             else:
                 self._per_address.pop(conn.address, None)
 
-    def protocol(self) -> asyncio.Protocol:
+    def protocol(self, user_from_cert: str | None = None) -> asyncio.Protocol:
         """A new client connection's protocol object, as the listening socket makes one
         per accepted socket; a host without sockets (an in-process driver) gives it a
         transport with ``connection_made`` and feeds it bytes."""
-        return _Connection(self)
+        return _Connection(self, user_from_cert)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 61613) -> tuple[str, int]:
-        """Listen; returns the bound (host, port) (useful with port 0)."""
-        self._server = await self.loop.create_server(
+    async def start(self, host: str = "127.0.0.1", port: int = 61613, *,
+                    tls: TlsListener | None = None) -> tuple[str, int]:
+        """Listen (again for each listener: plain, ``tls``); returns the bound (host, port)
+        (useful with port 0)."""
+        if tls is not None:
+            self._servers.append(tls)
+            self._tls.append(tls)
+            return await tls.listen(host, port, lambda: self.protocol(tls.user_from_cert))
+        server = await self.loop.create_server(
             # a deep accept backlog: a burst of connections is accepted (and counted
             # against the limits) at once instead of waiting in the kernel for SYN retries
             self.protocol, host, port, reuse_address=True, backlog=1024
         )
-        addr = self._server.sockets[0].getsockname()
+        self._servers.append(server)
+        addr = server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
 
     def make_durable(self) -> None:
@@ -791,8 +815,8 @@ class StompServer:
             return
         self.failed = reason
         log.critical("stopping the broker: %s", reason)
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.fail("broker stopping", reason)
         if self.on_failed is not None:
@@ -830,20 +854,22 @@ class StompServer:
 
     async def stop(self) -> None:
         """Close listeners, every connection, then the broker (if this server owns it)."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         with self.core_lock:
             for conn in list(self.connections):
                 conn.flush()
                 conn.close()
             for transport in list(self.lingering):
                 transport.abort()
+            for tls in self._tls:
+                tls.abort_sockets()
             self.lingering.clear()
             if self._timer is not None:
                 self._timer.cancel()
             if self.owns_broker:
                 self.broker.close()
         self.login_pool.shutdown(wait=False, cancel_futures=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         await asyncio.sleep(0)
