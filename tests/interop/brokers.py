@@ -343,6 +343,10 @@ class RabbitMQ(Restartable):
             "RABBITMQ_PID_FILE": str(work / "rabbitmq.pid"),
             "ERL_EPMD_PORT": str(epmd_port),
             "ERL_EPMD_ADDRESS": HOST,
+            # its boot checks the distribution port at the default 25672 unless told (the
+            # config's port range comes later): another RabbitMQ on this machine holding
+            # 25672 would stop it there
+            "RABBITMQ_DIST_PORT": str(dist_port),
             "RABBITMQ_SERVER_START_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
         }
 

@@ -12,7 +12,6 @@ broker's directory readable by all: Mosquitto drops root privileges to its own u
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,12 +71,6 @@ class TlsRabbitMQ(RabbitMQ):
         self.stomp_tls_port = free_port()
         conf = self.work / "rabbitmq.conf"
         text = conf.read_text()
-        # RabbitMQ's boot checks its distribution port at the default 25672 unless told
-        # (the config's port range comes later): another RabbitMQ on this machine holding
-        # 25672 would stop it there
-        dist = re.search(r"distribution\.listener\.port_range\.min = (\d+)", text)
-        assert dist is not None and self.env is not None
-        self.env["RABBITMQ_DIST_PORT"] = dist.group(1)
         conf.write_text(text + (
             f"stomp.listeners.ssl.1 = {HOST}:{self.stomp_tls_port}\n"
             f"ssl_options.cacertfile = {files['ca']}\n"
