@@ -13,6 +13,7 @@ flow-control batch stalled (measured: 134 msgs/s at limit 5 instead of thousands
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,7 +39,8 @@ try:
 except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
 
-__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
+__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "is_tls", "open_stomp",
+           "shut_down"]
 
 log = transport_logger("stomp")
 
@@ -227,13 +229,28 @@ def shut_down(conn: Any) -> None:
     """Shut a stomp.py connection's socket down and nothing more: its reading thread then
     reads the end of the stream and reports the drop the one way every drop is reported
     (``Receiver.on_disconnected``). For a write that failed: the socket is broken, whether
-    or not the reader has noticed yet."""
-    sock = getattr(getattr(conn, "transport", None), "socket", None)
+    or not the reader has noticed yet.
+
+    Over TLS that thread never takes an empty read for the end: stomp.py 9 reads TLS
+    sockets non-blocking and calls an empty read "no data yet" (its comment: recv() for
+    TLS sockets can return None while the connection is still open), so a closed socket
+    would be polled forever. There the loop is also told to stop (``running``, as
+    :func:`drop` does), and it reports the drop as it ends."""
+    transport = getattr(conn, "transport", None)
+    sock = getattr(transport, "socket", None)
     if sock is not None:
+        if isinstance(sock, ssl.SSLSocket):
+            transport.running = False
         try:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # not connected any more: the reader has seen the end already
+
+
+def is_tls(conn: Any) -> bool:
+    """Whether a stomp.py connection's socket is a TLS one."""
+    return isinstance(getattr(getattr(conn, "transport", None), "socket", None),
+                      ssl.SSLSocket)
 
 
 def _no_delay(conn: Any) -> None:
