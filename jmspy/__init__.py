@@ -40,6 +40,7 @@ from .flow import FlowStats
 from .message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from .producer import CompletionListener, MessageProducer
 from .session import Session
+from .tls_errors import TLSException
 
 __version__ = "0.1.0"
 
@@ -76,6 +77,7 @@ __all__ = [
     "QueueBrowser",
     "ResourceAllocationException",
     "Session",
+    "TLSException",
     "TemporaryQueue",
     "TemporaryTopic",
     "TextMessage",
