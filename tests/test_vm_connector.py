@@ -178,6 +178,16 @@ def test_a_connector_url_that_is_not_stomp_host_port_is_refused_with_the_form_to
     assert host.connectors == []
 
 
+@pytest.mark.parametrize("url", ["stomp://127.0.0.1:0?heartbeat=0",
+                                 "stomp+ssl://127.0.0.1:0?ca_file=ca.pem"])
+def test_a_connector_url_with_options_is_refused_not_ignored(
+        vm_broker_factory: Callable[..., Any], url: str) -> None:
+    host, _ = vm_broker_factory()
+    with pytest.raises(InvalidConfigurationException, match="a connector takes no URL"):
+        host.add_connector(url)
+    assert host.connectors == []
+
+
 def test_a_port_already_in_use_is_refused_naming_the_address(
         vm_broker_factory: Callable[..., Any]) -> None:
     host, _ = vm_broker_factory()

@@ -153,6 +153,11 @@ class BrokerHost:
         except ValueError:
             port = -1
         scheme = parts.scheme.lower()
+        if parts.query or parts.fragment:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: a connector takes no URL options "
+                f"({parts.query or parts.fragment!r}); its settings are this call's "
+                "arguments (ssl_context=, user_from_cert=) and the broker's config")
         if (scheme not in ("stomp", *TLS_SCHEMES) or port is None or port < 0
                 or parts.path.strip("/")):
             raise errors.InvalidConfigurationException(
