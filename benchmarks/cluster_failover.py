@@ -79,6 +79,18 @@ def _consumer_spec(cluster: Any, client: str, queue: str, count: int, half: int)
             "dest": f"{queue}?x-queue-type=quorum"}
 
 
+def _producer(node: Any, queue: str, count: int, *, pace_s: float
+              ) -> subprocess.Popen[str]:
+    """A raw stomp.py producer on ``node`` sending ``count`` persistent messages to the
+    quorum queue ``queue``, ``pace_s`` apart (0: unpaced)."""
+    return subprocess.Popen(
+        worker_cmd("cluster_workers", {
+            "role": "paced-producer", "host": list(node.stomp_address),
+            "dest": f"/amq/queue/{queue}", "count": count, "pace_s": pace_s}),
+        env=worker_env(), cwd=neutral_dir(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
 def _rate_run(cluster: Any, client: str, count: int) -> dict[str, Any]:
     """One consumer and one unpaced producer on a fresh quorum queue: msgs/s."""
     cluster.heal()
@@ -96,12 +108,7 @@ def _rate_run(cluster: Any, client: str, count: int) -> dict[str, Any]:
         if line != "READY":
             _, err = consumer.communicate(timeout=30)
             return {"error": f"consumer not ready: {line} {err.strip()[-300:]}"}
-        producer = subprocess.Popen(
-            worker_cmd("cluster_workers", {
-                "role": "paced-producer", "host": list(second.stomp_address),
-                "dest": f"/amq/queue/{queue}", "count": count, "pace_s": 0.0}),
-            env=worker_env(), cwd=neutral_dir(), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+        producer = _producer(second, queue, count, pace_s=0.0)
         out, err = consumer.communicate(timeout=240)
         p_out, p_err = producer.communicate(timeout=240)
     except subprocess.TimeoutExpired:
@@ -146,12 +153,7 @@ def _paired_kill(cluster: Any, count: int) -> dict[str, dict[str, Any]]:
                 return {c: {"error": f"{client} consumer not ready: {line} "
                                      f"{err.strip()[-300:]}"} for c in CLIENTS}
         for client, queue in queues.items():
-            producer = subprocess.Popen(
-                worker_cmd("cluster_workers", {
-                    "role": "paced-producer", "host": list(second.stomp_address),
-                    "dest": f"/amq/queue/{queue}", "count": count, "pace_s": 0.002}),
-                env=worker_env(), cwd=neutral_dir(), stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True)
+            producer = _producer(second, queue, count, pace_s=0.002)
             procs.append(producer)
             producers[client] = producer
         for client, consumer in consumers.items():
