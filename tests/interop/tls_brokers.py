@@ -5,6 +5,10 @@
 * RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) that requires a client
   certificate (``verify_peer``, ``fail_if_no_peer_cert``), beside its plain STOMP one.
   A broker of its own (the session's RabbitMQ is started before any certificate exists).
+* ActiveMQ 5: a ``stomp+ssl://`` connector beside its plain STOMP one, its keys in a
+  PKCS#12 keystore (Java reads no PEM keys) and the CA in a PKCS#12 trust store; no
+  client certificate asked (``transport.needClientAuth=false``). A broker of its own
+  too, for the same reason; started only by the tests that use it (it is slow to start).
 
 The certificates come from the session's throwaway CA (``tls_ca``), copied into the
 broker's directory readable by all: Mosquitto drops root privileges to its own user.
@@ -16,10 +20,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import HOST, BrokerProcess, Mosquitto, RabbitMQ, free_port
-from tls_ca import TlsFiles
+from brokers import HOST, ActiveMQ, BrokerProcess, BrokerStartError, Mosquitto, RabbitMQ, free_port
+from tls_ca import KEY_PASSWORD, TlsFiles
 
-__all__ = ["TlsMosquitto", "TlsRabbitMQ", "start_tls_mosquitto", "start_tls_rabbitmq"]
+__all__ = [
+    "TlsActiveMQ",
+    "TlsMosquitto",
+    "TlsRabbitMQ",
+    "start_tls_activemq",
+    "start_tls_mosquitto",
+    "start_tls_rabbitmq",
+]
 
 
 def _copy(tls: TlsFiles, work: Path) -> dict[str, Path]:
@@ -90,3 +101,47 @@ def start_tls_rabbitmq(tls: TlsFiles) -> TlsRabbitMQ:
         rabbit.close()
         raise
     return rabbit
+
+
+class TlsActiveMQ(ActiveMQ):
+    """ActiveMQ 5 with a ``stomp+ssl://`` connector on ``stomp_tls_port`` (see the module)."""
+
+    name = "activemq-tls"
+
+    def __init__(self, tls: TlsFiles) -> None:
+        super().__init__()
+        keystore, truststore = self.conf / "server.p12", self.conf / "ca.p12"
+        shutil.copy(tls.server_p12, keystore)
+        shutil.copy(tls.ca_p12, truststore)
+        self.stomp_tls_port = free_port()
+        xml_path = self.conf / "activemq.xml"
+        xml = xml_path.read_text()
+        ssl_context = (
+            "<sslContext><sslContext"
+            f' keyStore="file:{keystore}" keyStoreType="PKCS12"'
+            f' keyStorePassword="{KEY_PASSWORD}"'
+            f' trustStore="file:{truststore}" trustStoreType="PKCS12"'
+            f' trustStorePassword="{KEY_PASSWORD}"/></sslContext>\n    <transportConnectors>')
+        connector = (
+            f'<transportConnector name="stomp+ssl" uri="stomp+ssl://{HOST}:'
+            f'{self.stomp_tls_port}?transport.needClientAuth=false"/>\n      '
+            '<transportConnector name="mqtt"')
+        for old, new in (("<transportConnectors>", ssl_context),
+                         ('<transportConnector name="mqtt"', connector)):
+            if old not in xml:
+                raise BrokerStartError(f"activemq.xml has no {old!r} to extend: {xml_path}")
+            xml = xml.replace(old, new, 1)
+        xml_path.write_text(xml)
+
+
+def start_tls_activemq(tls: TlsFiles) -> TlsActiveMQ:
+    """A started :class:`TlsActiveMQ` whose TLS connector listens; stop it with
+    ``.close()``. One that cannot start raises BrokerStartError with its log's tail."""
+    amq = TlsActiveMQ(tls)
+    broker = amq.start()
+    try:
+        broker.wait_ready([amq.stomp_tls_port], amq.ready_timeout)
+    except Exception:
+        amq.close()
+        raise
+    return amq
