@@ -1,5 +1,6 @@
 """The client's TLS schemes against real brokers: Mosquitto (mqtts://, with and without a
-required client certificate) and RabbitMQ's STOMP TLS listener (stomp+ssl://, mutual TLS).
+required client certificate), RabbitMQ's STOMP and MQTT TLS listeners (stomp+ssl:// and
+mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connector.
 
 Messages flow through whichever read and write path the transport takes over TLS (the
 raw-socket fast paths step aside: the tests check which one ran), acknowledgements are
@@ -197,6 +198,28 @@ def test_plain_stomp_on_rabbitmqs_tls_port_is_told_to_use_tls(
                           imqDefaultPassword="guest").create_connection()
     assert info.value.check == "plain text on a TLS port"
     assert f"stomp+ssl://127.0.0.1:{port}" in str(info.value)
+
+
+# -- mqtts:// on RabbitMQ ----------------------------------------------------------------
+def test_mqtts_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    url = f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}"
+    factory = ConnectionFactory(url, imqDefaultUsername="guest", imqDefaultPassword="guest",
+                                **_client_cert(tls_ca))
+
+    def over_tls(transport: Any) -> None:
+        assert isinstance(transport.paho.socket(), ssl.SSLSocket)
+
+    assert _round_trip(factory, False, over_tls) == ["one", "two", "three"]
+
+
+def test_mqtts_without_a_client_certificate_is_named_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == "client certificate"
+    assert f"127.0.0.1:{tls_rabbitmq.mqtt_tls_port}" in str(info.value)
 
 
 # -- stomp+ssl:// on ActiveMQ 5 ----------------------------------------------------------

@@ -2,8 +2,9 @@
 
 * Mosquitto: a plain listener, a TLS one, and a TLS one that requires a client
   certificate and takes its subject's CN as the user (``use_identity_as_username``).
-* RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) that requires a client
-  certificate (``verify_peer``, ``fail_if_no_peer_cert``), beside its plain STOMP one.
+* RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) and an MQTT one
+  (``mqtt.listeners.ssl.1``) that require a client certificate (``verify_peer``,
+  ``fail_if_no_peer_cert``: one ``ssl_options`` for both), beside its plain ones.
   A broker of its own (the session's RabbitMQ is started before any certificate exists).
 * ActiveMQ 5: a ``stomp+ssl://`` connector beside its plain STOMP one, its keys in a
   PKCS#12 keystore (Java reads no PEM keys) and the CA in a PKCS#12 trust store; no
@@ -72,18 +73,19 @@ def start_tls_mosquitto(tls: TlsFiles) -> tuple[Mosquitto, TlsMosquitto]:
 
 
 class TlsRabbitMQ(RabbitMQ):
-    """RabbitMQ with a STOMP TLS listener requiring client certificates too."""
+    """RabbitMQ with STOMP and MQTT TLS listeners requiring client certificates too."""
 
     name = "rabbitmq-tls"
 
     def __init__(self, tls: TlsFiles) -> None:
         super().__init__()
         files = _copy(tls, self.work)
-        self.stomp_tls_port = free_port()
+        self.stomp_tls_port, self.mqtt_tls_port = free_port(), free_port()
         conf = self.work / "rabbitmq.conf"
         text = conf.read_text()
         conf.write_text(text + (
             f"stomp.listeners.ssl.1 = {HOST}:{self.stomp_tls_port}\n"
+            f"mqtt.listeners.ssl.1 = {HOST}:{self.mqtt_tls_port}\n"
             f"ssl_options.cacertfile = {files['ca']}\n"
             f"ssl_options.certfile = {files['server_cert']}\n"
             f"ssl_options.keyfile = {files['server_key']}\n"
@@ -96,7 +98,8 @@ def start_tls_rabbitmq(tls: TlsFiles) -> TlsRabbitMQ:
     rabbit = TlsRabbitMQ(tls)
     broker = rabbit.start()
     try:
-        broker.wait_ready([rabbit.stomp_tls_port], rabbit.ready_timeout)
+        broker.wait_ready([rabbit.stomp_tls_port, rabbit.mqtt_tls_port],
+                          rabbit.ready_timeout)
     except Exception:
         rabbit.close()
         raise
