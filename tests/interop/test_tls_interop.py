@@ -1,5 +1,6 @@
 """The client's TLS schemes against real brokers: Mosquitto (mqtts://, with and without a
-required client certificate) and RabbitMQ's STOMP TLS listener (stomp+ssl://, mutual TLS).
+required client certificate), RabbitMQ's STOMP and MQTT TLS listeners (stomp+ssl:// and
+mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connector.
 
 Messages flow through whichever read and write path the transport takes over TLS (the
 raw-socket fast paths step aside: the tests check which one ran), acknowledgements are
@@ -20,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tls_brokers import TlsMosquitto, TlsRabbitMQ, start_tls_mosquitto, start_tls_rabbitmq
+from tls_brokers import (
+    TlsActiveMQ,
+    TlsMosquitto,
+    TlsRabbitMQ,
+    start_tls_activemq,
+    start_tls_mosquitto,
+    start_tls_rabbitmq,
+)
 from tls_ca import KEY_PASSWORD, TlsFiles
 
 from jmspy import ConnectionFactory, Session
@@ -46,6 +54,16 @@ def tls_rabbitmq(tls_ca: TlsFiles) -> Iterator[TlsRabbitMQ]:
         yield rabbit
     finally:
         rabbit.close()
+
+
+@pytest.fixture(scope="session")
+def tls_activemq(tls_ca: TlsFiles) -> Iterator[TlsActiveMQ]:
+    """Started by the first test that asks (ActiveMQ takes seconds to start), once."""
+    amq = start_tls_activemq(tls_ca)
+    try:
+        yield amq
+    finally:
+        amq.close()
 
 
 def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
@@ -180,6 +198,77 @@ def test_plain_stomp_on_rabbitmqs_tls_port_is_told_to_use_tls(
                           imqDefaultPassword="guest").create_connection()
     assert info.value.check == "plain text on a TLS port"
     assert f"stomp+ssl://127.0.0.1:{port}" in str(info.value)
+
+
+# -- mqtts:// on RabbitMQ ----------------------------------------------------------------
+def test_mqtts_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    url = f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}"
+    factory = ConnectionFactory(url, imqDefaultUsername="guest", imqDefaultPassword="guest",
+                                **_client_cert(tls_ca))
+
+    def over_tls(transport: Any) -> None:
+        assert isinstance(transport.paho.socket(), ssl.SSLSocket)
+
+    assert _round_trip(factory, False, over_tls) == ["one", "two", "three"]
+
+
+def test_mqtts_without_a_client_certificate_is_named_on_rabbitmq(
+        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == "client certificate"
+    assert f"127.0.0.1:{tls_rabbitmq.mqtt_tls_port}" in str(info.value)
+
+
+# -- stomp+ssl:// on ActiveMQ 5 ----------------------------------------------------------
+def test_stomp_ssl_round_trip_and_ack_on_activemq(tls_activemq: TlsActiveMQ,
+                                                  tls_ca: TlsFiles) -> None:
+    url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_tls_port}?ca_file={tls_ca.ca}"
+
+    def over_tls(transport: Any) -> None:
+        assert isinstance(transport._conn.transport.socket, ssl.SSLSocket)
+
+    assert _round_trip(ConnectionFactory(url), True, over_tls) == ["one", "two", "three"]
+
+
+def test_unacked_messages_come_back_after_a_consumer_closes_on_activemq_over_tls(
+        tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    """CLIENT_ACKNOWLEDGE over stomp+ssl://: the first consumer receives both messages
+    and acknowledges none, then closes; the next consumer on the queue gets both again,
+    acknowledges them, and a third finds the queue empty."""
+    factory = ConnectionFactory(f"stomps://127.0.0.1:{tls_activemq.stomp_tls_port}",
+                                ssl_ca_file=str(tls_ca.ca))
+    with factory.create_connection() as conn:
+        s = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        queue = s.create_queue(f"tls.{uuid.uuid4().hex[:10]}")
+        conn.start()
+        p = s.create_producer(queue)
+        for text in ("first", "second"):
+            p.send(s.create_text_message(text))
+        c = s.create_consumer(queue)
+        first = [c.receive(WAIT) for _ in range(2)]
+        assert [m.text for m in first if m is not None] == ["first", "second"]
+        c.close()  # nothing acknowledged: ActiveMQ takes both back
+        c = s.create_consumer(queue)
+        again = [c.receive(WAIT) for _ in range(2)]
+        assert [m.text for m in again if m is not None] == ["first", "second"]
+        assert all(m is not None and m.redelivered for m in again)
+        again[-1].acknowledge()
+        c.close()
+        c = s.create_consumer(queue)
+        assert c.receive(1.0) is None  # acknowledged: gone from the queue
+
+
+def test_a_client_trusting_another_ca_is_refused_by_activemq_naming_the_check(
+        tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    port = tls_activemq.stomp_tls_port
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}",
+                          ssl_ca_file=str(tls_ca.other_ca)).create_connection()
+    assert info.value.check == "unknown CA"
+    assert f"127.0.0.1:{port}" in str(info.value)
 
 
 class _Seen(logging.Handler):

@@ -2,9 +2,14 @@
 
 * Mosquitto: a plain listener, a TLS one, and a TLS one that requires a client
   certificate and takes its subject's CN as the user (``use_identity_as_username``).
-* RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) that requires a client
-  certificate (``verify_peer``, ``fail_if_no_peer_cert``), beside its plain STOMP one.
+* RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) and an MQTT one
+  (``mqtt.listeners.ssl.1``) that require a client certificate (``verify_peer``,
+  ``fail_if_no_peer_cert``: one ``ssl_options`` for both), beside its plain ones.
   A broker of its own (the session's RabbitMQ is started before any certificate exists).
+* ActiveMQ 5: a ``stomp+ssl://`` connector beside its plain STOMP one, its keys in a
+  PKCS#12 keystore (Java reads no PEM keys) and the CA in a PKCS#12 trust store; no
+  client certificate asked (``transport.needClientAuth=false``). A broker of its own
+  too, for the same reason; started only by the tests that use it (it is slow to start).
 
 The certificates come from the session's throwaway CA (``tls_ca``), copied into the
 broker's directory readable by all: Mosquitto drops root privileges to its own user.
@@ -16,10 +21,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import HOST, BrokerProcess, Mosquitto, RabbitMQ, free_port
-from tls_ca import TlsFiles
+from brokers import HOST, ActiveMQ, BrokerProcess, BrokerStartError, Mosquitto, RabbitMQ, free_port
+from tls_ca import KEY_PASSWORD, TlsFiles
 
-__all__ = ["TlsMosquitto", "TlsRabbitMQ", "start_tls_mosquitto", "start_tls_rabbitmq"]
+__all__ = [
+    "TlsActiveMQ",
+    "TlsMosquitto",
+    "TlsRabbitMQ",
+    "start_tls_activemq",
+    "start_tls_mosquitto",
+    "start_tls_rabbitmq",
+]
 
 
 def _copy(tls: TlsFiles, work: Path) -> dict[str, Path]:
@@ -61,18 +73,19 @@ def start_tls_mosquitto(tls: TlsFiles) -> tuple[Mosquitto, TlsMosquitto]:
 
 
 class TlsRabbitMQ(RabbitMQ):
-    """RabbitMQ with a STOMP TLS listener requiring client certificates too."""
+    """RabbitMQ with STOMP and MQTT TLS listeners requiring client certificates too."""
 
     name = "rabbitmq-tls"
 
     def __init__(self, tls: TlsFiles) -> None:
         super().__init__()
         files = _copy(tls, self.work)
-        self.stomp_tls_port = free_port()
+        self.stomp_tls_port, self.mqtt_tls_port = free_port(), free_port()
         conf = self.work / "rabbitmq.conf"
         text = conf.read_text()
         conf.write_text(text + (
             f"stomp.listeners.ssl.1 = {HOST}:{self.stomp_tls_port}\n"
+            f"mqtt.listeners.ssl.1 = {HOST}:{self.mqtt_tls_port}\n"
             f"ssl_options.cacertfile = {files['ca']}\n"
             f"ssl_options.certfile = {files['server_cert']}\n"
             f"ssl_options.keyfile = {files['server_key']}\n"
@@ -85,8 +98,53 @@ def start_tls_rabbitmq(tls: TlsFiles) -> TlsRabbitMQ:
     rabbit = TlsRabbitMQ(tls)
     broker = rabbit.start()
     try:
-        broker.wait_ready([rabbit.stomp_tls_port], rabbit.ready_timeout)
+        broker.wait_ready([rabbit.stomp_tls_port, rabbit.mqtt_tls_port],
+                          rabbit.ready_timeout)
     except Exception:
         rabbit.close()
         raise
     return rabbit
+
+
+class TlsActiveMQ(ActiveMQ):
+    """ActiveMQ 5 with a ``stomp+ssl://`` connector on ``stomp_tls_port`` (see the module)."""
+
+    name = "activemq-tls"
+
+    def __init__(self, tls: TlsFiles) -> None:
+        super().__init__()
+        keystore, truststore = self.conf / "server.p12", self.conf / "ca.p12"
+        shutil.copy(tls.server_p12, keystore)
+        shutil.copy(tls.ca_p12, truststore)
+        self.stomp_tls_port = free_port()
+        xml_path = self.conf / "activemq.xml"
+        xml = xml_path.read_text()
+        ssl_context = (
+            "<sslContext><sslContext"
+            f' keyStore="file:{keystore}" keyStoreType="PKCS12"'
+            f' keyStorePassword="{KEY_PASSWORD}"'
+            f' trustStore="file:{truststore}" trustStoreType="PKCS12"'
+            f' trustStorePassword="{KEY_PASSWORD}"/></sslContext>\n    <transportConnectors>')
+        connector = (
+            f'<transportConnector name="stomp+ssl" uri="stomp+ssl://{HOST}:'
+            f'{self.stomp_tls_port}?transport.needClientAuth=false"/>\n      '
+            '<transportConnector name="mqtt"')
+        for old, new in (("<transportConnectors>", ssl_context),
+                         ('<transportConnector name="mqtt"', connector)):
+            if old not in xml:
+                raise BrokerStartError(f"activemq.xml has no {old!r} to extend: {xml_path}")
+            xml = xml.replace(old, new, 1)
+        xml_path.write_text(xml)
+
+
+def start_tls_activemq(tls: TlsFiles) -> TlsActiveMQ:
+    """A started :class:`TlsActiveMQ` whose TLS connector listens; stop it with
+    ``.close()``. One that cannot start raises BrokerStartError with its log's tail."""
+    amq = TlsActiveMQ(tls)
+    broker = amq.start()
+    try:
+        broker.wait_ready([amq.stomp_tls_port], amq.ready_timeout)
+    except Exception:
+        amq.close()
+        raise
+    return amq

@@ -236,7 +236,7 @@ def shut_down(conn: Any) -> None:
     TLS sockets can return None while the connection is still open), so a closed socket
     would be polled forever. There the loop is also told to stop (``running``, as
     :func:`drop` does), and it reports the drop as it ends."""
-    transport = getattr(conn, "transport", None)
+    transport: Any = getattr(conn, "transport", None)
     sock = getattr(transport, "socket", None)
     if sock is not None:
         if isinstance(sock, ssl.SSLSocket):
@@ -245,6 +245,37 @@ def shut_down(conn: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # not connected any more: the reader has seen the end already
+
+
+def _end_at_tls_eof(conn: Any) -> None:
+    """Make stomp.py's I/O loop end (and report the drop) when a TLS peer closes.
+
+    stomp.py 9 reads TLS sockets non-blocking and takes an empty read for "no data yet"
+    (see :func:`shut_down`), so a broker that closed its end -- stopped, restarted, or
+    crashed -- was polled for ever (a spinning thread) and the connection never heard of
+    the drop: no CONNECTION_INTERRUPTED, no reconnect. A non-blocking ``SSLSocket`` says
+    "no data yet" by raising ``SSLWantReadError``; an empty read (b"", where stomp.py's
+    own None means "not connected yet"), or any other socket error it lets through, is
+    the end of the stream. There the loop is told to stop, and it reports the
+    drop as it ends, as it does on a plain socket."""
+    transport: Any = getattr(conn, "transport", None)
+    receive = getattr(transport, "receive", None)
+    if transport is None or not callable(receive):
+        return
+
+    def receive_until_eof() -> Any:
+        try:
+            data = receive()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise
+        except OSError:
+            transport.running = False
+            raise
+        if data == b"":  # None: stomp.py's "not connected yet", swallowing an error
+            transport.running = False
+        return data
+
+    transport.receive = receive_until_eof
 
 
 def is_tls(conn: Any) -> bool:
@@ -294,6 +325,7 @@ def open_stomp(
         # stomp.py's TLS socket is non-blocking behind its own send queue: jmspy's
         # reading of the raw socket steps aside (FrameWriter does too, seeing the same)
         _set_ssl(conn, options)
+        _end_at_tls_eof(conn)
         reader = None
     else:
         reader = install(conn, make_reader)
