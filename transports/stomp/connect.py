@@ -39,8 +39,7 @@ try:
 except ImportError:  # pragma: no cover - exercised by the packaging test
     _stomp = None
 
-__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "is_tls", "open_stomp",
-           "shut_down"]
+__all__ = ["ConnectOptions", "Receiver", "ReceiverEvents", "drop", "open_stomp", "shut_down"]
 
 log = transport_logger("stomp")
 
@@ -276,12 +275,6 @@ def _end_at_tls_eof(conn: Any) -> None:
         return data
 
     transport.receive = receive_until_eof
-
-
-def is_tls(conn: Any) -> bool:
-    """Whether a stomp.py connection's socket is a TLS one."""
-    return isinstance(getattr(getattr(conn, "transport", None), "socket", None),
-                      ssl.SSLSocket)
 
 
 def _no_delay(conn: Any) -> None:

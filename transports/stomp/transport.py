@@ -63,7 +63,7 @@ from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
 from ..destination_options import resolve
 from .admin import StompAdmin
-from .connect import ConnectOptions, drop, is_tls, open_stomp, shut_down
+from .connect import ConnectOptions, drop, open_stomp, shut_down
 from .deliveries import Deliveries
 from .failover import Failover
 from .mapping import (
@@ -229,16 +229,9 @@ class StompTransport:
         log.debug("ERROR from %s: %s", self.where, error_text(headers, text))
         self._refused_for_space = headers.get(ERROR_CODE_HEADER) == _NO_SPACE
         self._receipts.on_error(headers, text)
-        conn = self._conn
-        if conn is not None:
+        if self._conn is not None:
             self._report(errors.JMSException(
                 f"STOMP broker at {self.where} reported an error: {error_text(headers, text)}"))
-            if is_tls(conn):
-                # A STOMP server closes the connection after an ERROR; over TLS stomp.py
-                # would not see it close (connect.shut_down says why), so the close is
-                # taken as said and ended here: calls waiting on this connection fail
-                # with this ERROR at once instead of at their timeouts.
-                shut_down(conn)
 
     def on_receipt(self, receipt_id: str) -> None:
         self._receipts.on_receipt(receipt_id)
