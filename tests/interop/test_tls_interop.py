@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tls_brokers import (
@@ -35,6 +35,9 @@ from jmspy import ConnectionFactory, Session
 from jmspy.message import TextMessage
 from jmspy.tls_errors import TLSException
 
+#: the TLS brokers the fixtures below start and close
+_B = TypeVar("_B", TlsRabbitMQ, TlsActiveMQ)
+
 WAIT = 10.0
 
 
@@ -47,23 +50,23 @@ def tls_mosquitto(tls_ca: TlsFiles) -> Iterator[TlsMosquitto]:
         mosquitto.close()
 
 
+def _until_done(broker: _B) -> Iterator[_B]:
+    """A fixture's life of ``broker``: served to the tests, closed after them."""
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
 @pytest.fixture(scope="module")
 def tls_rabbitmq(tls_ca: TlsFiles) -> Iterator[TlsRabbitMQ]:
-    rabbit = start_tls_rabbitmq(tls_ca)
-    try:
-        yield rabbit
-    finally:
-        rabbit.close()
+    yield from _until_done(start_tls_rabbitmq(tls_ca))
 
 
 @pytest.fixture(scope="session")
 def tls_activemq(tls_ca: TlsFiles) -> Iterator[TlsActiveMQ]:
     """Started by the first test that asks (ActiveMQ takes seconds to start), once."""
-    amq = start_tls_activemq(tls_ca)
-    try:
-        yield amq
-    finally:
-        amq.close()
+    yield from _until_done(start_tls_activemq(tls_ca))
 
 
 def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
