@@ -118,7 +118,11 @@ def _stat(args: argparse.Namespace) -> int:
         rows, usage = client.fetch_report(args.host, args.port, user=args.user,
                                           password=password, timeout=args.timeout)
     except (OSError, client.StatsError) as exc:
-        print(f"jmspy: error: cannot read stats from {args.host}:{args.port}: {exc}",
+        hint = ""
+        if isinstance(exc, ConnectionRefusedError):
+            hint = (f"; is a jmspy broker listening there? start one with `jmspy broker "
+                    f"--port {args.port}`, or give --host/--port of the running one")
+        print(f"jmspy: error: cannot read stats from {args.host}:{args.port}: {exc}{hint}",
               file=sys.stderr)
         return 1
     if usage:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import stomp
 from broker_process import jmspy_broker
+from brokers import free_port
 
 from jmspy import ConnectionFactory, Queue
 from jmspy.broker_ref.protocols.stomp.client import fetch_report
@@ -214,3 +215,13 @@ def test_a_broken_pipe_without_a_real_stdout_is_raised_on(
 ) -> None:
     with pytest.raises(BrokenPipeError):
         run_quietly_on_closed_pipe(_raise_broken_pipe)
+
+
+def test_stat_against_a_port_nobody_listens_on_says_to_start_a_broker(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()  # nothing listens here
+    assert main(["stat", "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read stats from 127.0.0.1:{port}" in err
+    assert f"start one with `jmspy broker --port {port}`" in err
