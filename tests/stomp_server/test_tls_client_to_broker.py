@@ -6,6 +6,7 @@ plain one."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from test_tls_listener import identity_config, security
 from tls_broker import tls_broker, tls_section
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import ConnectionFactory, JMSException, JMSSecurityException, Session
 
 
 def _round_trip(factory: ConnectionFactory, queue: str, **login: str) -> str:
@@ -35,8 +36,17 @@ def test_mutual_tls_logs_the_client_in_by_its_certificate_and_the_acls_apply(
             f"stomp+ssl://127.0.0.1:{ports['tls']}", sslCAFile=str(tls_ca.ca),
             sslCertFile=str(tls_ca.client_cert), sslKeyFile=str(tls_ca.client_key))
         assert _round_trip(factory, "orders.tls") == "over tls"  # alice: traders
-        with pytest.raises(JMSException, match="alice"):
-            _round_trip(factory, "audit.tls")  # auditors only
+        conn = factory.create_connection()
+        try:
+            session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+            with pytest.raises(JMSSecurityException, match="user 'alice' may not consume"):
+                session.create_consumer(session.create_queue("audit.tls"))  # auditors only
+        finally:
+            # The broker closes after that ERROR. A close() racing it can still wait out
+            # closeTimeout over TLS (seen once in four CI runs; see the stop's note), which
+            # is not what this test is about.
+            with contextlib.suppress(JMSException):
+                conn.close()
 
 
 def test_a_client_that_does_not_trust_the_brokers_ca_is_refused_naming_the_check(
