@@ -43,8 +43,8 @@ def test_mutual_tls_logs_the_client_in_by_its_certificate_and_the_acls_apply(
                 session.create_consumer(session.create_queue("audit.tls"))  # auditors only
         finally:
             # The broker closes after that ERROR. A close() racing it can still wait out
-            # closeTimeout over TLS (seen once in four CI runs; see the stop's note), which
-            # is not what this test is about.
+            # closeTimeout over TLS (seen once in eight suite runs, not yet understood),
+            # which is not what this test is about.
             with contextlib.suppress(JMSException):
                 conn.close()
 
