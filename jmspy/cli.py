@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from jmspy.cli_support import (
     CLOSED_PIPE_EXIT,
     HelpFormatter,
+    VersionAction,
     run_quietly_on_closed_pipe,
-    version_line,
 )
 
 __all__ = ["build_parser", "main"]
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="jmspy", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=version_line(),
+    parser.add_argument("--version", action=VersionAction,
                         help="print the installed jmspy version, where it is imported "
                         "from and the Python version, then exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",

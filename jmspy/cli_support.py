@@ -21,13 +21,23 @@ import os
 import select
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLOSED_PIPE_EXIT", "PORT_RANGE", "HelpFormatter", "at_least", "port", "port_problem",
-           "run_quietly_on_closed_pipe", "source_version", "version_line"]
+__all__ = [
+    "CLOSED_PIPE_EXIT",
+    "PORT_RANGE",
+    "HelpFormatter",
+    "VersionAction",
+    "at_least",
+    "port",
+    "port_problem",
+    "run_quietly_on_closed_pipe",
+    "source_version",
+    "version_line",
+]
 
 #: The exit status after the reader of stdout went away: 128 + SIGPIPE, as the shell
 #: reports for a C tool that SIGPIPE killed.
@@ -121,6 +131,23 @@ def version_line() -> str:
         version = source_version(here.parent / "pyproject.toml")
     python = ".".join(str(part) for part in sys.version_info[:3])
     return f"jmspy {version} (from {here}, Python {python})"
+
+
+class VersionAction(argparse.Action):
+    """``--version`` printing :func:`version_line` as one line, whatever the terminal's
+    width. argparse's own ``version`` action wraps its text at ``COLUMNS``: a long install
+    path then splits the line, and scripts that read ``jmspy --version`` (as they read
+    ``pip --version``) get half of it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default,
+                         nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        sys.stdout.write(version_line() + "\n")  # stdout, as argparse's own action
+        parser.exit()
 
 
 def source_version(pyproject: Path) -> str:

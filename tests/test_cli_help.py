@@ -56,17 +56,22 @@ def _blocks(help_text: str) -> dict[str, str]:
 COMMANDS = sorted(_commands())
 
 
-def _jmspy(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _jmspy(*args: str, cwd: Path | None = None,
+           columns: int = 100) -> subprocess.CompletedProcess[str]:
     """``jmspy ARGS`` in a subprocess, its help wrapped at a known width."""
     return subprocess.run([sys.executable, "-m", "jmspy", *args], capture_output=True,
                           text=True, timeout=HANG, cwd=cwd,
-                          env={**os.environ, "COLUMNS": "100"})
+                          env={**os.environ, "COLUMNS": str(columns)})
 
 
+@pytest.mark.parametrize("columns", [100, 20])
 def test_version_prints_the_installed_distributions_version_and_where_it_comes_from(
-) -> None:
-    done = _jmspy("--version")
+        columns: int) -> None:
+    """One line on stdout whatever the terminal's width (a narrow one, or a long install
+    path, once made argparse wrap it)."""
+    done = _jmspy("--version", columns=columns)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1, done.stdout
     line = done.stdout.strip()
     assert line.split()[:2] == ["jmspy", metadata.version("jmspy")], line
     assert f"(from {Path(jmspy.__file__).resolve().parent}, Python " in line
