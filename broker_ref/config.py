@@ -77,6 +77,7 @@ from typing import Any
 from jmspy.errors import InvalidConfigurationException
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, MAX_IDLE_SPIN_US
 
+from .config_error import ConfigError
 from .core.api import AddressSettings
 from .core.broker import (
     DEFAULT_MAX_DESTINATION_LENGTH,
@@ -137,10 +138,6 @@ name = "jmspy"
 [limits]
 heartbeat-ms = 10000
 """
-
-
-class ConfigError(InvalidConfigurationException):
-    """The configuration file is wrong; the message names the key and file."""
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .config import ConfigError
+from .config_error import ConfigError
 
 __all__ = ["CERT_FIELDS", "DEFAULT_TLS_PORT", "TlsConfig", "TlsConfigError", "cert_user",
            "parse_tls", "server_context"]

@@ -1,4 +1,4 @@
-"""Connection factories and connections.
+"""Connections (their factory is :mod:`jmspy.factory`).
 
 A connection owns one transport, routes the transport's deliveries to consumers, holds
 the connection-wide flow cap, and runs the two kinds of user callback that must never run
@@ -26,16 +26,14 @@ from .errors import (
 from .flow import ConnectionFlow
 from .logs import client_logger
 from .message import Message
-from .properties import FactoryProperties
-from .transport import Credentials, Transport, check_url_options, create_transport
+from .transport import Credentials, Transport
 
 if TYPE_CHECKING:
     from .consumer import MessageConsumer
-    from .context import JMSContext
     from .producer import CompletionCallback
     from .session import Session
 
-__all__ = ["Connection", "ConnectionFactory", "ExceptionListener"]
+__all__ = ["Connection", "ExceptionCallback", "ExceptionListener"]
 
 log = client_logger("connection")
 _instances = itertools.count(1)
@@ -48,66 +46,6 @@ class ExceptionListener(Protocol):
 
 
 ExceptionCallback = ExceptionListener | Callable[[JMSException], Any]
-
-
-class ConnectionFactory:
-    """Creates connections to one broker URL, or an address list of them, with one set of
-    Open MQ-style properties.
-
-    >>> factory = ConnectionFactory("vm://embedded", imqConsumerFlowLimit=100)
-    >>> factory["imqConnectionFlowLimitEnabled"] = True
-    >>> cluster = ConnectionFactory("stomp://h1:61613,stomp://h2:61613")
-    """
-
-    def __init__(self, url: str | None = None, **properties: Any) -> None:
-        self.properties = FactoryProperties(properties)
-        #: the URL given (None: ``imqAddressList``, else ``vm://embedded``)
-        self._given_url = url
-        self.url = url or self.properties["imqAddressList"] or "vm://embedded"
-        # an unknown URL option or a bad value fails here, not at the first connection
-        check_url_options(url, self.properties.snapshot())
-
-    def __getitem__(self, name: str) -> Any:
-        return self.properties[name]
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        self.properties[name] = value
-
-    def create_connection(
-        self,
-        user: str | None = None,
-        password: str | None = None,
-        *,
-        client_id: str | None = None,
-    ) -> Connection:
-        """Open a connection (stopped: call ``start()`` to receive)."""
-        props = self.properties.snapshot()
-        if client_id is not None:
-            self.properties.spec("clientID").validate(client_id)
-            props["clientID"] = client_id
-        if user is None:
-            user, password = props["imqDefaultUsername"], props["imqDefaultPassword"]
-        transport = create_transport(self._given_url, props)
-        return Connection(transport, props, user=user, password=password)
-
-    def create_context(
-        self,
-        user: str | None = None,
-        password: str | None = None,
-        session_mode: int = 1,
-        *,
-        client_id: str | None = None,
-    ) -> JMSContext:
-        """A JMS 2.0 :class:`~jmspy.context.JMSContext`: a new connection and one session
-        of ``session_mode`` (``JMSContext.AUTO_ACKNOWLEDGE``, ``CLIENT_ACKNOWLEDGE``,
-        ``DUPS_OK_ACKNOWLEDGE``, ``SESSION_TRANSACTED``...), started by its first consumer."""
-        from .context import JMSContext
-
-        return JMSContext(self.create_connection(user, password, client_id=client_id),
-                          session_mode)
-
-    def __repr__(self) -> str:
-        return f"ConnectionFactory({self.url!r})"
 
 
 class Connection:

@@ -26,10 +26,10 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .message_codec import ROW_COLUMNS
 
@@ -85,10 +85,21 @@ def damaged_name(path: Path) -> Path:
     return candidate
 
 
-def salvage(path: Path, reason: str, *, mode: int = 0o600) -> SalvageReport:
-    """Replace the damaged store at ``path`` by a new one holding its readable rows."""
-    from .sqlite_store import SqliteStore  # the new store: this module is its helper
+class SalvageTarget(Protocol):
+    """The new store the readable rows go into: the store module passes its own opener,
+    so this helper sits below it and never imports it."""
 
+    def copy_row(self, seq: int, values: tuple[object, ...]) -> None: ...
+
+    def copy_subscription(self, row: tuple[object, ...]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def salvage(path: Path, reason: str, open_fresh: Callable[[Path], SalvageTarget]
+            ) -> SalvageReport:
+    """Replace the damaged store at ``path`` by a new one holding its readable rows;
+    ``open_fresh(path)`` opens the new, empty store."""
     damaged = damaged_name(path)
     report = SalvageReport(damaged, reason=reason)
     fresh_path = path.with_name(f"{path.name}.salvage")
@@ -96,7 +107,7 @@ def salvage(path: Path, reason: str, *, mode: int = 0o600) -> SalvageReport:
     for leftover in (fresh_path, readable):  # of a salvage a crash interrupted
         _unlink_all(leftover)
     _readable_copy(path, readable)
-    fresh = SqliteStore(fresh_path, group_commit=True, salvage_damaged=False, mode=mode)
+    fresh = open_fresh(fresh_path)
     try:
         _copy_rows(readable, fresh, report)
     finally:
@@ -185,7 +196,7 @@ def _header(data: bytearray, wal: bytes) -> bytes:
     return bytes(header)
 
 
-def _copy_rows(readable: Path, fresh: Any, report: SalvageReport) -> None:
+def _copy_rows(readable: Path, fresh: SalvageTarget, report: SalvageReport) -> None:
     try:
         old = sqlite3.connect(str(readable))  # a private copy: read, then deleted
     except sqlite3.Error:
@@ -203,7 +214,8 @@ def _copy_rows(readable: Path, fresh: Any, report: SalvageReport) -> None:
         old.close()
 
 
-def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -> None:
+def _copy_messages(old: sqlite3.Connection, fresh: SalvageTarget,
+                   report: SalvageReport) -> None:
     columns = ["queue", "id", "delivery_count", "data", "level", *ROW_COLUMNS]
     try:
         have = {row[1] for row in old.execute("PRAGMA table_info(messages)")}

@@ -156,7 +156,8 @@ class SqliteStore(GroupWrites):
                 if not salvage_damaged:
                     raise DamagedStoreError(
                         f"the message store {self.path} is damaged: {exc}") from exc
-                self.salvaged = salvage(self.path, str(exc), mode=mode)
+                self.salvaged = salvage(self.path, str(exc), lambda fresh: SqliteStore(
+                    fresh, group_commit=True, salvage_damaged=False, mode=mode))
                 self._open()
         except sqlite3.Error as exc:
             raise StoreError(

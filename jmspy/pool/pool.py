@@ -35,10 +35,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from jmspy.connection import Connection, ConnectionFactory
+from jmspy.connection import Connection
 from jmspy.consumer import MessageConsumer
 from jmspy.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmspy.errors import IllegalStateException, InvalidConfigurationException, JMSException
+from jmspy.factory import ConnectionFactory
 from jmspy.message import Message
 from jmspy.session import Session
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jmspy.connection import ConnectionFactory
 from jmspy.destinations import Destination, Queue, Topic
 from jmspy.errors import InvalidConfigurationException
+from jmspy.factory import ConnectionFactory
 from jmspy.properties import PROPERTIES
 
 __all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "SourceOptions", "parse_options"]
