@@ -26,12 +26,13 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
 __all__ = ["COMPILED_SOURCES", "PURE_MODULES", "PURE_PYTHON", "PURE_SOURCES",
-           "SourceBuildFinder", "install_finder", "is_extension", "load", "pure_module"]
+           "SourceBuildFinder", "install_finder", "is_extension", "load", "pure_module",
+           "registry"]
 
 _CHOICE = os.environ.get("JMSPY_PUREPYTHON", "")
 #: the pure twins everywhere (``JMSPY_PUREPYTHON`` set, other than ``0`` or ``sources``)
@@ -141,6 +142,25 @@ install_finder()
 def pure_module(name: str) -> str:
     """The import name of twin ``name``'s pure module."""
     return PURE_MODULES.get(name, f"jmspy._pure.{name}")
+
+
+def registry(namespace: dict[str, object], names: Sequence[str]
+             ) -> Callable[[str], ModuleType]:
+    """The ``__getattr__`` of a layer's twin registry (PEP 562): ``names`` are its twins,
+    each loaded by :func:`load` when first named and kept in ``namespace``. Each layer
+    has its own registry, typed on its own pure twins, so naming a twin never makes a
+    layer depend on another's modules."""
+    known = frozenset(names)
+
+    def __getattr__(name: str) -> ModuleType:
+        if name not in known:
+            raise AttributeError(f"no twin {name!r} here; this layer's twins: "
+                                 f"{', '.join(sorted(known))}")
+        module = load(name)
+        namespace[name] = module  # later lookups find it without this call
+        return module
+
+    return __getattr__
 
 
 def load(name: str) -> ModuleType:

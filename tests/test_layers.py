@@ -18,94 +18,25 @@ so both builds are checked: the compiled twins can import modules their pure twi
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from import_graph import SOURCES, absolute, imports
 
 from jmspy import _speedups
 
-ROOT = Path(__file__).resolve().parent.parent
-#: source directory -> the package it is installed as (pyproject.toml's package-dir)
-PACKAGES = {"jmspy": "jmspy", "transports": "jmspy.transports", "broker_ref": "jmspy.broker_ref"}
 BROKER = "jmspy.broker_ref"
 WIRE = "jmspy.wire"
 
 #: Modules outside the broker, ``transports/vm*`` and the CLIs that still import the
 #: broker, and why. Remove an entry when its module stops; never add one to pass a test.
-BROKER_IMPORT_EXCEPTIONS = {
-    "jmspy.twins": "the one typed registry of every twin, the broker's too (under "
-    "TYPE_CHECKING); it splits into one private twin module per layer",
-}
-
-
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT)
-    parts = [PACKAGES[rel.parts[0]], *rel.parts[1:-1]]
-    if path.name == "__init__.py":
-        return ".".join(parts)
-    return ".".join([*parts, path.stem.split(".")[0]])
-
-
-def _sources() -> dict[str, Path]:
-    found = {_module_name(p): p for d in PACKAGES for p in (ROOT / d).rglob("*.py")}
-    for pyx in (ROOT / "cython_ext").glob("*.pyx"):
-        found[f"jmspy._cext.{pyx.stem}"] = pyx
-    return found
-
-
-SOURCES = _sources()
-
-
-def _absolute(module: str, level: int, name: str | None, is_package: bool) -> str:
-    """An ``ImportFrom``'s target as an absolute module name."""
-    if level == 0:
-        return name or ""
-    base = module.split(".")
-    base = base if is_package else base[:-1]
-    base = base[: len(base) - (level - 1)]
-    return ".".join([*base, name] if name else base)
-
-
-def _imports_py(module: str, path: Path) -> Iterator[str]:
-    """Every module ``path`` imports, at any place in the file."""
-    tree = ast.parse(path.read_text(), str(path))
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            target = _absolute(module, node.level, node.module, is_package)
-            yield target
-            # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one
-            yield from (f"{target}.{a.name}" for a in node.names
-                        if f"{target}.{a.name}" in SOURCES)
-        elif (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "attr", getattr(node.func, "id", ""))
-            in {"import_module", "__import__"}
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            yield node.args[0].value
-
-
-_PYX_IMPORT = re.compile(r"^\s*(?:c?import|from)\s+([\w.]+)", re.MULTILINE)
-
-
-def _imports(module: str) -> set[str]:
-    path = SOURCES[module]
-    if path.suffix == ".pyx":  # Cython is not Python's grammar: its import lines are
-        return set(_PYX_IMPORT.findall(path.read_text()))
-    return set(_imports_py(module, path))
+BROKER_IMPORT_EXCEPTIONS: dict[str, str] = {}
 
 
 def _within(name: str, package: str) -> bool:
@@ -133,9 +64,9 @@ def _may_import_broker(module: str) -> bool:
 def test_the_sources_are_seen_with_their_installed_names() -> None:
     assert {"jmspy.wire", "jmspy.transports.stomp.transport", "jmspy.broker_ref.core.queue",
             "jmspy._cext.queue_run", "jmspy.spark.sink"} <= set(SOURCES)
-    assert _absolute("jmspy.transports.stomp.transport", 2, "broker_errors", False) == (
+    assert absolute("jmspy.transports.stomp.transport", 2, "broker_errors", False) == (
         "jmspy.transports.broker_errors")
-    assert "jmspy.broker_ref.core.errors" in _imports("jmspy.transports.vm_errors")
+    assert "jmspy.broker_ref.core.errors" in imports("jmspy.transports.vm_errors")
 
 
 def test_the_wire_package_imports_only_itself_and_the_standard_library() -> None:
@@ -143,7 +74,7 @@ def test_the_wire_package_imports_only_itself_and_the_standard_library() -> None
     assert len(wire) >= 4
     bad = {
         f"{m} imports {name}"
-        for m in wire for name in _imports(m)
+        for m in wire for name in imports(m)
         if not _within(name, WIRE)
         and name.split(".")[0] not in sys.stdlib_module_names | {"__future__"}
     }
@@ -151,7 +82,7 @@ def test_the_wire_package_imports_only_itself_and_the_standard_library() -> None
 
 
 def test_only_the_broker_vm_and_the_clis_import_the_broker() -> None:
-    importers = {m for m in SOURCES if any(_within(n, BROKER) for n in _imports(m))}
+    importers = {m for m in SOURCES if any(_within(n, BROKER) for n in imports(m))}
     unexpected = sorted(m for m in importers
                         if not _may_import_broker(m) and m not in BROKER_IMPORT_EXCEPTIONS)
     assert not unexpected, (
@@ -188,19 +119,11 @@ def _broker_and_loop(loaded: set[str]) -> list[str]:
 
 
 def test_the_wire_layer_loads_nothing_of_jmspy_outside_it(tmp_path: Path) -> None:
-    # jmspy's own __init__ imports the client API; the package is made bare here so
-    # that only what jmspy.wire itself imports is loaded.
-    setup = """
-import importlib.util, types
-spec = importlib.util.find_spec("jmspy")
-bare = types.ModuleType("jmspy")
-bare.__path__ = list(spec.submodule_search_locations)
-sys.modules["jmspy"] = bare
-import jmspy.wire
-"""
-    loaded = _loaded(setup, tmp_path)
+    loaded = _loaded("import jmspy.wire", tmp_path)
     assert "jmspy.wire.error_codes" in loaded
-    outside = sorted(m for m in loaded if _within(m, "jmspy") and m != "jmspy"
+    # the package's own façade (jmspy/__init__.py) loads nothing but these
+    facade = {"jmspy", "jmspy._checkout", "jmspy._lazy", "jmspy._speedups"}
+    outside = sorted(m for m in loaded if _within(m, "jmspy") and m not in facade
                      and not _within(m, WIRE))
     assert not outside, f"import jmspy.wire loaded {outside}"
 

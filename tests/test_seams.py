@@ -15,13 +15,32 @@ def test_server_connection_uses_no_private_member_of_the_broker() -> None:
     assert not re.findall(r"\bbroker\._[a-z]\w*", source)
 
 
-def test_every_twin_is_loaded_in_one_place() -> None:
+#: each layer's twin registry (module source -> its import name)
+REGISTRIES = {
+    "jmspy/twins.py": "jmspy.twins",
+    "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
+    "broker_ref/protocols/stomp/twins.py": "jmspy.broker_ref.protocols.stomp.twins",
+    "transports/twins.py": "jmspy.transports.twins",
+}
+
+
+def test_every_twin_is_loaded_by_its_layers_registry_and_only_there() -> None:
     loaders = sorted(
         str(p.relative_to(ROOT)) for p in SOURCES
-        if re.search(r"\bload\(\"|_speedups\.load\(|from jmspy\._speedups import load",
-                     p.read_text())
+        if re.search(r"\bload\(\"|_speedups\.(?:load|registry)\(|"
+                     r"from jmspy\._speedups import (?:load|registry)", p.read_text())
     )
-    assert loaders == ["jmspy/twins.py"]
+    assert loaders == sorted(REGISTRIES)
+
+
+def test_each_twin_is_in_exactly_one_registry_and_every_twin_is_in_one() -> None:
+    import importlib
+
+    names: list[str] = []
+    for module in REGISTRIES.values():
+        names += importlib.import_module(module).__all__
+    pyx = sorted(p.stem for p in (ROOT / "cython_ext").glob("*.pyx"))
+    assert sorted(names) == pyx
 
 
 def test_twin_loads_are_typed_not_any() -> None:

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jmspy import BytesMessage, MapMessage, Message, Queue, TextMessage, twins
+from jmspy import BytesMessage, MapMessage, Message, Queue, TextMessage
 from jmspy.stomp_jms_header import format_header, header_of, parse_header, ptypes_of
+from jmspy.transports import twins
 from jmspy.transports.stomp.mapping import detect_broker, jms_message_id, to_frame
 
 #: The running twin (both are compared in tests/test_stomp_received_twins.py).

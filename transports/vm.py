@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
-from jmspy import errors, twins
+from jmspy import errors
 from jmspy.broker_ref.config import parse_size
 from jmspy.broker_ref.core import Broker, BrokerError
 from jmspy.broker_ref.core.api import (
@@ -44,6 +44,7 @@ from jmspy.transport import (
     RemoteConsumer,
     TransportListener,
 )
+from jmspy.transports import twins
 
 from .vm_errors import translate
 from .vm_url_options import URL_OPTIONS, VM_URL_OPTIONS

@@ -22,16 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins as core_twins
 from jmspy.errors import IllegalStateException
+
+# The pure conversion, not the running twin: this module is itself a twin, below the
+# transports' registry that names it, and both conversions give the same message.
+from .vm_convert import to_server_message as _to_server_message
 
 if TYPE_CHECKING:
     from jmspy.message import Message
 
 __all__ = ["Sender"]
 
-_to_server_message = twins.vm_convert.to_server_message
-_route_fast = twins.queue_run.route_fast
+_route_fast = core_twins.queue_run.route_fast
 
 
 class Waiter(Protocol):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins
 
 from .kinds import BodyType, DestinationKind
 

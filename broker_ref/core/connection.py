@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins
 
 from .api import (
     TEMP_PREFIX,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins
 
 from .api import AddressSettings
 from .records import DELIVERING, GONE, PAGE_OVERHEAD, PRIORITIES, READY, SCHEDULED

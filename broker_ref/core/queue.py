@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins
 
 from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (

@@ -32,7 +32,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
 
-from jmspy import twins
+from jmspy.broker_ref.core import twins
 from jmspy.errors import JMSException
 
 from .api import ServerMessage

@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from jmspy import errors, twins
+from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
+from jmspy.transports import twins
 
 from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, stomp_destination
 from .receipts import Receipts

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jmspy import twins
+from jmspy.transports import twins
 
 from .deliveries import Deliveries
 from .mapping import BrokerProfile

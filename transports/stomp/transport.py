@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from jmspy import errors, twins
+from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
@@ -55,6 +55,7 @@ from jmspy.transport import (
     RemoteConsumer,
     TransportListener,
 )
+from jmspy.transports import twins
 from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
 from jmspy.wire.error_text import error_text
 from jmspy.wire.headers import SEND_TIMEOUT_HEADER

@@ -2,7 +2,7 @@
 
 It is the STOMP host's, so it lives here rather than with the client's twins in
 ``jmspy._pure`` (only the in-process transport may import the broker); it is loaded as
-``twins.stomp_message``.
+``stomp_message`` of :mod:`.twins`, the STOMP host's registry.
 
 ``cython_ext/stomp_message.pyx`` is the compiled twin; both return the same bytes, or
 raise the same error, for every message (tests/test_stomp_message_twins.py checks it

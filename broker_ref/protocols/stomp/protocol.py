@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import twins
+from jmspy.broker_ref.protocols.stomp import twins as host_twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
@@ -58,8 +59,8 @@ __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "TURN_BYTES", "TUR
            "TURN_SECONDS", "HeldSend", "ProtocolError", "StompSession"]
 
 _codec = twins.stomp_codec
-_message = twins.stomp_message  # .encode_message read per call: see twins' import order
-_send = twins.stomp_send
+_message = host_twins.stomp_message  # .encode_message read per call: see twins' import order
+_send = host_twins.stomp_send
 _SERVER = "jmspy-broker_ref/0.1"
 
 #: Fair turns (the asyncio host's bounds): frames of one client acted on per call, the

@@ -1,0 +1,83 @@
+"""No import cycles: the modules form a stack, each importing only modules below it.
+
+At run time (every import outside ``if TYPE_CHECKING:``, function-level ones included,
+in both builds: the compiled twins' ``.pyx`` import lines count) there is no cycle at
+all. At type level (``TYPE_CHECKING`` edges too) two knots remain, each named in
+:data:`TYPE_LEVEL_KNOTS` with its size: one may only shrink, never grow, and no new one
+may appear. Each is a layer whose classes name each other in annotations (the client's
+connection, session, consumer and producer; the broker core's queue and its parts), to be
+cut by Protocols that the lower modules type on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from import_graph import SOURCES, cycles, graph
+
+#: a module of each type-level knot -> the most modules that knot may hold
+TYPE_LEVEL_KNOTS = {
+    "jmspy.session": 18,
+    "jmspy.broker_ref.core.queue": 31,
+}
+
+
+def test_the_graph_sees_every_package_of_the_install() -> None:
+    assert {"jmspy.session", "jmspy.transports.vm", "jmspy.broker_ref.core.queue",
+            "jmspy._cext.stomp_codec", "jmspy.wire.error_codes"} <= set(SOURCES)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(edges) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_another_that_imports_it_back_at_run_time() -> None:
+    found = cycles(graph(type_checking=False))
+    assert found == [], f"run-time import cycles: {found}"
+
+
+def test_the_type_level_knots_only_shrink() -> None:
+    found = cycles(graph(type_checking=True))
+    grown, new = [], []
+    for component in found:
+        known = [name for name in TYPE_LEVEL_KNOTS if name in component]
+        if not known:
+            new.append(component)
+        elif len(component) > TYPE_LEVEL_KNOTS[known[0]]:
+            grown.append((known[0], len(component), component))
+    assert not new, f"new type-level import cycles: {new}"
+    assert not grown, f"type-level knots grew: {grown}"
+
+
+def test_importing_jmspy_loads_only_its_facade(tmp_path: Path) -> None:
+    """``import jmspy`` runs the checkout guard, the build choice and the façade, and
+    nothing else: the public names load with their first use."""
+    probe = ("import json, sys, jmspy; "
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('jmspy'))))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=os.environ.copy(),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        '["jmspy",', '"jmspy._checkout",', '"jmspy._lazy",', '"jmspy._speedups"]']
+
+
+def test_every_public_name_of_a_facade_loads_from_the_module_it_names() -> None:
+    import importlib
+
+    for package in ("jmspy", "jmspy.broker_ref.core", "jmspy.broker_ref.protocols.stomp"):
+        facade = importlib.import_module(package)
+        assert set(facade.__all__) <= set(dir(facade))
+        for name in facade.__all__:
+            value = getattr(facade, name)
+            assert value is not None, f"{package}.{name}"
+        try:
+            facade.NoSuchName  # noqa: B018
+        except AttributeError as exc:
+            assert "NoSuchName" in str(exc)
+        else:
+            raise AssertionError(f"{package}.NoSuchName did not raise AttributeError")
