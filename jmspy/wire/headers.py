@@ -7,11 +7,18 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DUPLICATE_ID", "SEND_TIMEOUT_HEADER"]
+__all__ = ["DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "SEND_TIMEOUT_HEADER"]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
 SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
+
+#: On the RECEIPT of a SUBSCRIBE: the destination's own consumer flow limit (Open MQ's
+#: ``consumerFlowLimit``, the broker's ``consumer-flow-limit`` address setting), sent when
+#: the destination has one. The broker applies the lower of it and the client's
+#: ``jmspy-flow-limit``; the client reports which of the two set the window
+#: (``FlowStats.limited_by``).
+DESTINATION_FLOW_LIMIT: Final = "jmspy-destination-flow-limit"
 
 #: The message property that carries a message's duplicate-detection id (Artemis's name,
 #: so clients written for Artemis work unchanged): a broker with duplicate detection drops

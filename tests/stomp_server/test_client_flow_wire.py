@@ -65,3 +65,36 @@ def test_the_client_leaves_the_connection_cap_to_the_broker_that_enforces_it(
             producer.send(s.create_text_message(f"b{i}"), qb)
         got = [cb.receive(10), cb.receive(10)]
         assert [m.text if m else None for m in got] == ["b0", "b1"]
+
+
+def test_a_destinations_lower_flow_limit_is_reported_over_stomp_as_the_destinations(
+    server_factory: Any,
+) -> None:
+    """The broker sends the destination's consumerFlowLimit on the SUBSCRIBE's RECEIPT:
+    ``flow_stats()`` then says the destination set the window, as over ``vm://``."""
+    from jmspy.broker_ref.core import AddressSettings
+
+    server = server_factory(settings={"fl.low": AddressSettings(consumer_flow_limit=7)})
+    factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
+                                imqConsumerFlowLimit=100)
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        low = s.create_consumer(s.create_queue("fl.low")).flow_stats()
+        plain = s.create_consumer(s.create_queue("fl.plain")).flow_stats()
+    assert (low.limit, low.limited_by, low.destination_limit, low.client_limit) == (
+        7, "destination", 7, 100)
+    assert (plain.limit, plain.limited_by, plain.destination_limit) == (100, "client", None)
+
+
+def test_a_destination_limit_above_the_clients_leaves_the_client_setting_the_window(
+    server_factory: Any,
+) -> None:
+    from jmspy.broker_ref.core import AddressSettings
+
+    server = server_factory(settings={"fl.high": AddressSettings(consumer_flow_limit=500)})
+    factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
+                                imqConsumerFlowLimit=20)
+    with factory.create_connection() as conn:
+        s = conn.create_session()
+        stats = s.create_consumer(s.create_queue("fl.high")).flow_stats()
+    assert (stats.limit, stats.limited_by, stats.destination_limit) == (20, "client", 500)

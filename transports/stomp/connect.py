@@ -150,7 +150,7 @@ class ReceiverEvents(Protocol):
 
     def on_message_frame(self, headers: dict[str, str], body: bytes) -> None: ...
 
-    def on_receipt(self, receipt_id: str) -> None: ...
+    def on_receipt(self, receipt_id: str, headers: dict[str, str]) -> None: ...
 
     def on_disconnected(self, conn: Any) -> None:
         """The socket of ``conn`` closed (it may be a connection already replaced)."""
@@ -179,7 +179,8 @@ class Receiver:
         self.events.on_message_frame(dict(frame.headers), frame.body)
 
     def on_receipt(self, frame: Any) -> None:
-        self.events.on_receipt(frame.headers.get("receipt-id", ""))
+        headers = dict(frame.headers)
+        self.events.on_receipt(headers.get("receipt-id", ""), headers)
 
     def on_disconnected(self) -> None:
         self.answered.set()

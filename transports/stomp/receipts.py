@@ -115,6 +115,9 @@ class Receipts:
         #: the socket but is busy in a listener gives it back now (.reading_turn)
         self.need_reader = need_reader
         self._receipts: dict[str, threading.Event] = {}
+        #: receipt id -> the RECEIPT's headers, for the receipts whose answer carries
+        #: news (a SUBSCRIBE's: the destination's flow limit); see :meth:`answer`
+        self._answers: dict[str, dict[str, str] | None] = {}
         #: receipt id -> the ERROR frame that answered it (set by the receiver thread)
         self._refused: dict[str, ErrorFrame] = {}
         #: the last ERROR frame of the connection (the brokers close after one); reset
@@ -144,11 +147,19 @@ class Receipts:
     def forget(self, receipt: str) -> None:
         """Stop waiting for ``receipt`` (its wait timed out elsewhere)."""
         self._receipts.pop(receipt, None)
+        self._answers.pop(receipt, None)
 
-    def on_receipt(self, receipt_id: str) -> None:
+    def answer(self, receipt: str) -> dict[str, str]:
+        """The headers of ``receipt``'s RECEIPT (asked for with ``keep_answer``; empty
+        when it did not come), forgotten once read."""
+        return self._answers.pop(receipt, None) or {}
+
+    def on_receipt(self, receipt_id: str, headers: dict[str, str] | None = None) -> None:
         # the broker went on after its last ERROR (ActiveMQ keeps a connection after
         # refusing a send): that ERROR is not why the connection may end later
         self.connection_error = None
+        if receipt_id in self._answers:
+            self._answers[receipt_id] = headers or {}
         event = self._receipts.pop(receipt_id, None)
         if event is not None:
             event.set()
@@ -195,11 +206,15 @@ class Receipts:
         fn(*args, headers={**(headers or {}), "receipt": receipt})
         self.wait(receipt, event, conn, self._send_wait() if send else timeout, send=send)
 
-    def expect(self, *, reset_error: bool = True) -> tuple[str, threading.Event]:
+    def expect(self, *, reset_error: bool = True, keep_answer: bool = False
+               ) -> tuple[str, threading.Event]:
         """A fresh receipt id and the event its RECEIPT sets. ``reset_error``: an ERROR
-        before this is not its answer."""
+        before this is not its answer. ``keep_answer``: the RECEIPT's headers are kept
+        for :meth:`answer`."""
         receipt = f"r-{uuid.uuid4().hex[:10]}"
         event = threading.Event()
+        if keep_answer:
+            self._answers[receipt] = None  # set before the event: read after the wait
         self._receipts[receipt] = event
         if reset_error:
             self.last_error = None

@@ -19,6 +19,7 @@ from jmspy.capabilities import Feature
 from jmspy.destinations import Queue, Topic
 from jmspy.message import Message
 from jmspy.transport import ConsumerSpec
+from jmspy.wire.headers import DESTINATION_FLOW_LIMIT
 
 from .. import destination_options
 from .mapping import BrokerProfile, profile_key
@@ -147,6 +148,18 @@ class StompSubscription:
             sub.copies = StreamCopies()
             sub.stream = True
         return sub
+
+    def destination_limit(self, receipt: dict[str, str]) -> int | None:
+        """The destination's consumer flow limit: the lower of the URL's destination
+        option and the one the broker sent on the SUBSCRIBE's RECEIPT (``receipt``: its
+        headers; jmspy broker sends its destination's ``consumer-flow-limit`` there).
+        None when neither names one. A value that is not a whole number is ignored: the
+        broker enforces its own limit either way, and this only reports it."""
+        limits = [self.destination_flow_limit] if self.destination_flow_limit is not None else []
+        echoed = receipt.get(DESTINATION_FLOW_LIMIT, "")
+        if echoed.isdigit():
+            limits.append(int(echoed))
+        return min(limits) if limits else None
 
     def count_key(self, message_key: str) -> str:
         """What JMSXDeliveryCount is remembered under. A queue message is one message

@@ -234,8 +234,8 @@ class StompTransport:
             self._report(errors.JMSException(
                 f"STOMP broker at {self.where} reported an error: {error_text(headers, text)}"))
 
-    def on_receipt(self, receipt_id: str) -> None:
-        self._receipts.on_receipt(receipt_id)
+    def on_receipt(self, receipt_id: str, headers: dict[str, str]) -> None:
+        self._receipts.on_receipt(receipt_id, headers)
 
     def on_disconnected(self, conn: Any) -> None:
         if conn is self._conn:  # not a stale connection
@@ -381,7 +381,7 @@ class StompTransport:
         # The SUBSCRIBE asks for a RECEIPT and create_consumer waits for it: once it
         # returns, the broker has the subscription, so a message published after that (from
         # any connection) reaches this topic consumer, and a refused SUBSCRIBE fails here.
-        receipt, event = self._receipts.expect()
+        receipt, event = self._receipts.expect(keep_answer=True)
         conn = self._conn
         with self._lock:
             self._subs[spec.consumer_id] = sub
@@ -393,7 +393,9 @@ class StompTransport:
                 self._subs.pop(spec.consumer_id, None)
                 self._by_sid.pop(sub.sub_id, None)
             raise
-        return RemoteConsumer(destination_flow_limit=sub.destination_flow_limit)
+        finally:
+            answer = self._receipts.answer(receipt)
+        return RemoteConsumer(destination_flow_limit=sub.destination_limit(answer))
 
     def _subscription(self, spec: ConsumerSpec) -> StompSubscription:
         return StompSubscription.for_spec(

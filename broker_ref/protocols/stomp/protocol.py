@@ -33,6 +33,7 @@ from jmspy import twins
 from jmspy.broker_ref.protocols.stomp import twins as host_twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
+from jmspy.wire.headers import DESTINATION_FLOW_LIMIT
 
 from ...core import (
     BodyType,
@@ -543,16 +544,22 @@ class StompSession(_send.SessionRecord):
         sub.start(cid, info.destination_flow_limit)
         self._subs[sid] = sub
         self._by_consumer[cid] = sub
-        self._subscribed(headers)
+        self._subscribed(headers, info.destination_flow_limit)
         self._credit.start(sub)  # its first window: deliveries may follow at once
 
-    def _subscribed(self, headers: dict[str, str]) -> None:
+    def _subscribed(self, headers: dict[str, str], destination_limit: int | None = None
+                    ) -> None:
         """The RECEIPT of a SUBSCRIBE, written before the first MESSAGE the subscription
         delivers (RabbitMQ and ActiveMQ answer so; clients that subscribe, wait for the
-        receipt, then expect messages rely on it). ``_dispatch`` leaves SUBSCRIBE to it."""
+        receipt, then expect messages rely on it). ``_dispatch`` leaves SUBSCRIBE to it.
+        It carries the destination's own flow limit, when it has one: the window is the
+        lower of that and the client's, and the client reports which one set it."""
         receipt = headers.get("receipt")
         if receipt is not None:
-            self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
+            answer = [("receipt-id", receipt)]
+            if destination_limit is not None:
+                answer.append((DESTINATION_FLOW_LIMIT, str(destination_limit)))
+            self._emit(Frame("RECEIPT", answer))
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         sid = headers.get("id") or headers.get("destination")
