@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import twins
+from . import api_twins, twins
 from .destinations import TEMP_TOPIC_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from .errors import (
     IllegalStateException,
@@ -65,7 +65,7 @@ class Connection:
         #: JMSMessageIDs, ``ID:<16 hex of a uuid4>-<instance>-<n>``: unique across
         #: connections and processes. A bound method of the twin (a C call when compiled),
         #: called once per message sent.
-        self._next_message_id: Callable[[], str] = twins.producer_core.MessageIds(
+        self._next_message_id: Callable[[], str] = api_twins.producer_core.MessageIds(
             f"ID:{uuid.uuid4().hex[:16]}-{self._instance}-").next_id
         self._consumer_ids = itertools.count(1)
         #: started, closing, closed: a record of C flags when compiled, which the

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
-from . import twins
+from . import api_twins
 from .destinations import Destination, Queue
 from .errors import IllegalStateException, JMSException, MessageFormatException
 from .flow import FlowStats, new_prefetch_buffer
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 else:
     # The fields the session and flow control share, and the hand-off of deliveries, are
     # a twin (compiled when built): jmspy/consumer_core.py.
-    ConsumerCore = twins.consumer_core.ConsumerCore
+    ConsumerCore = api_twins.consumer_core.ConsumerCore
 
 
 class MessageConsumer(ConsumerCore):

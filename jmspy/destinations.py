@@ -18,12 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
-from .errors import InvalidDestinationException
-
-if TYPE_CHECKING:
-    from .connection import Connection
+from .errors import IllegalStateException, InvalidDestinationException
 
 __all__ = ["Destination", "DestinationOptions", "Queue", "TemporaryQueue", "TemporaryTopic",
            "Topic", "destination_from_uri", "parse_options"]
@@ -248,6 +245,26 @@ class Topic(Destination):
     kind: ClassVar[str] = "topic"
 
 
+class TemporaryOwner(Protocol):
+    """What a temporary destination needs of the connection that created it (the
+    :class:`~jmspy.connection.Connection`): a Protocol, so that destinations sit below
+    connections and never import them."""
+
+    def _delete_temporary_queue(self, queue: TemporaryQueue) -> None: ...
+
+    def _delete_temporary_topic(self, topic: TemporaryTopic) -> None: ...
+
+
+def _creator(destination: TemporaryQueue | TemporaryTopic,
+             owner: TemporaryOwner | None) -> TemporaryOwner:
+    """The connection that created ``destination``: only it may delete it."""
+    if owner is None:
+        raise IllegalStateException(
+            f"{destination} was not created by this process's connection; only the "
+            f"connection that created a temporary {destination.kind} can delete it")
+    return owner
+
+
 class TemporaryQueue(Queue):
     """A queue that lives as long as the connection that created it.
 
@@ -256,9 +273,9 @@ class TemporaryQueue(Queue):
     """
 
     __slots__ = ("_connection",)
-    _connection: Connection | None
+    _connection: TemporaryOwner | None
 
-    def __init__(self, name: str, connection: Connection | None = None) -> None:
+    def __init__(self, name: str, connection: TemporaryOwner | None = None) -> None:
         super().__init__(name)
         object.__setattr__(self, "_connection", connection)
 
@@ -268,15 +285,7 @@ class TemporaryQueue(Queue):
 
     def delete(self) -> None:
         """Delete the queue now; sending to it afterwards fails."""
-        conn: Connection | None = self._connection
-        if conn is None:
-            from .errors import IllegalStateException
-
-            raise IllegalStateException(
-                f"{self} was not created by this process's connection; only the connection "
-                "that created a temporary queue can delete it"
-            )
-        conn._delete_temporary_queue(self)
+        _creator(self, self._connection)._delete_temporary_queue(self)
 
 
 class TemporaryTopic(Topic):
@@ -289,9 +298,9 @@ class TemporaryTopic(Topic):
     """
 
     __slots__ = ("_connection",)
-    _connection: Connection | None
+    _connection: TemporaryOwner | None
 
-    def __init__(self, name: str, connection: Connection | None = None) -> None:
+    def __init__(self, name: str, connection: TemporaryOwner | None = None) -> None:
         super().__init__(name)
         object.__setattr__(self, "_connection", connection)
 
@@ -301,15 +310,7 @@ class TemporaryTopic(Topic):
     def delete(self) -> None:
         """Delete the topic now; subscribing to it or sending to it afterwards fails.
         Refused while a consumer of this connection is still on it (close it first)."""
-        conn: Connection | None = self._connection
-        if conn is None:
-            from .errors import IllegalStateException
-
-            raise IllegalStateException(
-                f"{self} was not created by this process's connection; only the connection "
-                "that created a temporary topic can delete it"
-            )
-        conn._delete_temporary_topic(self)
+        _creator(self, self._connection)._delete_temporary_topic(self)
 
 
 def destination_from_uri(uri: str) -> Destination:

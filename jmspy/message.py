@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from enum import IntEnum
 from operator import attrgetter
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from . import twins
 from .errors import (
@@ -23,6 +23,7 @@ from .errors import (
     MessageFormatException,
     MessageNotWriteableException,
 )
+from .property_value import PropertyValue
 
 if TYPE_CHECKING:
     from ._pure.message_record import FIELDS, MessageRecord
@@ -39,8 +40,6 @@ __all__ = [
     "PropertyValue",
     "TextMessage",
 ]
-
-PropertyValue = bool | int | float | str | None
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _N = TypeVar("_N", int, float)
@@ -322,7 +321,7 @@ class Message(MessageRecord):
         return (_restore, (type(self), {n: getattr(self, n) for n in _field_names(type(self))}))
 
     # -- acknowledgement --------------------------------------------------------------
-    def acknowledge(self) -> None:
+    def acknowledge(self: Self) -> None:
         """Acknowledge per the session's mode.
 
         CLIENT_ACKNOWLEDGE: every message the session has delivered so far;

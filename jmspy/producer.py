@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import twins
+from . import api_twins
 from .destinations import Destination, TemporaryTopic
 from .errors import InvalidDestinationException, JMSException
 from .message import Message
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from ._pure.producer_core import ProducerCore, check_mode, check_priority, check_seconds
 else:
     # The fields and send() are a twin (compiled when built): jmspy/_pure/producer_core.py.
-    ProducerCore = twins.producer_core.ProducerCore
-    check_mode = twins.producer_core.check_mode
-    check_priority = twins.producer_core.check_priority
-    check_seconds = twins.producer_core.check_seconds
+    ProducerCore = api_twins.producer_core.ProducerCore
+    check_mode = api_twins.producer_core.check_mode
+    check_priority = api_twins.producer_core.check_priority
+    check_seconds = api_twins.producer_core.check_seconds
 
 
 class MessageProducer(ProducerCore):

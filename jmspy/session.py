@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
-from . import twins
+from . import api_twins, twins
 from .acknowledgement import (
     AUTO_ACK_BATCH,
     AckMode,
@@ -52,10 +52,10 @@ log = client_logger("session")
 
 # The message constructors, through the message_new twin (compiled: no __init__ frames;
 # jmspy/_pure/message_new.py), bound once.
-_new_message = twins.message_new.new_message
-_new_text_message = twins.message_new.new_text_message
-_new_bytes_message = twins.message_new.new_bytes_message
-_new_map_message = twins.message_new.new_map_message
+_new_message = api_twins.message_new.new_message
+_new_text_message = api_twins.message_new.new_text_message
+_new_bytes_message = api_twins.message_new.new_bytes_message
+_new_map_message = api_twins.message_new.new_map_message
 #: The Session attributes that are those constructors.
 _MESSAGE_CONSTRUCTORS = ("create_message", "create_text_message", "create_bytes_message",
                          "create_map_message")

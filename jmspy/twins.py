@@ -6,7 +6,9 @@ chooses). To the type checker each name *is* the pure twin's module: the pure tw
 contract, and every compiled twin's ``.pyi`` stub re-states its signatures, so callers are
 typed without ``Any`` and without a Protocol per module.
 
-Each layer keeps its own registry of this kind (the broker core's
+The twins of the API objects (producer and consumer cores, new messages) are in
+:mod:`jmspy.api_twins`, above :mod:`jmspy.message`. Each layer keeps its own registry of
+this kind (the broker core's
 :mod:`jmspy.broker_ref.core.twins`, the STOMP host's
 :mod:`jmspy.broker_ref.protocols.stomp.twins`, the transports' :mod:`jmspy.transports.twins`),
 so naming a twin makes a module depend on its own layer only. Loading is lazy (PEP 562
@@ -21,27 +23,21 @@ from typing import TYPE_CHECKING
 from . import _speedups
 
 __all__ = [
-    "consumer_core",
     "dispatch",
     "lifecycle",
-    "message_new",
     "message_record",
     "prefetch",
-    "producer_core",
     "selector_eval",
     "socket_spin",
     "stomp_codec",
 ]
 
 if TYPE_CHECKING:
-    from jmspy import consumer_core
     from jmspy._pure import (
         dispatch,
         lifecycle,
-        message_new,
         message_record,
         prefetch,
-        producer_core,
         selector_eval,
         socket_spin,
         stomp_codec,

@@ -18,6 +18,7 @@ def test_server_connection_uses_no_private_member_of_the_broker() -> None:
 #: each layer's twin registry (module source -> its import name)
 REGISTRIES = {
     "jmspy/twins.py": "jmspy.twins",
+    "jmspy/api_twins.py": "jmspy.api_twins",
     "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
     "broker_ref/protocols/stomp/twins.py": "jmspy.broker_ref.protocols.stomp.twins",
     "transports/twins.py": "jmspy.transports.twins",

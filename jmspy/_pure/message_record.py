@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Self
 
     from jmspy.destinations import Destination
-    from jmspy.message import Message, PropertyValue
+    from jmspy.property_value import PropertyValue
 
 __all__ = ["FIELDS", "MessageRecord"]
 
@@ -70,7 +71,7 @@ class MessageRecord:
     _properties: dict[str, PropertyValue]
     _props_read_only: bool
     _body_read_only: bool
-    _acknowledger: Callable[[Message], None] | None
+    _acknowledger: Callable[[Self], None] | None
     _delivery_tag: int
     #: Its type is the subclass's (TextMessage: str | None, BytesMessage: bytes...).
     _body: Any
