@@ -1,6 +1,5 @@
-"""Builds the Cython twins in cython_ext/ as jmspy._cext.<name>, and compiles the modules
-``jmspy/_speedups.py`` lists in COMPILED_SOURCES from their own .py source, in place
-(their pure twin is that source).
+"""Builds the Cython twins in cython_ext/ as jmspy._cext.<name> (each beside its pure
+twin's ``.py``; jmspy/_speedups.py chooses between them at run time).
 
 A compile error fails the build: there is no silent fallback to pure Python at install
 time (set JMSPY_PUREPYTHON=1 at run time to choose the pure twins deliberately).
@@ -26,7 +25,6 @@ Environment switches, all off by default:
 
 from __future__ import annotations
 
-import ast
 import importlib.machinery
 import os
 import shutil
@@ -63,47 +61,13 @@ PACKAGE_DIRS: dict[str, str] = tomllib.loads((HERE / "pyproject.toml").read_text
     "tool"]["setuptools"]["package-dir"]
 
 
-def compiled_sources() -> list[str]:
-    """COMPILED_SOURCES from jmspy/_speedups.py, read without importing jmspy."""
-    tree = ast.parse((HERE / "jmspy" / "_speedups.py").read_text())
-    for node in tree.body:
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and node.target.id == "COMPILED_SOURCES" and node.value is not None):
-            names = ast.literal_eval(node.value)
-            assert isinstance(names, tuple), "COMPILED_SOURCES must be a tuple"
-            return list(names)
-    raise SystemExit("jmspy/_speedups.py has no COMPILED_SOURCES tuple")
-
-
-def source_of(module: str) -> str:
-    """The .py of ``module``, under the deepest package-dir entry that holds it."""
-    for package in sorted(PACKAGE_DIRS, key=len, reverse=True):
-        if module.startswith(package + "."):
-            rest = module[len(package) + 1:].replace(".", "/")
-            return f"{PACKAGE_DIRS[package]}/{rest}.py"
-    raise SystemExit(f"COMPILED_SOURCES: {module} is in no package-dir of pyproject.toml")
-
-
-source_extensions = [Extension(name, [source_of(name)]) for name in compiled_sources()]
-
 JOBS = os.cpu_count() or 1
 
 
 def cythonized(module_list: list[Extension]) -> list[Extension]:
     """``module_list`` with each extension's sources turned into C by Cython."""
-    sources = {e.name for e in source_extensions}
-    plain = [e for e in module_list if e.name in sources]
-    twins = [e for e in module_list if e.name not in sources]
     return cythonize(
-        plain,
-        nthreads=JOBS,
-        language_level=3,
-        # Plain Python, compiled as it is: annotations stay annotations (no C typing from
-        # them), so both builds behave alike.
-        compiler_directives={"annotation_typing": False, "binding": True,
-                             "embedsignature": True},
-    ) + cythonize(
-        twins,
+        module_list,
         nthreads=JOBS,
         language_level=3,
         # Each module's .pxd sits beside its .pyi in jmspy/_cext/, where Cython finds it
@@ -121,9 +85,10 @@ def cythonized(module_list: list[Extension]) -> list[Extension]:
 
 
 def stale_builds(built: set[str]) -> list[Path]:
-    """Extensions beside a .py in the package folders that this build no longer makes:
-    left by a build whose COMPILED_SOURCES listed the module. Python would import such a
-    file instead of the .py beside it, so an in-place build removes it."""
+    """Extensions beside a .py in the package folders that this build does not make: left
+    by an older build that compiled modules from their own source (a retired mechanism).
+    Python would import such a file instead of the .py beside it, so an in-place build
+    removes it."""
     stale: list[Path] = []
     for package, folder in PACKAGE_DIRS.items():
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -161,7 +126,7 @@ class BuildExt(build_ext):
             ext.sources = done[ext.name]
         if self.inplace:
             for path in stale_builds({e.name for e in self.extensions}):
-                print(f"removing {path}: no longer compiled (COMPILED_SOURCES)")
+                print(f"removing {path}: a module no longer compiled")
                 path.unlink()
         super().run()
 
@@ -181,5 +146,5 @@ setup(
     # extension's sources count as package data otherwise, and every wheel would carry
     # megabytes of it next to the .so built from it.
     exclude_package_data={"": ["*.c"]},
-    ext_modules=source_extensions + extensions,
+    ext_modules=extensions,
 )

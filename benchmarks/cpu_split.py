@@ -13,9 +13,7 @@ machine the three processes share two CPUs, so what the clients spend per messag
 often the scheduler moves their threads between CPUs (each move starts the next run on a
 cold cache), counts as much as the broker's own CPU. Counters come from the workers
 themselves (benchmarks/cpu_workers.py) and from ``/proc`` for the broker; migrations need
-Linux. ``jmspy-interpreted`` is the jmspy broker with the modules jmspy compiles from their
-own source run as Python (``JMSPY_PUREPYTHON=sources``): beside ``jmspy-uvloop``, what
-compiling them is worth. ``jmspy-uvloop-nospin`` is the broker as installed with its
+Linux. ``jmspy-uvloop-nospin`` is the broker as installed with its
 polling before sleeping off (``--idle-spin-us 0``): beside ``jmspy-uvloop``, what that
 polling is worth.
 """
@@ -139,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="receipt-auto")
     ap.add_argument("--brokers", default=f"{DEFAULT_JMSPY},activemq",
                     help="peer names, comma-separated (jmspy-uvloop, jmspy, "
-                         "jmspy-interpreted, jmspy-uvloop-nospin, activemq, rabbitmq, "
+                         "jmspy-uvloop-nospin, activemq, rabbitmq, "
                          "coilmq; "
                          "jmspy-uvloop@PYTHON: the broker of another environment)")
     ap.add_argument("--client", default="jmspy",

@@ -72,13 +72,12 @@ DEFAULT_JMSPY = "jmspy-uvloop"
 
 
 def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
-                interpreted: bool = False, python: str | None = None,
+                python: str | None = None,
                 idle_spin_us: int | None = None) -> Any:
     """``python -m jmspy broker`` (compiled twins) on a free port, on the given event loop
     (``uvloop`` must be installed; ``pip install uvloop``): in memory, like the peers'
     non-persistent workloads, or ``persistent`` with a fresh data directory.
-    ``interpreted``: the modules jmspy compiles from their own source run as Python
-    (``JMSPY_PUREPYTHON=sources``), to measure what compiling them is worth. ``python``:
+    ``python``:
     the interpreter to run it with (another environment's jmspy, another build).
     ``idle_spin_us``: its polling window after a read (``--idle-spin-us``; 0: off), else
     the broker's default."""
@@ -96,9 +95,6 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
         name += "-persistent"
         where = ["--data-dir", tempfile.mkdtemp(prefix="jmspy-bench-data-")]
     env = worker_env()
-    if interpreted:
-        name += "-interpreted"
-        env["JMSPY_PUREPYTHON"] = "sources"
     return _spawn_local(name, [python or sys.executable, "-m", "jmspy", "broker", "--host",
                                "127.0.0.1", "--port", "{port}", "--loop", loop, *where],
                         env=env)
@@ -140,8 +136,6 @@ class Peers:
             return lambda: start_jmspy("uvloop")
         if name == "jmspy-uvloop-nospin":  # as installed, without polling before sleeping
             return lambda: start_jmspy("uvloop", idle_spin_us=0)
-        if name == "jmspy-interpreted":  # as installed, COMPILED_SOURCES interpreted
-            return lambda: start_jmspy("uvloop", interpreted=True)
         if name == "jmspy-persistent":  # as installed: the default loop
             return lambda: start_jmspy("uvloop", persistent=True)
         if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)

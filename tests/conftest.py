@@ -1,11 +1,10 @@
 """Shared pytest configuration.
 
 Twin check (see jmspy/_speedups.py): unless JMSPY_PUREPYTHON is set, every module built
-from cython_ext/*.pyx, and every module compiled from its own source (COMPILED_SOURCES),
-must load as the compiled extension; with JMSPY_PUREPYTHON=1 the pure twins (for the
-latter, their .py) must be the ones in use. An extension left beside a .py that is not in
-COMPILED_SOURCES (built when the list still named it) would be imported instead of that
-.py in both modes, so it fails the check too. Anything else ends the session at once
+from cython_ext/*.pyx must load as the compiled extension; with JMSPY_PUREPYTHON=1 the
+pure twins must be the ones in use. An extension left beside a .py of the packages (by
+an older build that compiled modules from their own source) would be imported instead of
+that .py in both modes, so it fails the check too. Anything else ends the session at once
 instead of letting the suite pass against the wrong twin.
 """
 
@@ -36,21 +35,12 @@ def _twin_problems() -> list[str]:
         path = getattr(module, "__file__", None) or ""
         if module.__name__ != want or _speedups.is_extension(module) == _speedups.PURE_PYTHON:
             problems.append(f"{name}: expected {want}, got {module.__name__} ({path})")
-    for name in _speedups.COMPILED_SOURCES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            problems.append(f"{name}: {exc}")
-            continue
-        if _speedups.is_extension(module) == _speedups.PURE_SOURCES:
-            want = "its .py source" if _speedups.PURE_SOURCES else "the compiled extension"
-            problems.append(f"{name}: expected {want}, got {module.__file__}")
     return problems
 
 
 def _stale_builds() -> list[str]:
-    """Extensions beside a ``.py`` of jmspy's packages (outside ``jmspy._cext``) whose
-    module COMPILED_SOURCES does not list: left by an older in-place build."""
+    """Extensions beside a ``.py`` of jmspy's packages (outside ``jmspy._cext``): left by
+    an older in-place build that compiled modules from their own source."""
     import jmspy.broker_ref
     import jmspy.transports
 
@@ -62,17 +52,15 @@ def _stale_builds() -> list[str]:
                     stem = ext_file.name[: -len(suffix)]
                     parts = (*ext_file.parent.relative_to(folder).parts, stem)
                     name = ".".join((package.__name__, *parts))
-                    if (ext_file.with_name(stem + ".py").is_file() and "_cext" not in parts
-                            and name not in _speedups.COMPILED_SOURCES):
-                        found.add(f"{name}: stale build {ext_file} (not in COMPILED_SOURCES; "
-                                  "delete it, or rebuild in place, which removes it)")
+                    if ext_file.with_name(stem + ".py").is_file() and "_cext" not in parts:
+                        found.add(f"{name}: stale build {ext_file} (delete it, or rebuild "
+                                  "in place, which removes it)")
     return sorted(found)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     mode = "pure (JMSPY_PUREPYTHON set)" if _speedups.PURE_PYTHON else "compiled"
-    return (f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}; compiled from source: "
-            f"{len(_speedups.COMPILED_SOURCES)} modules")
+    return f"jmspy twins: {mode}: {', '.join(TWINS) or 'none'}"
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
