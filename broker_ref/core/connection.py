@@ -53,6 +53,7 @@ class ServerConnection(ConnectionRecord):
     """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
 
     # _broker, _flow, _id, _queues and closed are the ConnectionRecord's (.records)
+    _broker: Broker  # the record types it by what the common send reads (BrokerState)
     __slots__ = (
         "_channel", "_consumer_subs", "_consumers", "_gate", "_temps", "_transactions",
         "callback", "client_id", "principal", "user",

@@ -21,7 +21,7 @@ twins read them from this module when they are imported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .kinds import BodyType, DestinationKind
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
     from .api import DeliverMany, SessionCallback
-    from .broker import Broker
     from .filters import Filter
     from .queue import Queue
     from .spool import Spool
@@ -42,6 +41,7 @@ __all__ = [
     "PRIORITIES",
     "READY",
     "SCHEDULED",
+    "BrokerState",
     "ConnectionRecord",
     "DeliveryChannel",
     "FlowRecord",
@@ -370,6 +370,18 @@ class FlowRecord:
                 and not (message.persistent and self._stored))
 
 
+class BrokerState(Protocol):
+    """What the common send (``queue_run.route_fast``) reads of a connection's broker.
+    A Protocol, so that the records sit below the broker: ``ServerConnection`` narrows
+    its ``_broker`` to the :class:`~.broker.Broker` itself."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def security(self) -> object | None: ...
+
+
 class ConnectionRecord:
     """The fields of a :class:`~.connection.ServerConnection` that its common send reads
     (``queue_run.route_fast`` and its compiled twin).
@@ -380,7 +392,7 @@ class ConnectionRecord:
 
     __slots__ = ("_broker", "_flow", "_id", "_queues", "closed")
 
-    _broker: Broker
+    _broker: BrokerState
     _flow: FlowRecord
     _id: int
     _queues: Mapping[str, Queue]
