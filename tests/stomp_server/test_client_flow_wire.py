@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from capability_probes import started_with_four_each
 
 from jmspy import ConnectionFactory
@@ -67,34 +68,28 @@ def test_the_client_leaves_the_connection_cap_to_the_broker_that_enforces_it(
         assert [m.text if m else None for m in got] == ["b0", "b1"]
 
 
-def test_a_destinations_lower_flow_limit_is_reported_over_stomp_as_the_destinations(
-    server_factory: Any,
+@pytest.mark.parametrize(("destination_limit", "client_limit", "expected"), [
+    (7, 100, (7, "destination", 7, 100)),  # the destination's is lower: it sets the window
+    (500, 20, (20, "client", 500, 20)),  # the client's is lower: reported, not applied
+])
+def test_the_destinations_flow_limit_travels_on_the_subscribes_receipt_over_stomp(
+    server_factory: Any, destination_limit: int, client_limit: int,
+    expected: tuple[int, str, int, int],
 ) -> None:
     """The broker sends the destination's consumerFlowLimit on the SUBSCRIBE's RECEIPT:
-    ``flow_stats()`` then says the destination set the window, as over ``vm://``."""
+    ``flow_stats()`` then says which side set the window, as over ``vm://``. A
+    destination without a limit of its own leaves the client's."""
     from jmspy.broker_ref.core import AddressSettings
 
-    server = server_factory(settings={"fl.low": AddressSettings(consumer_flow_limit=7)})
+    settings = {"fl.limited": AddressSettings(consumer_flow_limit=destination_limit)}
+    server = server_factory(settings=settings)
     factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
-                                imqConsumerFlowLimit=100)
+                                imqConsumerFlowLimit=client_limit)
     with factory.create_connection() as conn:
         s = conn.create_session()
-        low = s.create_consumer(s.create_queue("fl.low")).flow_stats()
+        limited = s.create_consumer(s.create_queue("fl.limited")).flow_stats()
         plain = s.create_consumer(s.create_queue("fl.plain")).flow_stats()
-    assert (low.limit, low.limited_by, low.destination_limit, low.client_limit) == (
-        7, "destination", 7, 100)
-    assert (plain.limit, plain.limited_by, plain.destination_limit) == (100, "client", None)
-
-
-def test_a_destination_limit_above_the_clients_leaves_the_client_setting_the_window(
-    server_factory: Any,
-) -> None:
-    from jmspy.broker_ref.core import AddressSettings
-
-    server = server_factory(settings={"fl.high": AddressSettings(consumer_flow_limit=500)})
-    factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
-                                imqConsumerFlowLimit=20)
-    with factory.create_connection() as conn:
-        s = conn.create_session()
-        stats = s.create_consumer(s.create_queue("fl.high")).flow_stats()
-    assert (stats.limit, stats.limited_by, stats.destination_limit) == (20, "client", 500)
+    assert (limited.limit, limited.limited_by, limited.destination_limit,
+            limited.client_limit) == expected
+    assert (plain.limit, plain.limited_by, plain.destination_limit) == (
+        client_limit, "client", None)
