@@ -3,12 +3,15 @@
     python -m benchmarks.build_compare --runs 7
     python -m benchmarks.build_compare --runs 7 --build before=/path/to/other/venv/bin/python
     python -m benchmarks.build_compare --runs 7 --without message_new
+    python -m benchmarks.build_compare --runs 7 --without records+queue_run --without every
 
 Each ``--build NAME=PYTHON`` is an interpreter with some jmspy installed (another checkout,
 say); ``this`` is the running interpreter's. ``--without TWIN`` adds, for this build, a
-variant whose ``TWIN`` is the pure one while every other twin stays compiled: how much that
-one compiled module is worth (only twins the client calls through a module global can be
-swapped this way; the worker says so if it cannot). Every round runs each variant once in a
+variant whose ``TWIN`` is the pure one while every other twin stays compiled
+(``JMSPY_PURE_TWINS``): how much that one compiled module is worth end to end, the figure
+the twin ledger in benchmarks/README.md keeps. ``A+B`` swaps a group together (twins that
+read each other's C fields cannot run apart: such a variant fails, saying so); ``every``
+is one variant per twin. Every round runs each variant once in a
 fresh process, in turn, so machine drift hits all alike; the table gives the medians of
 the end-to-end and listener-path rates (part_a_vm.py says what they measure) and each
 variant's median ratio to the first one, paired round by round.
@@ -26,28 +29,32 @@ from typing import Any
 
 from .common import Spec, neutral_dir, worker_env, worker_main
 
-#: Twins the worker can swap for the pure one: (module holding the global, global name).
-SWAPPABLE = {"message_new": ("jmspy.session", "_new_text_message", "new_text_message")}
+#: Each layer's twin registry: their names are every twin there is.
+REGISTRIES = ("jmspy.twins", "jmspy.api_twins", "jmspy.broker_ref.core.twins",
+              "jmspy.broker_ref.protocols.stomp.twins", "jmspy.transports.twins")
+
+
+def twin_names() -> list[str]:
+    import importlib
+
+    return sorted(name for registry in REGISTRIES
+                  for name in importlib.import_module(registry).__all__)
 
 
 def variant_run(spec: Spec) -> dict[str, Any]:
-    """The part (a) worker, after swapping the twins named in ``spec['pure']``."""
-    import importlib
-
-    for twin in spec.get("pure", []):
-        module_name, global_name, attr = SWAPPABLE[twin]
-        module = importlib.import_module(module_name)
-        pure = importlib.import_module(f"jmspy._pure.{twin}")
-        setattr(module, global_name, getattr(pure, attr))
+    """The part (a) worker (its twins chosen by ``JMSPY_PURE_TWINS``, set by the caller)."""
     from .part_a_vm import vm_run
 
     return vm_run(spec)
 
 
-def _run(python: str, spec: Spec) -> dict[str, Any]:
+def _run(python: str, spec: Spec, pure: Sequence[str] = ()) -> dict[str, Any]:
+    env = worker_env()
+    if pure:
+        env["JMSPY_PURE_TWINS"] = ",".join(pure)
     proc = subprocess.run(
         [python, "-m", "benchmarks.build_compare", json.dumps(spec)],
-        env=worker_env(), cwd=neutral_dir(), capture_output=True, text=True, timeout=600,
+        env=env, cwd=neutral_dir(), capture_output=True, text=True, timeout=600,
     )
     for line in reversed(proc.stdout.strip().splitlines()):
         if line.startswith("{"):
@@ -61,19 +68,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--count", type=int, default=50_000, help="messages per run")
     parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHON")
-    parser.add_argument("--without", action="append", default=[], choices=sorted(SWAPPABLE))
+    parser.add_argument("--without", action="append", default=[], metavar="TWIN[+TWIN]",
+                        help="a variant of this build with these twins pure; 'every': one "
+                        "per twin")
     args = parser.parse_args(argv)
+    known = twin_names()
+    groups: list[list[str]] = []
+    for given in args.without:
+        if given == "every":
+            groups += [[name] for name in known]
+            continue
+        group = given.split("+")
+        unknown = sorted(set(group) - set(known))
+        if unknown:
+            parser.error(f"--without {given}: no twin {', '.join(unknown)}; the twins are "
+                         f"{', '.join(known)}")
+        groups.append(group)
     variants: list[tuple[str, str, list[str]]] = [("this", sys.executable, [])]
-    variants += [("this without " + t, sys.executable, [t]) for t in args.without]
+    variants += [("without " + "+".join(g), sys.executable, g) for g in groups]
     for build in args.build:
         name, _, python = build.partition("=")
         variants.append((name, python, []))
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for rnd in range(args.runs):
         for name, python, pure in variants:
-            got = _run(python, {"role": "variant", "count": args.count, "pure": pure})
-            if "error" in got:
-                raise SystemExit(f"{name}: {got['error']}")
+            got = _run(python, {"role": "variant", "count": args.count}, pure)
+            if "error" in got:  # a group that cannot run apart: said, and the rest goes on
+                print(f"round {rnd + 1}/{args.runs} {name}: failed: {got['error']}",
+                      file=sys.stderr, flush=True)
+                results[name].append({"rate": float("nan"), "listener": float("nan")})
+                continue
             results[name].append(got)
             print(f"round {rnd + 1}/{args.runs} {name}: end to end {got['rate']:,.0f}/s, "
                   f"listener {got['listener']:,.0f}/s", file=sys.stderr, flush=True)
@@ -82,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"{'listener ratio':>15}   ({args.runs} rounds, {args.count:,} msgs, medians)")
     for name, _, _ in variants:
         runs = results[name]
+        if any(r["rate"] != r["rate"] for r in runs):  # NaN: a round failed
+            print(f"{name:28} {'failed: these twins cannot run apart (see above)':>54}")
+            continue
         e2e = [r["rate"] / b["rate"] for r, b in zip(runs, results[first], strict=True)]
         lis = [r["listener"] / b["listener"] for r, b in zip(runs, results[first], strict=True)]
         print(f"{name:28} {median(r['rate'] for r in runs):>14,.0f} "

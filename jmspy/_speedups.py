@@ -23,11 +23,17 @@ import os
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-__all__ = ["PURE_MODULES", "PURE_PYTHON", "is_extension", "load", "pure_module", "registry"]
+__all__ = ["PURE_MODULES", "PURE_PYTHON", "PURE_TWINS", "is_extension", "load", "pure_module",
+           "registry"]
 
 _CHOICE = os.environ.get("JMSPY_PUREPYTHON", "")
 #: the pure twins everywhere (``JMSPY_PUREPYTHON`` set, other than ``0``)
 PURE_PYTHON: bool = _CHOICE not in ("", "0")
+#: Twins run pure in a compiled build (``JMSPY_PURE_TWINS=name,name``): for measuring what
+#: one compiled twin is worth, end to end (``python -m benchmarks.build_compare --without
+#: NAME``), which the twin ledger in benchmarks/README.md keeps. Not a mode to run in.
+PURE_TWINS: frozenset[str] = frozenset(
+    name for name in os.environ.get("JMSPY_PURE_TWINS", "").split(",") if name)
 
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
@@ -83,8 +89,9 @@ def registry(namespace: dict[str, object], names: Sequence[str]
 
 
 def load(name: str) -> ModuleType:
-    """Return ``jmspy._cext.<name>``, or its pure twin under JMSPY_PUREPYTHON."""
-    if PURE_PYTHON:
+    """Return ``jmspy._cext.<name>``, or its pure twin under JMSPY_PUREPYTHON (or when
+    :data:`PURE_TWINS` names it)."""
+    if PURE_PYTHON or name in PURE_TWINS:
         return importlib.import_module(pure_module(name))
     try:
         return importlib.import_module(f"jmspy._cext.{name}")
