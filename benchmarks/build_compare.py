@@ -107,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name, _, _ in variants:
         runs = results[name]
         if any(r["rate"] != r["rate"] for r in runs):  # NaN: a round failed
-            print(f"{name:28} {'failed: these twins cannot run apart (see above)':>54}")
+            print(f"{name:28} failed (the error is above: twins that read each other's C "
+                  "fields cannot run apart)")
             continue
         e2e = [r["rate"] / b["rate"] for r, b in zip(runs, results[first], strict=True)]
         lis = [r["listener"] / b["listener"] for r, b in zip(runs, results[first], strict=True)]

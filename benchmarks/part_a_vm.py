@@ -42,7 +42,10 @@ def vm_run(spec: Spec) -> dict[str, Any]:
 
     messages = int(spec["count"])
     name = f"bench-{os.getpid()}"
-    vm.start_broker(name)
+    # The listener row drains a queue filled first: the whole run is one backlog, which
+    # the broker's default share (10 % of a 64 MB memory-limit) would hold back past
+    # ~19,000 of these messages. Room for it, as docs/flow-control.md says to size one.
+    vm.start_broker(name, memory_limit=max(64 << 20, messages * 8192))
     done = threading.Event()
     count = 0
     latencies: list[float] = []
