@@ -87,3 +87,19 @@ def test_every_public_name_of_a_facade_loads_from_the_module_it_names() -> None:
             assert "NoSuchName" in str(exc)
         else:
             raise AssertionError(f"{package}.NoSuchName did not raise AttributeError")
+
+
+def test_the_architecture_page_names_real_places_and_the_knots_as_they_are() -> None:
+    """docs/architecture.md draws the stack: every file or folder it names exists, and
+    the knot sizes it gives are the ones this test module holds the code to."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:jmspy|broker_ref|transports|tests)/[\w/.*]*)`", page))
+    assert len(named) >= 10
+    missing = sorted(p for p in named if "*" not in p and not (root / p).exists())
+    assert not missing, f"docs/architecture.md names what is not there: {missing}"
+    sizes = sorted(int(n) for n in re.findall(r"\((\d+)(?: modules)?\)", page))
+    assert sizes == sorted(TYPE_LEVEL_KNOTS.values()), (
+        "docs/architecture.md gives the knots' sizes as in TYPE_LEVEL_KNOTS")
