@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stomp import utils as stomp_utils
 
-from jmspy.transports.stomp.wire import _WRITE_LOCK, FrameWriter, use_c_write_lock
+from jmspy.transports.stomp.stomppy_private import WRITE_LOCK as _WRITE_LOCK
+from jmspy.transports.stomp.wire import FrameWriter, use_c_write_lock
 
 
 class _Transport:

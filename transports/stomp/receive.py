@@ -11,12 +11,10 @@ can make us buffer).
 
 What stays stomp.py's: the socket, the connection attempt, the receiver thread, heart-
 beats, and what the thread does when the socket closes. Only the step that turns bytes
-into frames is replaced, on one transport *instance*: stomp.py's receiver loop calls
-``self.__read_frames()``, which Python spells ``_BaseTransport__read_frames``, and an
-instance attribute of that name is found first. :func:`install` checks that stomp.py
-still has that step and falls back to stomp.py's own reading (slower, same behaviour)
-if a future release renamed it; ``tests/test_stomp_receive.py`` fails when the fast
-path is not the one in use, so such a release does not go unnoticed.
+into frames is replaced, on one transport *instance*, by
+:mod:`.stomppy_private` (the one module that touches stomp.py's private names), and only
+on the stomp.py releases the tests ran against; any other keeps stomp.py's own reading
+(slower, same behaviour). ``tests/test_stomp_receive.py`` checks which path is in use.
 
 Routing: MESSAGE frames go straight to the transport's handler (stomp.py would sort its
 listeners and build a dict per frame for each of them); every other frame (CONNECTED,
@@ -52,6 +50,7 @@ from jmspy.stomp_frames import (
 )
 
 from .reading_turn import ReadingTurn
+from .stomppy_private import replace_read_step
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
@@ -60,8 +59,6 @@ _codec = twins.stomp_codec
 # DEFAULT_MAX_FRAME_BYTES (re-exported): the largest message body a stomp:// client accepts
 # unless the URL says otherwise (``max_frame_bytes``): ActiveMQ's 100 MiB, so a message other
 # brokers take is read (the bundled broker takes 10 MiB frames unless configured otherwise).
-
-_READ_STEP = "_BaseTransport__read_frames"
 
 MessageHandler = Callable[[dict[str, str], bytes], None]
 ErrorHandler = Callable[[str], None]
@@ -182,13 +179,13 @@ class FrameReader:
 
 def install(conn: Any, reader_factory: Callable[[Any], FrameReader]) -> FrameReader | None:
     """Put a :class:`FrameReader` in place of stomp.py's frame reading on ``conn`` (before
-    it connects). Returns None, leaving stomp.py's reading in place, if this stomp.py has
-    no such step or reads through a TLS I/O queue (non-blocking transport)."""
+    it connects). Returns None, leaving stomp.py's reading in place, off a tested
+    stomp.py (:mod:`.stomppy_private`) or if it reads through a TLS I/O queue
+    (non-blocking transport)."""
     transport = getattr(conn, "transport", None)
-    if transport is None or not callable(getattr(type(transport), _READ_STEP, None)):
+    if transport is None:
         return None
     if not getattr(transport, "blocking", False) or not hasattr(transport, "receive"):
         return None
     reader = reader_factory(transport)
-    setattr(transport, _READ_STEP, reader.read_frames)
-    return reader
+    return reader if replace_read_step(transport, reader.read_frames) else None

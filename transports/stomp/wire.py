@@ -25,11 +25,12 @@ one instance); every write, stomp.py's own included, still goes through that one
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from jmspy import twins
 from jmspy.stomp_frames import Frame
+
+from .stomppy_private import replace_write_lock
 
 __all__ = ["FrameWriter", "use_c_write_lock"]
 
@@ -42,20 +43,13 @@ def _plain(value: str) -> bool:
     return "\\" not in value and "\n" not in value and ":" not in value and "\r" not in value
 
 
-#: stomp.py's ``Transport.__socket_semaphore``, as Python spells it outside the class.
-_WRITE_LOCK = "_Transport__socket_semaphore"
-
-
 def use_c_write_lock(conn: Any) -> bool:
     """Give the stomp.py connection ``conn`` (not yet connected: no thread can hold the
-    old lock) a ``threading.Lock`` as its socket write lock. False, changing nothing,
-    when this stomp.py has no such semaphore (a future release; stomp.py's own, slower,
-    lock then stays in use: ``tests/test_stomp_wire.py`` notices)."""
+    old lock) a ``threading.Lock`` as its socket write lock, through
+    :mod:`.stomppy_private`. False, changing nothing, off a tested stomp.py: its own,
+    slower, lock then stays in use (``tests/test_stomp_wire.py`` checks which)."""
     transport = getattr(conn, "transport", None)
-    if not isinstance(getattr(transport, _WRITE_LOCK, None), threading.BoundedSemaphore):
-        return False
-    setattr(transport, _WRITE_LOCK, threading.Lock())
-    return True
+    return transport is not None and replace_write_lock(transport)
 
 
 class FrameWriter:
