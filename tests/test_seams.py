@@ -50,3 +50,20 @@ def test_twin_loads_are_typed_not_any() -> None:
         if re.search(r":\s*Any\s*=\s*(?:twins\.|_speedups\.)", p.read_text())
     ]
     assert offenders == []
+
+
+def test_the_twin_ledger_has_a_row_for_every_twin_and_only_for_twins() -> None:
+    """benchmarks/README.md's ledger keeps a row (its figure and its decision) per twin:
+    a twin added without one, or a row left for a twin retired, fails here."""
+    import importlib
+
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    ledger = readme.split("## The twin ledger", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in ledger.splitlines()
+            if line.startswith("| ") and not line.startswith("| twin") and "---" not in line]
+    named = {name for row in rows for name in re.findall(r"\b[a-z][a-z_]+\b", row)
+             if "_" in name or name in {"dispatch", "lifecycle", "prefetch", "records"}}
+    twins = {name for module in REGISTRIES.values()
+             for name in importlib.import_module(module).__all__}
+    assert twins - named == set(), f"twins without a ledger row: {sorted(twins - named)}"
+    assert named - twins == set(), f"ledger rows for no twin: {sorted(named - twins)}"
