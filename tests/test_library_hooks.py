@@ -47,6 +47,31 @@ def test_the_installed_client_libraries_are_the_tested_ones() -> None:
         "test the hooks on it and add it, or pin below it")
 
 
+def test_the_installed_paho_is_a_tested_one() -> None:
+    from jmspy.transports.mqtt import paho_private
+
+    version = installed_version("paho-mqtt")
+    assert version is not None
+    assert library_hooks._matches(version, paho_private.TESTED), (
+        f"paho-mqtt {version} is not in paho_private.TESTED {paho_private.TESTED}: test "
+        "the hooks on it and add it, or pin below it")
+
+
+def test_only_the_adapters_name_the_libraries_private_state() -> None:
+    """stomp.py's mangled names and paho's underscored client members appear in the two
+    adapters and nowhere else in the package."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    adapters = {root / "transports/stomp/stomppy_private.py",
+                *(root / "transports/mqtt/paho_private").glob("*.py")}
+    private = re.compile(r"_BaseTransport__|_Transport__|\bclient\._[a-z]|\bclient, \"_[a-z]")
+    offenders = sorted(
+        str(p.relative_to(root)) for d in ("jmspy", "transports", "broker_ref")
+        for p in (root / d).rglob("*.py") if p not in adapters and private.search(p.read_text()))
+    assert offenders == []
+
+
 def test_an_untested_release_or_the_switch_turns_the_hooks_off(tmp_path: Path) -> None:
     probe = ("from jmspy.transports.stomp import stomppy_private as p; "
              "print(p.enabled())")

@@ -16,7 +16,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
-from jmspy.transports.mqtt import buffered_read
+from jmspy.transports.mqtt.paho_private import buffered_read
 
 
 def _publish(topic: str, payload: bytes) -> bytes:

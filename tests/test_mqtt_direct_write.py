@@ -17,7 +17,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from jmspy.transports.mqtt import direct_write
+from jmspy.transports.mqtt.paho_private import direct_write
 
 
 class _Peer:

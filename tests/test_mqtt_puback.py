@@ -21,7 +21,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from jmspy.transports.mqtt.puback import install, installed
+from jmspy.transports.mqtt.paho_private.puback import install, installed
 
 SETTINGS = settings(max_examples=400, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,8 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from jmspy.transports.mqtt.receive import ReceivedMessage, decode_publish_properties, install
+from jmspy.transports.mqtt.paho_private.publish_read import install
+from jmspy.transports.mqtt.receive import ReceivedMessage, decode_publish_properties
 
 SETTINGS = settings(max_examples=400, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -87,7 +87,7 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     import paho.mqtt._packet as paho_packet
     import paho.mqtt.client as paho
 
-    from jmspy.transports.mqtt import buffered_read, direct_write, puback
+    from jmspy.transports.mqtt.paho_private import buffered_read, direct_write, puback
 
     queued: list[int] = []
     pahos_reads: list[int] = []
@@ -125,6 +125,40 @@ def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     assert 0x30 not in queued and 0x40 not in queued
     assert pahos_reads == []  # CONNACK, SUBACK, PUBACKs, PUBLISHes: all read in blocks
     assert pahos_pubacks == []  # the five PUBACKs: read by puback.py
+
+
+def test_off_a_tested_paho_release_paho_runs_every_step_itself(
+    mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The public path (transports/mqtt/paho_private: any paho release the tests did not
+    run, or JMSPY_LIBRARY_HOOKS=0): no step of jmspy's is set, paho decodes every PUBLISH
+    itself, and messages, QoS and acknowledgement are as on the hooked path."""
+    import paho.mqtt._packet as paho_packet
+
+    from jmspy.transports.mqtt import paho_private
+    from jmspy.transports.mqtt.paho_private import buffered_read, direct_write, puback
+
+    monkeypatch.setattr(paho_private, "enabled", lambda: False)
+    decoded: list[int] = []
+    original = paho_packet.decode_publish
+
+    def recording(*args: Any) -> Any:
+        decoded.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(paho_packet, "decode_publish", recording)
+    with mqtt_target.factory().create_connection() as conn:
+        client = conn._transport.paho
+        assert not (direct_write.installed(client) or buffered_read.installed(client)
+                    or puback.installed(client))
+        s, c, p = _consumer_and_producer(conn, ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        # 8: RabbitMQ holds back past 10 unacknowledged QoS 1 messages (mqtt.prefetch)
+        for n in range(8):
+            p.send(s.create_text_message(f"m{n}"))
+        got = [c.receive(WAIT) for _ in range(8)]
+        assert [m.text if m else None for m in got] == [f"m{n}" for n in range(8)]
+        got[-1].acknowledge()
+    assert len(decoded) >= 8
 
 
 def test_headers_and_properties_survive_on_mqtt5(mqtt_target: MqttTarget) -> None:

@@ -105,7 +105,7 @@ def _round_trip(factory: ConnectionFactory, queue: bool,
 # -- mqtts:// on Mosquitto ---------------------------------------------------------------
 def test_mqtts_round_trip_and_ack_over_tls(tls_mosquitto: TlsMosquitto,
                                             tls_ca: TlsFiles) -> None:
-    from jmspy.transports.mqtt import buffered_read, direct_write
+    from jmspy.transports.mqtt.paho_private import buffered_read, direct_write
 
     def stepped_aside(transport: Any) -> None:
         # the raw-socket paths are installed, and step aside for paho's SSLSocket

@@ -7,30 +7,20 @@ that was over a third of a consumer's CPU (py-spy, GIL samples), and the reason 
 consumer cost twice a raw paho one, whose test messages carry no properties at all.
 
 What stays paho's: the socket, the network thread, the packet framing, PUBACK and QoS 2,
-reconnects. Only turning one PUBLISH's bytes into a message and handing it to the
-client's ``on_message`` is replaced, on one client *instance* (paho's ``_handle_publish``,
-found through the instance first). The message is a :class:`ReceivedMessage`, with the
-attributes of paho's ``MQTTMessage``, and it is handed on as paho's
-``_handle_on_message`` does; a client with ``message_callback_add`` callbacks gets paho's
-own message and dispatch. Its ``properties`` is a :class:`ReceivedProperties`, which
-answers the attribute names paho's ``Properties`` uses for every property a PUBLISH may
-carry.
-
-Anything else -- QoS 2, a property a PUBLISH may not carry, a packet too short for what it
-declares -- goes to paho's own method, which decides (and raises its MalformedPacket for
-a broken packet). :func:`install` leaves paho's decoding in place if this paho has no such
-step; ``tests/test_mqtt_receive.py`` compares the two decoders on generated packets and
-fails if the fast path is not the one a client uses.
+reconnects. This module is the decoding itself, which reads only bytes: a
+:class:`ReceivedMessage`, with the attributes of paho's ``MQTTMessage``, whose
+``properties`` is a :class:`ReceivedProperties` answering the attribute names paho's
+``Properties`` uses for every property a PUBLISH may carry. Putting it in place of paho's
+step on a client instance is :mod:`.paho_private.publish_read`'s (paho's private names
+stay in that adapter, used only on the paho releases the tests ran).
+``tests/test_mqtt_receive.py`` compares the two decoders on generated packets.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
-__all__ = ["ReceivedMessage", "ReceivedProperties", "decode_publish_properties", "install"]
-
-_STEP = "_handle_publish"
+__all__ = ["ReceivedMessage", "ReceivedProperties", "decode_publish_properties"]
 
 
 class ReceivedProperties:
@@ -189,112 +179,3 @@ class ReceivedMessage:
     def __repr__(self) -> str:
         return (f"ReceivedMessage(topic={self.topic!r}, mid={self.mid}, qos={self.qos}, "
                 f"dup={self.dup}, payload={len(self.payload)} bytes)")
-
-
-def _fields(client: Any) -> tuple[int, bytes, int, ReceivedProperties | None, bytes] | None:
-    """(header, topic bytes, packet id, properties, payload) of the client's current
-    PUBLISH, or None for paho to decide."""
-    packet = client._in_packet
-    header: int = packet["command"]
-    qos = (header & 0x06) >> 1
-    if qos > 1:
-        return None  # QoS 2's PUBREC/PUBREL dance stays paho's
-    data: bytes = bytes(packet["packet"])
-    n = len(data)
-    if n < 2:
-        return None
-    tlen = (data[0] << 8) | data[1]
-    pos = 2 + tlen
-    if pos > n:
-        return None
-    topic = data[2:pos]
-    mid = 0
-    if qos:
-        if pos + 2 > n:
-            return None
-        mid = (data[pos] << 8) | data[pos + 1]
-        pos += 2
-    properties: ReceivedProperties | None = None
-    if client._protocol == 5:
-        decoded = decode_publish_properties(data, pos)
-        if decoded is None:
-            return None
-        properties, pos = decoded
-    elif not topic:
-        return None  # MQTT 3.1.1 forbids an empty topic: paho raises for it
-    return header, topic, mid, properties, data[pos:]
-
-
-def _paho_message(message_class: Any, fields: tuple[int, bytes, int, Any, bytes]) -> Any:
-    """paho's ``MQTTMessage`` for decoded ``fields``, built as paho builds it."""
-    header, topic, mid, properties, payload = fields
-    message: Any = message_class(mid=mid, topic=topic)
-    message.dup = bool(header & 0x08)
-    message.qos = (header & 0x06) >> 1
-    message.retain = bool(header & 0x01)
-    message.properties = properties
-    message.payload = payload
-    message.timestamp = time.monotonic()
-    return message
-
-
-def _filtered(client: Any) -> bool:
-    """True unless the client surely has no ``message_callback_add`` callbacks (jmspy
-    registers none; with one, paho's own dispatch decides who gets the message)."""
-    matcher = getattr(client, "_on_message_filtered", None)
-    root = getattr(matcher, "_root", None)
-    return root is None or bool(getattr(root, "_children", True))
-
-
-def install(client: Any) -> bool:
-    """Decode ``client``'s PUBLISH packets with :func:`decode_publish_properties`.
-    ``client`` must be paho's with ``manual_ack=True`` (the jmspy transport's), so that
-    acknowledging stays the transport's business. False, with paho's decoding left in
-    place, if this paho has no such step.
-
-    The message goes to the client's ``on_message`` as a :class:`ReceivedMessage`, called
-    as paho's ``_handle_on_message`` calls it (under ``_in_callback_mutex``; an exception
-    is logged and raised unless ``suppress_exceptions``). A client with filtered
-    callbacks, or a topic that is not UTF-8, gets paho's ``MQTTMessage`` through paho's
-    own dispatch instead."""
-    original = getattr(type(client), _STEP, None)
-    if not callable(original) or not callable(getattr(client, "_handle_on_message", None)):
-        return False
-    if not getattr(client, "_manual_ack", False) or not hasattr(client, "_in_packet"):
-        return False
-    if not hasattr(client, "_in_callback_mutex") or not hasattr(client, "_userdata"):
-        return False
-    from paho.mqtt.client import MQTT_LOG_ERR, MQTTMessage
-    from paho.mqtt.enums import MQTTErrorCode
-
-    success = MQTTErrorCode.MQTT_ERR_SUCCESS
-
-    def handle_publish() -> Any:
-        fields = _fields(client)
-        if fields is None:
-            return original(client)
-        header, topic_bytes, mid, properties, payload = fields
-        topic: str | None = None
-        if not _filtered(client):
-            try:
-                topic = topic_bytes.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-        if topic is None:
-            client._handle_on_message(_paho_message(MQTTMessage, fields))
-            return success
-        message = ReceivedMessage(topic, mid, (header & 0x06) >> 1, bool(header & 0x08),
-                                  bool(header & 0x01), payload, properties)
-        on_message = client.on_message
-        if on_message:
-            with client._in_callback_mutex:
-                try:
-                    on_message(client, client._userdata, message)
-                except Exception as err:
-                    client._easy_log(MQTT_LOG_ERR, "Caught exception in on_message: %s", err)
-                    if not client.suppress_exceptions:
-                        raise
-        return success
-
-    setattr(client, _STEP, handle_publish)
-    return True

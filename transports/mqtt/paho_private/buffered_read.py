@@ -9,7 +9,7 @@ PUBACK. On part (d)'s 100-in-flight row (four alternated runs each) the consumer
 per message went from 66-71 to 42-64 us, the producer's from 68-83 to 62-87, and the
 rate from 10.2-11.6k to 9.6-15.6k msgs/s (13.3k on average against 11.0k).
 
-How, on one client *instance* (the way :mod:`.receive` replaces one paho step):
+How, on one client *instance* (the way :mod:`.publish_read` replaces one paho step):
 
 * ``_sock_recv``, paho's one read step, serves paho's small reads from a block of up to
   64 KiB that it reads from the socket with one ``recv``.
