@@ -32,8 +32,9 @@ opening a connection (:mod:`.connect`). Calls made during a reconnect wait for i
 
 Threading: stomp.py's receiver thread reads the socket; jmspy's codec (:mod:`.receive`)
 makes the frames and hands MESSAGEs to :meth:`StompTransport.on_message_frame`, whose
-consumers convert and buffer (``TransportListener.on_delivery``). User code never runs there, so
-a slow ``on_message`` stops neither the receiver nor stomp.py's heart-beat thread.
+consumers convert and buffer (``TransportListener.on_delivery``). User code never runs
+there, so a slow ``on_message`` stops neither the receiver nor stomp.py's heart-beat
+thread.
 """
 
 from __future__ import annotations
