@@ -65,8 +65,8 @@ class FlakyVm(vm.VmTransport):
         self.io_errors.append(error)
         with self.host.lock:
             self.host.transports.discard(self)
-            self._server_closed()
-        threading.Thread(target=self._broker_stopped, name="flaky-drop").start()
+            self.server_closed()
+        threading.Thread(target=self.broker_stopped, name="flaky-drop").start()
 
 
 @pytest.fixture

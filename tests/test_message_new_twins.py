@@ -116,7 +116,8 @@ def test_new_text_message_defaults_and_independent_properties() -> None:
 
 
 def test_the_session_creates_every_message_through_the_running_twin() -> None:
-    from jmspy import session, twins
+    from jmspy import api_twins as twins
+    from jmspy import session
 
     running = twins.message_new
     assert (session._new_message, session._new_text_message, session._new_bytes_message,

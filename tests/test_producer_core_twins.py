@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from twin_support import record_twins
 
 import jmspy._pure.producer_core as pure
-from jmspy import _speedups, twins
+from jmspy import _speedups
+from jmspy import api_twins as twins
 from jmspy.destinations import Destination, Queue, Topic
 from jmspy.errors import IllegalStateException, JMSException
 from jmspy.message import DeliveryMode, Message, TextMessage

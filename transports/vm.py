@@ -1,30 +1,24 @@
 """``vm://NAME``: the bundled reference broker, in this process, with no network.
 
-The broker core is single-threaded by design, so :class:`BrokerHost` serialises every
-call with one lock and runs a timer thread for scheduled delivery and expiry. Deliveries
-come back synchronously through the core's session callback, on whichever thread made
-the call that freed them (a send, an ack, a credit grant); the connection only buffers
-them there, so user code still never runs inside the broker.
-
-Brokers are registered by name: ``vm://embedded`` creates one on first use; tests and
-applications that need settings start their own with :func:`start_broker`. Other
-processes reach an in-process broker through a STOMP connector
-(:meth:`BrokerHost.add_connector`, ActiveMQ's ``addConnector``).
+A connection to an in-process broker (:class:`~.vm_host.BrokerHost`, which serialises
+every call with one lock; :func:`start_broker`, :func:`get_broker` and
+:func:`stop_broker` keep them by name in :mod:`.vm_host`). Deliveries come back
+synchronously through the core's session callback, on whichever thread made the call
+that freed them (a send, an ack, a credit grant); the connection only buffers them there,
+so user code still never runs inside the broker.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import SplitResult, urlsplit
+from typing import Any, TypeVar
+from urllib.parse import SplitResult
 
 from jmspy import errors
-from jmspy.broker_ref.config import parse_size
-from jmspy.broker_ref.core import Broker, BrokerError
+from jmspy.broker_ref.core import BrokerError
 from jmspy.broker_ref.core.api import (
     Delivery,
     DestinationKind,
@@ -32,8 +26,6 @@ from jmspy.broker_ref.core.api import (
     ServerMessage,
 )
 from jmspy.broker_ref.core.settings import is_wildcard
-from jmspy.broker_ref.core.sqlite_store import StoreError
-from jmspy.broker_ref.data_dir import DataDirectory
 from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
 from jmspy.message import Message
@@ -46,227 +38,17 @@ from jmspy.transport import (
 )
 from jmspy.transports import twins
 
-from .vm_errors import translate
-from .vm_url_options import URL_OPTIONS, VM_URL_OPTIONS
-
-if TYPE_CHECKING:
-    import ssl
-
-    from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 from .capabilities import native_features
 from .destination_options import resolve
+from .vm_errors import translate
+from .vm_host import BrokerHost, get_broker, start_broker, stop_broker
+from .vm_url_options import URL_OPTIONS, VM_URL_OPTIONS
 
 __all__ = ["BrokerHost", "VmTransport", "get_broker", "start_broker", "stop_broker"]
 
 log = transport_logger("vm")
 
 T = TypeVar("T")
-
-#: Broker options that are sizes (``start_broker(memory_limit="16 MB")``).
-_SIZES = ("memory_limit", "store_limit", "temp_limit")
-
-_registry_lock = threading.Lock()
-_hosts: dict[str, BrokerHost] = {}
-
-
-class BrokerHost:
-    """One in-process broker core: a lock around every call, and a timer thread."""
-
-    def __init__(self, name: str, broker: Broker) -> None:
-        self.name = name
-        self.broker = broker
-        #: re-entrant for the STOMP connectors, whose loop callbacks nest (.connector)
-        self.lock = threading.RLock()
-        self._timer_cond = threading.Condition(self.lock)
-        self._running = True
-        #: the locked data directory of a persistent broker (start_broker(data_dir=...))
-        self.data_dir: DataDirectory | None = None
-        #: open vm connections, told by stop() that the broker went away
-        self.transports: set[VmTransport] = set()
-        self._connectors: list[StompConnector] = []
-        self._timer = threading.Thread(
-            target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
-        )
-        self._timer.start()
-
-    def poke_timers(self) -> None:
-        """A message with a deadline arrived: let the timer thread re-plan (lock held)."""
-        self._timer_cond.notify()
-
-    def _run_timers(self) -> None:
-        with self.lock:
-            while self._running:
-                self.broker.process_timers()
-                deadline = self.broker.next_deadline()
-                wait = 0.5
-                if deadline is not None:  # in the broker's clock (a test's may be fake)
-                    wait = min(wait, max(0.0, (deadline - self.broker.now()) / 1000.0))
-                self._timer_cond.wait(wait)
-
-    def stats(self, name: str, kind: str = "queue") -> dict[str, Any]:
-        """Counters of one destination under their JMX-style names."""
-        with self.lock:
-            return self.broker.stats(name, DestinationKind(kind)).as_dict()
-
-    def all_stats(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return [s.as_dict() for s in self.broker.all_stats()]
-
-    def usage(self) -> dict[str, Any]:
-        """Broker-wide resources (what ``jmspy stat``'s first line shows): memory, store
-        and temp use against their limits, and the producers flow control holds."""
-        with self.lock:
-            return self.broker.usage()
-
-    @property
-    def connectors(self) -> list[str]:
-        """The URLs other processes reach this broker at (:meth:`add_connector`)."""
-        with self.lock:
-            return [c.url for c in self._connectors]
-
-    def add_connector(self, url: str = "stomp://127.0.0.1:0", *,
-                      ssl_context: ssl.SSLContext | None = None,
-                      user_from_cert: str | None = None) -> str:
-        """Serve this broker over STOMP to other processes as well; the URL they connect
-        to (port 0 in ``url``: a free port, named in the answer).
-
-        ``stomp+ssl://HOST:PORT`` (or ``stomps://``) serves STOMP over TLS with
-        ``ssl_context``, a server-side context holding the broker's certificate and key
-        (``ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)`` with ``load_cert_chain``; with
-        ``verify_mode`` and ``load_verify_locations`` for client certificates).
-        ``user_from_cert`` ("CN", "emailAddress", ...): a client certificate's subject
-        field logs that user in without a password (the user must be in the broker's
-        security policy).
-
-        Like ActiveMQ's ``BrokerService.addConnector``: the application keeps its
-        ``vm://`` connections, and a Spark job, a ``jmspy stat`` or any STOMP client
-        connects to the returned ``stomp://`` URL. The broker's security settings apply
-        to those logins. The connectors close when the broker is stopped."""
-        from jmspy.broker_ref.protocols.stomp.connector import (
-            TLS_SCHEMES,
-            StompConnector,
-            connector_tls,
-        )
-
-        parts = urlsplit(url)
-        try:
-            port = parts.port
-        except ValueError:
-            port = -1
-        scheme = parts.scheme.lower()
-        if parts.query or parts.fragment:
-            raise errors.InvalidConfigurationException(
-                f"connector {url!r}: a connector takes no URL options "
-                f"({parts.query or parts.fragment!r}); its settings are this call's "
-                "arguments (ssl_context=, user_from_cert=) and the broker's config")
-        if (scheme not in ("stomp", *TLS_SCHEMES) or port is None or port < 0
-                or parts.path.strip("/")):
-            raise errors.InvalidConfigurationException(
-                f"connector {url!r}: give stomp://HOST:PORT or stomp+ssl://HOST:PORT (port 0 "
-                "picks a free one), e.g. stomp://127.0.0.1:61613; STOMP is the protocol "
-                "this broker serves")
-        tls = connector_tls(url, scheme, ssl_context, user_from_cert)
-        host = parts.hostname or "127.0.0.1"
-        connector = StompConnector(self.broker, self.lock, name=self.name)
-        try:
-            connector.start(host, port, tls=tls)
-        except OSError as exc:
-            raise errors.InvalidConfigurationException(
-                f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
-                "pick another port (0 picks a free one)") from exc
-        with self.lock:
-            self._connectors.append(connector)
-        return connector.url
-
-    def stop(self) -> None:
-        """Close the broker. Its connectors close first (their STOMP connections'
-        unacknowledged messages go back), then each vm connection's server side (its
-        unacknowledged deliveries go back, counted, to a store if there is one), then the
-        connection hears CONNECTION_INTERRUPTED or CONNECTION_LOST outside the lock."""
-        with self.lock:
-            connectors, self._connectors = self._connectors, []
-        for connector in connectors:  # without the lock: their loops take it to close
-            connector.stop()
-        with self.lock:
-            self._running = False
-            self._timer_cond.notify()
-            stranded, self.transports = self.transports, set()
-            for transport in stranded:
-                transport._server_closed()
-            self.broker.close()
-            if self.data_dir is not None:
-                self.data_dir.release()
-        if self._timer is not threading.current_thread():
-            self._timer.join(5.0)
-        for transport in stranded:
-            transport._broker_stopped()
-
-
-def start_broker(name: str = "embedded", *, data_dir: str | os.PathLike[str] | None = None,
-                 **broker_options: Any) -> BrokerHost:
-    """Start a named in-process broker (``vm://NAME``) with core options (settings...).
-
-    The ``[system-usage]`` limits are keyword arguments too, the sizes in bytes or as in
-    the config file: ``memory_limit="16 MB"``, ``store_limit``, ``temp_limit``,
-    ``send_fail_if_no_space=True``, ``send_fail_if_no_space_after_timeout=500`` (ms).
-
-    ``data_dir``: keep persistent messages, acks and durable subscriptions there (as
-    ``jmspy broker --data-dir``), each operation durable when its call returns; they are
-    recovered when a broker starts on the directory again. One broker per directory."""
-    with _registry_lock:
-        if name in _hosts:
-            raise errors.IllegalStateException(
-                f"an in-process broker named {name!r} is already running; stop_broker({name!r}) "
-                "first or pick another name"
-            )
-        for key in _SIZES:  # sizes as in the config file: "16 MB", "512 KB", or bytes
-            value = broker_options.get(key)
-            if isinstance(value, str):
-                broker_options[key] = parse_size(value, f"start_broker({key}={value!r})")
-        data = None
-        if data_dir is not None:
-            try:
-                data = DataDirectory(data_dir, group_commit=False)
-            except StoreError as exc:
-                raise errors.InvalidConfigurationException(str(exc)) from exc
-            broker_options["store"] = data.store
-            broker_options.setdefault("spool_dir", data.spool_dir)
-        try:
-            host = BrokerHost(name, Broker(name=name, **broker_options))
-        except BaseException as exc:
-            if data is not None:
-                data.store.close()
-                data.release()
-            if isinstance(exc, ValueError):  # a bad limit or setting: say which
-                raise errors.InvalidConfigurationException(
-                    f"start_broker({name!r}): {exc}") from exc
-            raise
-        host.data_dir = data
-        _hosts[name] = host
-        return host
-
-
-def get_broker(name: str = "embedded", *, create: bool = True) -> BrokerHost:
-    """The running broker ``vm://NAME`` (started with defaults when ``create``)."""
-    with _registry_lock:
-        host = _hosts.get(name)
-        if host is None:
-            if not create:
-                raise errors.InvalidConfigurationException(
-                    f"no in-process broker named {name!r} is running (vm://{name}?create=false); "
-                    "start it with jmspy.transports.vm.start_broker() or drop create=false"
-                )
-            host = BrokerHost(name, Broker(name=name))
-            _hosts[name] = host
-        return host
-
-
-def stop_broker(name: str = "embedded") -> None:
-    with _registry_lock:
-        host = _hosts.pop(name, None)
-    if host is not None:
-        host.stop()
-
 
 # -- message mapping ----------------------------------------------------------------------
 # The per-message conversions are twins (vm_convert.py beside this module documents them).
@@ -440,12 +222,12 @@ class VmTransport:
         log.debug("attached to the in-process broker %s (%d consumer(s))", self.where,
                   len(self._specs))
 
-    def _server_closed(self) -> None:
+    def server_closed(self) -> None:
         """BrokerHost.stop, lock held: calls from now on wait for the reconnect."""
         self._settled.clear()
         self._conn.close()
 
-    def _broker_stopped(self) -> None:
+    def broker_stopped(self) -> None:
         """The broker was stopped (BrokerHost.stop): tell the core, then wait for a
         broker of the same name if reconnecting is on (never create one: someone chose to
         stop it)."""

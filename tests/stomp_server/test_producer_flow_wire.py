@@ -20,6 +20,7 @@ from stomp_support import Collector, ServerHandle
 from jmspy import ConnectionFactory, DeliveryMode, Queue, ResourceAllocationException
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.protocols.stomp.protocol import HELD_FRAMES_READ_LIMIT
+from jmspy.broker_ref.protocols.stomp.read_pauses import Pause
 
 NP = DeliveryMode.NON_PERSISTENT
 BODY = "x" * 1024
@@ -97,7 +98,7 @@ def test_a_flood_without_receipts_stops_being_read_then_every_message_arrives(
 
     def paused() -> bool:
         conns = h.call(lambda: list(h.server.connections) if h.server else [])
-        return any(c._held_paused for c in conns)
+        return any(c.pauses.paused(Pause.PRODUCER_FLOW) for c in conns)
 
     until(paused, "the broker to stop reading the flooding client")
     held = h.call(lambda: [c.session.held_sends for c in h.server.connections])  # type: ignore[union-attr]

@@ -1,9 +1,12 @@
-"""The sending half of the mqtt:// transport: PUBLISH, and asynchronous sends that keep
-several QoS 1 PUBLISHes in flight.
+"""The sending half of the mqtt:// transport: PUBLISH, the wait of a synchronous send for
+its PUBACK, and asynchronous sends that keep several QoS 1 PUBLISHes in flight.
 
 :class:`Outbound` owns the sending state of one transport (the window, the FIFO of
 outstanding sends, PUBACKs that beat their ``publish()``); it reaches the transport only
 through :class:`OutboundHost`.
+
+Synchronous send. A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
+broker's PUBACK is in (``sync_send=false``: at once); NON_PERSISTENT is QoS 0.
 
 Asynchronous send (JMS 2 ``send(..., completion_listener)``). The core calls
 ``send_async(message, tx, done)``; the PUBLISH leaves at once and ``done(None)`` is called
@@ -35,6 +38,7 @@ which ``publish()`` also takes, so ``_send_lock`` is never held across a paho ca
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -74,6 +78,14 @@ class OutboundHost(Protocol):
     def describe(self) -> str:
         """"MQTT <version> broker at host:port", for errors."""
 
+    @property
+    def sync_send(self) -> bool:
+        """A QoS 1 ``send()`` waits for its PUBACK (URL ``sync_send``)."""
+
+    @property
+    def send_timeout_ms(self) -> int:
+        """sendTimeout (ms): how long it waits (0: 30 s)."""
+
 
 class Outbound:
     """PUBLISH and the asynchronous-send window of one transport."""
@@ -90,6 +102,52 @@ class Outbound:
         self._sends_by_mid: dict[int, _Pending] = {}
         self._early_acks: dict[int, Exception | None] = {}
         self._publishing = 0
+        #: the last QoS 1 PUBLISH of a sync_send=false send (close waits for it)
+        self.last_publish: Any = None
+        #: how many times the connection dropped, and why the last time (the broker's
+        #: DISCONNECT reason): what a synchronous send waiting for its PUBACK checks
+        self._drops = 0
+        self._drop_why = ""
+
+    def dropped(self, why: str) -> None:
+        """The connection dropped: a synchronous send waiting for its PUBACK fails with
+        ``why``."""
+        self._drop_why = why
+        self._drops += 1
+
+    def send(self, message: Message) -> None:
+        """PUBLISH ``message`` (already checked); a QoS 1 one returns once its PUBACK is in
+        (``sync_send=false``: at once)."""
+        host = self._host
+        drops = self._drops
+        info, qos = self.publish(message)
+        if qos and not host.sync_send:
+            self.last_publish = info
+        elif qos:
+            timeout_ms = host.send_timeout_ms
+            wait = timeout_ms / 1000.0 if timeout_ms > 0 else 30.0
+            deadline = time.monotonic() + wait
+            try:
+                # in slices: paho does not end this wait when the broker drops the
+                # connection (an MQTT 5 DISCONNECT "Packet too large", say), this does
+                while not info.is_published() and time.monotonic() < deadline:
+                    if self._drops != drops:
+                        raise errors.JMSException(
+                            f"the connection to the {host.describe()} dropped before it "
+                            f"acknowledged message {message.message_id}: {self._drop_why}",
+                            error_code="CONNECTION_INTERRUPTED")
+                    info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
+            except (RuntimeError, ValueError) as exc:
+                raise errors.JMSException(
+                    f"the {host.describe()} did not take message {message.message_id}: {exc}"
+                ) from exc
+            if not info.is_published():
+                raise errors.ResourceAllocationException(
+                    f"the {host.describe()} did not acknowledge message "
+                    f"{message.message_id} to {message.destination} within "
+                    f"sendTimeout={timeout_ms or 30_000} ms: it is holding the "
+                    "publish (its queue or in-flight limit is full), or it stopped "
+                    "answering; check the broker, or raise sendTimeout")
 
     def publish(self, message: Message) -> tuple[Any, int]:
         """PUBLISH ``message`` (already checked); (paho's MQTTMessageInfo, QoS)."""

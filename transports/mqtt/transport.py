@@ -24,14 +24,10 @@ with the policy's backoff, re-subscribes every subscription (the broker may have
 session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``.
 Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
 
-Parts. :class:`~.inbound.Inbound` owns receiving and :class:`~.outbound.Outbound`
-sending; each reaches the transport through a small Protocol. :class:`~.subacks.Subacks`
-hands each SUBACK from paho's thread to the subscriber waiting for it.
-
-Sending (outbound.py). A PERSISTENT ``send()`` is a QoS 1 PUBLISH that returns once the
-broker's PUBACK is in (``sync_send=false``: at once); NON_PERSISTENT is QoS 0. A send with a
-CompletionListener keeps up to ``send_window`` PUBLISHes in flight and completes in send
-order after each PUBACK.
+Parts. :class:`~.inbound.Inbound` owns receiving, :class:`~.outbound.Outbound`
+sending and :class:`~.subscriptions.MqttSubscriptions` subscribing (with
+:class:`~.subacks.Subacks`, which hands each SUBACK from paho's thread to the subscriber
+waiting for it); each reaches the transport through a small Protocol.
 
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
@@ -45,7 +41,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, parse_qsl, urlsplit
@@ -66,13 +61,13 @@ from jmspy.transport import (
 )
 
 from ..broker_errors import for_user
-from ..capabilities import native_features, refusal, require, supports
+from ..capabilities import native_features, refusal, require
 from .disconnect import disconnect_reason
-from .inbound import Inbound, MqttConsumer, MqttSubscription
-from .mapping import check_v311, mqtt_filter, options_detail, unsupported_in_message
+from .inbound import Inbound
+from .mapping import check_v311, options_detail, unsupported_in_message
 from .outbound import Done, Outbound
 from .paho_client import new_client
-from .subacks import Subacks
+from .subscriptions import MqttSubscriptions
 from .url_options import URL_OPTIONS, list_options
 
 _paho: Any
@@ -80,7 +75,6 @@ try:
     import paho.mqtt.client as _paho_client
     from paho.mqtt.packettypes import PacketTypes as _PacketTypes
     from paho.mqtt.properties import Properties as _Properties
-    from paho.mqtt.subscribeoptions import SubscribeOptions as _SubscribeOptions
 
     _paho = _paho_client
 except ImportError:  # pragma: no cover - exercised by the packaging test
@@ -160,23 +154,17 @@ class MqttTransport:
         self._listener: TransportListener | None = None
         self._lock = threading.RLock()
         self.inbound = Inbound(self, self._lock)
-        self._durable: dict[str, str] = {}  # subscription name -> filter
+        self.subscriptions = MqttSubscriptions(self, self.inbound, self._lock)
         self._closing = False
         self._connected = threading.Event()
         self._connack: tuple[Any, bool] | None = None
         self._opened = False
-        self._last_publish: Any = None
-        self._subacks = Subacks()
         self.reconnect = ReconnectPolicy.from_properties(properties)
         #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
         self.send_timeout_ms = int(properties.get("sendTimeout", 30_000))
         self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
-        #: how many times the connection dropped, and why the last time (the broker's
-        #: DISCONNECT reason): what a synchronous send waiting for its PUBACK checks
-        self._drops = 0
-        self._drop_why = ""
 
     def _use(self, index: int) -> None:
         """Connect to address ``index`` of the list from now on."""
@@ -254,7 +242,7 @@ class MqttTransport:
         client.on_disconnect = self._on_disconnect
         client.on_message = self.inbound.on_message
         client.on_publish = self.outbound.on_publish
-        client.on_subscribe = client.on_unsubscribe = self._subacks.on_suback
+        client.on_subscribe = client.on_unsubscribe = self.subscriptions.on_suback
         # paho's own in-flight cap makes it scan every outstanding message on each PUBACK
         # (its _update_inflight). jmspy bounds what it has in flight itself (one per
         # synchronous send, send_window asynchronous ones), so the cap stays only for
@@ -362,8 +350,7 @@ class MqttTransport:
             return
         reason = disconnect_reason(reason, props)
         log.debug("the MQTT connection to %s dropped: %s", self.where, reason)
-        self._drop_why = reason
-        self._drops += 1  # a synchronous send waiting for its PUBACK fails with the reason
+        self.outbound.dropped(reason)  # a synchronous send waiting for its PUBACK fails
         with self._lock:
             self._settled.clear()
             self._opened = False
@@ -428,9 +415,7 @@ class MqttTransport:
         try:
             connected = self._try_connect(self.version, client_id, user, password)
             if connected:
-                for sub in self.inbound.subscriptions():
-                    no_local = any(c.spec.no_local for c in sub.consumers)
-                    self._subscribe(sub, no_local, wait=False)
+                self.subscriptions.subscribe_again()
         except errors.JMSSecurityException:
             raise
         except errors.JMSException:
@@ -448,7 +433,7 @@ class MqttTransport:
         client = self._client
         if client is None:
             return
-        last = self._last_publish
+        last = self.outbound.last_publish
         if last is not None:
             # sync_send=false: paho may still hold queued PUBLISHes that a DISCONNECT
             # would overtake; they leave (and are acknowledged) in order, so wait for the last.
@@ -481,82 +466,10 @@ class MqttTransport:
             self.require(Feature.DESTINATION_OPTIONS, options_detail(destination))
 
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
-        dest = spec.destination
-        self.declare_destination(dest)
-        share: str | None = None
-        if isinstance(dest, Queue):
-            self.require(Feature.QUEUES, "a Queue (competing consumers)")
-        elif spec.shared:
-            self.require(Feature.SHARED_SUBSCRIPTIONS)
-            share = spec.subscription_name
-        competing = isinstance(dest, Queue) or spec.shared
-        if spec.selector and competing and not self.queue_selectors_discard:
-            self.require(Feature.QUEUE_SELECTORS, "a selector on a queue")
-        if spec.durable and not self.persistent_session:
-            raise errors.IllegalStateException(
-                "a durable subscription over MQTT lives in the broker's session for this "
-                "client id: create the connection with a client id (clientID=...)"
-            )
-        if spec.no_local:
-            self.require(Feature.NO_LOCAL)
-        selector = None
-        if spec.selector:
-            from jmspy.selector import compile_selector
-
-            selector = compile_selector(spec.selector)
-        topic_filter = mqtt_filter(dest, share)
-        consumer = MqttConsumer(spec, topic_filter, selector)
-        inbound = self.inbound
-        sub = inbound.subscription(topic_filter)
-        new = sub is None
-        if new and not supports("mqtt", self.version, Feature.OVERLAPPING_SUBSCRIPTIONS):
-            other = inbound.overlapping(topic_filter)
-            if other is not None:
-                self.require(
-                    Feature.OVERLAPPING_SUBSCRIPTIONS,
-                    f"a second subscription {topic_filter!r} overlapping {other!r} on one "
-                    "connection",
-                )
-        if sub is None:
-            sub = inbound.new_subscription(topic_filter, competing)
-        if spec.durable:
-            sub.durable_name = spec.subscription_name
-        if new:
-            self._subscribe(sub, spec.no_local)
-        if spec.durable and spec.subscription_name:
-            with self._lock:
-                self._durable[spec.subscription_name] = topic_filter
-        inbound.attach(sub, consumer)
-        return RemoteConsumer(destination_flow_limit=None)
-
-    def _subscribe(self, sub: MqttSubscription, no_local: bool, wait: bool = True) -> None:
-        client = self.client(wait)
-        if self.version == "5":
-            props = _props(_PacketTypes.SUBSCRIBE)
-            props.SubscriptionIdentifier = sub.sub_id
-            rc, mid = client.subscribe(
-                sub.topic_filter,
-                options=_SubscribeOptions(qos=1, noLocal=no_local),
-                properties=props,
-            )
-        else:
-            rc, mid = client.subscribe(sub.topic_filter, qos=1)
-        codes = self._subacks.wait(rc, mid, self.connect_timeout)
-        if codes is None:
-            raise errors.JMSException(
-                f"the {self.describe()} did not confirm the subscription to {sub.topic_filter!r}"
-            )
-        failed = [c for c in codes if getattr(c, "is_failure", False)]
-        if failed:
-            raise errors.JMSException(
-                f"the {self.describe()} refused the subscription to {sub.topic_filter!r}: "
-                f"{failed[0]}"
-            )
+        return self.subscriptions.create_consumer(spec)
 
     def close_consumer(self, consumer_id: int) -> None:
-        unsubscribe = self.inbound.detach(consumer_id)
-        if unsubscribe is not None and self._client is not None:
-            self._client.unsubscribe(unsubscribe)
+        self.subscriptions.close_consumer(consumer_id)
 
     # -- receiving: Inbound ---------------------------------------------------------------
     def grant_credit(self, consumer_id: int, credits: int) -> None:
@@ -643,34 +556,7 @@ class MqttTransport:
         if done is not None:
             self.outbound.publish_async(message, done)
             return
-        drops = self._drops
-        info, qos = self.outbound.publish(message)
-        if qos and not self.sync_send:
-            self._last_publish = info
-        elif qos:
-            wait = self.send_timeout_ms / 1000.0 if self.send_timeout_ms > 0 else 30.0
-            deadline = time.monotonic() + wait
-            try:
-                # in slices: paho does not end this wait when the broker drops the
-                # connection (an MQTT 5 DISCONNECT "Packet too large", say), this does
-                while not info.is_published() and time.monotonic() < deadline:
-                    if self._drops != drops:
-                        raise errors.JMSException(
-                            f"the connection to the {self.describe()} dropped before it "
-                            f"acknowledged message {message.message_id}: {self._drop_why}",
-                            error_code="CONNECTION_INTERRUPTED")
-                    info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
-            except (RuntimeError, ValueError) as exc:
-                raise errors.JMSException(
-                    f"the {self.describe()} did not take message {message.message_id}: {exc}"
-                ) from exc
-            if not info.is_published():
-                raise errors.ResourceAllocationException(
-                    f"the {self.describe()} did not acknowledge message "
-                    f"{message.message_id} to {message.destination} within "
-                    f"sendTimeout={self.send_timeout_ms or 30_000} ms: it is holding the "
-                    "publish (its queue or in-flight limit is full), or it stopped "
-                    "answering; check the broker, or raise sendTimeout")
+        self.outbound.send(message)
 
     # -- refused / not applicable ---------------------------------------------------------
     def begin(self, tx: str) -> None:
@@ -686,22 +572,7 @@ class MqttTransport:
         raise self.refusal(Feature.BROWSER, "queue browsing")
 
     def unsubscribe(self, name: str) -> None:
-        with self._lock:
-            topic_filter = self._durable.get(name)
-        active = topic_filter is not None and self.inbound.subscription(topic_filter) is not None
-        if topic_filter is None:
-            raise errors.InvalidDestinationException(
-                f"no durable subscription named {name!r} was created on this MQTT connection; "
-                "MQTT identifies subscriptions by topic, so unsubscribe from the connection "
-                "(same client id) that created it"
-            )
-        if active:
-            raise errors.IllegalStateException(
-                f"durable subscription {name!r} still has an open consumer; close it first"
-            )
-        self.client().unsubscribe(topic_filter)
-        with self._lock:
-            self._durable.pop(name, None)
+        self.subscriptions.unsubscribe(name)
 
     def create_temporary_queue(self) -> str:
         raise self.refusal(Feature.TEMPORARY_QUEUES)

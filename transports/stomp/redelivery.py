@@ -22,9 +22,11 @@ __all__ = ["Redelivery", "RedeliveryHost"]
 
 
 class RedeliveryHost(Protocol):
-    """What :class:`Redelivery` asks of the transport (which holds its lock meanwhile)."""
+    """What :class:`Redelivery` asks of the consumers (:mod:`.consumers`; the transport's
+    lock is held meanwhile)."""
 
-    profile: BrokerProfile
+    @property
+    def profile(self) -> BrokerProfile: ...
 
     def resubscribe(self, sub: StompSubscription) -> None:
         """UNSUBSCRIBE, then SUBSCRIBE again with a new id."""

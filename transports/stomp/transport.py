@@ -23,22 +23,23 @@ Flow control. jmspy's core runs the Open MQ window itself and calls
 The stash is also how :meth:`revoke_credit` works on prefetch brokers (they cannot take
 credit back): the credit returns to the core and whatever the broker still sends waits.
 
-One object per concern, each owning its state: the subscriptions
-(:mod:`.subscription`), the connection's tags and delivery counts (:mod:`.deliveries`),
+One object per concern, each owning its state: the consumers and what they receive
+(:mod:`.consumers`, one :mod:`.subscription` each), the connection's tags and delivery
+counts (:mod:`.deliveries`), open transactions (:mod:`.transactions`),
 every wait for a RECEIPT (:mod:`.receipts`), hand-backs (:mod:`.redelivery`), drop and
 reconnect (:mod:`.failover`), browsing, temporary queues and stats (:mod:`.admin`), and
 opening a connection (:mod:`.connect`). Calls made during a reconnect wait for it.
 
 Threading: stomp.py's receiver thread reads the socket; jmspy's codec (:mod:`.receive`)
-makes the frames and hands MESSAGEs to :meth:`StompTransport.on_message_frame`, which
-converts and buffers (``TransportListener.on_delivery``). User code never runs there, so
-a slow ``on_message`` stops neither the receiver nor stomp.py's heart-beat thread.
+makes the frames and hands MESSAGEs to :meth:`StompTransport.on_message_frame`, whose
+consumers convert and buffer (``TransportListener.on_delivery``). User code never runs
+there, so a slow ``on_message`` stops neither the receiver nor stomp.py's heart-beat
+thread.
 """
 
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
@@ -47,7 +48,7 @@ from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
-from jmspy.message import DeliveryMode, Message, selector_getter
+from jmspy.message import DeliveryMode, Message
 from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.transport import (
     ConsumerSpec,
@@ -55,7 +56,6 @@ from jmspy.transport import (
     RemoteConsumer,
     TransportListener,
 )
-from jmspy.transports import twins
 from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
 from jmspy.wire.error_text import error_text
 from jmspy.wire.headers import SEND_TIMEOUT_HEADER
@@ -65,27 +65,18 @@ from ..capabilities import native_features, require
 from ..destination_options import resolve
 from .admin import StompAdmin
 from .connect import ConnectOptions, drop, open_stomp, shut_down
+from .consumers import StompConsumers
 from .deliveries import Deliveries
 from .failover import Failover
-from .mapping import (
-    BrokerProfile,
-    detect_broker,
-    jms_message_id,
-    profile_key,
-    subscribe_destination,
-    to_frame,
-)
+from .mapping import BrokerProfile, detect_broker, profile_key, to_frame
 from .receipts import Receipts
 from .receive import FrameReader
-from .redelivery import Redelivery
-from .subscription import StompSubscription
+from .transactions import StompTransactions
 from .url_options import URL_OPTIONS
 from .wire import FrameWriter
 
 #: jmspy broker's ``jmspy-error`` code for a send refused by a limit (space, frame size)
 _NO_SPACE = RESOURCE_LIMIT_EXCEEDED
-#: MESSAGE frame -> client Message, once per message received (compiled when available)
-_received = twins.stomp_received
 
 __all__ = ["StompTransport"]
 
@@ -125,17 +116,11 @@ class StompTransport:
         self._listener: TransportListener | None = None
         self._credentials = Credentials()
         self._lock = threading.RLock()
-        self._subs: dict[int, StompSubscription] = {}
-        self._by_sid: dict[str, StompSubscription] = {}
         self._connected_headers: dict[str, str] = {}
         self._closing = False
         # set while connected, or once reconnecting gave up: waiting calls wake on it
         self._settled = threading.Event()
         self._lost: str | None = None  # why the connection is gone for good
-        # The stomp.py connection each open transaction began on: a broker forgets a
-        # connection's transactions when it ends, so after a reconnect the old ids name
-        # nothing (RabbitMQ answers "Bad transaction", ActiveMQ "Invalid transaction id").
-        self._tx_on: dict[str, Any] = {}
         self._deliveries = Deliveries()
         self._receipts = Receipts(self.where, lambda: self._conn, properties,
                                   self._need_reader)
@@ -143,8 +128,10 @@ class StompTransport:
         self._send_timeout_header: dict[str, str] = {}
         #: the last ERROR refused a send for lack of space (see .failover)
         self._refused_for_space = False
-        self._redelivery = Redelivery(self, self._deliveries)
         self._admin = StompAdmin(self, self._receipts, lambda: self._credentials.client_id)
+        self._consumers = StompConsumers(self, self._lock, self._deliveries, self._receipts,
+                                         self._admin)
+        self._transactions = StompTransactions(self, self._receipts)
         self._failover = Failover(self, f"jmspy-stomp-reconnect-{self.port}")
 
     @property
@@ -181,6 +168,21 @@ class StompTransport:
     def closing(self) -> bool:
         return self._closing
 
+    @property
+    def live(self) -> Any:
+        """The stomp.py connection in use, or None while down or closed."""
+        return self._conn
+
+    @property
+    def lost(self) -> str | None:
+        """Why the connection is gone for good (None: it is not)."""
+        return self._lost
+
+    @property
+    def send_timeout_header(self) -> dict[str, str]:
+        """jmspy broker's per-send timeout header (empty elsewhere)."""
+        return self._send_timeout_header
+
     # -- connection -----------------------------------------------------------------------
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         self._listener = listener
@@ -212,7 +214,7 @@ class StompTransport:
                                self._on_stream_error,
                                max_frame_bytes=self.options.max_frame_bytes,
                                idle_spin_us=self.options.idle_spin_us,
-                               one_in_flight=self._one_in_flight)
+                               one_in_flight=self._consumers.one_in_flight)
 
         opened = open_stomp(self.options, version, self._credentials, self, self._receipts,
                             reader)
@@ -231,7 +233,7 @@ class StompTransport:
         self._refused_for_space = headers.get(ERROR_CODE_HEADER) == _NO_SPACE
         self._receipts.on_error(headers, text)
         if self._conn is not None:
-            self._report(errors.JMSException(
+            self.report(errors.JMSException(
                 f"STOMP broker at {self.where} reported an error: {error_text(headers, text)}"))
 
     def on_receipt(self, receipt_id: str, headers: dict[str, str]) -> None:
@@ -248,15 +250,8 @@ class StompTransport:
         with self._lock:
             self._settled.clear()
             self._conn = None
-            self._drop_deliveries()
+            self._consumers.connection_lost()
         return True
-
-    def _drop_deliveries(self) -> None:
-        # Lock held. Every tag of the dropped connection is dead; credit is gone with it.
-        for sub in self._subs.values():
-            sub.connection_lost()
-        self._deliveries.connection_lost()
-        self._by_sid.clear()
 
     @property
     def refused_for_space(self) -> bool:
@@ -274,12 +269,11 @@ class StompTransport:
         self._connect(self.version)
         try:
             with self._lock:
-                for sub in list(self._subs.values()):
-                    self._subscribe(sub, same_id=True)
+                self._consumers.subscribe_again()
         except Exception as exc:  # dropped again while re-subscribing: try again
             with self._lock:
                 self._conn = None
-                self._drop_deliveries()
+                self._consumers.connection_lost()
             raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
 
     def io_failed(self, error: BaseException) -> None:
@@ -291,7 +285,7 @@ class StompTransport:
         if conn is not None and conn is self._conn:
             shut_down(conn)  # the reader sees the end: Failover.connection_lost
 
-    def _io_error(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
+    def write_failed(self, conn: Any, exc: Exception, doing: str) -> errors.JMSException:
         """A write on ``conn`` failed (an OSError, or stomp.py's own exception): the
         connection is lost; the JMSException that says so (the broker's ERROR when it
         refused and closed)."""
@@ -375,226 +369,37 @@ class StompTransport:
         resolve("stomp", profile_key(self.profile), destination,
                 where=f"{self.profile.server or 'unknown server'} at {self.where}")
 
-    # -- consumers ------------------------------------------------------------------------
+    # -- consumers (StompConsumers) -------------------------------------------------------
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
-        sub = self._subscription(spec)
-        # The SUBSCRIBE asks for a RECEIPT and create_consumer waits for it: once it
-        # returns, the broker has the subscription, so a message published after that (from
-        # any connection) reaches this topic consumer, and a refused SUBSCRIBE fails here.
-        receipt, event = self._receipts.expect(keep_answer=True)
-        conn = self._conn
-        with self._lock:
-            self._subs[spec.consumer_id] = sub
-            self._subscribe(sub, receipt=receipt)
-        try:
-            self._receipts.wait(receipt, event, conn)
-        except errors.JMSException:
-            with self._lock:  # refused or dropped: there is no subscription to close later
-                self._subs.pop(spec.consumer_id, None)
-                self._by_sid.pop(sub.sub_id, None)
-            raise
-        finally:
-            answer = self._receipts.answer(receipt)
-        return RemoteConsumer(destination_flow_limit=sub.destination_limit(answer))
-
-    def _subscription(self, spec: ConsumerSpec) -> StompSubscription:
-        return StompSubscription.for_spec(
-            spec, self.profile, self.require, self._admin.durable_queue,
-            discard_queue_selectors=self.options.queue_selectors_discard)
-
-    def _subscribe(self, sub: StompSubscription, *, same_id: bool = False,
-                   receipt: str = "") -> None:
-        if not same_id:
-            sub.sub_id = f"{sub.spec.consumer_id}-{uuid.uuid4().hex[:6]}"
-        if sub.copies:  # a new subscription (after a reconnect): the old copies are dead
-            sub.copies.clear()
-        if sub.spec.durable and self.profile.family == "RabbitMQ":
-            assert sub.spec.subscription_name is not None
-            sub.sub_id = sub.spec.subscription_name
-        self._by_sid[sub.sub_id] = sub
-        headers = dict(sub.headers)
-        if receipt:
-            headers["receipt"] = receipt
-        destination = subscribe_destination(sub.spec.destination, self.profile)
-        log.debug("SUBSCRIBE %s id=%s on %s%s", destination, sub.sub_id, self.where,
-                  " (again, after a reconnect)" if same_id else "")
-        self.connection(wait=False).subscribe(
-            destination, id=sub.sub_id, ack="client-individual", headers=headers)
-
-    def _unsubscribe(self, sub: StompSubscription) -> None:
-        # No ``durable`` header: on RabbitMQ an UNSUBSCRIBE with ``durable:true`` deletes
-        # the subscription's queue, and closing a durable consumer must keep it.
-        self._by_sid.pop(sub.sub_id, None)
-        self.connection(wait=False).unsubscribe(id=sub.sub_id)
-
-    def resubscribe(self, sub: StompSubscription) -> None:
-        """(Redelivery, lock held) UNSUBSCRIBE and SUBSCRIBE again: the broker then
-        redelivers every unacknowledged message of the subscription, in order."""
-        self._unsubscribe(sub)
-        self._subscribe(sub)
+        return self._consumers.create_consumer(spec)
 
     def has_durable_consumer(self, name: str) -> bool:
-        with self._lock:
-            return any(s.spec.durable and s.spec.subscription_name == name
-                       for s in self._subs.values())
+        return self._consumers.has_durable_consumer(name)
 
     def close_consumer(self, consumer_id: int) -> None:
-        with self._lock:
-            sub = self._subs.pop(consumer_id, None)
-            if sub is None:
-                return
-            if self._conn is None:  # down: the broker dropped the subscription already
-                self._by_sid.pop(sub.sub_id, None)
-                return
-            try:
-                if self.profile.cancel == "nack":
-                    # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
-                    # until it closes: hand them back explicitly first.
-                    self._redelivery.nack(sub, list(sub.unacked))
-                self._unsubscribe(sub)
-            except OSError:  # the socket died before stomp.py told us: so did the
-                self._by_sid.pop(sub.sub_id, None)  # subscription, on the broker too
-            for tag in list(sub.unacked):
-                self._deliveries.forget(tag)
-            sub.stash.clear()
+        self._consumers.close_consumer(consumer_id)
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        conn = self._conn
-        try:
-            with self._lock:
-                sub = self._subs.get(consumer_id)
-                if sub is None:
-                    return
-                self._redelivery.flush(sub)
-                sub.credit += credits
-                self.release(sub)
-        except errors.JMSException:
-            raise
-        except Exception as exc:  # a NACK or an auto-ack ACK written into a dead socket
-            raise self._io_error(conn, exc, "granting credit") from exc
+        self._consumers.grant_credit(consumer_id, credits)
 
     def revoke_credit(self, consumer_id: int) -> int:
-        """Prefetch brokers cannot take credit back, so it returns to the core here and
-        anything the broker still sends waits in the stash until credit is granted."""
-        with self._lock:
-            sub = self._subs.get(consumer_id)
-            return 0 if sub is None else sub.take_credit()
-
-    def release(self, sub: StompSubscription) -> None:
-        """(Lock held.) Hand ``sub``'s stashed deliveries to the core as credit allows."""
-        listener = self._listener
-        if listener is None:
-            return
-        consumer_id = sub.spec.consumer_id
-        if sub.spec.auto_ack:
-            def hand(tag: int, message: Message, count: int) -> None:
-                self._send_ack(sub, tag, None)
-                listener.on_delivery(consumer_id, tag, message, count)
-        else:
-            def hand(tag: int, message: Message, count: int) -> None:
-                listener.on_delivery(consumer_id, tag, message, count)
-        sub.release(hand)
+        return self._consumers.revoke_credit(consumer_id)
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
-        conn = self._conn
-        try:
-            with self._lock:
-                self._redelivery.cancel(delivery_tags, redelivered=redelivered)
-        except errors.JMSException:
-            raise
-        except Exception as exc:
-            raise self._io_error(conn, exc, "handing messages back") from exc
-
-    def _one_in_flight(self) -> bool:
-        """Every subscription at window 1 (or none): request/response, where the reading
-        turn's polling window may grow (jmspy/idle_spin.py). A snapshot, no lock."""
-        return all(sub.spec.flow_limit <= 1 for sub in tuple(self._by_sid.values()))
+        self._consumers.cancel(delivery_tags, redelivered=redelivered)
 
     # -- receiving (stomp.py's receiver thread) -------------------------------------------
     def on_message_frame(self, headers: dict[str, str], body: bytes) -> None:
-        ack_id = headers.get("ack") or headers.get("message-id", "")
-        sid = headers.get("subscription", "")
-        reply = self._admin.reply_handler(sid)
-        if reply is not None:  # a browse or a stats request collecting its answer
-            reply(headers, body)
-            return
-        # Converting needs no lock: taking it only for the bookkeeping keeps the
-        # dispatcher thread's ACKs (which need it too) from queueing behind the parse.
-        try:
-            message: Message | None = _received.from_frame(headers, body)
-            problem = ""
-        except Exception as exc:  # a frame we cannot read must not kill the receiver
-            message, problem = None, str(exc)
-        deliveries = self._deliveries
-        with self._lock:
-            sub = self._by_sid.get(sid)
-            if sub is None:
-                # A subscription we dropped: ActiveMQ has it back already (unsubscribe
-                # returns unacked messages); elsewhere hand it back explicitly.
-                if self.profile.cancel == "nack" and self._conn is not None and ack_id:
-                    self.send_nack(ack_id, sid)
-                key = jms_message_id(headers)
-                if key:
-                    deliveries.never_seen(key)
-                return
-            if sub.fence and headers.get("redelivered", "").lower() == "true":
-                sub.fence = False  # the broker is past our NACKs: nothing older follows
-            elif sub.fence:
-                # Sent before the broker took our NACKs back: it is younger than them in
-                # the queue, so it goes back too (to its own place) or it would overtake.
-                self.send_nack(ack_id, sid)
-                key = jms_message_id(headers)
-                if key:
-                    deliveries.never_seen(sub.count_key(key))
-                return
-            if message is None:
-                self._report(errors.MessageFormatException(
-                    f"unreadable STOMP MESSAGE {headers.get('message-id')} from {self.where}: "
-                    f"{problem}"))
-                self.send_nack(ack_id, sid)
-                return
-            tag = deliveries.new(sub)
-            sub.received(tag, ack_id)
-            if sub.client_selector is not None and not sub.client_selector.matches(
-                selector_getter(message)
-            ):
-                sub.selector_dropped += 1
-                self._send_ack(sub, tag, None)
-                return
-            key = sub.count_key(message.message_id or ack_id)
-            deliveries.set_key(tag, key)
-            if sub.copies is not None:
-                sub.copies[tag] = (headers, body)
-            message.delivery_time = message.timestamp
-            sub.stash.append((tag, message, deliveries.delivery_count(key, headers)))
-            self.release(sub)
+        self._consumers.on_message_frame(headers, body)
 
     def _on_stream_error(self, text: str) -> None:
-        self._report(errors.JMSException(f"STOMP broker at {self.where}: {text}"))
+        self.report(errors.JMSException(f"STOMP broker at {self.where}: {text}"))
 
-    def _report(self, error: errors.JMSException) -> None:
+    def report(self, error: errors.JMSException) -> None:
         if self._listener is not None:
             self._listener.on_transport_error(error)
 
     # -- acknowledgement ------------------------------------------------------------------
-    def _send_ack(self, sub: StompSubscription, tag: int, tx: str | None) -> None:
-        ack_id = sub.unacked.pop(tag, None)
-        self._deliveries.settle(tag)
-        if sub.copies is not None:
-            sub.copies.pop(tag, None)
-        if ack_id is None:
-            return
-        if self.version == "1.2":
-            self.connection(wait=False).ack(ack_id, transaction=tx)
-        else:
-            self.connection(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
-
-    def send_nack(self, ack_id: str, sid: str) -> None:
-        if self.version == "1.2":
-            self.connection(wait=False).nack(ack_id)
-        else:
-            self.connection(wait=False).nack(ack_id, sid)
-
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         """The bookkeeping under the lock, the ACK frames after it: stomp.py's receiver
         thread needs the lock for every MESSAGE, and a socket write under it made the
@@ -619,11 +424,11 @@ class StompTransport:
         if conn is None:
             conn = self.connection(wait=False)  # raises: closed, or down (broker redelivers)
         if tx is not None:
-            self._check_tx(tx, conn)
+            self._transactions.check(tx, conn)
         try:
             self._writer_for(conn).ack(out, tx)
         except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
-            raise self._io_error(conn, exc, "acknowledging") from exc
+            raise self.write_failed(conn, exc, "acknowledging") from exc
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: the lock above is held only for bookkeeping, not for another
@@ -652,7 +457,7 @@ class StompTransport:
         try:
             if tx is not None:  # COMMIT confirms
                 conn = self.connection()
-                if self._tx_on.get(tx) is not conn:
+                if not self._transactions.began_on(tx, conn):
                     return  # a transaction of a dropped connection: its commit fails
                 self._writer_for(conn).send(destination, body, headers)
             elif message.delivery_mode == DeliveryMode.PERSISTENT:
@@ -681,49 +486,13 @@ class StompTransport:
                 error_code="CONNECTION_INTERRUPTED") from exc
 
     def begin(self, tx: str) -> None:
-        conn = self.connection()
-        try:
-            conn.begin(tx)
-        except Exception as exc:
-            raise self._io_error(conn, exc, "beginning a transaction") from exc
-        self._tx_on[tx] = conn
-
-    def _check_tx(self, tx: str, conn: Any) -> None:
-        """Refuse to commit (or ack in) a transaction of a connection that dropped: the
-        broker rolled it back when that connection ended."""
-        if self._tx_on.get(tx) is not conn:
-            self._tx_on.pop(tx, None)
-            raise errors.JMSException(
-                f"transaction {tx} began on a connection to the STOMP broker that has "
-                f"since dropped (now on {self.where}); the broker rolled it back",
-                error_code="TRANSACTION_LOST")
+        self._transactions.begin(tx)
 
     def commit(self, tx: str) -> None:
-        self._receipts.settle_sends()  # a windowed send's refusal is raised here first
-        conn = self.connection()
-        self._check_tx(tx, conn)
-        try:
-            self._receipts.request(conn.commit, tx, send=True,
-                                   headers=self._send_timeout_header)
-        except errors.JMSException:
-            raise
-        except Exception as exc:
-            raise self._io_error(conn, exc, "committing") from exc
-        self._tx_on.pop(tx, None)
+        self._transactions.commit(tx)
 
     def rollback(self, tx: str) -> None:
-        began_on = self._tx_on.pop(tx, None)
-        if self._conn is None and self._lost:  # gone for good: so is the transaction
-            return  # (a commit failing on a refused send rolls back after the close)
-        if began_on is None or began_on is not self._conn:
-            return  # its connection dropped: the broker rolled it back then
-        try:
-            self.connection().abort(tx)
-        except OSError:
-            # The socket closed under the ABORT (the broker closes right after the ERROR
-            # that failed a commit, before stomp.py reports the drop): a STOMP broker
-            # aborts the transactions of a connection that ends, so nothing is left open.
-            return
+        self._transactions.rollback(tx)
 
     # -- management (StompAdmin) ----------------------------------------------------------
     def browse(self, queue: Queue, selector: str | None) -> list[Message]:
@@ -743,6 +512,4 @@ class StompTransport:
 
     def consumer_state(self, consumer_id: int) -> dict[str, int]:
         """Transport-side counters of one consumer (for tests and troubleshooting)."""
-        with self._lock:
-            sub = self._subs.get(consumer_id)
-            return {} if sub is None else sub.state()
+        return self._consumers.state(consumer_id)

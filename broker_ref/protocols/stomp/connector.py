@@ -3,7 +3,7 @@
 An application that embeds the broker (``vm://NAME``) sometimes needs other processes to
 reach it: a Spark job reading its queues, a ``jmspy stat``, a stomp.py script. ActiveMQ's
 answer is ``BrokerService.addConnector("tcp://...")`` beside its ``vm://`` transport; ours
-is :meth:`jmspy.transports.vm.BrokerHost.add_connector`, which runs one of these.
+is :meth:`jmspy.transports.vm_host.BrokerHost.add_connector`, which runs one of these.
 
 The connector is an ordinary :class:`StompServer` on an event loop in its own thread. The
 broker core stays single-threaded in effect: the server holds the in-process broker's
