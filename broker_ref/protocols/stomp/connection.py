@@ -33,7 +33,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ...core import BrokerError
 from ...core.input_budget import InputBudget
@@ -47,9 +47,17 @@ from .protocol import TURN_FRAMES, StompSession
 from .read_pauses import Pause, ReadPauses
 
 if TYPE_CHECKING:
-    from .server import StompServer
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import AbstractContextManager
 
-__all__ = ["HIGH_WATER", "LINGER_S", "StompConnection"]
+    from jmspy.stomp_frames import CodecLimits
+
+    from ...core import Broker
+    from ...core.throttle import LoginThrottle
+    from .connection_limits import ConnectionLimits
+    from .loop_polling import LoopPolling
+
+__all__ = ["HIGH_WATER", "LINGER_S", "ConnectionServer", "StompConnection"]
 
 log = logging.getLogger("jmspy.broker.stomp")
 
@@ -60,10 +68,51 @@ HIGH_WATER = 256 * 1024
 LINGER_S = 2.0
 
 
+class ConnectionServer(Protocol):
+    """What a connection needs of the server that accepted it
+    (:class:`~.server.StompServer`): a Protocol, so that the connection sits below the
+    server that makes connections and never imports it."""
+
+    @property
+    def broker(self) -> Broker: ...
+    @property
+    def core_lock(self) -> AbstractContextManager[object]: ...
+    @property
+    def shares_core(self) -> bool: ...
+    @property
+    def limits(self) -> CodecLimits: ...
+    @property
+    def heartbeat_ms(self) -> int: ...
+    @property
+    def connection_limits(self) -> ConnectionLimits: ...
+    @property
+    def throttle(self) -> LoginThrottle: ...
+    @property
+    def login_pool(self) -> ThreadPoolExecutor: ...
+    @property
+    def lingering(self) -> set[asyncio.Transport]: ...
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+    @property
+    def polling(self) -> LoopPolling: ...
+    @property
+    def store_refusals(self) -> dict[StompConnection, str]: ...
+
+    def schedule_flush(self, conn: StompConnection) -> None: ...
+    def open_batch(self) -> None: ...
+    def flush_woken(self) -> None: ...
+    def flush_due(self) -> None: ...
+    def admit(self, conn: StompConnection) -> str | None: ...
+    def release(self, conn: StompConnection) -> None: ...
+    def make_durable(self) -> None: ...
+    def reschedule_timers(self) -> None: ...
+
+
 class StompConnection(asyncio.Protocol):
     """One TCP connection: bytes in -> session -> bytes out."""
 
-    def __init__(self, server: StompServer, user_from_cert: str | None = None) -> None:
+    def __init__(self, server: ConnectionServer, user_from_cert: str | None = None
+                 ) -> None:
         self.server = server
         #: on a TLS listener that takes certificates as identities (.tls): the subject
         #: field naming the user

@@ -12,17 +12,56 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
 
 from ...core.listener_stats import Closed
 from .holding_core import holding_core
-from .read_pauses import Pause
+from .read_pauses import Pause, ReadPauses
 
 if TYPE_CHECKING:
-    from .connection import StompConnection
-    from .server import StompServer
+    from ...core import Broker
+    from .connection_limits import ConnectionLimits
+    from .protocol import StompSession
 
-__all__ = ["Liveness"]
+
+class LivenessServer(Protocol):
+    """What the timers read of the connection's server."""
+
+    @property
+    def broker(self) -> Broker: ...
+    @property
+    def connection_limits(self) -> ConnectionLimits: ...
+    @property
+    def shares_core(self) -> bool: ...
+    @property
+    def core_lock(self) -> AbstractContextManager[object]: ...
+
+
+class LivenessHost(Protocol):
+    """What the timers read and call of their connection (:mod:`.connection`'s
+    ``StompConnection``): a Protocol, so that this module sits below it."""
+
+    @property
+    def server(self) -> LivenessServer: ...
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+    @property
+    def session(self) -> StompSession: ...
+    @property
+    def transport(self) -> asyncio.Transport | None: ...
+    @property
+    def pauses(self) -> ReadPauses: ...
+    @property
+    def address(self) -> str | None: ...
+    @property
+    def closed(self) -> bool: ...
+
+    def refuse(self, message: str, detail: str) -> None: ...
+    def close(self) -> None: ...
+
+
+__all__ = ["Liveness", "LivenessHost", "LivenessServer"]
 
 log = logging.getLogger("jmspy.broker.stomp")
 
@@ -32,9 +71,9 @@ _EOL = b"\n"
 class Liveness:
     """The timers and traffic times of one connection (:mod:`.connection`)."""
 
-    def __init__(self, conn: StompConnection) -> None:
+    def __init__(self, conn: LivenessHost) -> None:
         self.conn = conn
-        self.server: StompServer = conn.server
+        self.server = conn.server
         self.loop = conn.loop
         #: when the client last sent anything (bytes or a heart-beat)
         self.last_recv = self.loop.time()
