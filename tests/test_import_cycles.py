@@ -103,3 +103,35 @@ def test_the_architecture_page_names_real_places_and_the_knots_as_they_are() -> 
     sizes = sorted(int(n) for n in re.findall(r"\((\d+)(?: modules)?\)", page))
     assert sizes == sorted(TYPE_LEVEL_KNOTS.values()), (
         "docs/architecture.md gives the knots' sizes as in TYPE_LEVEL_KNOTS")
+
+
+def test_any_twin_imported_first_leaves_the_broker_and_transports_whole(
+        tmp_path: Path) -> None:
+    """With the packages' façades importing nothing, importing any twin first (the
+    compiled twins import the broker core while they load) cannot catch a module half
+    made: every twin function the broker and the transports bind at import is there."""
+    from jmspy import _speedups
+
+    names = ["page_rows", "queue_run", "records", "stomp_message", "stomp_send",
+             "vm_convert", "vm_send", "stomp_received", "message_record", "dispatch"]
+    probe = """
+import importlib, sys
+from jmspy import _speedups
+_speedups.load(sys.argv[1])
+for module in ("jmspy.broker_ref.core.queue", "jmspy.broker_ref.core.connection",
+               "jmspy.broker_ref.protocols.stomp.protocol", "jmspy.transports.vm",
+               "jmspy.transports.stomp.transport", "jmspy.session"):
+    importlib.import_module(module)
+run = _speedups.load("queue_run")
+missing = [n for n in ("enqueue", "route_fast", "dispatch_fast", "acknowledge_tags",
+                       "tags_known_once") if not hasattr(run, n)]
+print("whole" if not missing else missing)
+"""
+    for name in names:
+        done = subprocess.run([sys.executable, "-c", probe, name], cwd=tmp_path,
+                              env=os.environ.copy(), capture_output=True, text=True,
+                              check=False)
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        assert done.stdout.split() == ["whole"], (name, done.stdout)
+    assert _speedups.PURE_PYTHON or all(
+        _speedups.is_extension(_speedups.load(n)) for n in names)

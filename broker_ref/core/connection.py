@@ -41,8 +41,11 @@ if TYPE_CHECKING:
 __all__ = ["ServerConnection"]
 
 #: Acknowledges a run of tags and routes the common send (compiled twin; queue_run.py
-#: beside this module documents both). Looked up per call (see queue.py's ``_twin``).
-_queue_run = twins.queue_run
+#: beside this module documents both), bound once: the broker core's package imports
+#: nothing, so the twin is whole whichever module is imported first.
+_tags_known_once = twins.queue_run.tags_known_once
+_route_fast = twins.queue_run.route_fast
+_acknowledge_tags = twins.queue_run.acknowledge_tags
 
 
 def _norm_selector(selector: str | None) -> str | None:
@@ -123,7 +126,7 @@ class ServerConnection(ConnectionRecord):
     def _check_tags(self, tags: list[int]) -> None:
         known = self._channel.tags
         staged = self._transactions.staged
-        if _queue_run.tags_known_once(known, staged, tags):
+        if _tags_known_once(known, staged, tags):
             return  # all known, none twice, none staged: the per-tag loop finds nothing
         seen: set[int] = set()
         for tag in tags:
@@ -166,7 +169,7 @@ class ServerConnection(ConnectionRecord):
         (``queue_run.route_fast``, one C call when compiled); the rest takes
         :meth:`_send_full`, the reference for every step."""
         if tx is None:
-            if _queue_run.route_fast(self, message):
+            if _route_fast(self, message):
                 return True
             flow = self._broker.flow
             full = flow.must_wait(self, message)
@@ -452,10 +455,10 @@ class ServerConnection(ConnectionRecord):
         self._check_tags(delivery_tags)
         store = self._broker.store
         if store is None:  # no store: no batch to open (a nullcontext per ack was measurable)
-            touched = _queue_run.acknowledge_tags(owners, delivery_tags)
+            touched = _acknowledge_tags(owners, delivery_tags)
         else:
             with store.batch():
-                touched = _queue_run.acknowledge_tags(owners, delivery_tags)
+                touched = _acknowledge_tags(owners, delivery_tags)
         for q in touched:
             q.dispatch()
         self._space_may_be_free()
