@@ -169,3 +169,26 @@ def test_the_spark_sink_loads_no_broker(tmp_path: Path) -> None:
     loaded = _loaded("import jmspy.spark.sink", tmp_path)
     assert "jmspy.spark.sink" in loaded
     assert sorted(m for m in loaded if _within(m, BROKER)) == []
+
+
+def test_the_client_core_loads_no_transport_no_broker_and_no_client_library(
+        tmp_path: Path) -> None:
+    """The API objects know transports only through the Transport interface: a
+    transport and its library load when a URL names it, not before."""
+    loaded = _loaded("import jmspy.factory, jmspy.session, jmspy.context, jmspy.message",
+                     tmp_path)
+    assert "jmspy.session" in loaded
+    assert sorted(m for m in loaded if _within(m, BROKER) or _within(m, "jmspy.transports")
+                  or m.split(".")[0] in {"paho", "stomp", "asyncio", "sqlite3"}) == []
+
+
+def test_the_broker_core_loads_no_protocol_host_no_transport_and_no_client_api(
+        tmp_path: Path) -> None:
+    """The core is sans-I/O: no STOMP host, no event loop, no transport, and none of
+    the client's API objects (it shares only jmspy.wire, errors and selectors)."""
+    loaded = _loaded("import jmspy.broker_ref.core.broker", tmp_path)
+    assert "jmspy.broker_ref.core.queue" in loaded
+    assert sorted(m for m in loaded
+                  if _within(m, "jmspy.broker_ref.protocols") or _within(m, "jmspy.transports")
+                  or m in {"jmspy.session", "jmspy.connection", "jmspy.factory"}
+                  or m.split(".")[0] in {"asyncio", "paho", "stomp"}) == []
