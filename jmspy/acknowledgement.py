@@ -36,9 +36,9 @@ from . import twins
 from .errors import IllegalStateException, JMSException, TransactionRolledBackException
 
 if TYPE_CHECKING:
-    from .connection import Connection
     from .consumer import MessageConsumer
     from .message import Message
+    from .session_connection import SessionConnection
     from .transport import Transport
 
 __all__ = [
@@ -92,7 +92,7 @@ class AckHost(Protocol):
     """What a strategy needs of its session (``jmspy.session.Session`` implements it)."""
 
     @property
-    def _connection(self) -> Connection: ...
+    def _connection(self) -> SessionConnection: ...
 
     @property
     def _transport(self) -> Transport: ...

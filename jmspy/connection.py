@@ -29,8 +29,8 @@ from .message import Message
 from .transport import Credentials, Transport
 
 if TYPE_CHECKING:
+    from .completion import CompletionCallback
     from .consumer import MessageConsumer
-    from .producer import CompletionCallback
     from .session import Session
 
 __all__ = ["Connection", "ExceptionCallback", "ExceptionListener"]
@@ -421,7 +421,7 @@ class Connection:
 
     def _send_async(
         self,
-        session: Session,
+        session: object,
         message: Message,
         tx: str | None,
         listener: CompletionCallback,
@@ -463,7 +463,7 @@ class Connection:
 
         self._get_notifier().submit(run, session)
 
-    def _drain_async_sends(self, session: Session) -> None:
+    def _drain_async_sends(self, session: object) -> None:
         notifier = self._notifier
         if notifier is not None and not notifier.on_thread():
             notifier.wait_for(session)

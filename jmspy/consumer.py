@@ -22,7 +22,7 @@ from .message import Message
 from .message_body import body_as, check_body_type
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .owners import ConsumerSession
 
 __all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
 
@@ -65,7 +65,7 @@ class MessageConsumer(ConsumerCore):
 
     def __init__(
         self,
-        session: Session,
+        session: ConsumerSession[MessageConsumer],
         consumer_id: int,
         destination: Destination,
         selector: str | None,
@@ -376,7 +376,7 @@ class MessageConsumer(ConsumerCore):
 class QueueBrowser:
     """Looks at a queue's messages without consuming them (a snapshot, in order)."""
 
-    def __init__(self, session: Session, queue: Queue, selector: str | None) -> None:
+    def __init__(self, session: ConsumerSession[Any], queue: Queue, selector: str | None) -> None:
         self._session = session
         self.queue = queue
         self.selector = selector

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from jmspy.message import Message
+    from jmspy.owners import ConsumerSession
     from jmspy.prefetch_protocol import PrefetchBufferProtocol
-    from jmspy.session import Session
 
 __all__ = ["FIELDS", "ConsumerCore"]
 
@@ -43,7 +43,7 @@ class ConsumerCore:
 
     __slots__ = FIELDS
 
-    _session: Session
+    _session: ConsumerSession[Any]
     _lock: threading.Lock
     #: wakes a thread blocked in receive() (on ``_lock``)
     _cond: threading.Condition
@@ -71,4 +71,4 @@ class ConsumerCore:
             # the session's _schedule reads it): the drain still to come sees this run.
             # Over vm:// that is most runs while the listener keeps up, and the call is
             # one Python frame per message sent. (Only a MessageConsumer is made of this.)
-            self._session._schedule(self)  # type: ignore[arg-type]
+            self._session._schedule(self)

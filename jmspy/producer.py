@@ -7,31 +7,18 @@ integer milliseconds since the epoch, as every JMS broker stores them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from . import api_twins
+from .completion import CompletionCallback, CompletionListener
 from .destinations import Destination, TemporaryTopic
 from .errors import InvalidDestinationException, JMSException
-from .message import Message
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .owners import ProducerSession
 
-__all__ = ["CompletionListener", "MessageProducer"]
+__all__ = ["CompletionCallback", "CompletionListener", "MessageProducer"]
 
-
-@runtime_checkable
-class CompletionListener(Protocol):
-    """JMS 2.0 asynchronous send callback (called on a jmspy thread, never the sender's)."""
-
-    def on_completion(self, message: Message) -> None: ...
-
-    def on_exception(self, message: Message, exception: Exception) -> None: ...
-
-
-#: A CompletionListener, or a callable ``f(message, exception_or_None)``.
-CompletionCallback = CompletionListener | Callable[[Message, Exception | None], Any]
 
 if TYPE_CHECKING:
     from ._pure.producer_core import ProducerCore, check_mode, check_priority, check_seconds
@@ -49,7 +36,7 @@ class MessageProducer(ProducerCore):
     Its fields and ``send()``, the per-message path, are the :class:`ProducerCore`
     twin's (``jmspy/_pure/producer_core.py``); the rest is here."""
 
-    def __init__(self, session: Session, destination: Destination | None) -> None:
+    def __init__(self, session: ProducerSession, destination: Destination | None) -> None:
         if destination is not None and not isinstance(destination, Destination):
             raise InvalidDestinationException(
                 f"expected a Queue or Topic, got {destination!r}"

@@ -44,7 +44,7 @@ from .session_dispatch import SessionDispatcher
 from .transport import ConsumerSpec
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    from .session_connection import SessionConnection
 
 __all__ = ["AUTO_ACK_BATCH", "Session"]
 
@@ -74,7 +74,8 @@ class Session(SessionDispatcher):
     INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
     NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
-    def __init__(self, connection: Connection, transacted: bool, ack_mode: int) -> None:
+    def __init__(self, connection: SessionConnection, transacted: bool, ack_mode: int
+                 ) -> None:
         try:
             mode = AckMode(ack_mode)
         except ValueError:

@@ -27,11 +27,11 @@ from .reading_lease import woken_list
 if TYPE_CHECKING:
     from ._pure.lifecycle import SessionLife
     from .acknowledgement import Acknowledgement
-    from .connection import Connection
     from .consumer import ListenerType, MessageConsumer
     from .dispatch_protocol import DrainFunction
     from .message import Message
     from .reading_lease import ReadingLease
+    from .session_connection import SessionConnection
 
 __all__ = ["SessionDispatcher"]
 
@@ -48,7 +48,7 @@ ACK_GRACE = 0.001
 class SessionDispatcher:
     """The dispatcher-thread half of a session (state is set up by ``_init_dispatcher``)."""
 
-    _connection: Connection
+    _connection: SessionConnection
     _life: SessionLife
     acknowledgement: Acknowledgement
 

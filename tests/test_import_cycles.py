@@ -2,11 +2,12 @@
 
 At run time (every import outside ``if TYPE_CHECKING:``, function-level ones included,
 in both builds: the compiled twins' ``.pyx`` import lines count) there is no cycle at
-all. At type level (``TYPE_CHECKING`` edges too) three knots remain, each named in
+all. At type level (``TYPE_CHECKING`` edges too) two knots remain, each named in
 :data:`TYPE_LEVEL_KNOTS` with its size: one may only shrink, never grow, and no new one
-may appear. Each is a layer whose classes name each other in annotations (the client's
-connection, session, consumer and producer; the broker core's queue and its parts), to be
-cut by Protocols that the lower modules type on.
+may appear. Each is a part of the broker core whose classes name each other in annotations
+(the queue and its parts; the broker, its connections and transactions), to be cut by
+Protocols that the lower modules type on, as the client's were (jmspy/owners.py,
+jmspy/session_connection.py).
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ from import_graph import SOURCES, cycles, graph
 
 #: a module of each type-level knot -> the most modules that knot may hold
 TYPE_LEVEL_KNOTS = {
-    # connection, session, its dispatch and acknowledgement, consumer and producer (and
-    # their cores): each names the others' classes in annotations of private calls
-    "jmspy.session": 9,
     # the queue and its parts (deliveries, removals, timers, policy, the dispatch loop)
     # typed on the concrete Queue, and the records twin beside the core's api
     "jmspy.broker_ref.core.queue": 21,

@@ -25,9 +25,9 @@ from jmspy.message import DeliveryMode, Message
 
 if TYPE_CHECKING:
     from jmspy._pure.lifecycle import ConnectionLife, SessionLife
+    from jmspy.completion import CompletionCallback
     from jmspy.destinations import Destination
-    from jmspy.producer import CompletionCallback
-    from jmspy.session import Session
+    from jmspy.owners import ProducerSession
 
 __all__ = [
     "FIELDS",
@@ -102,7 +102,7 @@ class ProducerCore:
 
     __slots__ = FIELDS
 
-    _session: Session
+    _session: ProducerSession
     _session_life: SessionLife
     _connection_life: ConnectionLife
     destination: Destination | None
@@ -112,7 +112,7 @@ class ProducerCore:
     _delivery_delay: float
     _closed: bool
 
-    def __init__(self, session: Session, destination: Destination | None) -> None:
+    def __init__(self, session: ProducerSession, destination: Destination | None) -> None:
         self._session = session
         # The session's and its connection's state records (jmspy/_pure/lifecycle.py),
         # read by every send: whether both are still open is four flag reads, and the
