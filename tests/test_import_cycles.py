@@ -2,12 +2,12 @@
 
 At run time (every import outside ``if TYPE_CHECKING:``, function-level ones included,
 in both builds: the compiled twins' ``.pyx`` import lines count) there is no cycle at
-all. At type level (``TYPE_CHECKING`` edges too) two knots remain, each named in
-:data:`TYPE_LEVEL_KNOTS` with its size: one may only shrink, never grow, and no new one
-may appear. Each is a part of the broker core whose classes name each other in annotations
-(the queue and its parts; the broker, its connections and transactions), to be cut by
-Protocols that the lower modules type on, as the client's were (jmspy/owners.py,
-jmspy/session_connection.py).
+all. At type level (``TYPE_CHECKING`` edges too) one knot remains, named in
+:data:`TYPE_LEVEL_KNOTS` with its size: it may only shrink, never grow, and no new one may
+appear. It is the broker core's queue, whose parts name the concrete ``Queue`` in their
+annotations, to be cut by a ``QueueOps`` Protocol they type on, as the client's objects
+and the broker's connections were (jmspy/owners.py, jmspy/session_connection.py,
+broker_ref/core/connection.py's ConnectionBroker).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ TYPE_LEVEL_KNOTS = {
     # the queue and its parts (deliveries, removals, timers, policy, the dispatch loop)
     # typed on the concrete Queue, and the records twin beside the core's api
     "jmspy.broker_ref.core.queue": 21,
-    # the broker, its connections, their transactions and producer flow
-    "jmspy.broker_ref.core.broker": 4,
 }
 
 

@@ -156,11 +156,13 @@ class Broker:
         self._clock = clock or _wall_clock_ms
         self._settings = SettingsRegistry(default_settings or AddressSettings(), settings)
         #: sends waiting for memory, store or temp space (seed 003, .producer_flow)
-        self.flow = ProducerFlow(self, temp_limit=temp_limit,
-                                 fail_if_no_space=send_fail_if_no_space, fail_after_ms=after)
+        self.flow: ProducerFlow = ProducerFlow(self, temp_limit=temp_limit,
+                                               fail_if_no_space=send_fail_if_no_space,
+                                               fail_after_ms=after)
         self._limits_changed()
         #: Where messages go: queues, topics and subscriptions, and routing between them.
-        self.post_office = PostOffice(self, self._settings, store, max_destination_length)
+        self.post_office: PostOffice = PostOffice(self, self._settings, store,
+                                                  max_destination_length)
         #: The queues by name, read-only (the post office's).
         self.queues: Mapping[str, Queue] = self.post_office.queues
         self._connections: dict[int, ServerConnection] = {}

@@ -48,7 +48,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .api import AddressSettings, DestinationKind, ServerMessage
 from .consumer import FlowRecord
@@ -56,11 +56,54 @@ from .errors import BrokerError, IllegalBrokerState, ResourceLimitExceeded
 from .queue_limits import pages_by_settings
 
 if TYPE_CHECKING:
-    from .broker import Broker
-    from .connection import ServerConnection
+    from .api import SessionCallback
+    from .postoffice import PostOffice
     from .queue import Queue
+    from .records import PageBudget
+    from .spool import Spool
+    from .store import Store
 
-__all__ = ["LOG_EVERY_MS", "Full", "ProducerFlow", "format_size"]
+__all__ = ["LOG_EVERY_MS", "FlowBroker", "FlowConnection", "Full", "ProducerFlow", "format_size"]
+
+class FlowBroker(Protocol):
+    """What producer flow reads of its broker (:class:`~.broker.Broker`): a Protocol, so
+    that this module sits below the broker and the connections it holds back."""
+
+    @property
+    def memory_limit(self) -> int: ...
+    @property
+    def destination_memory_limit(self) -> int: ...
+    @property
+    def destination_memory_percent(self) -> int: ...
+    @property
+    def budget(self) -> PageBudget: ...
+    @property
+    def spool(self) -> Spool: ...
+    @property
+    def store(self) -> Store | None: ...
+    @property
+    def store_limit(self) -> int: ...
+    @property
+    def post_office(self) -> PostOffice: ...
+
+    def now(self) -> int: ...
+    def store_is_full(self) -> bool: ...
+    def settings_for(self, name: str) -> AddressSettings: ...
+
+
+class FlowConnection(Protocol):
+    """What producer flow reads and calls of a sending connection
+    (:class:`~.connection.ServerConnection`)."""
+
+    @property
+    def connection_id(self) -> int: ...
+    @property
+    def callback(self) -> SessionCallback: ...
+
+    def route_admitted(self, message: ServerMessage) -> None: ...
+    def commit_admitted(self, tx: str) -> None: ...
+    def transaction_sends(self, tx: str | None) -> list[ServerMessage]: ...
+
 
 log = logging.getLogger("jmspy.broker.flow")
 
@@ -148,7 +191,7 @@ def _named(kind: DestinationKind, name: str) -> str:
 class _Parked:
     """A send (``message``) or a commit (``message`` None, transaction ``tx``) waiting."""
 
-    conn: ServerConnection
+    conn: FlowConnection
     ticket: object
     message: ServerMessage | None
     tx: str | None
@@ -167,7 +210,7 @@ class ProducerFlow(FlowRecord):
     __slots__ = ("_broker", "_counted", "_log_state", "_logged", "_resuming", "fail_after_ms",
                  "fail_if_no_space")
 
-    def __init__(self, broker: Broker, *, temp_limit: int, fail_if_no_space: bool,
+    def __init__(self, broker: FlowBroker, *, temp_limit: int, fail_if_no_space: bool,
                  fail_after_ms: int) -> None:
         self._broker = broker
         # what the common-case check of every send reads, bound once
@@ -319,7 +362,7 @@ class ProducerFlow(FlowRecord):
 
     # ------------------------------------------------------------------ admission
 
-    def waiting(self, conn: ServerConnection) -> int:
+    def waiting(self, conn: FlowConnection) -> int:
         """How many sends and commits of ``conn`` are parked."""
         items = self._waiting.get(conn.connection_id)
         return 0 if items is None else len(items)
@@ -329,7 +372,7 @@ class ProducerFlow(FlowRecord):
         """True while any send waits (the broker then calls :meth:`resume`)."""
         return bool(self._waiting)
 
-    def must_wait(self, conn: ServerConnection, message: ServerMessage) -> Full | None:
+    def must_wait(self, conn: FlowConnection, message: ServerMessage) -> Full | None:
         """What a send of ``message`` on ``conn`` waits for: the limit it would exceed,
         or, while ``conn`` has parked sends, theirs (one producer's order); None: go."""
         if self._waiting:
@@ -341,13 +384,13 @@ class ProducerFlow(FlowRecord):
             return None  # the common case (FlowRecord.free_for, a C call when compiled)
         return self.blocker(message)
 
-    def must_wait_commit(self, conn: ServerConnection,
+    def must_wait_commit(self, conn: FlowConnection,
                          messages: list[ServerMessage]) -> Full | None:
         """:meth:`must_wait` for a transaction's sends, committed as one."""
         items = self._waiting.get(conn.connection_id)
         return self._blocker_of_all(messages) if items is None else items[0].reason
 
-    def park(self, conn: ServerConnection, ticket: object, message: ServerMessage | None,
+    def park(self, conn: FlowConnection, ticket: object, message: ServerMessage | None,
              tx: str | None, full: Full, timeout_ms: int) -> None:
         """Keep a send (or, ``message`` None, the commit of ``tx``) until ``full`` has room.
         Raises :class:`ResourceLimitExceeded` instead with ``send-fail-if-no-space``, or
@@ -452,7 +495,7 @@ class ProducerFlow(FlowRecord):
                      if p.deadline]
         return min(deadlines) if deadlines else None
 
-    def withdraw(self, conn: ServerConnection, ticket: object) -> Full | None:
+    def withdraw(self, conn: FlowConnection, ticket: object) -> Full | None:
         """Take a parked send back (its producer gave up): it was not stored. Returns the
         limit it waited for, or None when it is not parked (it went through or failed)."""
         cid = conn.connection_id
@@ -467,7 +510,7 @@ class ProducerFlow(FlowRecord):
                 return p.reason
         return None
 
-    def drop_commit(self, conn: ServerConnection, tx: str) -> bool:
+    def drop_commit(self, conn: FlowConnection, tx: str) -> bool:
         """A parked commit of ``tx`` is withdrawn (the transaction is rolled back)."""
         items = self._waiting.get(conn.connection_id)
         for p in items or ():
@@ -478,7 +521,7 @@ class ProducerFlow(FlowRecord):
                 return True
         return False
 
-    def forget(self, conn: ServerConnection) -> int:
+    def forget(self, conn: FlowConnection) -> int:
         """``conn`` closed: its parked sends are dropped (none was stored or confirmed);
         each ticket hears so."""
         items = self._waiting.pop(conn.connection_id, None)

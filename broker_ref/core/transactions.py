@@ -18,19 +18,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .api import ServerMessage
 from .errors import BrokerError, TransactionError
+from .producer_flow import FlowConnection
 from .store_faults import StoreWriteFailed
 
 if TYPE_CHECKING:
-    from .broker import Broker
-    from .connection import ServerConnection
+    from .postoffice import PostOffice
+    from .producer_flow import ProducerFlow
     from .queue import Queue, ServerConsumer
+    from .store import Store
 
 __all__ = ["Transactions"]
 
+
+
+class TxBroker(Protocol):
+    """What transactions use of the broker (:class:`~.broker.Broker`): a Protocol, so
+    that this module sits below the broker and its connections."""
+
+    @property
+    def flow(self) -> ProducerFlow: ...
+    @property
+    def post_office(self) -> PostOffice: ...
+    @property
+    def store(self) -> Store | None: ...
+
+
+class TxConnection(FlowConnection, Protocol):
+    """The connection the transactions belong to (:class:`~.connection.ServerConnection`)."""
+
+    @property
+    def client_id(self) -> str | None: ...
 
 @dataclass(slots=True)
 class _Transaction:
@@ -49,8 +70,8 @@ class Transactions:
 
     def __init__(
         self,
-        conn: ServerConnection,
-        broker: Broker,
+        conn: TxConnection,
+        broker: TxBroker,
         owners: dict[int, ServerConsumer],
         cancel: Callable[[list[int], bool], set[Queue]],
     ) -> None:
