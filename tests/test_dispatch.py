@@ -4,10 +4,10 @@ change what an application or the broker can observe (jmspy/_pure/dispatch.py)."
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
+from polling import wait_until
 
 from jmspy import Queue, Session
 
@@ -23,9 +23,7 @@ def fill(factory: Any, queue: Queue, texts: list[str]) -> None:
 def settled_stats(conn: Any, queue: Queue, seconds: float = 2.0) -> dict[str, Any]:
     """``queue``'s stats once its ``messageCount`` is 0 or ``seconds`` passed: a listener's
     coalesced acks reach the broker after the listener has returned."""
-    deadline = time.monotonic() + seconds
-    while conn.destination_stats(queue)["messageCount"] and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: not conn.destination_stats(queue)["messageCount"], seconds)
     stats: dict[str, Any] = conn.destination_stats(queue)
     return stats
 

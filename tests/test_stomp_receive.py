@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import stomp.transport
 import stomp.utils
+from polling import wait_until
 from scripted_stomp import ScriptedBroker
 
 from jmspy import ConnectionFactory, JMSException, Session
@@ -180,9 +181,7 @@ def test_silent_broker_is_declared_dead_without_errors_on_stomp_py_threads(
         session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
         session.create_consumer(Queue("q"))
         conn.start()
-        deadline = time.monotonic() + 5
-        while not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: errors, 5, interval=0.05)
         time.sleep(0.3)  # let stomp.py's heart-beat thread finish its round of listeners
         conn.close()
     finally:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+from polling import wait_until
+
 from jmspy import JMSException, Queue, Session
 
 
@@ -72,9 +74,7 @@ def test_listener_exception_in_auto_mode_redelivers_and_tells_the_exception_list
         conn.start()
         session.create_producer(queue).send(session.create_text_message("x"))
         assert done.wait(2.0)
-        deadline = time.monotonic() + 2
-        while len(errors) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(errors) >= 2, 2)
         assert conn.destination_stats(queue)["messageCount"] == 0
     assert attempts == [(False, 1), (True, 2), (True, 3)]
     assert len(errors) == 2
@@ -101,9 +101,7 @@ def test_close_from_inside_on_message_finishes_and_acknowledges(vm_factory):
     consumer.set_message_listener(listener)
     conn.start()
     assert closed.wait(2.0)
-    deadline = time.monotonic() + 2
-    while not conn.closed and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: conn.closed, 2)
     assert conn.closed
     with vm_factory.create_connection() as check:
         stats = check.destination_stats(queue)
@@ -127,9 +125,7 @@ def test_consumer_close_from_its_own_listener_stops_delivery(vm_factory):
         for text in "abc":
             producer.send(session.create_text_message(text))
         conn.start()
-        deadline = time.monotonic() + 2
-        while not consumer.closed and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: consumer.closed, 2)
         assert consumer.closed and got == ["a"]
         assert conn.destination_stats(queue)["messageCount"] == 2
 
@@ -173,7 +169,5 @@ def test_stop_pauses_listeners_and_start_resumes(vm_factory):
         time.sleep(0.1)
         assert got == ["a"]
         conn.start()
-        deadline = time.monotonic() + 2
-        while len(got) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(got) >= 2, 2)
         assert got == ["a", "b"]

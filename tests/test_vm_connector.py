@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from polling import wait_until
 
 from jmspy import (
     ConnectionFactory,
@@ -110,9 +110,8 @@ def test_a_vm_producer_held_by_flow_control_resumes_when_a_stomp_consumer_drains
 
     producer_thread = threading.Thread(target=produce, daemon=True)
     producer_thread.start()
-    deadline = time.monotonic() + WAIT
-    while host.usage()["blockedProducers"] == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)  # waits for the producer to reach the limit and be held
+    # the producer reaches the limit and is held
+    wait_until(lambda: host.usage()["blockedProducers"] != 0, WAIT)
     assert host.usage()["blockedProducers"] == 1 and not sent.is_set()
     # the stomp client's acks (on the connector's thread) must release the vm producer
     with ConnectionFactory(url).create_connection() as sc:

@@ -17,6 +17,7 @@ import pytest
 from brokers import free_port
 from capability_probes import Listened, Rig, check_cell, receive_texts
 from mqtt_support import MqttTarget
+from polling import wait_until
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
 from jmspy.capabilities import Feature
@@ -258,9 +259,7 @@ def test_client_ack_recover_redelivers_in_order(mqtt_target: MqttTarget) -> None
         assert [m.text for m in again] == [str(i) for i in range(6)]
         assert [m.redelivered for m in again] == [True] * 3 + [False] * 3
         again[-1].acknowledge()
-        deadline = time.monotonic() + WAIT
-        while conn._transport.flow_state()["in_flight"] and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: not conn._transport.flow_state()["in_flight"], WAIT, interval=0.02)
         assert conn._transport.flow_state()["in_flight"] == 0
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from capability_probes import Listened, Rig, check_cell
 from conftest import Target
+from polling import wait_until
 
 from jmspy import JMSException, Session
 from jmspy.capabilities import Feature
@@ -471,9 +472,7 @@ def _rabbit_errors_subscribing(rabbitmq: Any, queue_name: str) -> list[JMSExcept
         except JMSException as exc:
             errors.append(exc)
         conn.start()
-        deadline = time.monotonic() + 2.0
-        while not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: errors, 2.0, interval=0.05)
     finally:
         try:
             conn.close()

@@ -11,12 +11,12 @@ too, which marks every requeued message ``redelivered:true``.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from typing import Any
 
 import pytest
 from conftest import TARGETS, Target
+from polling import wait_until
 
 from jmspy import Session
 
@@ -62,9 +62,7 @@ def test_recover_with_messages_in_flight_keeps_order_and_flags(target: Target) -
         conn.start()
         first = [c.receive(WAIT) for _ in range(3)]
         assert [m.body for m in first] == [b"0", b"1", b"2"]
-        deadline = time.monotonic() + WAIT  # until "3" is on its way: then the race is real
-        while not held and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: held, WAIT)  # until "3" is on its way: then the race is real
         assert held == [b"3"]
         s.recover()  # "3", "4", "5" are still on their way to the transport
         gate.set()

@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from polling import wait_until
 from stomp_support import ServerHandle
 
 
@@ -127,9 +128,7 @@ def test_ptypes_contradicting_a_value_is_an_error(
 ) -> None:
     conn, lst = connect("1.2")
     conn.send("/queue/badtype", "x", headers={**typed, "n": "twelve"}, receipt="r")
-    deadline = time.monotonic() + 5
-    while not lst.errors and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: lst.errors, 5)
     assert lst.errors, "no ERROR frame for a property that is not what jmspy-ptypes says"
     text = lst.errors[0].headers.get("message", "") + lst.errors[0].body
     header = next(iter(typed))

@@ -6,11 +6,11 @@ served after every example, and no connection is left behind."""
 from __future__ import annotations
 
 import socket
-import time
 
 from fuzz_frames import hostile_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polling import wait_until
 from stomp_support import SERVER_ERRORS, RawClient, ServerHandle
 
 from jmspy import _speedups
@@ -96,7 +96,6 @@ def test_server_still_serves_after_fuzzing(fuzz_server: ServerHandle, connect) -
     assert lst.wait_messages(1)[0].body == "fine"
     assert not SERVER_ERRORS.records, [r.getMessage() for r in SERVER_ERRORS.records]
     conn.disconnect()
-    deadline = time.monotonic() + 5
-    while fuzz_server.connection_count() and time.monotonic() < deadline:
-        time.sleep(0.01)  # waits for the server to see the last sockets close
+    # the server sees the last sockets close
+    wait_until(lambda: not fuzz_server.connection_count(), 5)
     assert fuzz_server.connection_count() == 0  # no fuzzed connection was left behind

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import stomp
+from polling import wait_until
 from stomp_support import Collector, RawClient, ServerHandle, orders_policy
 
 from jmspy.broker_ref.core.security import SecurityPolicy
@@ -76,9 +76,7 @@ def frame_text(frame: Any) -> str:
 
 
 def wait_no_connections(h: ServerHandle, timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while h.connection_count() and time.monotonic() < deadline:
-        time.sleep(0.005)
+    wait_until(lambda: not h.connection_count(), timeout, interval=0.005)
     assert h.connection_count() == 0
 
 
