@@ -11,7 +11,8 @@ journal: keep every message it can still read, say what it dropped, and start.
 :func:`salvage` copies every readable message row and subscription into a new file next
 to the damaged one (the table in order while it reads; where a page is broken, row by row
 by sequence number -- the sequence numbers the indexes still list, or every one up to the
-highest issued -- skipping the unreadable ones), then swaps it in: the damaged file keeps a
+highest issued -- skipping the unreadable ones; then the rows no lookup could reach, read
+from the file's leaf pages by :mod:`.salvage_pages`), then swaps it in: the damaged file keeps a
 name of its own (``messages.sqlite.damaged-<UTC time>``, with its ``-wal``/``-shm``) for a
 person to look at. The swap never leaves the store's name empty: a crash during salvage
 finds the damaged file still in place and salvages it again.
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .message_codec import ROW_COLUMNS
+from .salvage_pages import table_rows
 
 __all__ = ["SalvageReport", "salvage"]
 
@@ -57,6 +59,12 @@ class SalvageReport:
     lost_ranges: list[tuple[int, int]] = field(default_factory=list)  #: unreadable seqs
     subscriptions: int = 0
     reason: str = ""
+    #: while salvaging: every sequence number a whole index lists (None: none read
+    #: whole), those copied by SQLite's reads (None: the schema did not read), and the
+    #: highest one issued
+    listed: set[int] | None = field(default=None, repr=False)
+    kept_seqs: set[int] | None = field(default=None, repr=False)
+    top: int = field(default=0, repr=False)
 
     def describe(self) -> str:
         lost = ", ".join(f"{a}-{b}" for a, b in self.lost_ranges[:10]) or "none"
@@ -191,19 +199,30 @@ def _copy_rows(readable: Path, fresh: Any, report: SalvageReport) -> None:
     except sqlite3.Error:
         return
     try:
-        _copy_messages(old, fresh, report)
+        # the log's pages into the file, so that a scan of its pages reads the newest
+        with contextlib.suppress(sqlite3.Error):
+            old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        scan: list[tuple[int, list[object]]] | None = None
+        if _copy_messages(old, fresh, report):
+            scan = list(table_rows(readable))
+            _copy_scanned_messages(old, scan, fresh, report)
         try:
             for row in old.execute("SELECT queue, client_id, name, topic, selector, "
                                    "no_local, shared FROM subscriptions"):
                 fresh.copy_subscription(row)
                 report.subscriptions += 1
         except sqlite3.DatabaseError:
-            pass
+            for row in scan if scan is not None else table_rows(readable):
+                if _is_subscription(row[1]):
+                    fresh.copy_subscription(tuple(row[1]))
+                    report.subscriptions += 1
     finally:
         old.close()
 
 
-def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -> None:
+def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -> bool:
+    """Copy what SQLite still reads of the messages table; True when rows (or the
+    schema) would not read, so that the file's pages are worth scanning for them."""
     columns = ["queue", "id", "delivery_count", "data", "level", *ROW_COLUMNS]
     try:
         have = {row[1] for row in old.execute("PRAGMA table_info(messages)")}
@@ -211,7 +230,7 @@ def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -
         have = set()
     if not have:
         report.lost_exact = False  # the schema itself is unreadable: nothing to count
-        return
+        return True
     wanted = [c if c in have else ("5" if c == "level" else "NULL") for c in columns]
     select = f"SELECT seq, {', '.join(wanted)} FROM messages"
     listed_set, complete = _listed_seqs(old)
@@ -232,12 +251,85 @@ def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -
             kept.add(row[0])
         after = max(after, rows[-1][0])
     report.kept = len(kept)
+    report.listed = listed_set if complete else None
+    report.kept_seqs = kept
+    report.top = top
     if complete:  # the index lists every row the table had: lost is exact
         report.lost = len(listed_set - kept)
         report.lost_exact = True
     else:
         report.lost = sum(b - a + 1 for a, b in report.lost_ranges)
         report.lost_exact = False
+    return bool(report.lost_ranges)
+
+
+def _table_columns(old: sqlite3.Connection) -> list[str]:
+    """The messages table's columns in their record order (the schema's, or the one this
+    store has written since layout 3 when the schema does not read)."""
+    try:
+        names = [str(row[1]) for row in old.execute("PRAGMA table_info(messages)")]
+    except sqlite3.DatabaseError:
+        names = []
+    return names or ["seq", "queue", "id", "delivery_count", "data", "level",
+                     *ROW_COLUMNS]
+
+
+def _copy_scanned_messages(old: sqlite3.Connection, scan: list[tuple[int, list[object]]],
+                           fresh: Any, report: SalvageReport) -> None:
+    """Message rows found on the pages that SQLite could not reach, taken when their
+    sequence number was not read already (and, when an index read whole, is listed by
+    it). A row still in a leaf's cells is live: a delete takes it out of them, and a
+    page given up goes to the free list, which the scan skips. (On a broken tree a
+    lookup's "no such row" proves nothing: it may have followed a wrong page.)"""
+    names = _table_columns(old)
+    at = {name: i for i, name in enumerate(names)}
+    if not {"seq", "queue", "id", "delivery_count", "data"} <= at.keys():
+        return
+    columns = ["queue", "id", "delivery_count", "data", "level", *ROW_COLUMNS]
+    defaults: dict[str, object] = {"level": 5}
+    failed = {seq for a, b in report.lost_ranges for seq in range(a, b + 1)}
+    looked_up = report.kept_seqs is not None
+    kept = report.kept_seqs if report.kept_seqs is not None else set()
+    scanned: set[int] = set()
+    for seq, values in scan:
+        if len(values) > len(names) or seq <= 0 or seq in kept or seq in scanned:
+            continue
+        row = values + [None] * (len(names) - len(values))
+        if row[at["seq"]] is not None or not _message_shaped(row, at):
+            continue
+        if report.listed is not None and seq not in report.listed:
+            continue
+        fresh.copy_row(seq, tuple(row[at[c]] if c in at else defaults.get(c)
+                                  for c in columns))
+        scanned.add(seq)
+    report.kept += len(scanned)
+    if report.listed is not None:
+        report.lost = len(report.listed - kept - scanned)
+        unread = sorted(report.listed - kept - scanned)
+    else:
+        top = max([report.top, *scanned]) if looked_up else max(scanned, default=0)
+        unread = sorted(failed - scanned) if looked_up else [
+            seq for seq in range(1, top + 1) if seq not in scanned]
+        report.lost = len(unread)
+        report.lost_exact = False
+    report.lost_ranges = []
+    for seq in unread:
+        _lose(report, seq)
+
+
+def _message_shaped(row: list[object], at: dict[str, int]) -> bool:
+    queue = row[at["queue"]]
+    return (isinstance(queue, str) and bool(queue) and isinstance(row[at["id"]], str)
+            and isinstance(row[at["delivery_count"]], int)
+            and isinstance(row[at["data"]], (bytes, str)))
+
+
+def _is_subscription(values: list[object]) -> bool:
+    """A subscriptions row (queue, client_id, name, topic, selector, no_local, shared)."""
+    return (len(values) == 7 and isinstance(values[0], str) and bool(values[0])
+            and isinstance(values[1], (str, type(None))) and isinstance(values[2], str)
+            and isinstance(values[3], str) and isinstance(values[4], (str, type(None)))
+            and isinstance(values[5], int) and isinstance(values[6], int))
 
 
 def _listed_seqs(old: sqlite3.Connection) -> tuple[set[int], bool]:
