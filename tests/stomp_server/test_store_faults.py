@@ -163,6 +163,47 @@ async def _group_commit_fails_for_one(path: Path) -> tuple[list[tuple[str, str]]
     return _commands(log), error.decode()
 
 
+async def _send_that_makes_the_store_unusable(path: Path) -> dict[str, list[bytes]]:
+    """Writes already failing one at a time (an I/O error each), a third connection's
+    SEND fails too and makes the store unusable, which stops the broker: what each
+    connection was written, by name."""
+    store = SqliteStore(path, group_commit=True)
+    faults = Faults(store)
+    broker = Broker(name="faults", store=store)
+    server = StompServer(broker, heartbeat_ms=0)
+    log: list[tuple[str, bytes]] = []
+    idle = _client(server, "idle", log)
+    faults.error = lambda: sqlite3.OperationalError("disk I/O error")
+    senders = [_client(server, f"s{i}", log) for i in range(3)]
+    for conn in senders:
+        conn.data_received(_frame("SEND", destination="/queue/q", persistent="true",
+                                  receipt="r"))
+        await asyncio.sleep(0)  # one loop turn: the flush callbacks commit, then write
+    assert store.unusable is not None and server.failed is not None
+    for conn in (idle, *senders):
+        conn.close()
+    broker.close()
+    written: dict[str, list[bytes]] = {}
+    for name, data in log:
+        written.setdefault(name, []).append(data)
+    return written
+
+
+def test_every_connection_gets_an_error_as_writes_fail_and_the_store_becomes_unusable(
+        tmp_path: Path) -> None:
+    """Every connection whose SEND failed gets an ERROR, and the broker stopping ends
+    every other one with an ERROR naming why. A connection refused by the host after its
+    session had made an ERROR of its own (which the refusal drops with the rest of its
+    unwritten output) was closed with no frame at all."""
+    written = asyncio.run(_send_that_makes_the_store_unusable(tmp_path / "m.sqlite"))
+    for name in ("idle", "s0", "s1", "s2"):
+        frames = [f for f in written.get(name, []) if not f.startswith(b"CONNECTED")]
+        assert [f.split(b"\n", 1)[0] for f in frames] == [b"ERROR"], name
+    for name in ("idle", "s2"):  # the stop's ERROR names why
+        assert b"unusable" in written[name][-1], name
+    assert b"I/O error" in written["s1"][-1]
+
+
 def test_a_failed_group_commit_refuses_only_the_sends_it_lost(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite"
     written, error = asyncio.run(_group_commit_fails_for_one(path))

@@ -409,12 +409,15 @@ class StompSession(_send.SessionRecord):
         if self.closing:
             self.connection_lost()
 
-    def refuse(self, message: str, detail: str, code: str | None = None) -> None:
+    def refuse(self, message: str, detail: str, code: str | None = None, *,
+               replacing: bool = False) -> None:
         """The host refuses this client (failed login, connection limits, CONNECT not
         completed in time): an ERROR frame, then the host closes. ``code``: the broker
-        error's code, when a broker error is why."""
+        error's code, when a broker error is why. ``replacing``: the host dropped the
+        output not yet written (an ERROR of this session's own among it), so the ERROR
+        is made even when the session is already closing."""
         self.login_request = None
-        if not self.closing:
+        if not self.closing or replacing:
             self._error(message, detail, code=code)
         self.connection_lost()
 
