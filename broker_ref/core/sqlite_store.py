@@ -463,10 +463,14 @@ class SqliteStore(GroupWrites):
     def health(self) -> dict[str, int | str | None]:
         """The salvage at open (recovered and lost rows, where the damaged file went),
         rows a read could not decode, and why writes are refused now."""
+        state = self.fault_state()
         out: dict[str, int | str | None] = {
-            "storeState": ("unusable" if self.unusable else
-                           "refusing writes" if self.faulted else "ok"),
-            "storeFault": self.unusable or self.faulted,
+            "storeState": state,
+            "storeFault": self.unusable or (
+                self.faulted if state != "short of space" else
+                "messages are stored again in the room acks freed, one write at a time, "
+                "until the disk has room for the space reserve again (after: "
+                f"{self.faulted})"),
             "storeDroppedRows": len(self.dropped),
         }
         if self.salvaged is not None:

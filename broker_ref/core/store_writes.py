@@ -82,6 +82,7 @@ class GroupWrites:
         self.faulted: str | None = None
         self.unusable: str | None = None
         self._space_fault = False  # the disk filled (not merely an I/O error)
+        self._failing = False  # the last write failed (none succeeded since)
         #: disk space held back for the moment the disk fills (store_faults.SpaceReserve)
         self._reserve = SpaceReserve(self.path.with_name(f"{self.path.name}.reserve"),
                                      reserve)
@@ -137,6 +138,7 @@ class GroupWrites:
             if self._io_errors >= IO_ERRORS_UNUSABLE:
                 kind = UNUSABLE
         reason = describe(kind, exc, self.path)
+        self._failing = True
         if kind == SPACE:
             self._space_fault = True
         if kind == UNUSABLE and self.unusable is None:
@@ -182,6 +184,7 @@ class GroupWrites:
                 self._failed_writers.add(entry.writer)
             return False
         self._io_errors = 0
+        self._failing = False
         return True
 
     def _redo_retries(self) -> None:
@@ -236,6 +239,20 @@ class GroupWrites:
             return self.faulted or "the broker's store is full"
         return None
 
+    def fault_state(self) -> str:
+        """How the store stands for its stats: ``ok``; ``refusing writes`` (the last
+        write failed, or the disk is full and nothing freed room since); ``short of
+        space`` (after a full disk, writes succeed again and messages are taken in the
+        room freed, one write at a time until the space reserve is held again);
+        ``unusable``."""
+        if self.unusable is not None:
+            return "unusable"
+        if self.faulted is None:
+            return "ok"
+        if self._space_fault and not self._failing and self._room_for_adds():
+            return "short of space"
+        return "refusing writes"
+
     def take_failed_writers(self) -> set[object]:
         """The writers (:attr:`writer` when they wrote) whose stored messages a failed
         group commit could not keep; each is told once."""
@@ -278,6 +295,7 @@ class GroupWrites:
             self._in_tx = False
             self._journal = []
             self._io_errors = 0
+            self._failing = False
             self._back_to_normal()
         if self._retry and not self._in_tx:
             self._redo_retries()

@@ -122,6 +122,35 @@ def test_while_writes_fail_the_stats_say_why(tmp_path: Path) -> None:
     pair.broker.close()
 
 
+def test_stats_stop_saying_refusing_once_acks_freed_room_for_sends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk stays full (the reserve cannot be taken back), but acks freed pages in
+    the store and SENDs are stored again there: the stats say the store is short of
+    space, not that it refuses writes (they said so while it took every SEND)."""
+    monkeypatch.setattr("jmspy.broker_ref.core.store_writes.free_bytes", lambda path: 0)
+    store = SqliteStore(tmp_path / "m.sqlite", reserve=1 << 20)
+    faults = Faults(store)
+    pair = StompPair(store=store)
+    producer = pair.client()
+    producer.send("/queue/q", *(f"{i:04}" + "y" * 1000 for i in range(1000)),
+                  persistent="true")
+    faults.error = FULL_ERRORS["ENOSPC"]
+    assert commands(producer.send("/queue/q", "lost", persistent="true",
+                                  receipt="r")) == ["ERROR"]
+    faults.error = None
+    assert pair.broker.usage()["storeState"] == "refusing writes"  # no room freed yet
+    consumer = pair.client()
+    consumer.subscribe("/queue/q", "s", ack="auto")
+    assert len(consumer.bodies()) == 1000  # their deletes free the pages
+    again = pair.client()
+    assert commands(again.send("/queue/r", "in", persistent="true",
+                               receipt="r")) == ["RECEIPT"]
+    usage = pair.broker.usage()
+    assert usage["storeState"] == "short of space"
+    assert "stored again" in str(usage["storeFault"])
+    pair.broker.close()
+
+
 def test_io_errors_in_a_row_make_the_store_unusable(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "m.sqlite")
     faults = Faults(store)
