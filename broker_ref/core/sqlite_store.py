@@ -122,6 +122,19 @@ _BY_SEQ_CHUNK = 500
 _page_rows = twins.page_rows
 
 
+def _empty_file(path: Path) -> bool:
+    """``path`` exists with no byte in it, and no write-ahead log holds its pages."""
+    try:
+        if path.stat().st_size:
+            return False
+    except OSError:
+        return False
+    try:
+        return Path(f"{path}-wal").stat().st_size == 0
+    except OSError:
+        return True
+
+
 class StoreError(JMSException):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
@@ -146,6 +159,14 @@ class SqliteStore(GroupWrites):
         self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
         self.salvaged: SalvageReport | None = None
+        #: the file was there but empty (0 bytes, no log): SQLite reads that as a new
+        #: store, but a broker never leaves one so once it has opened it -- a store that
+        #: held messages was cut to nothing (a bad copy, a disk that filled mid-copy)
+        self.was_empty = _empty_file(self.path)
+        if self.was_empty:
+            log.warning("message store %s: the file is empty (0 bytes): starting with no "
+                        "messages; if this broker stored messages before, the file was cut "
+                        "to nothing and they are lost", self.path)
         try:
             try:
                 self._open()
