@@ -161,8 +161,10 @@ def _check_copy(store: Path, scratch: Path) -> tuple[int, list[str]]:
             lines.append(
                 f"DAMAGED FILE: {report.reason}. A broker starting on this directory moves "
                 f"it aside as {STORE_FILE}.damaged-<UTC time> and keeps what it can read: "
-                f"{report.kept:,} messages recovered, {report.lost:,} lost"
-                + ("" if report.lost_exact else " (at most: unreadable sequence numbers)")
+                f"{report.kept:,} messages recovered, "
+                + ("an unknown number lost (not one row of the file could be read)"
+                   if report.lost_unknown else f"{report.lost:,} lost"
+                   + ("" if report.lost_exact else " (at most: unreadable sequence numbers)"))
                 + f", {report.subscriptions} durable subscriptions")
         if opened.was_empty:
             lines.append("EMPTY FILE: the store is 0 bytes. A broker starting on this "

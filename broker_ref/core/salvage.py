@@ -66,12 +66,23 @@ class SalvageReport:
     kept_seqs: set[int] | None = field(default=None, repr=False)
     top: int = field(default=0, repr=False)
 
+    @property
+    def lost_unknown(self) -> bool:
+        """Nothing of the file read (no schema, no row, no index): how many messages it
+        held, and so lost, cannot be told -- "0 lost" would say none were."""
+        return not self.lost_exact and not self.lost and not self.kept
+
+    def lost_text(self) -> str:
+        if self.lost_unknown:
+            return "an unknown number (not one row of the file could be read)"
+        return f"{self.lost:,}" + ("" if self.lost_exact else
+                                   " (unreadable sequence numbers: an upper bound)")
+
     def describe(self) -> str:
         lost = ", ".join(f"{a}-{b}" for a, b in self.lost_ranges[:10]) or "none"
-        counted = "" if self.lost_exact else " (unreadable sequence numbers: an upper bound)"
         return (f"the message store was damaged ({self.reason}); recovered {self.kept:,} "
                 f"messages and {self.subscriptions} durable subscriptions, lost "
-                f"{self.lost:,}{counted}; unreadable row ranges: {lost}. The damaged file "
+                f"{self.lost_text()}; unreadable row ranges: {lost}. The damaged file "
                 f"is kept at {self.damaged}")
 
     def as_stats(self) -> dict[str, int | str | None]:

@@ -17,6 +17,7 @@ import pytest
 from test_store_salvage import DAMAGES, STORED, fill
 
 from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.protocols.stomp.client import format_usage
 
 
 def check(data_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -78,6 +79,23 @@ def test_a_store_cut_to_nothing_exits_1_and_a_start_says_so(
         store = SqliteStore(path)
     store.close()
     assert any("the file is empty (0 bytes)" in r.getMessage() for r in caplog.records)
+
+
+def test_a_store_of_nothing_but_garbage_says_its_loss_is_unknown(tmp_path: Path) -> None:
+    """Not one page of the file reads: the report cannot count what was lost, and must
+    not say "0 lost"."""
+    path = tmp_path / "messages.sqlite"
+    fill(path)
+    path.write_bytes(bytes((i * 131 + 7) % 256 for i in range(path.stat().st_size)))
+    result = check(tmp_path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "0 messages recovered, an unknown number lost" in result.stdout
+    assert " 0 lost" not in result.stdout
+    report = SqliteStore(path).salvaged
+    assert report is not None and report.lost_unknown
+    assert "lost an unknown number" in report.describe()
+    line = format_usage({k: str(v) for k, v in report.as_stats().items()})
+    assert "0 messages recovered, an unknown number lost" in line
 
 
 def test_a_missing_directory_exits_2_and_creates_nothing(tmp_path: Path) -> None:

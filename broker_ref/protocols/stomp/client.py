@@ -167,11 +167,13 @@ def _store_health(usage: dict[str, str]) -> str:
     start recovered and lost, and why writes are refused now."""
     lines = []
     if "salvageRecovered" in usage:
-        bound = "" if usage.get("salvageLostExact", "1") == "1" else " (at most)"
+        exact = usage.get("salvageLostExact", "1") == "1"
+        lost = (f"{usage.get('salvageLost')} lost" + ("" if exact else " (at most)"))
+        if not exact and usage.get("salvageLost") == "0" == usage["salvageRecovered"]:
+            lost = "an unknown number lost (not one row of the file could be read)"
         lines.append(f"store salvaged at start ({usage.get('salvageReason')}): "
-                     f"{usage['salvageRecovered']} messages recovered, "
-                     f"{usage.get('salvageLost')} lost{bound}; damaged file kept at "
-                     f"{usage.get('salvageDamagedFile')}")
+                     f"{usage['salvageRecovered']} messages recovered, {lost}; damaged "
+                     f"file kept at {usage.get('salvageDamagedFile')}")
     if usage.get("storeState") not in (None, "ok"):
         lines.append(f"store {usage['storeState']}: {usage.get('storeFault')}")
     if usage.get("storeDroppedRows") not in (None, "0"):
