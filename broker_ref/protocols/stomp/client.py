@@ -127,8 +127,15 @@ def format_usage(usage: dict[str, str]) -> str:
     temp_text = (f"temp {_mb(temp)} of {_mb(usage.get('tempLimit'))}" if temp is not None
                  else f"spool {_mb(usage.get('spoolBytes'))}")
     share = usage.get("destinationMemoryLimit")
+    counted = usage.get("memoryCounted")
+    counted_text = ""
+    if counted is not None and counted != usage.get("memoryUsed"):
+        # a destination past its own limit: the broker's limit sees only its share
+        percent = int(counted) * 100 // max(1, int(usage.get("memoryLimit") or 0))
+        counted_text = (f"; {_mb(counted)} ({percent} %) counted against it, each "
+                        "destination up to its own limit")
     memory = (f"memory {_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryLimit'))}"
-              f" ({usage.get('memoryPercentUsage', '?')} %; paging past "
+              f" ({usage.get('memoryPercentUsage', '?')} %{counted_text}; paging past "
               f"{_mb(usage.get('memoryBudget'))}"
               + (f"; a destination's default share {_mb(share)}" if share is not None
                  else "") + ")")
