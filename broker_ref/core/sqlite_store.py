@@ -169,7 +169,7 @@ class SqliteStore(GroupWrites):
                         "to nothing and they are lost", self.path)
         try:
             try:
-                self._open()
+                self._open_with_room()
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
                     raise
@@ -185,6 +185,18 @@ class SqliteStore(GroupWrites):
                 "directory is a writable directory on a local disk with free space (a "
                 "damaged file is moved aside by a broker starting on it, which keeps what "
                 "it can still read)") from exc
+
+    def _open_with_room(self) -> None:
+        """Open; on a disk too full to open the store, once more after giving the space
+        reserve back (:meth:`open_on_a_full_disk`)."""
+        try:
+            self._open()
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error, AttributeError):
+                self._db.close()
+            if not self.open_on_a_full_disk(exc):
+                raise
+            self._open()
 
     def _open(self) -> None:
         """Open, upgrade, and read where the rows are (which also proves the index is
