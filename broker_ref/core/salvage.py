@@ -25,6 +25,7 @@ import contextlib
 import itertools
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -157,26 +158,36 @@ def _readable_copy(damaged: Path, copy: Path) -> None:
     """A copy of the damaged file that SQLite will read as far as it goes: a file cut
     short still claims its old size in its header (bytes 28-31), and SQLite calls the
     whole file malformed for it; a zeroed header gets a plausible one back (the page size
-    from the log's header, or the one whose first page reads as a table)."""
-    data = bytearray(damaged.read_bytes())
+    from the log's header, or the one whose first page reads as a table). Copied and
+    patched in place, not read into memory: a store may be many GB."""
+    shutil.copyfile(damaged, copy)
     wal = Path(f"{damaged}-wal")
-    wal_data = wal.read_bytes() if wal.exists() else b""
-    if len(data) >= 100 and not data.startswith(_MAGIC):
-        data[:100] = _header(data, wal_data)
-    if len(data) >= 100 and data.startswith(_MAGIC):
-        page_size = int.from_bytes(data[16:18], "big")
+    wal_head = b""
+    if wal.exists():
+        shutil.copyfile(wal, f"{copy}-wal")
+        with open(wal, "rb") as f:
+            wal_head = f.read(32)
+    size = copy.stat().st_size
+    if size < 100:
+        return
+    with open(copy, "r+b") as f:
+        first = f.read(max(_PAGE_SIZES) + 1)  # the header and each candidate page 2 start
+        header = bytearray(first[:100])
+        if not first.startswith(_MAGIC):
+            header[:] = _header(first, size, wal_head)
+        page_size = int.from_bytes(header[16:18], "big")
         page_size = 65536 if page_size == 1 else page_size
         if page_size >= 512:
-            pages = len(data) // page_size
-            del data[pages * page_size:]
-            data[28:32] = pages.to_bytes(4, "big")
-    copy.write_bytes(data)
-    if wal_data:
-        Path(f"{copy}-wal").write_bytes(wal_data)
+            pages = size // page_size
+            f.truncate(pages * page_size)
+            header[28:32] = pages.to_bytes(4, "big")
+        f.seek(0)
+        f.write(header)
 
 
-def _header(data: bytearray, wal: bytes) -> bytes:
-    """A database header for a file whose own is gone (zeroed, overwritten)."""
+def _header(data: bytes, size: int, wal: bytes) -> bytes:
+    """A database header for a file of ``size`` bytes whose own is gone (zeroed,
+    overwritten); ``data``: the file's first bytes (up to the largest page and one)."""
     sizes: list[int] = list(_PAGE_SIZES)
     if len(wal) >= 32:  # the write-ahead log names the page size at bytes 8-11
         from_wal = int.from_bytes(wal[8:12], "big")
@@ -184,10 +195,10 @@ def _header(data: bytearray, wal: bytes) -> bytes:
             sizes.remove(from_wal)
             sizes.insert(0, from_wal)
     best = sizes[0]
-    for size in sizes:  # page 1's b-tree header follows the 100-byte file header
-        if len(data) > size and data[100] in (0x05, 0x0D) and data[size] in (
+    for page in sizes:  # page 1's b-tree header follows the 100-byte file header
+        if len(data) > page and data[100] in (0x05, 0x0D) and data[page] in (
                 0x02, 0x05, 0x0A, 0x0D, 0x00):
-            best = size
+            best = page
             break
     header = bytearray(100)
     header[:16] = _MAGIC
@@ -195,7 +206,7 @@ def _header(data: bytearray, wal: bytes) -> bytes:
     header[18:20] = bytes((2, 2)) if wal else bytes((1, 1))  # WAL: its frames are read
     header[21:24] = bytes((64, 32, 32))
     header[24:28] = (1).to_bytes(4, "big")
-    header[28:32] = (len(data) // best).to_bytes(4, "big")
+    header[28:32] = (size // best).to_bytes(4, "big")
     header[40:44] = (1).to_bytes(4, "big")  # schema cookie
     header[44:48] = (4).to_bytes(4, "big")  # schema format
     header[56:60] = (1).to_bytes(4, "big")  # UTF-8
@@ -213,17 +224,15 @@ def _copy_rows(readable: Path, fresh: Any, report: SalvageReport) -> None:
         # the log's pages into the file, so that a scan of its pages reads the newest
         with contextlib.suppress(sqlite3.Error):
             old.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        scan: list[tuple[int, list[object]]] | None = None
         if _copy_messages(old, fresh, report):
-            scan = list(table_rows(readable))
-            _copy_scanned_messages(old, scan, fresh, report)
+            _copy_scanned_messages(old, table_rows(readable), fresh, report)
         try:
             for row in old.execute("SELECT queue, client_id, name, topic, selector, "
                                    "no_local, shared FROM subscriptions"):
                 fresh.copy_subscription(row)
                 report.subscriptions += 1
         except sqlite3.DatabaseError:
-            for row in scan if scan is not None else table_rows(readable):
+            for row in table_rows(readable):
                 if _is_subscription(row[1]):
                     fresh.copy_subscription(tuple(row[1]))
                     report.subscriptions += 1
@@ -260,6 +269,7 @@ def _copy_messages(old: sqlite3.Connection, fresh: Any, report: SalvageReport) -
         for row in rows:
             fresh.copy_row(row[0], row[1:])
             kept.add(row[0])
+        fresh.commit()  # the writes of a commit are kept until it: a chunk at a time
         after = max(after, rows[-1][0])
     report.kept = len(kept)
     report.listed = listed_set if complete else None
@@ -285,7 +295,7 @@ def _table_columns(old: sqlite3.Connection) -> list[str]:
                      *ROW_COLUMNS]
 
 
-def _copy_scanned_messages(old: sqlite3.Connection, scan: list[tuple[int, list[object]]],
+def _copy_scanned_messages(old: sqlite3.Connection, scan: Iterable[tuple[int, list[object]]],
                            fresh: Any, report: SalvageReport) -> None:
     """Message rows found on the pages that SQLite could not reach, taken when their
     sequence number was not read already (and, when an index read whole, is listed by
@@ -313,6 +323,8 @@ def _copy_scanned_messages(old: sqlite3.Connection, scan: list[tuple[int, list[o
         fresh.copy_row(seq, tuple(row[at[c]] if c in at else defaults.get(c)
                                   for c in columns))
         scanned.add(seq)
+        if len(scanned) % _CHUNK == 0:
+            fresh.commit()
     report.kept += len(scanned)
     if report.listed is not None:
         report.lost = len(report.listed - kept - scanned)

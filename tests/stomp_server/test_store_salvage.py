@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sqlite3
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,11 @@ STORED = 2000
 _DAMAGED_NAME = re.compile(r"messages\.sqlite\.damaged-\d{8}T\d{6}Z$")
 
 
-def fill(path: Path, body_size: int = 300, acked: int = 0) -> list[str]:
-    """A closed store of STORED persistent messages on queue ``orders`` (ids in order);
-    the first ``acked`` of them then acknowledged (their rows deleted)."""
+def fill(path: Path, body_size: int = 300, acked: int = 0, count: int = STORED) -> list[str]:
+    """A closed store of ``count`` persistent messages on queue ``orders`` (ids in
+    order); the first ``acked`` of them then acknowledged (their rows deleted)."""
     store = SqliteStore(path, group_commit=True)
-    ids = [f"m{i:05}" for i in range(STORED)]
+    ids = [f"m{i:05}" for i in range(count)]
     for mid in ids:
         store.add_message("orders", ServerMessage(mid, DestinationKind.QUEUE, "orders",
                                                   BodyType.TEXT, "y" * body_size,
@@ -139,6 +140,24 @@ def test_rows_read_from_pages_never_bring_back_acknowledged_messages(
     got = delivered(store)
     assert got and set(got) <= set(ids[STORED // 4:])
     assert got == sorted(got)
+
+
+def test_the_salvage_does_not_read_the_whole_file_into_memory(tmp_path: Path) -> None:
+    """A store may be many GB: its readable copy is patched in place and its pages are
+    mapped, not read into Python objects (which took twice the file's size)."""
+    path = tmp_path / "messages.sqlite"
+    fill(path, body_size=1000, count=20_000)  # a 25 MB file
+    cut_to_half(path)
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        store = SqliteStore(path, group_commit=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert store.salvaged is not None and store.salvaged.kept > 20_000 // 4
+    store.close()
+    assert peak < size // 2, f"{peak:,} bytes at the peak for a {size:,}-byte file"
 
 
 def test_the_salvaged_store_is_whole_and_a_second_restart_keeps_it(tmp_path: Path) -> None:
