@@ -190,6 +190,9 @@ def test_after_a_restart_one_oversized_stored_message_blocks_no_other_destinatio
     assert usage["memoryCounted"] == usage["destinationMemoryLimit"] < DEFAULT_MEMORY_LIMIT
     line = format_usage({k: str(v) for k, v in usage.items() if v is not None})
     assert "(10 %) counted against it, each destination up to its own limit" in line
+    near = dict(usage, memoryUsed=usage["memoryCounted"] + 1000)  # a message past a share
+    assert "counted against" not in format_usage({k: str(v) for k, v in near.items()
+                                                  if v is not None})
     rec = Recorder()
     other = b.connect(rec)
     assert other.send(msg("empty", "hello", persistent=False), ticket="np") is True

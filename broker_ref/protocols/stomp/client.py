@@ -129,9 +129,10 @@ def format_usage(usage: dict[str, str]) -> str:
     share = usage.get("destinationMemoryLimit")
     counted = usage.get("memoryCounted")
     counted_text = ""
-    if counted is not None and counted != usage.get("memoryUsed"):
-        # a destination past its own limit: the broker's limit sees only its share
-        percent = int(counted) * 100 // max(1, int(usage.get("memoryLimit") or 0))
+    limit = max(1, int(usage.get("memoryLimit") or 0))
+    if counted is not None and int(usage.get("memoryUsed") or 0) - int(counted) >= limit // 100:
+        # destinations past their own limits: the broker's limit sees only their shares
+        percent = int(counted) * 100 // limit
         counted_text = (f"; {_mb(counted)} ({percent} %) counted against it, each "
                         "destination up to its own limit")
     memory = (f"memory {_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryLimit'))}"
