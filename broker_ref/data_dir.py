@@ -161,9 +161,16 @@ def _check_copy(store: Path, scratch: Path) -> tuple[int, list[str]]:
             lines.append(
                 f"DAMAGED FILE: {report.reason}. A broker starting on this directory moves "
                 f"it aside as {STORE_FILE}.damaged-<UTC time> and keeps what it can read: "
-                f"{report.kept:,} messages recovered, {report.lost:,} lost"
-                + ("" if report.lost_exact else " (at most: unreadable sequence numbers)")
+                f"{report.kept:,} messages recovered, "
+                + ("an unknown number lost (not one row of the file could be read)"
+                   if report.lost_unknown else f"{report.lost:,} lost"
+                   + ("" if report.lost_exact else " (at most: unreadable sequence numbers)"))
                 + f", {report.subscriptions} durable subscriptions")
+        if opened.was_empty:
+            lines.append("EMPTY FILE: the store is 0 bytes. A broker starting on this "
+                         "directory starts with no messages; a broker that opened it even "
+                         "once leaves more than that, so if one stored messages here the "
+                         "file was cut to nothing")
         for queue in sorted(state.runs):
             lines.append(f"  {queue}: {counts.get(queue, 0):,} messages")
         for sub in state.subscriptions:
@@ -175,7 +182,7 @@ def _check_copy(store: Path, scratch: Path) -> tuple[int, list[str]]:
         lines.append(f"{total:,} messages, {len(state.subscriptions)} durable subscriptions"
                      + ("" if not opened.dropped else f", {len(opened.dropped)} damaged rows "
                         "(a broker starting here drops them and keeps the rest)"))
-        healthy = report is None and not opened.dropped
+        healthy = report is None and not opened.dropped and not opened.was_empty
         lines.append("healthy: nothing to repair" if healthy else
                      "damage found; nothing was changed (the salvage runs when a broker "
                      "starts on this directory)")

@@ -335,6 +335,8 @@ class Broker:
             "memoryBudget": self.budget.limit,
             "memoryLimit": self.memory_limit,
             "memoryPercentUsage": self.budget.used * 100 // max(1, self.memory_limit),
+            # what memory-limit acts on: each destination counted up to its own limit
+            "memoryCounted": flow.counted_memory(),
             "destinationMemoryLimit": self.destination_memory_limit,
             "blockedProducers": flow.blocked_total(),
             **self.listeners.as_usage(),

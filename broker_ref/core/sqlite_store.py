@@ -122,6 +122,19 @@ _BY_SEQ_CHUNK = 500
 _page_rows = twins.page_rows
 
 
+def _empty_file(path: Path) -> bool:
+    """``path`` exists with no byte in it, and no write-ahead log holds its pages."""
+    try:
+        if path.stat().st_size:
+            return False
+    except OSError:
+        return False
+    try:
+        return Path(f"{path}-wal").stat().st_size == 0
+    except OSError:
+        return True
+
+
 class StoreError(JMSException):
     """The store cannot be used (named path, what is wrong, what to do)."""
 
@@ -146,9 +159,17 @@ class SqliteStore(GroupWrites):
         self._wide: set[str] = set()
         #: what salvage() kept of a damaged file this store replaced (None: not damaged)
         self.salvaged: SalvageReport | None = None
+        #: the file was there but empty (0 bytes, no log): SQLite reads that as a new
+        #: store, but a broker never leaves one so once it has opened it -- a store that
+        #: held messages was cut to nothing (a bad copy, a disk that filled mid-copy)
+        self.was_empty = _empty_file(self.path)
+        if self.was_empty:
+            log.warning("message store %s: the file is empty (0 bytes): starting with no "
+                        "messages; if this broker stored messages before, the file was cut "
+                        "to nothing and they are lost", self.path)
         try:
             try:
-                self._open()
+                self._open_with_room()
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError) or not self.path.exists():
                     raise
@@ -165,6 +186,18 @@ class SqliteStore(GroupWrites):
                 "directory is a writable directory on a local disk with free space (a "
                 "damaged file is moved aside by a broker starting on it, which keeps what "
                 "it can still read)") from exc
+
+    def _open_with_room(self) -> None:
+        """Open; on a disk too full to open the store, once more after giving the space
+        reserve back (:meth:`open_on_a_full_disk`)."""
+        try:
+            self._open()
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error, AttributeError):
+                self._db.close()
+            if not self.open_on_a_full_disk(exc):
+                raise
+            self._open()
 
     def _open(self) -> None:
         """Open, upgrade, and read where the rows are (which also proves the index is
@@ -464,10 +497,14 @@ class SqliteStore(GroupWrites):
     def health(self) -> dict[str, int | str | None]:
         """The salvage at open (recovered and lost rows, where the damaged file went),
         rows a read could not decode, and why writes are refused now."""
+        state = self.fault_state()
         out: dict[str, int | str | None] = {
-            "storeState": ("unusable" if self.unusable else
-                           "refusing writes" if self.faulted else "ok"),
-            "storeFault": self.unusable or self.faulted,
+            "storeState": state,
+            "storeFault": self.unusable or (
+                self.faulted if state != "short of space" else
+                "messages are stored again in the room acks freed, one write at a time, "
+                "until the disk has room for the space reserve again (after: "
+                f"{self.faulted})"),
             "storeDroppedRows": len(self.dropped),
         }
         if self.salvaged is not None:

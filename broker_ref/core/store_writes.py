@@ -82,6 +82,7 @@ class GroupWrites:
         self.faulted: str | None = None
         self.unusable: str | None = None
         self._space_fault = False  # the disk filled (not merely an I/O error)
+        self._failing = False  # the last write failed (none succeeded since)
         #: disk space held back for the moment the disk fills (store_faults.SpaceReserve)
         self._reserve = SpaceReserve(self.path.with_name(f"{self.path.name}.reserve"),
                                      reserve)
@@ -137,6 +138,7 @@ class GroupWrites:
             if self._io_errors >= IO_ERRORS_UNUSABLE:
                 kind = UNUSABLE
         reason = describe(kind, exc, self.path)
+        self._failing = True
         if kind == SPACE:
             self._space_fault = True
         if kind == UNUSABLE and self.unusable is None:
@@ -182,6 +184,7 @@ class GroupWrites:
                 self._failed_writers.add(entry.writer)
             return False
         self._io_errors = 0
+        self._failing = False
         return True
 
     def _redo_retries(self) -> None:
@@ -236,6 +239,40 @@ class GroupWrites:
             return self.faulted or "the broker's store is full"
         return None
 
+    def open_on_a_full_disk(self, exc: BaseException) -> bool:
+        """Opening the store failed with ``exc`` on a disk with no room left (SQLite
+        must write its log and the log's index to open it): give the space reserve back
+        so that it opens, refusing SENDs for space from the start, as a running store
+        does once the disk fills -- its consumers are then served and their acks free
+        room. False, changing nothing, when the disk is not full or no reserve is held."""
+        try:
+            full = free_bytes(self.path.parent) < max(self._reserve.size, 1 << 20) // 2
+        except OSError:
+            return False
+        if not full or not self._reserve.held or not self._reserve.release():
+            return False
+        self._space_fault = True
+        self._failing = True
+        self.faulted = describe(SPACE, exc, self.path)
+        log.error("message store %s: the disk is full (%s): gave its %d-byte space reserve "
+                  "back to open the store; consumers are served and SENDs refused until "
+                  "acks or the disk free room", self.path, exc, self._reserve.size)
+        return True
+
+    def fault_state(self) -> str:
+        """How the store stands for its stats: ``ok``; ``refusing writes`` (the last
+        write failed, or the disk is full and nothing freed room since); ``short of
+        space`` (after a full disk, writes succeed again and messages are taken in the
+        room freed, one write at a time until the space reserve is held again);
+        ``unusable``."""
+        if self.unusable is not None:
+            return "unusable"
+        if self.faulted is None:
+            return "ok"
+        if self._space_fault and not self._failing and self._room_for_adds():
+            return "short of space"
+        return "refusing writes"
+
     def take_failed_writers(self) -> set[object]:
         """The writers (:attr:`writer` when they wrote) whose stored messages a failed
         group commit could not keep; each is told once."""
@@ -278,6 +315,7 @@ class GroupWrites:
             self._in_tx = False
             self._journal = []
             self._io_errors = 0
+            self._failing = False
             self._back_to_normal()
         if self._retry and not self._in_tx:
             self._redo_retries()
@@ -317,7 +355,10 @@ class GroupWrites:
         return len(self._retry)
 
     def hold_reserve(self) -> int:
-        """Take the space reserve (at open); its size, 0 when there is none."""
+        """Take the space reserve (at open); its size, 0 when there is none. Not while
+        it is given back for a full disk (it comes back once the disk has room)."""
+        if self._space_fault:
+            return self._reserve.size
         if self._reserve.size and not self._reserve.ensure():
             log.warning("message store %s: no room for its %d-byte space reserve; a full "
                         "disk may then stop even acks until space is freed", self.path,

@@ -23,6 +23,7 @@ from jmspy.broker_ref.core.broker import DEFAULT_MEMORY_LIMIT
 from jmspy.broker_ref.core.consumer import PAGE_OVERHEAD
 from jmspy.broker_ref.core.queue_limits import page_limit_of
 from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.protocols.stomp.client import format_usage
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC
@@ -184,6 +185,14 @@ def test_after_a_restart_one_oversized_stored_message_blocks_no_other_destinatio
     # ones behind it stay on disk
     assert huge.message_count == 6 and huge.paged_count == 5
     assert b.budget.used > DEFAULT_MEMORY_LIMIT  # one message beyond the whole limit
+    # what the broker's limit sees of it: its queue's share, and the stats line says so
+    usage = b.usage()
+    assert usage["memoryCounted"] == usage["destinationMemoryLimit"] < DEFAULT_MEMORY_LIMIT
+    line = format_usage({k: str(v) for k, v in usage.items() if v is not None})
+    assert "(10 %) counted against it, each destination up to its own limit" in line
+    near = dict(usage, memoryUsed=usage["memoryCounted"] + 1000)  # a message past a share
+    assert "counted against" not in format_usage({k: str(v) for k, v in near.items()
+                                                  if v is not None})
     rec = Recorder()
     other = b.connect(rec)
     assert other.send(msg("empty", "hello", persistent=False), ticket="np") is True

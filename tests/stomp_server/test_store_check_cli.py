@@ -6,6 +6,7 @@ and creates nothing (not even a mistyped directory)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from test_store_salvage import DAMAGES, STORED, fill
 
 from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.protocols.stomp.client import format_usage
 
 
 def check(data_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -58,6 +60,42 @@ def test_damage_exits_1_saying_what_the_salvage_at_start_then_recovers(
     assert report is not None
     assert (report.kept, report.lost) == (recovered, lost)
     assert recovered + lost == STORED
+
+
+def test_a_store_cut_to_nothing_exits_1_and_a_start_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SQLite reads a 0-byte file as a new, empty database, so the check called a store
+    cut to nothing healthy and a broker started on it without a word: every receipted
+    message gone in silence."""
+    path = tmp_path / "messages.sqlite"
+    fill(path)
+    path.write_bytes(b"")
+    before = snapshot(tmp_path)
+    result = check(tmp_path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "EMPTY FILE" in result.stdout and "Traceback" not in result.stdout + result.stderr
+    assert snapshot(tmp_path) == before
+    with caplog.at_level(logging.WARNING, "jmspy.broker.store"):
+        store = SqliteStore(path)
+    store.close()
+    assert any("the file is empty (0 bytes)" in r.getMessage() for r in caplog.records)
+
+
+def test_a_store_of_nothing_but_garbage_says_its_loss_is_unknown(tmp_path: Path) -> None:
+    """Not one page of the file reads: the report cannot count what was lost, and must
+    not say "0 lost"."""
+    path = tmp_path / "messages.sqlite"
+    fill(path)
+    path.write_bytes(bytes((i * 131 + 7) % 256 for i in range(path.stat().st_size)))
+    result = check(tmp_path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "0 messages recovered, an unknown number lost" in result.stdout
+    assert " 0 lost" not in result.stdout
+    report = SqliteStore(path).salvaged
+    assert report is not None and report.lost_unknown
+    assert "lost an unknown number" in report.describe()
+    line = format_usage({k: str(v) for k, v in report.as_stats().items()})
+    assert "0 messages recovered, an unknown number lost" in line
 
 
 def test_a_missing_directory_exits_2_and_creates_nothing(tmp_path: Path) -> None:

@@ -122,6 +122,35 @@ def test_while_writes_fail_the_stats_say_why(tmp_path: Path) -> None:
     pair.broker.close()
 
 
+def test_stats_stop_saying_refusing_once_acks_freed_room_for_sends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk stays full (the reserve cannot be taken back), but acks freed pages in
+    the store and SENDs are stored again there: the stats say the store is short of
+    space, not that it refuses writes (they said so while it took every SEND)."""
+    monkeypatch.setattr("jmspy.broker_ref.core.store_writes.free_bytes", lambda path: 0)
+    store = SqliteStore(tmp_path / "m.sqlite", reserve=1 << 20)
+    faults = Faults(store)
+    pair = StompPair(store=store)
+    producer = pair.client()
+    producer.send("/queue/q", *(f"{i:04}" + "y" * 1000 for i in range(1000)),
+                  persistent="true")
+    faults.error = FULL_ERRORS["ENOSPC"]
+    assert commands(producer.send("/queue/q", "lost", persistent="true",
+                                  receipt="r")) == ["ERROR"]
+    faults.error = None
+    assert pair.broker.usage()["storeState"] == "refusing writes"  # no room freed yet
+    consumer = pair.client()
+    consumer.subscribe("/queue/q", "s", ack="auto")
+    assert len(consumer.bodies()) == 1000  # their deletes free the pages
+    again = pair.client()
+    assert commands(again.send("/queue/r", "in", persistent="true",
+                               receipt="r")) == ["RECEIPT"]
+    usage = pair.broker.usage()
+    assert usage["storeState"] == "short of space"
+    assert "stored again" in str(usage["storeFault"])
+    pair.broker.close()
+
+
 def test_io_errors_in_a_row_make_the_store_unusable(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "m.sqlite")
     faults = Faults(store)
@@ -161,6 +190,47 @@ async def _group_commit_fails_for_one(path: Path) -> tuple[list[tuple[str, str]]
         conn.close()
     broker.close()
     return _commands(log), error.decode()
+
+
+async def _send_that_makes_the_store_unusable(path: Path) -> dict[str, list[bytes]]:
+    """Writes already failing one at a time (an I/O error each), a third connection's
+    SEND fails too and makes the store unusable, which stops the broker: what each
+    connection was written, by name."""
+    store = SqliteStore(path, group_commit=True)
+    faults = Faults(store)
+    broker = Broker(name="faults", store=store)
+    server = StompServer(broker, heartbeat_ms=0)
+    log: list[tuple[str, bytes]] = []
+    idle = _client(server, "idle", log)
+    faults.error = lambda: sqlite3.OperationalError("disk I/O error")
+    senders = [_client(server, f"s{i}", log) for i in range(3)]
+    for conn in senders:
+        conn.data_received(_frame("SEND", destination="/queue/q", persistent="true",
+                                  receipt="r"))
+        await asyncio.sleep(0)  # one loop turn: the flush callbacks commit, then write
+    assert store.unusable is not None and server.failed is not None
+    for conn in (idle, *senders):
+        conn.close()
+    broker.close()
+    written: dict[str, list[bytes]] = {}
+    for name, data in log:
+        written.setdefault(name, []).append(data)
+    return written
+
+
+def test_every_connection_gets_an_error_as_writes_fail_and_the_store_becomes_unusable(
+        tmp_path: Path) -> None:
+    """Every connection whose SEND failed gets an ERROR, and the broker stopping ends
+    every other one with an ERROR naming why. A connection refused by the host after its
+    session had made an ERROR of its own (which the refusal drops with the rest of its
+    unwritten output) was closed with no frame at all."""
+    written = asyncio.run(_send_that_makes_the_store_unusable(tmp_path / "m.sqlite"))
+    for name in ("idle", "s0", "s1", "s2"):
+        frames = [f for f in written.get(name, []) if not f.startswith(b"CONNECTED")]
+        assert [f.split(b"\n", 1)[0] for f in frames] == [b"ERROR"], name
+    for name in ("idle", "s2"):  # the stop's ERROR names why
+        assert b"unusable" in written[name][-1], name
+    assert b"I/O error" in written["s1"][-1]
 
 
 def test_a_failed_group_commit_refuses_only_the_sends_it_lost(tmp_path: Path) -> None:

@@ -209,3 +209,51 @@ def test_a_real_full_filesystem_refuses_then_acks_make_room(
         for b in brokers:
             b.kill()
         subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_a_broker_restarted_on_a_full_filesystem_starts_and_serves_its_consumers(
+        tmp_path: Path, brokers: list[Broker]) -> None:
+    """The disk filled while the broker was down: opening the store needs room (SQLite
+    writes its log and the log's index), so the broker refused to start, and nobody could
+    drain the queue that would free it. Now it gives its space reserve back to open,
+    refuses SENDs for space, delivers what is stored, and takes SENDs again once acks
+    made room; acked messages stay acked across the next restart."""
+    disk = tmp_path / "disk"
+    if not _tmpfs(disk):
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        first = Broker(disk / "data")
+        brokers.append(first)
+        producer = first.client()
+        for i in range(1500):  # the pages their acks free are room enough for more
+            assert producer.send("kept", b"%04d" % i + b"k" * 996, f"r{i}").startswith(
+                b"RECEIPT")
+        assert first.stop()[0] == 0
+        # someone else fills the disk
+        with open(disk / "filler", "wb") as filler, pytest.raises(OSError):
+            while True:
+                filler.write(b"f" * 65536)
+                filler.flush()
+        again = Broker(disk / "data")
+        brokers.append(again)
+        refused = again.client().send("kept", b"late", "z")
+        assert refused.startswith(b"ERROR") and b"the broker's store is full" in refused
+        bodies = again.client().drain("kept", 1500)
+        assert sorted(bodies) == [b"%04d" % i + b"k" * 996 for i in range(1500)]
+        assert again.client().send("after", b"x", "y").startswith(b"RECEIPT")
+        code, err = again.stop()
+        assert code == 0 and "Traceback" not in err, err
+        (disk / "filler").unlink()
+        last = Broker(disk / "data")
+        brokers.append(last)
+        reader = last.client()
+        assert reader.drain("after", 1) == [b"x"]
+        reader.sock.sendall(b"SUBSCRIBE\ndestination:/queue/kept\nid:k\nack:auto\n"
+                            b"receipt:sub\n\n\0")
+        assert reader.read().startswith(b"RECEIPT")  # before any MESSAGE it would deliver
+        reader.sock.sendall(b"SEND\ndestination:/queue/probe\nreceipt:p\n\nx\0")
+        assert reader.read().startswith(b"RECEIPT")  # no acked message came back first
+    finally:
+        for b in brokers:
+            b.kill()
+        subprocess.run(["umount", str(disk)], check=False)

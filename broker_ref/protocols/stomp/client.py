@@ -127,8 +127,16 @@ def format_usage(usage: dict[str, str]) -> str:
     temp_text = (f"temp {_mb(temp)} of {_mb(usage.get('tempLimit'))}" if temp is not None
                  else f"spool {_mb(usage.get('spoolBytes'))}")
     share = usage.get("destinationMemoryLimit")
+    counted = usage.get("memoryCounted")
+    counted_text = ""
+    limit = max(1, int(usage.get("memoryLimit") or 0))
+    if counted is not None and int(usage.get("memoryUsed") or 0) - int(counted) >= limit // 100:
+        # destinations past their own limits: the broker's limit sees only their shares
+        percent = int(counted) * 100 // limit
+        counted_text = (f"; {_mb(counted)} ({percent} %) counted against it, each "
+                        "destination up to its own limit")
     memory = (f"memory {_mb(usage.get('memoryUsed'))} of {_mb(usage.get('memoryLimit'))}"
-              f" ({usage.get('memoryPercentUsage', '?')} %; paging past "
+              f" ({usage.get('memoryPercentUsage', '?')} %{counted_text}; paging past "
               f"{_mb(usage.get('memoryBudget'))}"
               + (f"; a destination's default share {_mb(share)}" if share is not None
                  else "") + ")")
@@ -167,11 +175,13 @@ def _store_health(usage: dict[str, str]) -> str:
     start recovered and lost, and why writes are refused now."""
     lines = []
     if "salvageRecovered" in usage:
-        bound = "" if usage.get("salvageLostExact", "1") == "1" else " (at most)"
+        exact = usage.get("salvageLostExact", "1") == "1"
+        lost = (f"{usage.get('salvageLost')} lost" + ("" if exact else " (at most)"))
+        if not exact and usage.get("salvageLost") == "0" == usage["salvageRecovered"]:
+            lost = "an unknown number lost (not one row of the file could be read)"
         lines.append(f"store salvaged at start ({usage.get('salvageReason')}): "
-                     f"{usage['salvageRecovered']} messages recovered, "
-                     f"{usage.get('salvageLost')} lost{bound}; damaged file kept at "
-                     f"{usage.get('salvageDamagedFile')}")
+                     f"{usage['salvageRecovered']} messages recovered, {lost}; damaged "
+                     f"file kept at {usage.get('salvageDamagedFile')}")
     if usage.get("storeState") not in (None, "ok"):
         lines.append(f"store {usage['storeState']}: {usage.get('storeFault')}")
     if usage.get("storeDroppedRows") not in (None, "0"):

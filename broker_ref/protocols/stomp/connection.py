@@ -418,7 +418,10 @@ class StompConnection(asyncio.Protocol):
         if self._closed:
             return
         self._guard(self.session.data_to_send)
-        self._guard(lambda: self.session.refuse(message, reason, StoreWriteFailed.code))
+        # replacing: an ERROR the session made already may have been in what a flush
+        # took and then dropped, so this one is made whatever the session's state
+        self._guard(lambda: self.session.refuse(message, reason, StoreWriteFailed.code,
+                                                replacing=True))
         data = self._guard(self.session.data_to_send)
         if data and self.transport is not None:
             self.transport.write(data)
