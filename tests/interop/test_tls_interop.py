@@ -1,6 +1,7 @@
 """The client's TLS schemes against real brokers: Mosquitto (mqtts://, with and without a
 required client certificate), RabbitMQ's STOMP and MQTT TLS listeners (stomp+ssl:// and
-mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connector.
+mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connectors (with and without a
+required client certificate). The brokers are tls_fixtures.py's.
 
 Messages flow through whichever read and write path the transport takes over TLS (the
 raw-socket fast paths step aside: the tests check which one ran), acknowledgements are
@@ -16,57 +17,19 @@ import socket
 import ssl
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from tls_brokers import (
-    TlsActiveMQ,
-    TlsMosquitto,
-    TlsRabbitMQ,
-    start_tls_activemq,
-    start_tls_mosquitto,
-    start_tls_rabbitmq,
-)
+from tls_brokers import TlsActiveMQ, TlsMosquitto, TlsRabbitMQ, start_tls_mosquitto
 from tls_ca import KEY_PASSWORD, TlsFiles
 
 from jmspy import ConnectionFactory, Session
 from jmspy.message import TextMessage
 from jmspy.tls_errors import TLSException
 
-#: the TLS brokers the fixtures below start and close
-_B = TypeVar("_B", TlsRabbitMQ, TlsActiveMQ)
-
 WAIT = 10.0
-
-
-@pytest.fixture(scope="module")
-def tls_mosquitto(tls_ca: TlsFiles) -> Iterator[TlsMosquitto]:
-    mosquitto, ports = start_tls_mosquitto(tls_ca)
-    try:
-        yield ports
-    finally:
-        mosquitto.close()
-
-
-def _until_done(broker: _B) -> Iterator[_B]:
-    """A fixture's life of ``broker``: served to the tests, closed after them."""
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
-@pytest.fixture(scope="module")
-def tls_rabbitmq(tls_ca: TlsFiles) -> Iterator[TlsRabbitMQ]:
-    yield from _until_done(start_tls_rabbitmq(tls_ca))
-
-
-@pytest.fixture(scope="session")
-def tls_activemq(tls_ca: TlsFiles) -> Iterator[TlsActiveMQ]:
-    """Started by the first test that asks (ActiveMQ takes seconds to start), once."""
-    yield from _until_done(start_tls_activemq(tls_ca))
 
 
 def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
@@ -272,6 +235,38 @@ def test_a_client_trusting_another_ca_is_refused_by_activemq_naming_the_check(
                           ssl_ca_file=str(tls_ca.other_ca)).create_connection()
     assert info.value.check == "unknown CA"
     assert f"127.0.0.1:{port}" in str(info.value)
+
+
+# -- mutual TLS on ActiveMQ 5 (transport.needClientAuth=true) ---------------------------
+def test_stomp_ssl_round_trip_with_a_client_certificate_on_activemq(
+        tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_mutual_port}"
+
+    def over_tls(transport: Any) -> None:
+        sock = transport._conn.transport.socket
+        assert isinstance(sock, ssl.SSLSocket) and sock.version() is not None
+
+    texts = _round_trip(ConnectionFactory(url, **_client_cert(tls_ca)), True, over_tls)
+    assert texts == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("certificate", ["none", "another CA's"])
+def test_activemq_requiring_a_client_certificate_refuses_a_client_without_a_good_one(
+        certificate: str, tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    """No certificate, or one the broker's trust store does not know: a TLSException
+    naming host:port, the check and the fix (ActiveMQ refuses in the handshake; over TLS
+    1.3 the client hears it only as the alert after its own side finished)."""
+    port = tls_activemq.stomp_mutual_port
+    props: dict[str, Any] = {"ssl_ca_file": str(tls_ca.ca)}
+    if certificate != "none":
+        props.update(ssl_cert_file=str(tls_ca.other_client_cert),
+                     ssl_key_file=str(tls_ca.other_client_key))
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}", **props).create_connection()
+    text = str(info.value)
+    assert info.value.check == "client certificate", text
+    assert f"127.0.0.1:{port}" in text and "sslCertFile" in text, text
+    assert info.value.error_code == "TLS_FAILED"
 
 
 class _Seen(logging.Handler):

@@ -6,10 +6,12 @@
   (``mqtt.listeners.ssl.1``) that require a client certificate (``verify_peer``,
   ``fail_if_no_peer_cert``: one ``ssl_options`` for both), beside its plain ones.
   A broker of its own (the session's RabbitMQ is started before any certificate exists).
-* ActiveMQ 5: a ``stomp+ssl://`` connector beside its plain STOMP one, its keys in a
-  PKCS#12 keystore (Java reads no PEM keys) and the CA in a PKCS#12 trust store; no
-  client certificate asked (``transport.needClientAuth=false``). A broker of its own
-  too, for the same reason; started only by the tests that use it (it is slow to start).
+* ActiveMQ 5: two ``stomp+ssl://`` connectors beside its plain STOMP one, its keys in a
+  PKCS#12 keystore (Java reads no PEM keys) and the CA in a PKCS#12 trust store: one
+  that asks no client certificate (``transport.needClientAuth=false``) and one that
+  requires a certificate the CA signed (``transport.needClientAuth=true``; the trust
+  store is the connectors' shared ``sslContext``). A broker of its own too, for the
+  same reason; started only by the tests that use it (it is slow to start).
 
 The certificates come from the session's throwaway CA (``tls_ca``), copied into the
 broker's directory readable by all: Mosquitto drops root privileges to its own user.
@@ -107,7 +109,8 @@ def start_tls_rabbitmq(tls: TlsFiles) -> TlsRabbitMQ:
 
 
 class TlsActiveMQ(ActiveMQ):
-    """ActiveMQ 5 with a ``stomp+ssl://`` connector on ``stomp_tls_port`` (see the module)."""
+    """ActiveMQ 5 with ``stomp+ssl://`` connectors on ``stomp_tls_port`` (no client
+    certificate asked) and ``stomp_mutual_port`` (one required; see the module)."""
 
     name = "activemq-tls"
 
@@ -116,7 +119,7 @@ class TlsActiveMQ(ActiveMQ):
         keystore, truststore = self.conf / "server.p12", self.conf / "ca.p12"
         shutil.copy(tls.server_p12, keystore)
         shutil.copy(tls.ca_p12, truststore)
-        self.stomp_tls_port = free_port()
+        self.stomp_tls_port, self.stomp_mutual_port = free_port(), free_port()
         xml_path = self.conf / "activemq.xml"
         xml = xml_path.read_text()
         ssl_context = (
@@ -125,10 +128,12 @@ class TlsActiveMQ(ActiveMQ):
             f' keyStorePassword="{KEY_PASSWORD}"'
             f' trustStore="file:{truststore}" trustStoreType="PKCS12"'
             f' trustStorePassword="{KEY_PASSWORD}"/></sslContext>\n    <transportConnectors>')
-        connector = (
-            f'<transportConnector name="stomp+ssl" uri="stomp+ssl://{HOST}:'
-            f'{self.stomp_tls_port}?transport.needClientAuth=false"/>\n      '
-            '<transportConnector name="mqtt"')
+        connector = "".join(
+            f'<transportConnector name="{name}" uri="stomp+ssl://{HOST}:{port}'
+            f'?transport.needClientAuth={need}"/>\n      '
+            for name, port, need in (("stomp+ssl", self.stomp_tls_port, "false"),
+                                     ("stomp+ssl-mutual", self.stomp_mutual_port, "true"))
+        ) + '<transportConnector name="mqtt"'
         for old, new in (("<transportConnectors>", ssl_context),
                          ('<transportConnector name="mqtt"', connector)):
             if old not in xml:
@@ -138,12 +143,12 @@ class TlsActiveMQ(ActiveMQ):
 
 
 def start_tls_activemq(tls: TlsFiles) -> TlsActiveMQ:
-    """A started :class:`TlsActiveMQ` whose TLS connector listens; stop it with
+    """A started :class:`TlsActiveMQ` whose TLS connectors listen; stop it with
     ``.close()``. One that cannot start raises BrokerStartError with its log's tail."""
     amq = TlsActiveMQ(tls)
     broker = amq.start()
     try:
-        broker.wait_ready([amq.stomp_tls_port], amq.ready_timeout)
+        broker.wait_ready([amq.stomp_tls_port, amq.stomp_mutual_port], amq.ready_timeout)
     except Exception:
         amq.close()
         raise
