@@ -117,6 +117,21 @@ def test_plain_mqtt_on_mosquittos_tls_port_and_mqtts_on_its_plain_port_are_named
     assert tls.value.check == "not a TLS port"
 
 
+@pytest.mark.parametrize("listener, check, says", [
+    ("wrong_host_port", "hostname", "subjectAltName"),
+    ("expired_port", "expired", "has expired"),
+])
+def test_mosquittos_certificate_for_another_host_or_expired_is_named(
+        listener: str, check: str, says: str, tls_mosquitto: TlsMosquitto,
+        tls_ca: TlsFiles) -> None:
+    port = getattr(tls_mosquitto, listener)
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"mqtts://127.0.0.1:{port}",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == check, info.value
+    assert f"127.0.0.1:{port}" in str(info.value) and says in str(info.value)
+
+
 def test_an_mqtt_address_list_mixes_plain_and_tls_addresses(
         tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
     """The first address refuses TCP; the second is TLS: the connection is on it."""

@@ -1,7 +1,8 @@
 """Real brokers with TLS listeners for the client's TLS tests, on free loopback ports.
 
-* Mosquitto: a plain listener, a TLS one, and a TLS one that requires a client
-  certificate and takes its subject's CN as the user (``use_identity_as_username``).
+* Mosquitto: a plain listener, a TLS one, a TLS one that requires a client
+  certificate and takes its subject's CN as the user (``use_identity_as_username``),
+  and two that present a bad certificate: one for another host name, one expired.
 * RabbitMQ: a STOMP TLS listener (``stomp.listeners.ssl.1``) and an MQTT one
   (``mqtt.listeners.ssl.1``) that require a client certificate (``verify_peer``,
   ``fail_if_no_peer_cert``: one ``ssl_options`` for both), beside its plain ones.
@@ -36,9 +37,9 @@ __all__ = [
 ]
 
 
-def _copy(tls: TlsFiles, work: Path) -> dict[str, Path]:
+def _copy(tls: TlsFiles, work: Path, *more: str) -> dict[str, Path]:
     files = {}
-    for name in ("ca", "server_cert", "server_key"):
+    for name in ("ca", "server_cert", "server_key", *more):
         target = work / f"{name}.pem"
         shutil.copy(getattr(tls, name), target)
         target.chmod(0o644)  # the broker may run as another user; test keys only
@@ -52,26 +53,36 @@ class TlsMosquitto:
     plain_port: int
     tls_port: int  #: TLS, no client certificate asked
     mutual_port: int  #: TLS, a client certificate required (its CN is the user)
+    wrong_host_port: int  #: TLS with a certificate for wrong.example only
+    expired_port: int  #: TLS with an expired certificate
 
 
 def start_tls_mosquitto(tls: TlsFiles) -> tuple[Mosquitto, TlsMosquitto]:
     """Mosquitto with the three listeners (see the module); stop it with ``.close()``."""
     mosquitto = Mosquitto()
-    files = _copy(tls, mosquitto.work)
-    tls_port, mutual_port = free_port(), free_port()
-    certs = (f"cafile {files['ca']}\ncertfile {files['server_cert']}\n"
-             f"keyfile {files['server_key']}\n")
+    files = _copy(tls, mosquitto.work, "wrong_host_cert", "wrong_host_key", "expired_cert",
+                  "expired_key")
+    tls_port, mutual_port, wrong_port, expired_port = (free_port() for _ in range(4))
+
+    def certs(name: str = "server") -> str:
+        return (f"cafile {files['ca']}\ncertfile {files[name + '_cert']}\n"
+                f"keyfile {files[name + '_key']}\n")
+
     mosquitto.conf.write_text(
         "per_listener_settings true\npersistence false\nlog_dest stdout\n"
         "max_queued_messages 0\n"
         f"listener {mosquitto.mqtt_port} {HOST}\nallow_anonymous true\n"
-        f"listener {tls_port} {HOST}\nallow_anonymous true\n{certs}"
-        f"listener {mutual_port} {HOST}\nallow_anonymous true\n{certs}"
-        "require_certificate true\nuse_identity_as_username true\n")
+        f"listener {tls_port} {HOST}\nallow_anonymous true\n{certs()}"
+        f"listener {mutual_port} {HOST}\nallow_anonymous true\n{certs()}"
+        "require_certificate true\nuse_identity_as_username true\n"
+        f"listener {wrong_port} {HOST}\nallow_anonymous true\n{certs('wrong_host')}"
+        f"listener {expired_port} {HOST}\nallow_anonymous true\n{certs('expired')}")
     broker = mosquitto.start()
-    broker.wait_ready([tls_port, mutual_port], mosquitto.ready_timeout)
+    broker.wait_ready([tls_port, mutual_port, wrong_port, expired_port],
+                      mosquitto.ready_timeout)
     assert mosquitto.mqtt_port is not None
-    return mosquitto, TlsMosquitto(broker, mosquitto.mqtt_port, tls_port, mutual_port)
+    return mosquitto, TlsMosquitto(broker, mosquitto.mqtt_port, tls_port, mutual_port,
+                                   wrong_port, expired_port)
 
 
 class TlsRabbitMQ(RabbitMQ):
