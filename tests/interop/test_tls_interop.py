@@ -39,6 +39,20 @@ def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
             "ssl_key_password": KEY_PASSWORD}
 
 
+#: a client without a certificate, and one with a certificate another CA signed
+REFUSED = ["none", "another CA's"]
+
+
+def _refused_certificate(certificate: str, tls_ca: TlsFiles) -> dict[str, Any]:
+    """The properties of a client the broker must refuse: no certificate, or mallory's
+    (signed by the other CA)."""
+    props: dict[str, Any] = {"ssl_ca_file": str(tls_ca.ca)}
+    if certificate != "none":
+        props.update(ssl_cert_file=str(tls_ca.other_client_cert),
+                     ssl_key_file=str(tls_ca.other_client_key))
+    return props
+
+
 def _round_trip(factory: ConnectionFactory, queue: bool,
                 while_open: Callable[[Any], None] = lambda transport: None) -> list[str]:
     """Send three texts and receive them with CLIENT_ACKNOWLEDGE, the first time without
@@ -96,11 +110,12 @@ def test_mqtts_with_a_client_certificate_and_a_ready_context(
         assert sock.version() is not None  # a finished TLS handshake
 
 
-def test_mqtts_without_the_required_client_certificate_is_named(
-        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_mqtts_without_a_good_client_certificate_is_named(
+        certificate: str, tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.mutual_port}",
-                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_mosquitto.mutual_port}" in str(info.value)
 
@@ -160,12 +175,13 @@ def test_stomp_ssl_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
     assert _round_trip(factory, True, stepped_aside) == ["one", "two", "three"]
 
 
-def test_stomps_without_a_client_certificate_is_named_on_rabbitmq(
-        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_stomps_without_a_good_client_certificate_is_named_on_rabbitmq(
+        certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"stomps://127.0.0.1:{tls_rabbitmq.stomp_tls_port}",
-                          ssl_ca_file=str(tls_ca.ca), imqDefaultUsername="guest",
-                          imqDefaultPassword="guest").create_connection()
+                          imqDefaultUsername="guest", imqDefaultPassword="guest",
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_rabbitmq.stomp_tls_port}" in str(info.value)
 
@@ -194,11 +210,12 @@ def test_mqtts_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
     assert _round_trip(factory, False, over_tls) == ["one", "two", "three"]
 
 
-def test_mqtts_without_a_client_certificate_is_named_on_rabbitmq(
-        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_mqtts_without_a_good_client_certificate_is_named_on_rabbitmq(
+        certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}",
-                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_rabbitmq.mqtt_tls_port}" in str(info.value)
 
@@ -265,19 +282,16 @@ def test_stomp_ssl_round_trip_with_a_client_certificate_on_activemq(
     assert texts == ["one", "two", "three"]
 
 
-@pytest.mark.parametrize("certificate", ["none", "another CA's"])
+@pytest.mark.parametrize("certificate", REFUSED)
 def test_activemq_requiring_a_client_certificate_refuses_a_client_without_a_good_one(
         certificate: str, tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
     """No certificate, or one the broker's trust store does not know: a TLSException
     naming host:port, the check and the fix (ActiveMQ refuses in the handshake; over TLS
     1.3 the client hears it only as the alert after its own side finished)."""
     port = tls_activemq.stomp_mutual_port
-    props: dict[str, Any] = {"ssl_ca_file": str(tls_ca.ca)}
-    if certificate != "none":
-        props.update(ssl_cert_file=str(tls_ca.other_client_cert),
-                     ssl_key_file=str(tls_ca.other_client_key))
     with pytest.raises(TLSException) as info:
-        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}", **props).create_connection()
+        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}",
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     text = str(info.value)
     assert info.value.check == "client certificate", text
     assert f"127.0.0.1:{port}" in text and "sslCertFile" in text, text
