@@ -66,6 +66,9 @@ def _paho(spec: Spec, name: str) -> Any:
                          **kwargs)
     client.max_inflight_messages_set(int(spec.get("inflight", WINDOW)))
     client.max_queued_messages_set(0)
+    tls = spec.get("tls")
+    if tls:  # paho's own TLS (benchmarks/tls.py): tls_set, verifying the broker
+        client.tls_set(ca_certs=tls["ca"], certfile=tls.get("cert"), keyfile=tls.get("key"))
     return client
 
 

@@ -14,6 +14,7 @@ of the last receive and the count. A consumer prints READY once subscribed.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,8 @@ from .common import BODY, Spec, latency_metrics, now, signal_ready, worker_main
 
 # spec keys: host, port, dest, count, timeout, and per role: version (1.1/1.2), vhost, ack
 # (auto/client/client-individual), window, receipts (bool), url, ack_mode, qos, inflight,
-# persistent (jmspy producers: False sends NON_PERSISTENT, like a raw STOMP SEND).
+# persistent (jmspy producers: False sends NON_PERSISTENT, like a raw STOMP SEND), tls
+# (raw clients over TLS, benchmarks/tls.py: {"ca": PEM, "cert": PEM or None, "key": ...}).
 
 
 class _Sink:
@@ -63,6 +65,10 @@ def _stomp_connect(spec: Spec, listener: Any) -> Any:
     conn = cls([(spec["host"], spec["port"])], heartbeats=(0, 0), vhost=spec.get("vhost"),
                auto_content_length=True)
     conn.set_listener("bench", listener)
+    tls = spec.get("tls")
+    if tls:  # stomp.py's own TLS (benchmarks/tls.py): its set_ssl, verifying the broker
+        conn.set_ssl(for_hosts=[(spec["host"], spec["port"])], ca_certs=tls["ca"],
+                     cert_file=tls.get("cert"), key_file=tls.get("key"))
     conn.connect(wait=True)
     return conn
 
@@ -89,6 +95,15 @@ def stomp_producer(spec: Spec) -> dict[str, Any]:
         if receipts and not got.acquire(timeout=spec.get("timeout", 60)):
             return {"error": f"no RECEIPT for SEND {i}"}
     conn.disconnect()
+    if spec.get("tls"):
+        # Over TLS stomp.py writes from a queue on its I/O thread, and disconnect() does
+        # not wait: exiting now dropped the last SENDs still queued (a tenth of them).
+        # The DISCONNECT's receipt comes after every SEND queued before it.
+        deadline = now() + spec.get("timeout", 60)
+        while conn.is_connected() and now() < deadline:
+            time.sleep(0.01)  # the receipt that ends the connection
+        if conn.is_connected():
+            return {"error": "no RECEIPT for DISCONNECT"}
     return {"t_start": t_start}
 
 

@@ -137,14 +137,30 @@ def diagnose(host: str, port: int, context: ssl.SSLContext | None, *,
         with context.wrap_socket(raw, server_hostname=host) as tls:
             tls.settimeout(min(_ALERT_WAIT, timeout))
             try:
-                tls.recv(1)  # a refused client certificate arrives as an alert now
+                data = tls.recv(1)  # a refused client certificate arrives as an alert now
             except (TimeoutError, ssl.SSLWantReadError):
                 return None  # the handshake is fine: the failure was not TLS's
+            if not data:
+                return _closed_after_handshake(where)
     except OSError as exc:
         return explain(exc, where, timeout=timeout)
     finally:
         raw.close()
     return None
+
+
+def _closed_after_handshake(where: str) -> TLSException:
+    """The server closed the probe's connection right after the handshake, before
+    either side sent a byte of the protocol, and without an alert: what a server that
+    refuses the client's certificate does when it drops the connection without saying
+    why (TLS 1.3 checks the client's certificate after the client's side of the
+    handshake is done). A broker waits for the client's first frame otherwise."""
+    return TLSException(
+        f"the TLS server at {where} closed the connection right after the TLS handshake, "
+        "before any protocol byte: it most likely requires a client certificate or "
+        "refused this client's; give one its CA signed as sslCertFile and sslKeyFile "
+        "(?cert_file=&key_file=), or have the broker's administrator trust its CA",
+        check="client certificate")
 
 
 def _plain_on_tls(host: str, port: int, timeout: float, family: str) -> TLSException | None:

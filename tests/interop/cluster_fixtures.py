@@ -8,22 +8,29 @@ restarts it. A cluster that cannot start fails every test that needs it with the
 logs, never skips. Each is stopped right after the last test of the run that uses it
 (:func:`close_after_last_use`, called by conftest.py's teardown hook), not at the end of
 the session: three Erlang nodes and two JVMs would otherwise sit beside every later test.
+Other slow session brokers share that life through :func:`session_broker` (the TLS
+brokers of tls_fixtures.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import pytest
 from brokers import BrokerStartError
 from clusters import ActiveMQPair, RabbitCluster
 
-__all__ = ["activemq_pair", "rabbit_cluster"]
+__all__ = ["activemq_pair", "rabbit_cluster", "session_broker"]
 
-C = TypeVar("C", RabbitCluster, ActiveMQPair)
 
-_started: dict[str, RabbitCluster | ActiveMQPair | BaseException] = {}
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+_started: dict[str, _Closable | BaseException] = {}
 
 
 def _session(name: str, start: Callable[[], C]) -> Iterator[C]:
@@ -41,8 +48,17 @@ def _session(name: str, start: Callable[[], C]) -> Iterator[C]:
         outcome.close()
 
 
+#: session fixture -> the name its broker is started under in ``_started``
 _USERS = {"_session_rabbit_cluster": "the RabbitMQ cluster",
           "_session_activemq_pair": "the ActiveMQ master/slave pair"}
+
+
+def session_broker(fixture: str, name: str, start: Callable[[], C]) -> Iterator[C]:
+    """The body of a session fixture named ``fixture``: ``start()`` once, on first use,
+    and close it after the last test of the run that names ``fixture`` among its
+    fixtures (a test must ask for it by argument, not by ``getfixturevalue``)."""
+    _USERS[fixture] = name
+    yield from _session(name, start)
 
 
 def close_after_last_use(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -34,6 +34,7 @@ from restartable import (  # noqa: F401 (fixtures)
     restartable_mosquitto,
     restartable_rabbitmq,
 )
+from tls_fixtures import tls_activemq, tls_mosquitto, tls_rabbitmq  # noqa: F401 (fixtures)
 
 _started: dict[str, BrokerProcess | BaseException] = {}
 

@@ -97,7 +97,8 @@ class Target:
 
     @property
     def mqtt(self) -> bool:
-        return self.url.startswith("mqtt:")
+        """mqtt://, or mqtts:// (test_tls_failover.py's targets)."""
+        return self.url.split(":", 1)[0] in ("mqtt", "mqtts", "mqtt+ssl")
 
 
 @dataclass
@@ -162,9 +163,10 @@ def restart(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Restart]
         )
 
 
-class _Client:
+class FailoverClient:
     """One connection to one target: a listener (AUTO_ACKNOWLEDGE) and a consumer that
-    holds three received messages unacknowledged (CLIENT_ACKNOWLEDGE) across the restart."""
+    holds three received messages unacknowledged (CLIENT_ACKNOWLEDGE) across the restart
+    (or, in test_tls_failover.py, across a severed connection)."""
 
     def __init__(self, target: Target) -> None:
         self.target, self.events = target, Events()
@@ -238,7 +240,7 @@ def test_restart_resumes_listener_and_returns_unacked(restart: Restart) -> None:
     broker run ``--in-memory`` and Mosquitto without persistence (a restart
     forgets every session).
     """
-    clients = [_Client(target) for target in restart.targets]
+    clients = [FailoverClient(target) for target in restart.targets]
     try:
         for client in clients:
             client.before()

@@ -1,6 +1,7 @@
 """The client's TLS schemes against real brokers: Mosquitto (mqtts://, with and without a
 required client certificate), RabbitMQ's STOMP and MQTT TLS listeners (stomp+ssl:// and
-mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connector.
+mqtts://, mutual TLS) and ActiveMQ 5's stomp+ssl:// connectors (with and without a
+required client certificate). The brokers are tls_fixtures.py's.
 
 Messages flow through whichever read and write path the transport takes over TLS (the
 raw-socket fast paths step aside: the tests check which one ran), acknowledgements are
@@ -16,57 +17,19 @@ import socket
 import ssl
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from tls_brokers import (
-    TlsActiveMQ,
-    TlsMosquitto,
-    TlsRabbitMQ,
-    start_tls_activemq,
-    start_tls_mosquitto,
-    start_tls_rabbitmq,
-)
+from tls_brokers import TlsActiveMQ, TlsMosquitto, TlsRabbitMQ, start_tls_mosquitto
 from tls_ca import KEY_PASSWORD, TlsFiles
 
 from jmspy import ConnectionFactory, Session
 from jmspy.message import TextMessage
 from jmspy.tls_errors import TLSException
 
-#: the TLS brokers the fixtures below start and close
-_B = TypeVar("_B", TlsRabbitMQ, TlsActiveMQ)
-
 WAIT = 10.0
-
-
-@pytest.fixture(scope="module")
-def tls_mosquitto(tls_ca: TlsFiles) -> Iterator[TlsMosquitto]:
-    mosquitto, ports = start_tls_mosquitto(tls_ca)
-    try:
-        yield ports
-    finally:
-        mosquitto.close()
-
-
-def _until_done(broker: _B) -> Iterator[_B]:
-    """A fixture's life of ``broker``: served to the tests, closed after them."""
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
-@pytest.fixture(scope="module")
-def tls_rabbitmq(tls_ca: TlsFiles) -> Iterator[TlsRabbitMQ]:
-    yield from _until_done(start_tls_rabbitmq(tls_ca))
-
-
-@pytest.fixture(scope="session")
-def tls_activemq(tls_ca: TlsFiles) -> Iterator[TlsActiveMQ]:
-    """Started by the first test that asks (ActiveMQ takes seconds to start), once."""
-    yield from _until_done(start_tls_activemq(tls_ca))
 
 
 def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
@@ -74,6 +37,20 @@ def _client_cert(tls_ca: TlsFiles) -> dict[str, Any]:
     return {"ssl_ca_file": str(tls_ca.ca), "ssl_cert_file": str(tls_ca.client_cert),
             "ssl_key_file": str(tls_ca.client_key_encrypted),
             "ssl_key_password": KEY_PASSWORD}
+
+
+#: a client without a certificate, and one with a certificate another CA signed
+REFUSED = ["none", "another CA's"]
+
+
+def _refused_certificate(certificate: str, tls_ca: TlsFiles) -> dict[str, Any]:
+    """The properties of a client the broker must refuse: no certificate, or mallory's
+    (signed by the other CA)."""
+    props: dict[str, Any] = {"ssl_ca_file": str(tls_ca.ca)}
+    if certificate != "none":
+        props.update(ssl_cert_file=str(tls_ca.other_client_cert),
+                     ssl_key_file=str(tls_ca.other_client_key))
+    return props
 
 
 def _round_trip(factory: ConnectionFactory, queue: bool,
@@ -133,11 +110,12 @@ def test_mqtts_with_a_client_certificate_and_a_ready_context(
         assert sock.version() is not None  # a finished TLS handshake
 
 
-def test_mqtts_without_the_required_client_certificate_is_named(
-        tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_mqtts_without_a_good_client_certificate_is_named(
+        certificate: str, tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.mutual_port}",
-                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_mosquitto.mutual_port}" in str(info.value)
 
@@ -152,6 +130,21 @@ def test_plain_mqtt_on_mosquittos_tls_port_and_mqtts_on_its_plain_port_are_named
         ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.plain_port}?connect_timeout=3",
                           ssl_ca_file=str(tls_ca.ca)).create_connection()
     assert tls.value.check == "not a TLS port"
+
+
+@pytest.mark.parametrize("listener, check, says", [
+    ("wrong_host_port", "hostname", "subjectAltName"),
+    ("expired_port", "expired", "has expired"),
+])
+def test_mosquittos_certificate_for_another_host_or_expired_is_named(
+        listener: str, check: str, says: str, tls_mosquitto: TlsMosquitto,
+        tls_ca: TlsFiles) -> None:
+    port = getattr(tls_mosquitto, listener)
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"mqtts://127.0.0.1:{port}",
+                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == check, info.value
+    assert f"127.0.0.1:{port}" in str(info.value) and says in str(info.value)
 
 
 def test_an_mqtt_address_list_mixes_plain_and_tls_addresses(
@@ -182,12 +175,13 @@ def test_stomp_ssl_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
     assert _round_trip(factory, True, stepped_aside) == ["one", "two", "three"]
 
 
-def test_stomps_without_a_client_certificate_is_named_on_rabbitmq(
-        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_stomps_without_a_good_client_certificate_is_named_on_rabbitmq(
+        certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"stomps://127.0.0.1:{tls_rabbitmq.stomp_tls_port}",
-                          ssl_ca_file=str(tls_ca.ca), imqDefaultUsername="guest",
-                          imqDefaultPassword="guest").create_connection()
+                          imqDefaultUsername="guest", imqDefaultPassword="guest",
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_rabbitmq.stomp_tls_port}" in str(info.value)
 
@@ -216,11 +210,12 @@ def test_mqtts_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
     assert _round_trip(factory, False, over_tls) == ["one", "two", "three"]
 
 
-def test_mqtts_without_a_client_certificate_is_named_on_rabbitmq(
-        tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_mqtts_without_a_good_client_certificate_is_named_on_rabbitmq(
+        certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
     with pytest.raises(TLSException) as info:
         ConnectionFactory(f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}",
-                          ssl_ca_file=str(tls_ca.ca)).create_connection()
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
     assert info.value.check == "client certificate"
     assert f"127.0.0.1:{tls_rabbitmq.mqtt_tls_port}" in str(info.value)
 
@@ -272,6 +267,35 @@ def test_a_client_trusting_another_ca_is_refused_by_activemq_naming_the_check(
                           ssl_ca_file=str(tls_ca.other_ca)).create_connection()
     assert info.value.check == "unknown CA"
     assert f"127.0.0.1:{port}" in str(info.value)
+
+
+# -- mutual TLS on ActiveMQ 5 (transport.needClientAuth=true) ---------------------------
+def test_stomp_ssl_round_trip_with_a_client_certificate_on_activemq(
+        tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_mutual_port}"
+
+    def over_tls(transport: Any) -> None:
+        sock = transport._conn.transport.socket
+        assert isinstance(sock, ssl.SSLSocket) and sock.version() is not None
+
+    texts = _round_trip(ConnectionFactory(url, **_client_cert(tls_ca)), True, over_tls)
+    assert texts == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("certificate", REFUSED)
+def test_activemq_requiring_a_client_certificate_refuses_a_client_without_a_good_one(
+        certificate: str, tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
+    """No certificate, or one the broker's trust store does not know: a TLSException
+    naming host:port, the check and the fix (ActiveMQ refuses in the handshake; over TLS
+    1.3 the client hears it only as the alert after its own side finished)."""
+    port = tls_activemq.stomp_mutual_port
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}",
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
+    text = str(info.value)
+    assert info.value.check == "client certificate", text
+    assert f"127.0.0.1:{port}" in text and "sslCertFile" in text, text
+    assert info.value.error_code == "TLS_FAILED"
 
 
 class _Seen(logging.Handler):

@@ -2,12 +2,16 @@
 of TLS in this repository, meeting. Mutual TLS logs the client in by its certificate
 (no password), the broker's ACLs apply to that user, a client without the CA's trust is
 refused with the check named, and an address list may put the TLS listener beside the
-plain one."""
+plain one. And every handshake failure the client explains, met at this broker: a
+certificate for another host or expired, a client certificate missing or from another
+CA, plain text on the TLS port and TLS on the plain one (the same cases against bare
+loopback servers are in tests/test_tls_client.py)."""
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +19,7 @@ from test_tls_listener import identity_config, security
 from tls_broker import tls_broker, tls_section
 
 from jmspy import ConnectionFactory, JMSException, JMSSecurityException, Session
+from jmspy.tls_errors import TLSException
 
 
 def _round_trip(factory: ConnectionFactory, queue: str, **login: str) -> str:
@@ -68,3 +73,51 @@ def test_an_address_list_may_hold_the_tls_listener_beside_the_plain_one(
             f"stomp://127.0.0.1:{ports['plain']}")
         assert _round_trip(factory, "orders.list", user="alice",
                            password="alice-pw") == "over tls"
+
+
+@pytest.mark.parametrize("served, check, says", [
+    ("wrong_host", "hostname", "subjectAltName"),
+    ("expired", "expired", "has expired"),
+])
+def test_a_broker_certificate_for_another_host_or_expired_is_named(
+        served: str, check: str, says: str, tmp_path: Path, tls_ca: Any) -> None:
+    bad = SimpleNamespace(server_cert=getattr(tls_ca, f"{served}_cert"),
+                          server_key=getattr(tls_ca, f"{served}_key"))
+    with tls_broker(tmp_path, tls_section(bad)) as ports:
+        where = f"127.0.0.1:{ports['tls']}"
+        with pytest.raises(TLSException) as info:
+            ConnectionFactory(f"stomp+ssl://{where}",
+                              ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert info.value.check == check, info.value
+    assert where in str(info.value) and says in str(info.value)
+
+
+@pytest.mark.parametrize("certificate", ["none", "another CA's"])
+def test_a_required_client_certificate_missing_or_untrusted_is_named(
+        certificate: str, tmp_path: Path, tls_ca: Any) -> None:
+    props: dict[str, Any] = {"ssl_ca_file": str(tls_ca.ca)}
+    if certificate != "none":
+        props.update(ssl_cert_file=str(tls_ca.other_client_cert),
+                     ssl_key_file=str(tls_ca.other_client_key))
+    extra = f'ca = "{tls_ca.ca}"\nrequire-client-cert = true\n'
+    with tls_broker(tmp_path, tls_section(tls_ca, extra)) as ports:
+        where = f"127.0.0.1:{ports['tls']}"
+        with pytest.raises(TLSException) as info:
+            ConnectionFactory(f"stomp+ssl://{where}", **props).create_connection()
+    assert info.value.check == "client certificate", info.value
+    assert where in str(info.value) and "sslCertFile" in str(info.value)
+
+
+def test_plain_text_on_the_tls_port_and_tls_on_the_plain_port_are_named(
+        tmp_path: Path, tls_ca: Any) -> None:
+    with tls_broker(tmp_path, tls_section(tls_ca)) as ports:
+        with pytest.raises(TLSException) as plain:
+            ConnectionFactory(f"stomp://127.0.0.1:{ports['tls']}?connect_timeout=5"
+                              ).create_connection()
+        with pytest.raises(TLSException) as tls:
+            ConnectionFactory(f"stomp+ssl://127.0.0.1:{ports['plain']}?connect_timeout=3",
+                              ssl_ca_file=str(tls_ca.ca)).create_connection()
+    assert plain.value.check == "plain text on a TLS port", plain.value
+    assert f"stomp+ssl://127.0.0.1:{ports['tls']}" in str(plain.value)
+    assert tls.value.check == "not a TLS port", tls.value
+    assert f"127.0.0.1:{ports['plain']}" in str(tls.value)

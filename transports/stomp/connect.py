@@ -317,7 +317,10 @@ def open_stomp(
     conn.set_listener("jmspy", receiver)
     if options.tls is not None:
         # stomp.py's TLS socket is non-blocking behind its own send queue: jmspy's
-        # reading of the raw socket steps aside (FrameWriter does too, seeing the same)
+        # reading of the raw socket steps aside (FrameWriter does too, seeing the same).
+        # On purpose: poll() cannot see plaintext OpenSSL already decrypted, and one
+        # TLS connection must not be written by one thread while another reads it;
+        # stomp.py's I/O thread does both (tests/interop/test_tls_streams.py)
         _set_ssl(conn, options)
         _end_at_tls_eof(conn)
         reader = None

@@ -23,6 +23,14 @@ How, on one client *instance* (the way :mod:`.publish_read` replaces one paho st
 * Only on a plain TCP socket: over TLS or WebSockets paho reads as before. A block never
   outlives its socket: after an error or a reconnect it is dropped.
 
+Over TLS (``mqtts://``) this steps aside, on purpose: an ``SSLSocket`` returns at most
+one TLS record's plaintext per read and says "no data yet" with ``SSLWantReadError``,
+and decrypted bytes can wait inside OpenSSL where ``select`` does not see them; paho's
+own read step handles all three (its loop asks ``pending()`` before it sleeps). So every
+byte is paho's read over TLS, correct first; tests/interop/test_tls_streams.py streams
+a message larger than a record and a burst of 1,000 through it, and checks this step
+stood aside.
+
 ``tests/test_mqtt_buffered_read.py`` drives a real paho client over a socket pair; the
 interop tests check that a connected ``mqtt://`` transport reads this way.
 """

@@ -37,6 +37,13 @@ How, on one client *instance* (the way :mod:`.receive` replaces one paho step):
   clients: 46, 57, 18); against raw paho in the same rounds 1.05-1.10x -> 1.24-1.27x.
 * Only on a plain TCP socket: a TLS or WebSocket connection keeps paho's path.
 
+Over TLS (``mqtts://``) this steps aside, on purpose: a write on the caller's thread would
+run OpenSSL's write on the connection while paho's thread reads it, and one TLS
+connection (one ``SSL`` object) must not be read and written by two threads at once; a
+non-blocking TLS write that cannot finish must also be retried with the same bytes,
+which paho's writer does. So every packet goes through paho's queue and thread over TLS
+(tests/interop/test_tls_streams.py checks that messages still flow whole and in order).
+
 ``tests/test_mqtt_direct_write.py`` drives a real paho client over a socket pair;
 the interop tests check that a connected ``mqtt://`` transport uses this path.
 """
