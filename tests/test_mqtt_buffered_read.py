@@ -1,4 +1,4 @@
-"""mqtt:// reads the socket a block at a time (transports/mqtt/buffered_read.py): every
+"""mqtt:// reads the socket a block at a time (transports/mqtt/paho_private/buffered_read.py): every
 packet of one ``recv`` is handled in one ``loop_read``, a packet split across reads is
 finished at the next one, and nothing read stays behind while paho waits in select.
 

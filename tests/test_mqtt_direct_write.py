@@ -1,5 +1,5 @@
 """mqtt:// writes QoS >= 1 PUBLISH and PUBACK packets on the thread that makes them
-(transports/mqtt/direct_write.py), and everything else through paho's queue.
+(transports/mqtt/paho_private/direct_write.py), and everything else through paho's queue.
 
 A real paho client over a socket pair, put in paho's threaded state without starting
 its thread: ``loop_write()`` then plays the network thread's write step, so the tests

@@ -80,7 +80,7 @@ def test_send_receive_bodies_and_qos(
 def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """transports/mqtt/direct_write.py: a persistent send's PUBLISH and a receive's PUBACK
+    """paho_private/direct_write.py: a persistent send's PUBLISH and a receive's PUBACK
     are written by the sending and the acknowledging thread; only the other packets
     (SUBSCRIBE, DISCONNECT...) go through paho's queue to its network thread. And
     (buffered_read.py) paho's byte-at-a-time socket read is never used, nor (puback.py)

@@ -4,7 +4,7 @@ reads) and a burst of 1,000 small ones (many frames or packets in one record, a 
 split across two), over mqtts:// (Mosquitto) and stomp+ssl:// (jmspy broker's TLS
 listener).
 
-Why: the raw-socket fast paths (transports/mqtt/buffered_read.py, direct_write.py, the
+Why: the raw-socket fast paths (transports/mqtt/paho_private/buffered_read.py, direct_write.py, the
 STOMP transport's frame reader and writer) step aside for a TLS socket, whose decrypted
 bytes ``select`` cannot see; the libraries' own TLS reads then carry every byte. These
 tests check that what steps aside still delivers every byte, in order, and that the
@@ -47,7 +47,7 @@ def _stood_aside(transport: Any) -> None:
     """The fast paths are installed but did not run: the library read over TLS."""
     paho = getattr(transport, "paho", None)
     if paho is not None:
-        from jmspy.transports.mqtt import buffered_read, direct_write
+        from jmspy.transports.mqtt.paho_private import buffered_read, direct_write
 
         assert direct_write.installed(paho) and buffered_read.installed(paho)
         assert isinstance(paho.socket(), ssl.SSLSocket)
