@@ -2,8 +2,8 @@
 
 The selector language itself lives in ``jmspy.selector`` (shared with the client, which
 filters client-side where a protocol cannot carry selectors); this module only adapts a
-:class:`~.api.ServerMessage` to it: JMS header identifiers map to message fields,
-everything else is a property.
+:class:`~.api.ServerMessage` (:class:`SelectedMessage`) to it: JMS header identifiers map
+to message fields, everything else is a property.
 """
 
 from __future__ import annotations
@@ -11,13 +11,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .api import ServerMessage
 from .errors import SelectorError
 
-__all__ = ["Filter", "compile_filter", "filter_accepts"]
+__all__ = ["Filter", "SelectedMessage", "compile_filter", "filter_accepts"]
 
 
-_HEADERS: dict[str, Callable[[ServerMessage], Any]] = {
+class SelectedMessage(Protocol):
+    """The fields of a message (``ServerMessage``'s) a selector can name, typed here so
+    that this module imports nothing of the core's records."""
+
+    @property
+    def properties(self) -> dict[str, Any]: ...
+    @property
+    def persistent(self) -> bool: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def correlation_id(self) -> str | None: ...
+    @property
+    def jms_type(self) -> str | None: ...
+
+
+_HEADERS: dict[str, Callable[[SelectedMessage], Any]] = {
     "JMSDeliveryMode": lambda m: "PERSISTENT" if m.persistent else "NON_PERSISTENT",
     "JMSPriority": lambda m: m.priority,
     "JMSMessageID": lambda m: m.message_id,
@@ -87,7 +106,7 @@ def compile_filter(selector: str | None) -> Filter | None:
     return compiled
 
 
-def filter_accepts(flt: Filter, message: ServerMessage) -> bool:
+def filter_accepts(flt: Filter, message: SelectedMessage) -> bool:
     props = message.properties
     if flt.props_only:
         return bool(flt.matches(props.get))

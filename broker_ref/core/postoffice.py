@@ -27,7 +27,7 @@ class PostOffice:
 
     def __init__(
         self,
-        host: QueueHost,
+        host: QueueHost[Queue],
         settings: SettingsRegistry,
         store: Store | None,
         max_destination_length: int,

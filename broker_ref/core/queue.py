@@ -1,10 +1,10 @@
 """One anycast queue: priority levels, consumers, credit-based dispatch, expiry, schedule.
 
-Everything that decides *which consumer gets which message when* lives in this file and in
-its hot half beside it, :mod:`.queue_run` (whose compiled twin is what runs by default); it
+Everything that decides *which consumer gets which message when* lives in this file, its
+hot half :mod:`.queue_run` (compiled twin by default) and :mod:`.queue_deliveries`; it
 does not know about connections, transactions or topics (a topic subscription is just a
 ``Queue`` fed by a :class:`~.topic.Topic`). The broker drives it and provides the clock,
-timers, the store and dead-letter routing through :class:`QueueHost`.
+timers, the store and dead-letter routing through :class:`~.queue_host.QueueHost`.
 
 Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
 
@@ -17,8 +17,8 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   ring lazily when they come up. Like the levels and the scheduled set, it is
   made when first needed: a queue holding one message must stay small (issue 17).
 * with selectors, dispatch walks the ready messages in order and gives each to the first
-  consumer in ring order whose selector matches; messages nobody matches stay in place.
-  This is O(ready messages) per dispatch — the price of selectors on a shared queue.
+  consumer in ring order whose selector matches; messages nobody matches stay in place
+  (:func:`~.queue_deliveries.dispatch_filtered`): O(ready messages) per dispatch.
 
 The queue composes one owner per concern beside the ready levels: its settings' limits
 (:class:`~.queue_limits.QueueLimits`: ring size, consumer backlogs), its scheduled
@@ -41,11 +41,10 @@ per-setting checks.
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
 
 from jmspy.broker_ref.core import twins
 
-from .api import AddressSettings, Delivery, DestinationKind, DestinationStats, ServerMessage
+from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (
     DELIVERING,
     GONE,
@@ -54,7 +53,6 @@ from .consumer import (
     SCHEDULED,
     DeliveryChannel,
     MessageRef,
-    PageBudget,
     QueueRecord,
     ServerConsumer,
     effective_flow_limit,
@@ -63,15 +61,16 @@ from .filters import Filter, compile_filter, filter_accepts
 from .paging import Paged
 from .policy import QueuePolicy
 from .queue_browse import browse
-from .queue_deliveries import QueueDeliveries
+from .queue_deliveries import QueueDeliveries, dispatch_filtered, hand_over
+from .queue_host import QueueHost
 from .queue_limits import QueueLimits
 from .queue_paging import QueuePaging
 from .queue_removals import EXPIRED_REASON, QueueRemovals
+from .queue_stats import queue_stats
 from .queue_timers import TIMER_EXPIRE, TIMER_LEASE, TIMER_RELEASE, QueueTimers
 from .ready_levels import ReadyLevels
 from .records import priority_level
-from .spool import Spool
-from .store import PageRun, Store
+from .store import PageRun
 
 #: The per-message step of dispatch, the common enqueue and the fast dispatch loop
 #: (``queue_run.py`` beside this file, or its compiled twin).
@@ -85,33 +84,6 @@ __all__ = [
     "TIMER_RELEASE", "DeliveryChannel", "Filter", "MessageRef", "Queue", "QueueHost",
     "ServerConsumer", "compile_filter", "effective_flow_limit", "filter_accepts",
 ]  # fmt: skip
-
-class QueueHost(Protocol):
-    """What a queue needs from the broker."""
-
-    store: Store | None
-    #: the RAM budget every queue of the broker shares, and where non-stored pages go
-    budget: PageBudget
-    spool: Spool
-    #: the memory limit of a destination whose address settings set none (its default
-    #: share of the broker's, :mod:`.queue_limits`)
-    destination_memory_limit: int
-    #: queues waiting for a deferred dispatch, None when sends dispatch at once
-    #: (:meth:`~.broker.Broker.defer_dispatch`)
-    deferred_dispatch: list[Queue] | None
-
-    def defer(self, queue: Queue) -> None:
-        """Dispatch ``queue`` when the deferral ends (only while ``deferred_dispatch``
-        is a list)."""
-
-    def now(self) -> int: ...
-
-    def schedule_timer(self, due: int, kind: int, queue: Queue, ref: MessageRef) -> None: ...
-
-    def divert(
-        self, source: Queue, message: ServerMessage, address: str | None, reason: str
-    ) -> None:
-        """Send a copy of ``message`` to queue ``address`` (None: drop) with ``reason``."""
 
 class Queue(QueueRecord):
     """A queue or a topic subscription's queue. Not thread-safe (the broker isn't).
@@ -127,7 +99,7 @@ class Queue(QueueRecord):
     def __init__(
         self,
         name: str,
-        host: QueueHost,
+        host: QueueHost[Queue],
         settings: AddressSettings,
         *,
         kind: DestinationKind = DestinationKind.QUEUE,
@@ -261,26 +233,8 @@ class Queue(QueueRecord):
         return 0 if self._pages is None else self._pages.count
 
     def stats(self) -> DestinationStats:
-        out = DestinationStats(
-            name=self.name,
-            kind=DestinationKind.QUEUE,
-            message_count=self.message_count,
-            delivering_count=self.delivering_count,
-            scheduled_count=self.scheduled_count,
-            consumer_count=len(self.consumers),
-            enqueued=self.enqueued,
-            dequeued=self.dequeued,
-            paged_count=self.paged_count,
-            memory_usage=self.memory_usage,
-            memory_limit=self.limits.memory_limit,
-        )
-        removals = self._removals  # None: nothing left but by consumption (zero counts)
-        if removals is not None:
-            out.expired = removals.expired
-            out.dead_lettered = removals.dead_lettered
-            out.messages_replaced = removals.messages_replaced
-            out.discarded = removals.discarded
-        return out
+        """This queue's counters as the broker reports them (:mod:`.queue_stats`)."""
+        return queue_stats(self, self._removals)
 
     # ------------------------------------------------------------------ consumers
 
@@ -404,7 +358,7 @@ class Queue(QueueRecord):
         if message.deliver_at and message.deliver_at > host.now():
             if message.expiration:
                 host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
-            self._hold(ref)
+            self.timers.hold(ref)  # scheduled until its deliver_at (release)
             if seq and self._pages is not None:
                 self._pages.held_in_ram(ref.priority)
             return
@@ -415,10 +369,6 @@ class Queue(QueueRecord):
         self._add_tail(ref)
         if self._ring:
             self.dispatch()
-
-    def _hold(self, ref: MessageRef) -> None:
-        """Keep ``ref`` scheduled until its ``deliver_at`` (then :meth:`release`)."""
-        self.timers.hold(ref)
 
     def _add_tail(self, ref: MessageRef) -> None:
         if self._ring_size > 0 and self.levels.count >= self._ring_size:
@@ -514,7 +464,7 @@ class Queue(QueueRecord):
                     continue
                 host.schedule_timer(message.expiration, TIMER_EXPIRE, self, ref)
             if message.deliver_at and message.deliver_at > now:
-                self._hold(ref)
+                self.timers.hold(ref)
                 continue
             if plain:  # _add_tail without a ring to evict from, counted in bulk
                 ready.append(ref)
@@ -591,53 +541,14 @@ class Queue(QueueRecord):
         ``dispatch_fast`` (compiled twin; the pure one is queue_run.py beside this file)."""
         _twin.dispatch_fast(self)
 
-    @staticmethod
-    def _hand_over(
-        c: ServerConsumer, first_tag: int, messages: list[ServerMessage], counts: list[int]
-    ) -> None:
-        """Give a run of deliveries to the host: in one call where it takes batches."""
-        ch = c.channel
-        many = ch.deliver_many
-        if many is not None:
-            many(c.consumer_id, first_tag, messages, counts)
-            return
-        deliver = ch.callback.deliver
-        consumer_id = c.consumer_id
-        for i, message in enumerate(messages):
-            deliver(Delivery(consumer_id, first_tag + i, message, counts[i]))
+    #: a run to a host without ``deliver_many`` (:func:`~.queue_deliveries.hand_over`),
+    #: as ``queue_run``'s loop (both twins) calls it
+    _hand_over = staticmethod(hand_over)
 
     def _dispatch_filtered(self) -> None:
-        """With selectors: each ready message, in order, goes to the first consumer in
-        ring order whose selector matches; messages nobody matches stay in place."""
-        ring = self._ring
-        assert ring is not None
-        for c in [c for c in ring if not c.can_receive()]:
-            ring.remove(c)
-            c.in_ring = False
-        now = self.host.now()
-        levels = self.levels
-
-        def visit(ref: MessageRef) -> bool:
-            exp = ref.message.expiration
-            if exp and exp <= now:
-                levels.unready(ref)
-                self.expire(ref)
-                return True
-            for i, c in enumerate(ring):
-                if c.filter is None or filter_accepts(c.filter, ref.message):
-                    del ring[i]
-                    break
-            else:
-                return False
-            levels.unready(ref)
-            self.deliveries.deliver(c, ref)
-            if c.can_receive():
-                ring.append(c)
-            else:
-                c.in_ring = False
-            return True
-
-        levels.sweep(visit, ring)
+        """With selectors (:func:`~.queue_deliveries.dispatch_filtered`)."""
+        assert self._ring is not None
+        dispatch_filtered(self, self._ring, self.host.now())
 
     # ------------------------------------------------------------------ outcomes
 

@@ -3,10 +3,12 @@ rejected, or returned by a rollback or a lease running out.
 
 A :class:`~.queue.Queue` composes one :class:`QueueDeliveries`. Every delivery made
 outside the dispatch twins' runs goes through :meth:`QueueDeliveries.deliver` (the
-selector path and the AMPS :class:`~.policy.QueuePolicy`), and every outcome of a
-delivery through the methods below, so the queue's ``delivering_count`` and ``dequeued``
-(fields of its :class:`~.records.QueueRecord`, which the twins' runs update with the same
-steps: ``queue_run.take_run`` and ``acknowledge_tags``) move in one place. A delivery
+selector path, :func:`dispatch_filtered`, and the AMPS :class:`~.policy.QueuePolicy`);
+a run the twins made goes to a host without ``deliver_many`` through :func:`hand_over`;
+and every outcome of a delivery goes through the methods below, so the queue's
+``delivering_count`` and ``dequeued`` (fields of its :class:`~.records.QueueRecord`,
+which the twins' runs update with the same steps: ``queue_run.take_run`` and
+``acknowledge_tags``) move in one place. A delivery
 that comes back goes to the queue's head (``Queue.add_head``: a full ring drops it),
 unless a limit dead-letters it or it expired meanwhile
 (:class:`~.queue_removals.QueueRemovals`).
@@ -14,15 +16,66 @@ unless a limit dead-letters it or it expired meanwhile
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
-from .api import Delivery
+from .api import Delivery, ServerMessage
 from .consumer import DELIVERING, GONE, MessageRef, ServerConsumer
+from .filters import filter_accepts
 
 if TYPE_CHECKING:
     from .queue import Queue
 
-__all__ = ["QueueDeliveries"]
+__all__ = ["QueueDeliveries", "dispatch_filtered", "hand_over"]
+
+
+def hand_over(
+    c: ServerConsumer, first_tag: int, messages: list[ServerMessage], counts: list[int]
+) -> None:
+    """Give a run of deliveries to the host: in one call where it takes batches."""
+    ch = c.channel
+    many = ch.deliver_many
+    if many is not None:
+        many(c.consumer_id, first_tag, messages, counts)
+        return
+    deliver = ch.callback.deliver
+    consumer_id = c.consumer_id
+    for i, message in enumerate(messages):
+        deliver(Delivery(consumer_id, first_tag + i, message, counts[i]))
+
+
+def dispatch_filtered(queue: Queue, ring: deque[ServerConsumer], now: int) -> None:
+    """With selectors: each ready message of ``queue``, in order, goes to the first
+    consumer in ``ring`` (the queue's) order whose selector matches; messages nobody
+    matches stay in place. This is O(ready messages) per dispatch: the price of
+    selectors on a shared queue. ``now``: the host's clock, for the expiry of the
+    messages walked. The caller holds the queue's ``_dispatching``."""
+    for c in [c for c in ring if not c.can_receive()]:
+        ring.remove(c)
+        c.in_ring = False
+    levels = queue.levels
+
+    def visit(ref: MessageRef) -> bool:
+        exp = ref.message.expiration
+        if exp and exp <= now:
+            levels.unready(ref)
+            queue.expire(ref)
+            return True
+        for i, c in enumerate(ring):
+            if c.filter is None or filter_accepts(c.filter, ref.message):
+                del ring[i]
+                break
+        else:
+            return False
+        levels.unready(ref)
+        queue.deliveries.deliver(c, ref)
+        if c.can_receive():
+            ring.append(c)
+        else:
+            c.in_ring = False
+        return True
+
+    levels.sweep(visit, ring)
 
 
 class QueueDeliveries:

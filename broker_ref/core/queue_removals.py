@@ -39,7 +39,7 @@ class QueueRemovals:
         "messages_replaced",
     )  # fmt: skip
 
-    def __init__(self, queue: Queue, host: QueueHost, persist: bool) -> None:
+    def __init__(self, queue: Queue, host: QueueHost[Queue], persist: bool) -> None:
         """``persist``: the queue is durable on a host with a store (fixed for its life),
         so its persistent messages have rows to remove."""
         self._queue = queue  # the source of diversions; its settings say where they go

@@ -21,15 +21,22 @@ evicts is counted in ``discarded``. The size a queue enforces is its
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .api import AddressSettings
-
-__all__ = ["effective_ring_size"]
+__all__ = ["RingSettings", "effective_ring_size"]
 
 
-def effective_ring_size(settings: AddressSettings, override: int | None) -> int:
+class RingSettings(Protocol):
+    """The two address settings a ring size comes from (``AddressSettings``'), typed
+    here so that this module imports nothing of the core."""
+
+    @property
+    def ring_size(self) -> int | None: ...
+    @property
+    def default_ring_size(self) -> int: ...
+
+
+def effective_ring_size(settings: RingSettings, override: int | None) -> int:
     """The ring size a queue enforces: its own value, else the settings' ``ring_size``,
     else ``default_ring_size``; -1 means "not a ring"."""
     if override is not None:

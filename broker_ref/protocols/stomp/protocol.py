@@ -33,28 +33,26 @@ from jmspy import twins
 from jmspy.broker_ref.protocols.stomp import twins as host_twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
-from jmspy.wire.headers import DESTINATION_FLOW_LIMIT
 
 from ...core import (
     BodyType,
     Broker,
     BrokerError,
     Delivery,
-    DestinationKind,
     ServerConnection,
     ServerMessage,
 )
 from ...core.security import Principal
 from . import mapping
-from .browse import browse_frames
 from .connect import CONNECTION_FLOW_LIMIT, LoginRequest, read_connect
 from .credit import SessionCredit
 from .destinations import SessionDestinations
-from .dialects import subscription_naming, unsubscribe_naming
 from .held import HELD_BYTES_READ_LIMIT, HELD_FRAMES_READ_LIMIT, HeldSend, HeldSends, send_timeout
 from .mapping import HeaderError
-from .refusals import CLOSED, ProtocolError, frame_problem
-from .subscription import AUTO, CLIENT, Subscription
+from .refusals import CLOSED, ProtocolError, check_echoable, frame_problem
+from .subscribing import SessionSubscribing
+from .subscription import AUTO, Subscription
+from .transactions import SessionTransactions
 
 __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "TURN_BYTES", "TURN_FRAMES",
            "TURN_SECONDS", "HeldSend", "ProtocolError", "StompSession"]
@@ -110,20 +108,20 @@ class StompSession(_send.SessionRecord):
         self._conn: ServerConnection | None = None
         self._subs: dict[str, Subscription] = {}
         self._by_consumer: dict[int, Subscription] = {}
-        self._consumer_ids = itertools.count(1)
         self._msg_seq = itertools.count(1)
         self._id_prefix = ""  # "ID:<broker>-<run>-<connection>-", set on CONNECT
         #: Set by a host that authenticates off its event loop: CONNECT then stops at
         #: :attr:`login_request` (no frame after it is acted on) until the host calls
         #: :meth:`login_done` or :meth:`refuse`.
         self.defer_login = False
-        self._browsers: set[str] = set()  # ids of browse subscriptions (browser:true)
         self.login_request: LoginRequest | None = None
         self._destinations = SessionDestinations(
             lambda: self._core.create_temporary_queue())
-        self._tx_consumed: dict[str, list[tuple[Subscription, int]]] = {}
+        self._transactions = SessionTransactions()  # BEGIN, COMMIT, ABORT
         self._credit = SessionCredit()
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
+        self._subscribing = SessionSubscribing(  # SUBSCRIBE, UNSUBSCRIBE
+            self._subs, self._by_consumer, self._tag_owner, self._destinations, self._credit)
         self.frames_in = 0
         self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
         #: called when output appears outside receive_data (another connection's send,
@@ -205,7 +203,7 @@ class StompSession(_send.SessionRecord):
                 headers = header_dict(frame.headers)
                 receipt = headers.get("receipt")
                 if receipt is not None:
-                    self._check_echoable("receipt", receipt)
+                    check_echoable(self.version, "receipt", receipt)
                 if (frame.command == "SEND" and self.connected
                         and self.send_common(frame, headers, receipt)):
                     continue  # the common SEND, taken whole (send_path.py)
@@ -374,18 +372,6 @@ class StompSession(_send.SessionRecord):
     def _emit(self, frame: Frame) -> None:
         self._out.append(_codec.encode_frame(frame, self.version))
 
-    def _check_echoable(self, name: str, value: str) -> None:
-        """Refuse, before acting, a value the server must echo in a header (a receipt, a
-        subscription id) that the negotiated version cannot encode: 1.0 escapes nothing and
-        1.1 cannot escape a CR, so such a value would break the reply's framing."""
-        if self.version == "1.2" or ("\r" not in value and "\n" not in value):
-            return
-        raise ProtocolError(
-            f"unencodable {name} header",
-            f"the {name} header's value contains a CR or LF, which STOMP {self.version} "
-            f"cannot carry back in a header; use a {name} without line breaks (or STOMP 1.2, "
-            "which escapes them)")
-
     def _error(self, message: str, detail: str, receipt: str | None = None,
                code: str | None = None) -> None:
         """An ERROR frame, then close. ``code``: the refusing broker error's stable code,
@@ -477,13 +463,6 @@ class StompSession(_send.SessionRecord):
             raise ProtocolError("not connected", "the session is closed; reconnect")
         return conn
 
-    def _tx(self, headers: dict[str, str]) -> str | None:
-        tx = headers.get("transaction")
-        if tx is not None and tx not in self._tx_consumed:
-            raise ProtocolError("unknown transaction", f"transaction {tx!r} was not begun "
-                                "(or is already committed/aborted); send BEGIN first")
-        return tx
-
     def _on_send(self, frame: Frame, headers: dict[str, str]) -> None:
         dest = headers.get("destination")
         if dest == mapping.STATS_DESTINATION:
@@ -496,7 +475,7 @@ class StompSession(_send.SessionRecord):
             self.broker.now(), destinations.reply,
         )
         ticket = HeldSends.ticket(headers, len(frame.body))
-        if not conn.send(message, self._tx(headers), ticket=ticket,
+        if not conn.send(message, self._transactions.named(headers), ticket=ticket,
                          timeout_ms=send_timeout(headers)):
             self._held.parked(ticket)
 
@@ -523,87 +502,11 @@ class StompSession(_send.SessionRecord):
             properties={"content-type": "application/json", **usage}, size=len(body) + 64))
 
     def _on_subscribe(self, frame: Frame, headers: dict[str, str]) -> None:
-        target = self._destinations.target(headers.get("destination"))
-        sid = headers.get("id")
-        if sid is None:
-            if self.version != "1.0":
-                raise ProtocolError("missing id header", "SUBSCRIBE needs an id header in "
-                                    "STOMP 1.1/1.2; choose one unique per connection")
-            sid = headers.get("destination") or ""
-        self._check_echoable("id", sid)
-        if sid in self._subs or sid in self._browsers:
-            raise ProtocolError("duplicate subscription id", f"subscription id {sid!r} is "
-                                "already in use on this connection; choose another")
-        if headers.get("browser") == "true":  # ActiveMQ's queue browser: a snapshot
-            self._subscribed(headers)
-            self._out.extend(browse_frames(self._core, target, sid, headers.get("selector"),
-                                           self.version, self._destinations.local_temps))
-            self._browsers.add(sid)  # until the client UNSUBSCRIBEs it
-            return
-        ack = headers.get("ack") or "auto"
-        if ack not in (AUTO, CLIENT, "client-individual"):
-            raise ProtocolError("invalid ack mode", f"ack:{ack!r} must be auto, client or "
-                                "client-individual")
-        name, durable, shared = subscription_naming(headers, target.kind, sid)
-        sub = Subscription.from_headers(sid, ack, frame, name)
-        sub.broker_settles = (
-            target.kind is DestinationKind.QUEUE
-            and self.broker.settings_for(target.name).semantics == "at-most-once"
-        )
-        backlog = headers.get("jmspy-backlog")
-        if backlog is not None and (not backlog.isdigit() or int(backlog) < 1):
-            raise ProtocolError("invalid jmspy-backlog", f"jmspy-backlog:{backlog!r} must be "
-                                "a whole number >= 1 (the unacked messages this subscriber "
-                                "asks to hold; the queue's max_per_subscription_backlog caps it)")
-        cid = next(self._consumer_ids)
-        info = self._core.create_consumer(
-            cid, target.kind, target.name,
-            selector=headers.get("selector"),
-            no_local=(headers.get("activemq.noLocal") or "").lower() == "true",
-            subscription_name=name, durable=durable, shared=shared,
-            auto_ack=ack == AUTO, credit=0,
-            backlog=int(backlog) if backlog is not None else None,
-        )
-        sub.start(cid, info.destination_flow_limit)
-        self._subs[sid] = sub
-        self._by_consumer[cid] = sub
-        self._subscribed(headers, info.destination_flow_limit)
-        self._credit.start(sub)  # its first window: deliveries may follow at once
-
-    def _subscribed(self, headers: dict[str, str], destination_limit: int | None = None
-                    ) -> None:
-        """The RECEIPT of a SUBSCRIBE, written before the first MESSAGE the subscription
-        delivers (RabbitMQ and ActiveMQ answer so; clients that subscribe, wait for the
-        receipt, then expect messages rely on it). ``_dispatch`` leaves SUBSCRIBE to it.
-        It carries the destination's own flow limit, when it has one: the window is the
-        lower of that and the client's, and the client reports which one set it."""
-        receipt = headers.get("receipt")
-        if receipt is not None:
-            answer = [("receipt-id", receipt)]
-            if destination_limit is not None:
-                answer.append((DESTINATION_FLOW_LIMIT, str(destination_limit)))
-            self._emit(Frame("RECEIPT", answer))
+        self._subscribing.subscribe(frame, headers, self._core, self.broker, self.version,
+                                    self._out)
 
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
-        sid = headers.get("id") or headers.get("destination")
-        if sid in self._browsers:
-            self._browsers.discard(sid)
-            return
-        sub = self._subs.pop(sid or "", None)
-        name = unsubscribe_naming(headers, sid)
-        if sub is None and name is None:
-            raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
-                                "on this connection")
-        if sub is not None:
-            sub.closed = True
-            del self._by_consumer[sub.consumer_id]
-            self._core.close_consumer(sub.consumer_id)
-            returned = sub.drop_unacked()
-            for tag in returned:
-                self._tag_owner.pop(tag, None)
-            self._credit.closed(sub, len(returned))
-        if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
-            self._core.unsubscribe(name)
+        self._subscribing.unsubscribe(headers, self._core)
 
     def _find(self, frame: Frame, headers: dict[str, str]) -> tuple[Subscription, int]:
         if self.version == "1.2":
@@ -637,13 +540,13 @@ class StompSession(_send.SessionRecord):
     def _on_ack(self, frame: Frame, headers: dict[str, str]) -> None:
         sub, tag = self._find(frame, headers)
         tags = self._take(sub, tag)
-        tx = self._tx(headers)
+        tx = self._transactions.named(headers)
         if sub.broker_settles:  # at-most-once: already settled when it was sent
             self._credit.consumed(sub, len(tags))
             return
         self._core.ack(tags, tx)
         if tx is not None:
-            self._tx_consumed[tx].append((sub, len(tags)))
+            self._transactions.acked(tx, sub, len(tags))
         else:
             self._credit.consumed(sub, len(tags))
 
@@ -658,32 +561,21 @@ class StompSession(_send.SessionRecord):
         self._credit.consumed(sub, len(tags))
 
     def _on_begin(self, frame: Frame, headers: dict[str, str]) -> None:
-        tx = headers.get("transaction")
-        if not tx:
-            raise ProtocolError("missing transaction header", "BEGIN needs a transaction id")
-        self._core.begin(tx)
-        self._tx_consumed[tx] = []
-
-    def _end_tx(self, frame: Frame, headers: dict[str, str], commit: bool) -> None:
-        tx = self._tx(headers)
-        if tx is None:
-            raise ProtocolError("missing transaction header", f"{frame.command} needs the "
-                                "transaction id given to BEGIN")
-        consumed = self._tx_consumed.pop(tx)
-        if commit:
-            ticket = HeldSends.ticket(headers, 0)
-            if not self._core.commit(tx, ticket=ticket, timeout_ms=send_timeout(headers)):
-                self._held.parked(ticket)
-        else:
-            self._core.rollback(tx)
-        for sub, n in consumed:
-            self._credit.consumed(sub, n)
+        self._transactions.begin(self._core, headers)
 
     def _on_commit(self, frame: Frame, headers: dict[str, str]) -> None:
         self._end_tx(frame, headers, True)
 
     def _on_abort(self, frame: Frame, headers: dict[str, str]) -> None:
         self._end_tx(frame, headers, False)
+
+    def _end_tx(self, frame: Frame, headers: dict[str, str], commit: bool) -> None:
+        """COMMIT or ABORT (:mod:`.transactions`); the windows of what was acknowledged
+        in the transaction refill."""
+        credit = self._credit
+        for sub, n in self._transactions.end(self._core, frame.command, headers, commit,
+                                             self._held):
+            credit.consumed(sub, n)
 
     def _on_disconnect(self, frame: Frame, headers: dict[str, str]) -> None:
         """The receipt is sent by _dispatch, then the session ends; while sends are held

@@ -9,7 +9,7 @@ import re
 from jmspy.errors import JMSException
 from jmspy.stomp_frames import CLIENT_COMMANDS, CodecLimits, FrameError, FrameErrorReason
 
-__all__ = ["CLOSED", "ProtocolError", "frame_problem"]
+__all__ = ["CLOSED", "ProtocolError", "check_echoable", "frame_problem"]
 
 
 class ProtocolError(JMSException):
@@ -20,6 +20,19 @@ class ProtocolError(JMSException):
         self.message = message
         self.detail = detail
 
+
+
+def check_echoable(version: str, name: str, value: str) -> None:
+    """Refuse, before acting, a value the server must echo in a header (a receipt, a
+    subscription id) that the negotiated ``version`` cannot encode: 1.0 escapes nothing
+    and 1.1 cannot escape a CR, so such a value would break the reply's framing."""
+    if version == "1.2" or ("\r" not in value and "\n" not in value):
+        return
+    raise ProtocolError(
+        f"unencodable {name} header",
+        f"the {name} header's value contains a CR or LF, which STOMP {version} "
+        f"cannot carry back in a header; use a {name} without line breaks (or STOMP 1.2, "
+        "which escapes them)")
 
 #: Codec limits a client can hit, as (the [limits] key, the CodecLimits field, what grew,
 #: its unit).
