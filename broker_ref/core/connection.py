@@ -8,8 +8,7 @@ transactions are a :class:`~.transactions.Transactions` it composes; queue-level
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from jmspy.broker_ref.core import twins
 
@@ -35,13 +34,10 @@ from .topic import Subscription, SubscriptionKey, Topic
 from .transactions import Transactions
 
 if TYPE_CHECKING:
-    from .api import AddressSettings
-    from .postoffice import PostOffice
-    from .producer_flow import ProducerFlow
-    from .security import Action, Principal, SecurityPolicy
-    from .store import Store
+    from .connection_broker import ConnectionBroker
+    from .security import Action, Principal
 
-__all__ = ["ConnectionBroker", "ServerConnection"]
+__all__ = ["ServerConnection"]
 
 #: Acknowledges a run of tags and routes the common send (compiled twin; queue_run.py
 #: beside this module documents both), bound once: the broker core's package imports
@@ -55,35 +51,11 @@ def _norm_selector(selector: str | None) -> str | None:
     return selector if selector is not None and selector.strip() else None
 
 
-class ConnectionBroker(Protocol):
-    """What a connection uses of its broker (:class:`~.broker.Broker`, which makes the
-    connections): a Protocol, so that this module sits below the broker."""
-
-    @property
-    def closed(self) -> bool: ...
-    @property
-    def security(self) -> SecurityPolicy | None: ...
-    @property
-    def flow(self) -> ProducerFlow: ...
-    @property
-    def post_office(self) -> PostOffice: ...
-    @property
-    def queues(self) -> Mapping[str, Queue]: ...
-    @property
-    def store(self) -> Store | None: ...
-
-    def check_open(self) -> None: ...
-    def settings_for(self, name: str) -> AddressSettings: ...
-    def stats(self, name: str, kind: DestinationKind = ...) -> DestinationStats: ...
-    def all_stats(self) -> list[DestinationStats]: ...
-    def disconnected(self, conn: ServerConnection) -> None: ...
-
-
 class ServerConnection(ConnectionRecord):
     """Implements :class:`~.api.CoreConnection`. Obtain one from ``Broker.connect()``."""
 
     # _broker, _flow, _id, _queues and closed are the ConnectionRecord's (.records)
-    _broker: ConnectionBroker  # the record types it by what the common send reads
+    _broker: ConnectionBroker[ServerConnection]  # the record types it by what the common send reads
     __slots__ = (
         "_channel", "_consumer_subs", "_consumers", "_gate", "_temps", "_transactions",
         "callback", "client_id", "principal", "user",
@@ -91,7 +63,7 @@ class ServerConnection(ConnectionRecord):
 
     def __init__(
         self,
-        broker: ConnectionBroker,
+        broker: ConnectionBroker[ServerConnection],
         connection_id: int,
         callback: SessionCallback,
         client_id: str | None,

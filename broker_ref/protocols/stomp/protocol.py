@@ -73,11 +73,9 @@ _SERVER = "jmspy-broker_ref/0.1"
 TURN_FRAMES = 64
 TURN_BYTES = 64 * 1024
 TURN_SECONDS = 0.000_3
-#: Bytes a connection's parser may take in before, at the next frame boundary, it is
-#: replaced by a fresh one: a parser's buffer keeps the size of the biggest frame it read
-#: until more input arrives, so an idle connection that once sent a 10 MiB frame would
-#: hold 10 MiB for as long as it stays, outside the broker's input budget (40 such
-#: connections: 390 MB of RSS, none of it counted).
+#: Bytes a connection's parser may take in before it is replaced at a frame boundary: its
+#: buffer keeps the size of the biggest frame it read, so an idle connection that once
+#: sent a 10 MiB frame held 10 MiB outside the input budget (40 such: 390 MB of RSS).
 PARSER_RENEW_BYTES = 1024 * 1024
 
 
