@@ -62,17 +62,23 @@ def enqueue_with(twin: Any) -> Iterator[None]:
     through ``twin`` (None: the reference paths, ``Queue._enqueue_full`` and
     ``ServerConnection._send_full``; their dispatch is the pure twin's loop, which holds
     the ring and the hand-over as ``Queue`` defines them)."""
-    saved = queue_module._twin, connection_module._queue_run, ServerConnection.__dict__["send"]
+    bound = ("_tags_known_once", "_route_fast", "_acknowledge_tags")  # the connection's
+    saved = (queue_module._twin, ServerConnection.__dict__["send"],
+             [getattr(connection_module, name) for name in bound])
     if twin is None:
         queue_module._twin = SimpleNamespace(
             enqueue=_reference_enqueue, dispatch_fast=pure.dispatch_fast)
         ServerConnection.send = _reference_send  # type: ignore[method-assign,assignment]
     else:
-        queue_module._twin = connection_module._queue_run = twin
+        queue_module._twin = twin
+        for name in bound:
+            setattr(connection_module, name, getattr(twin, name.removeprefix("_")))
     try:
         yield
     finally:
-        queue_module._twin, connection_module._queue_run, ServerConnection.send = saved
+        queue_module._twin, ServerConnection.send, functions = saved
+        for name, function in zip(bound, functions, strict=True):
+            setattr(connection_module, name, function)
 
 
 class Recorder:
