@@ -181,79 +181,76 @@ def _tmpfs(where: Path) -> bool:
                           capture_output=True).returncode == 0
 
 
-def test_a_real_full_filesystem_refuses_then_acks_make_room(
-        tmp_path: Path, brokers: list[Broker]) -> None:
+@pytest.fixture
+def disk(tmp_path: Path, brokers: list[Broker]) -> Iterator[Path]:
+    """An 8 MiB tmpfs to keep a store on, unmounted once its brokers are killed (they
+    hold the store's files open)."""
     disk = tmp_path / "disk"
     if not _tmpfs(disk):
         pytest.skip("mounting a tmpfs needs root")
-    try:
-        broker = Broker(disk / "data")
-        brokers.append(broker)
-        producer = broker.client()
-        body = b"x" * 4000
-        receipted = 0
-        while True:  # until the 8 MiB are full: at most 2,048 of these fit
-            answer = producer.send("big", body, f"r{receipted}")
-            if not answer.startswith(b"RECEIPT"):
-                break
-            receipted += 1
-        assert answer.startswith(b"ERROR") and b"the broker's store is full" in answer
-        assert 0 < receipted < 2048
-        consumer = broker.client()  # every receipted message, and acks that work
-        assert len(consumer.drain("big", receipted)) == receipted
-        again = broker.client()  # the acks freed room inside the store
-        assert again.send("big", b"after", "z").startswith(b"RECEIPT")
-        code, err = broker.stop()
-        assert code == 0 and "Traceback" not in err, err
-    finally:
-        for b in brokers:
-            b.kill()
-        subprocess.run(["umount", str(disk)], check=False)
+    yield disk
+    for b in brokers:
+        b.kill()
+    subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_a_real_full_filesystem_refuses_then_acks_make_room(
+        disk: Path, brokers: list[Broker]) -> None:
+    broker = Broker(disk / "data")
+    brokers.append(broker)
+    producer = broker.client()
+    body = b"x" * 4000
+    receipted = 0
+    while True:  # until the 8 MiB are full: at most 2,048 of these fit
+        answer = producer.send("big", body, f"r{receipted}")
+        if not answer.startswith(b"RECEIPT"):
+            break
+        receipted += 1
+    assert answer.startswith(b"ERROR") and b"the broker's store is full" in answer
+    assert 0 < receipted < 2048
+    consumer = broker.client()  # every receipted message, and acks that work
+    assert len(consumer.drain("big", receipted)) == receipted
+    again = broker.client()  # the acks freed room inside the store
+    assert again.send("big", b"after", "z").startswith(b"RECEIPT")
+    code, err = broker.stop()
+    assert code == 0 and "Traceback" not in err, err
 
 
 def test_a_broker_restarted_on_a_full_filesystem_starts_and_serves_its_consumers(
-        tmp_path: Path, brokers: list[Broker]) -> None:
+        disk: Path, brokers: list[Broker]) -> None:
     """The disk filled while the broker was down: opening the store needs room (SQLite
     writes its log and the log's index), so the broker refused to start, and nobody could
     drain the queue that would free it. Now it gives its space reserve back to open,
     refuses SENDs for space, delivers what is stored, and takes SENDs again once acks
     made room; acked messages stay acked across the next restart."""
-    disk = tmp_path / "disk"
-    if not _tmpfs(disk):
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        first = Broker(disk / "data")
-        brokers.append(first)
-        producer = first.client()
-        for i in range(1500):  # the pages their acks free are room enough for more
-            assert producer.send("kept", b"%04d" % i + b"k" * 996, f"r{i}").startswith(
-                b"RECEIPT")
-        assert first.stop()[0] == 0
-        # someone else fills the disk
-        with open(disk / "filler", "wb") as filler, pytest.raises(OSError):
-            while True:
-                filler.write(b"f" * 65536)
-                filler.flush()
-        again = Broker(disk / "data")
-        brokers.append(again)
-        refused = again.client().send("kept", b"late", "z")
-        assert refused.startswith(b"ERROR") and b"the broker's store is full" in refused
-        bodies = again.client().drain("kept", 1500)
-        assert sorted(bodies) == [b"%04d" % i + b"k" * 996 for i in range(1500)]
-        assert again.client().send("after", b"x", "y").startswith(b"RECEIPT")
-        code, err = again.stop()
-        assert code == 0 and "Traceback" not in err, err
-        (disk / "filler").unlink()
-        last = Broker(disk / "data")
-        brokers.append(last)
-        reader = last.client()
-        assert reader.drain("after", 1) == [b"x"]
-        reader.sock.sendall(b"SUBSCRIBE\ndestination:/queue/kept\nid:k\nack:auto\n"
-                            b"receipt:sub\n\n\0")
-        assert reader.read().startswith(b"RECEIPT")  # before any MESSAGE it would deliver
-        reader.sock.sendall(b"SEND\ndestination:/queue/probe\nreceipt:p\n\nx\0")
-        assert reader.read().startswith(b"RECEIPT")  # no acked message came back first
-    finally:
-        for b in brokers:
-            b.kill()
-        subprocess.run(["umount", str(disk)], check=False)
+    first = Broker(disk / "data")
+    brokers.append(first)
+    producer = first.client()
+    for i in range(1500):  # the pages their acks free are room enough for more
+        assert producer.send("kept", b"%04d" % i + b"k" * 996, f"r{i}").startswith(
+            b"RECEIPT")
+    assert first.stop()[0] == 0
+    # someone else fills the disk
+    with open(disk / "filler", "wb") as filler, pytest.raises(OSError):
+        while True:
+            filler.write(b"f" * 65536)
+            filler.flush()
+    again = Broker(disk / "data")
+    brokers.append(again)
+    refused = again.client().send("kept", b"late", "z")
+    assert refused.startswith(b"ERROR") and b"the broker's store is full" in refused
+    bodies = again.client().drain("kept", 1500)
+    assert sorted(bodies) == [b"%04d" % i + b"k" * 996 for i in range(1500)]
+    assert again.client().send("after", b"x", "y").startswith(b"RECEIPT")
+    code, err = again.stop()
+    assert code == 0 and "Traceback" not in err, err
+    (disk / "filler").unlink()
+    last = Broker(disk / "data")
+    brokers.append(last)
+    reader = last.client()
+    assert reader.drain("after", 1) == [b"x"]
+    reader.sock.sendall(b"SUBSCRIBE\ndestination:/queue/kept\nid:k\nack:auto\n"
+                        b"receipt:sub\n\n\0")
+    assert reader.read().startswith(b"RECEIPT")  # before any MESSAGE it would deliver
+    reader.sock.sendall(b"SEND\ndestination:/queue/probe\nreceipt:p\n\nx\0")
+    assert reader.read().startswith(b"RECEIPT")  # no acked message came back first
