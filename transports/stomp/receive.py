@@ -49,8 +49,8 @@ from jmspy.stomp_frames import (
     header_dict,
 )
 
+from . import stomppy_private
 from .reading_turn import ReadingTurn
-from .stomppy_private import replace_read_step
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
@@ -183,9 +183,9 @@ def install(conn: Any, reader_factory: Callable[[Any], FrameReader]) -> FrameRea
     stomp.py (:mod:`.stomppy_private`) or if it reads through a TLS I/O queue
     (non-blocking transport)."""
     transport = getattr(conn, "transport", None)
-    if transport is None:
+    if transport is None or not stomppy_private.enabled():  # decided before a reader is made
         return None
     if not getattr(transport, "blocking", False) or not hasattr(transport, "receive"):
         return None
     reader = reader_factory(transport)
-    return reader if replace_read_step(transport, reader.read_frames) else None
+    return reader if stomppy_private.replace_read_step(transport, reader.read_frames) else None
