@@ -20,6 +20,7 @@ REGISTRIES = {
     "jmspy/twins.py": "jmspy.twins",
     "jmspy/api_twins.py": "jmspy.api_twins",
     "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
+    "broker_ref/core/run_twins.py": "jmspy.broker_ref.core.run_twins",
     "broker_ref/protocols/stomp/twins.py": "jmspy.broker_ref.protocols.stomp.twins",
     "transports/twins.py": "jmspy.transports.twins",
 }

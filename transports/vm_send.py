@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jmspy.broker_ref.core import twins as core_twins
+from jmspy.broker_ref.core import run_twins as core_twins
 from jmspy.errors import IllegalStateException
 
 # The pure conversion, not the running twin: this module is itself a twin, below the

@@ -22,16 +22,15 @@ Rules every host relies on:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jmspy.broker_ref.core import twins
 
 from .kinds import BodyType, DestinationKind
+from .records import BatchSessionCallback, DeliverMany, Delivery, SessionCallback
 
 if TYPE_CHECKING:
-    from .errors import BrokerError
     from .records import ServerMessage
 else:
     # The message record is a twin (typed C fields when compiled): see .records.
@@ -60,21 +59,6 @@ DEAD_LETTER_REASON = "JMS_jmspy_DeadLetterReason"
 ORIGINAL_DESTINATION = "JMS_jmspy_OriginalDestination"
 #: How a temporary queue's name starts (``ServerConnection.create_temporary_queue``).
 TEMP_PREFIX = "temp-queue://"
-
-
-@dataclass(slots=True)
-class Delivery:
-    """One delivery of a message to one consumer.
-
-    ``delivery_tag`` is unique within the connection and is what acks and cancels name.
-    ``delivery_count`` is 1 on first delivery and grows each time the message is
-    redelivered (JMSXDeliveryCount); JMSRedelivered is ``delivery_count > 1``.
-    """
-
-    consumer_id: int
-    delivery_tag: int
-    message: ServerMessage
-    delivery_count: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -323,41 +307,6 @@ _CHOICES: dict[str, frozenset[str]] = {
     "fairness_model": frozenset({"fast", "round-robin", "proportional"}),
     "leasing": frozenset({"strict", "sublet"}),
 }
-
-
-class SessionCallback(Protocol):
-    """What the core calls on its host. Implementations must not block or re-enter."""
-
-    def deliver(self, delivery: Delivery) -> None:
-        """Hand one delivery to the consumer ``delivery.consumer_id``."""
-
-    def consumer_closed(self, consumer_id: int, reason: str) -> None:
-        """The broker closed the consumer on its own (its destination was deleted...)."""
-
-    def send_done(self, ticket: object, error: BrokerError | None) -> None:
-        """A send (or commit) that producer flow control parked went through (``error``
-        None) or failed, not stored; ``ticket`` is what the host passed with it."""
-
-
-#: ``deliver_many(consumer_id, first_tag, messages, delivery_counts)``
-DeliverMany = Callable[[int, int, list[ServerMessage], list[int]], None]
-
-
-class BatchSessionCallback(SessionCallback, Protocol):
-    """A SessionCallback that also takes a run of deliveries to one consumer at once.
-
-    Optional: the core uses ``deliver_many`` when the callback has it, else one
-    ``deliver`` per message. A run is what a consumer alone in a queue's dispatch ring
-    gets (up to its credit and flow limit): the i-th message has delivery tag
-    ``first_tag + i`` and delivery count ``delivery_counts[i]``, exactly the deliveries
-    ``deliver`` would have seen one by one, in that order. The lists belong to the
-    callback afterwards. Same rules as ``deliver``: buffer only, never re-enter.
-    """
-
-    def deliver_many(
-        self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
-        delivery_counts: list[int],
-    ) -> None: ...
 
 
 class CoreConnection(Protocol):

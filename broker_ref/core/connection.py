@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jmspy.broker_ref.core import twins
+from jmspy.broker_ref.core import run_twins
 
 from .api import (
     TEMP_PREFIX,
@@ -27,7 +27,8 @@ from .errors import (
     InvalidSubscription,
 )
 from .flow_gate import ConnectionGate
-from .queue import DeliveryChannel, Queue, ServerConsumer, compile_filter, effective_flow_limit
+from .queue import DeliveryChannel, ServerConsumer, compile_filter, effective_flow_limit
+from .records import QueueRef
 from .settings import is_wildcard
 from .temp_queues import TemporaryQueues
 from .topic import Subscription, SubscriptionKey, Topic
@@ -42,9 +43,9 @@ __all__ = ["ServerConnection"]
 #: Acknowledges a run of tags and routes the common send (compiled twin; queue_run.py
 #: beside this module documents both), bound once: the broker core's package imports
 #: nothing, so the twin is whole whichever module is imported first.
-_tags_known_once = twins.queue_run.tags_known_once
-_route_fast = twins.queue_run.route_fast
-_acknowledge_tags = twins.queue_run.acknowledge_tags
+_tags_known_once = run_twins.queue_run.tags_known_once
+_route_fast = run_twins.queue_run.route_fast
+_acknowledge_tags = run_twins.queue_run.acknowledge_tags
 
 
 def _norm_selector(selector: str | None) -> str | None:
@@ -142,9 +143,9 @@ class ServerConnection(ConnectionRecord):
                 )
             seen.add(tag)
 
-    def _cancel_tags(self, tags: list[int], redelivered: bool) -> set[Queue]:
+    def _cancel_tags(self, tags: list[int], redelivered: bool) -> set[QueueRef]:
         """Cancel in descending tag order so each queue gets its original order back."""
-        touched: set[Queue] = set()
+        touched: set[QueueRef] = set()
         owners = self._channel.tags
         with self._broker.post_office.batch():
             for tag in sorted(tags, reverse=True):
@@ -473,7 +474,7 @@ class ServerConnection(ConnectionRecord):
         self._check_open()
         self._check_tags(delivery_tags)
         owners = self._channel.tags
-        touched: set[Queue] = set()
+        touched: set[QueueRef] = set()
         with self._broker.post_office.batch():
             for tag in delivery_tags:
                 c = owners.pop(tag)

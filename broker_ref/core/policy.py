@@ -22,7 +22,7 @@ from .filters import compile_filter, filter_accepts
 
 if TYPE_CHECKING:
     from .api import AddressSettings
-    from .queue import Queue
+    from .queue_ops import QueueOps
 
 __all__ = [
     "TIMER_LEASE",
@@ -90,7 +90,7 @@ class QueuePolicy:
         "stale",
     )
 
-    def __init__(self, queue: Queue) -> None:
+    def __init__(self, queue: QueueOps) -> None:
         self.q = queue
         #: ref -> (consumer, tag, due) of every leased delivery
         self.leases: dict[MessageRef, tuple[ServerConsumer, int, int]] = {}

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from jmspy.broker_ref.core import twins
+from jmspy.broker_ref.core import run_twins
 
 from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (
@@ -73,10 +73,9 @@ from .records import priority_level
 from .store import PageRun
 
 #: The per-message step of dispatch, the common enqueue and the fast dispatch loop
-#: (``queue_run.py`` beside this file, or its compiled twin).
-#: Looked up per call, not bound at import: the compiled twin imports the broker core
-#: while it is itself being imported, so its functions may not exist yet at this point.
-_twin = twins.queue_run
+#: (``queue_run.py`` beside this file, or its compiled twin), each typed on
+#: :class:`~.queue_run.RunQueue`, which this class is held to where it passes itself.
+_twin = run_twins.queue_run
 
 # The record types and filter helpers are re-exported so hosts need one import.
 __all__ = [

@@ -24,7 +24,7 @@ from .consumer import DELIVERING, GONE, MessageRef, ServerConsumer
 from .filters import filter_accepts
 
 if TYPE_CHECKING:
-    from .queue import Queue
+    from .queue_ops import QueueOps
 
 __all__ = ["QueueDeliveries", "dispatch_filtered", "hand_over"]
 
@@ -44,7 +44,7 @@ def hand_over(
         deliver(Delivery(consumer_id, first_tag + i, message, counts[i]))
 
 
-def dispatch_filtered(queue: Queue, ring: deque[ServerConsumer], now: int) -> None:
+def dispatch_filtered(queue: QueueOps, ring: deque[ServerConsumer], now: int) -> None:
     """With selectors: each ready message of ``queue``, in order, goes to the first
     consumer in ``ring`` (the queue's) order whose selector matches; messages nobody
     matches stay in place. This is O(ready messages) per dispatch: the price of
@@ -83,7 +83,7 @@ class QueueDeliveries:
 
     __slots__ = ("_persist", "_queue")
 
-    def __init__(self, queue: Queue, persist: bool) -> None:
+    def __init__(self, queue: QueueOps, persist: bool) -> None:
         """``persist``: the queue's persistent messages have store rows, whose delivery
         counts a redelivery updates (fixed for the queue's life)."""
         self._queue = queue

@@ -17,14 +17,14 @@ the message's row when the queue persists and the message is persistent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .api import ServerMessage
 from .consumer import GONE, MessageRef
 
 if TYPE_CHECKING:
-    from .policy import QueuePolicy
-    from .queue import Queue, QueueHost
+    from .queue_host import QueueHost
+    from .queue_ops import PolicyOps, QueueOps
 
 __all__ = ["EXPIRED_REASON", "QueueRemovals"]
 
@@ -39,7 +39,7 @@ class QueueRemovals:
         "messages_replaced",
     )  # fmt: skip
 
-    def __init__(self, queue: Queue, host: QueueHost[Queue], persist: bool) -> None:
+    def __init__(self, queue: QueueOps, host: QueueHost[Any], persist: bool) -> None:
         """``persist``: the queue is durable on a host with a store (fixed for its life),
         so its persistent messages have rows to remove."""
         self._queue = queue  # the source of diversions; its settings say where they go
@@ -51,7 +51,7 @@ class QueueRemovals:
         #: dropped by ``pending_message_limit`` (a slow non-durable subscriber, seed 003)
         self.discarded = 0
 
-    def expire(self, ref: MessageRef, policy: QueuePolicy | None) -> None:
+    def expire(self, ref: MessageRef, policy: PolicyOps | None) -> None:
         """``ref`` (no longer ready or in delivery) expired: to the expiry address, or
         under an AMPS expiration setting with none, dead-lettered (seed 001: an expired
         message is an undeliverable one there)."""
@@ -67,7 +67,7 @@ class QueueRemovals:
         self._host.divert(self._queue, ref.message, address, EXPIRED_REASON)
         self.unstore(ref.message)
 
-    def dead_letter(self, ref: MessageRef, reason: str, policy: QueuePolicy | None) -> None:
+    def dead_letter(self, ref: MessageRef, reason: str, policy: PolicyOps | None) -> None:
         """``ref`` goes to the dead-letter address with ``reason``; ``policy``: the policy
         that still knows it (None when it already forgot it, or there is none)."""
         ref.state = GONE
@@ -78,7 +78,7 @@ class QueueRemovals:
                           reason)
         self.unstore(ref.message)
 
-    def replace(self, ref: MessageRef, policy: QueuePolicy | None) -> None:
+    def replace(self, ref: MessageRef, policy: PolicyOps | None) -> None:
         """A full ring drops ``ref`` (not ready, or already taken out of its level):
         "replaced", not dead-lettered; a ``pending_message_limit`` ring counts it as
         discarded instead (:attr:`~.queue_limits.QueueLimits.discards`)."""

@@ -36,7 +36,7 @@ twin.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .api import DestinationKind, ServerMessage
 from .consumer import (
@@ -50,19 +50,69 @@ from .consumer import (
     ServerConsumer,
 )
 from .duplicates import DUPLICATE_ID
+from .records import QueueRef
 
 if TYPE_CHECKING:
-    from .consumer import ConnectionRecord
-    from .queue import Queue
+    from collections import deque
+
+    from .consumer import ConnectionRecord, LevelsRecord
+    from .queue_host import QueueHost
 
 _QUEUE = DestinationKind.QUEUE
 
-__all__ = ["acknowledge_tags", "dispatch_fast", "enqueue", "route_fast", "tags_known_once",
-           "take_run"]
+__all__ = ["RunQueue", "acknowledge_tags", "dispatch_fast", "enqueue", "route_fast",
+           "tags_known_once", "take_run"]
+
+
+class _Removals(Protocol):
+    def unstore(self, message: ServerMessage) -> None: ...
+
+
+class RunQueue(QueueRef, Protocol):
+    """What the run reads, writes and calls on a queue: the :class:`~.records.QueueRecord`
+    fields and the few steps of :class:`~.queue.Queue` it hands the uncommon cases to.
+
+    A Protocol rather than ``Queue`` itself, so that this module sits below the queue
+    that binds it (``Queue`` passes itself to each function here, which holds it to
+    this Protocol). The connection's record knows its queues as
+    :class:`~.records.QueueRef` only: :func:`route_fast` narrows them (every queue the
+    broker makes is a ``Queue``)."""
+
+    enqueued: int
+    dequeued: int
+    delivering_count: int
+    _dispatching: bool
+
+    @property
+    def levels(self) -> LevelsRecord: ...
+    @property
+    def host(self) -> QueueHost[Any]: ...
+    @property
+    def removals(self) -> _Removals: ...
+    @property
+    def deleted(self) -> bool: ...
+    @property
+    def _persist(self) -> bool: ...
+    @property
+    def _policy(self) -> object | None: ...
+    @property
+    def _pages(self) -> object | None: ...
+    @property
+    def _ring(self) -> deque[ServerConsumer] | None: ...
+    @property
+    def _ring_size(self) -> int: ...
+    @property
+    def _filtered(self) -> int: ...
+
+    def _add_tail(self, ref: MessageRef) -> None: ...
+    def _enqueue_full(self, message: ServerMessage) -> None: ...
+    def _hand_over(self, c: ServerConsumer, first_tag: int, messages: list[ServerMessage],
+                   counts: list[int]) -> None: ...
+    def expire(self, ref: MessageRef) -> None: ...
 
 
 def take_run(
-    queue: Queue, c: ServerConsumer, room: int
+    queue: RunQueue, c: ServerConsumer, room: int
 ) -> tuple[list[ServerMessage], list[int], int, MessageRef | None]:
     """Deliver up to ``room`` ready messages of ``queue`` to ``c``, in queue order.
 
@@ -150,7 +200,7 @@ def tags_known_once(known: Mapping[int, object], staged: Mapping[int, object],
             and (not staged or unique.isdisjoint(staged)))
 
 
-def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[Queue]:
+def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list[QueueRef]:
     """Acknowledge delivery ``tags`` of one connection, in order, outside a transaction.
 
     ``owners`` is the connection's tag -> consumer index; the caller has validated the
@@ -158,8 +208,8 @@ def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list
     and is acknowledged by its consumer's queue (``Queue.acknowledge``). Returns the
     queues touched, in the order first touched: the caller dispatches each afterwards.
     """
-    touched: list[Queue] = []
-    seen: set[Queue] = set()
+    touched: list[QueueRef] = []
+    seen: set[QueueRef] = set()
     for tag in tags:
         c = owners.pop(tag)
         q = c.queue
@@ -170,7 +220,7 @@ def acknowledge_tags(owners: dict[int, ServerConsumer], tags: list[int]) -> list
     return touched
 
 
-def enqueue(queue: Queue, message: ServerMessage) -> None:
+def enqueue(queue: RunQueue, message: ServerMessage) -> None:
     """``Queue.enqueue``: store, make ready at the tail of its level, dispatch.
 
     The same steps in the same order as ``Queue._enqueue_full`` for a message without
@@ -243,11 +293,11 @@ def route_fast(conn: ConnectionRecord, message: ServerMessage) -> bool:
     if queue is None:
         return False
     message.producer_connection = conn._id
-    enqueue(queue, message)
+    enqueue(cast("RunQueue", queue), message)
     return True
 
 
-def dispatch_fast(queue: Queue) -> None:
+def dispatch_fast(queue: RunQueue) -> None:
     """``Queue._dispatch_fast``: round-robin one message per consumer turn; a consumer
     alone in the ring gets a run of messages, as many as its credit and flow limit allow,
     handed to its host in one call (same order and tags: nobody else was waiting for a

@@ -21,7 +21,7 @@ from .consumer import GONE, READY, SCHEDULED, MessageRef
 from .policy import TIMER_LEASE
 
 if TYPE_CHECKING:
-    from .queue import Queue
+    from .queue_ops import QueueOps
 
 __all__ = ["TIMER_EXPIRE", "TIMER_LEASE", "TIMER_RELEASE", "QueueTimers"]
 
@@ -34,7 +34,7 @@ class QueueTimers:
 
     __slots__ = ("_queue", "_scheduled")
 
-    def __init__(self, queue: Queue) -> None:
+    def __init__(self, queue: QueueOps) -> None:
         self._queue = queue
         self._scheduled: set[MessageRef] | None = None
 

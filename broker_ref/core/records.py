@@ -20,6 +20,7 @@ twins read them from this module when they are imported.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -28,10 +29,8 @@ from .kinds import BodyType, DestinationKind
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from .api import DeliverMany, SessionCallback
+    from .errors import BrokerError
     from .filters import Filter
-    from .queue import Queue
-    from .spool import Spool
 
 __all__ = [
     "DELIVERING",
@@ -50,8 +49,10 @@ __all__ = [
     "MessageRef",
     "PageBudget",
     "QueueRecord",
+    "QueueRef",
     "ServerConsumer",
     "ServerMessage",
+    "SpoolUse",
     "priority_level",
 ]
 
@@ -115,6 +116,56 @@ class ServerMessage:
     size: int = 0
 
 
+@dataclass(slots=True)
+class Delivery:
+    """One delivery of a message to one consumer.
+
+    ``delivery_tag`` is unique within the connection and is what acks and cancels name.
+    ``delivery_count`` is 1 on first delivery and grows each time the message is
+    redelivered (JMSXDeliveryCount); JMSRedelivered is ``delivery_count > 1``.
+    """
+
+    consumer_id: int
+    delivery_tag: int
+    message: ServerMessage
+    delivery_count: int
+
+
+class SessionCallback(Protocol):
+    """What the core calls on its host. Implementations must not block or re-enter."""
+
+    def deliver(self, delivery: Delivery) -> None:
+        """Hand one delivery to the consumer ``delivery.consumer_id``."""
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        """The broker closed the consumer on its own (its destination was deleted...)."""
+
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        """A send (or commit) that producer flow control parked went through (``error``
+        None) or failed, not stored; ``ticket`` is what the host passed with it."""
+
+
+#: ``deliver_many(consumer_id, first_tag, messages, delivery_counts)``
+DeliverMany = Callable[[int, int, list[ServerMessage], list[int]], None]
+
+
+class BatchSessionCallback(SessionCallback, Protocol):
+    """A SessionCallback that also takes a run of deliveries to one consumer at once.
+
+    Optional: the core uses ``deliver_many`` when the callback has it, else one
+    ``deliver`` per message. A run is what a consumer alone in a queue's dispatch ring
+    gets (up to its credit and flow limit): the i-th message has delivery tag
+    ``first_tag + i`` and delivery count ``delivery_counts[i]``, exactly the deliveries
+    ``deliver`` would have seen one by one, in that order. The lists belong to the
+    callback afterwards. Same rules as ``deliver``: buffer only, never re-enter.
+    """
+
+    def deliver_many(
+        self, consumer_id: int, first_tag: int, messages: list[ServerMessage],
+        delivery_counts: list[int],
+    ) -> None: ...
+
+
 @dataclass(slots=True, eq=False)
 class MessageRef:
     """A message's place in one queue (a topic message has one ref per subscription).
@@ -155,7 +206,7 @@ class DeliveryChannel:
 class ServerConsumer:
     consumer_id: int
     channel: DeliveryChannel
-    queue: Queue
+    queue: QueueRef
     filter: Filter | None
     auto_ack: bool
     flow_limit: int | None
@@ -353,7 +404,7 @@ class FlowRecord:
 
     _budget: PageBudget
     _memory_limit: int
-    _spool: Spool
+    _spool: SpoolUse
     _stored: bool
     _waiting: dict[int, Any]
     destination_limits: bool
@@ -368,6 +419,41 @@ class FlowRecord:
         return (not self._waiting and self._budget.used < self._memory_limit
                 and self._spool.used < self.temp_limit and not self.destination_limits
                 and not (message.persistent and self._stored))
+
+
+class QueueRef(Protocol):
+    """What a consumer's record and a connection's record let the core call on a queue.
+
+    A Protocol, so that the records sit below the queue (which derives from
+    :class:`QueueRecord`): the records name no module above them, and the queue's own
+    code narrows to :class:`~.queue.Queue` where it needs more."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def deleted(self) -> bool: ...
+
+    def enqueue(self, message: ServerMessage) -> None: ...
+
+    def grant(self, consumer: ServerConsumer, credits: int) -> None: ...
+
+    def remove_consumer(self, consumer: ServerConsumer) -> None: ...
+
+    def dispatch(self) -> None: ...
+
+    def acknowledge(self, c: ServerConsumer, tag: int) -> None: ...
+
+    def cancel(self, c: ServerConsumer, tag: int, redelivered: bool) -> None: ...
+
+    def reject(self, c: ServerConsumer, tag: int, reason: str) -> None: ...
+
+
+class SpoolUse(Protocol):
+    """What :meth:`FlowRecord.free_for` reads of the temp spool: the bytes it holds."""
+
+    @property
+    def used(self) -> int: ...
 
 
 class BrokerState(Protocol):
@@ -395,5 +481,5 @@ class ConnectionRecord:
     _broker: BrokerState
     _flow: FlowRecord
     _id: int
-    _queues: Mapping[str, Queue]
+    _queues: Mapping[str, QueueRef]
     closed: bool

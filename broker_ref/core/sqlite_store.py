@@ -32,7 +32,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
 
-from jmspy.broker_ref.core import twins
+from jmspy.broker_ref.core import run_twins
 from jmspy.errors import JMSException
 
 from .api import ServerMessage
@@ -119,7 +119,7 @@ _TAKE_WIDE = (f"SELECT {PACKED}, {_READ} FROM messages {_WHERE}",
 #: (SQLite before 3.32 allows 999 parameters).
 _BY_SEQ_CHUNK = 500
 
-_page_rows = twins.page_rows
+_page_rows = run_twins.page_rows
 
 
 def _empty_file(path: Path) -> bool:

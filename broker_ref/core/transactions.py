@@ -28,7 +28,7 @@ from .store_faults import StoreWriteFailed
 if TYPE_CHECKING:
     from .postoffice import PostOffice
     from .producer_flow import ProducerFlow
-    from .queue import Queue, ServerConsumer
+    from .records import QueueRef, ServerConsumer
     from .store import Store
 
 __all__ = ["Transactions"]
@@ -73,7 +73,7 @@ class Transactions:
         conn: TxConnection,
         broker: TxBroker,
         owners: dict[int, ServerConsumer],
-        cancel: Callable[[list[int], bool], set[Queue]],
+        cancel: Callable[[list[int], bool], set[QueueRef]],
     ) -> None:
         self._conn = conn
         self._broker = broker
@@ -167,7 +167,7 @@ class Transactions:
                 raise StoreWriteFailed(f"transaction {tx!r} was rolled back: {full}")
         owners = self._owners
         staged = self._staged
-        touched: set[Queue] = set()
+        touched: set[QueueRef] = set()
         client_id = self._conn.client_id
         with post.batch():
             for tag in t.acks:
