@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from .core.sqlite_store import SqliteStore, StoreError
-from .core.store_faults import RESERVE_BYTES
+from .store.sqlite_store import SqliteStore, StoreError
+from .store.store_faults import RESERVE_BYTES
 
 __all__ = ["CHECK_DAMAGED", "CHECK_HEALTHY", "CHECK_UNUSABLE", "STORE_FILE", "DataDirectory",
            "check"]

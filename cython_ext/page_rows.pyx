@@ -2,7 +2,7 @@
 """Store rows of the narrow page-in read back as messages, a batch at a time (compiled
 twin).
 
-The pure twin ``jmspy/broker_ref/core/page_rows.py`` says why the narrow read exists and
+The pure twin ``jmspy/broker_ref/store/page_rows.py`` says why the narrow read exists and
 what its packed column holds; ``tests/broker_core/test_page_rows_twins.py`` feeds both the
 same rows and requires the same messages, counts and rows left for the full read. Change
 one, change the other.
@@ -18,8 +18,8 @@ import json
 from jmspy._cext.records cimport ServerMessage
 
 from jmspy.broker_ref.core.kinds import BodyType, DestinationKind
-from jmspy.broker_ref.core.message_codec import _in
-from jmspy.broker_ref.core.page_rows import PACKED
+from jmspy.broker_ref.store.message_codec import _in
+from jmspy.broker_ref.store.page_rows import PACKED
 
 __all__ = ["PACKED", "narrow_paged"]
 

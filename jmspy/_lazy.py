@@ -22,14 +22,18 @@ def facade(package: str, namespace: dict[str, Any], public: Mapping[str, str]
            ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package`` whose globals are ``namespace``:
     ``public`` maps each public name to the submodule (relative to ``package``) that
-    defines it. A name, once loaded, is stored in ``namespace``, so later lookups do not
-    come back here."""
+    defines it, or to a module of a sibling package by a relative name
+    (``..store.store``). A name, once loaded, is stored in ``namespace``, so later lookups
+    do not come back here."""
 
     def __getattr__(name: str) -> Any:
         module = public.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(f"{package}.{module}"), name)
+        # a name defined in a sibling package is given relative to this one ("..store.x")
+        found = (import_module(module, package) if module.startswith(".")
+                 else import_module(f"{package}.{module}"))
+        value = getattr(found, name)
         namespace[name] = value
         return value
 

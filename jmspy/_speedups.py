@@ -38,7 +38,7 @@ PURE_TWINS: frozenset[str] = frozenset(
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
     "consumer_core": "jmspy.consumer_core",
-    "page_rows": "jmspy.broker_ref.core.page_rows",
+    "page_rows": "jmspy.broker_ref.store.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
     "stomp_message": "jmspy.broker_ref.protocols.stomp.message_frame",

@@ -52,7 +52,7 @@ EXCEPTIONS = sorted(
 def test_the_walk_sees_the_client_the_transports_and_the_broker() -> None:
     names = {m.__name__ for m in MODULES}
     assert {"jmspy.errors", "jmspy.transports.stomp.receipts",
-            "jmspy.broker_ref.core.errors", "jmspy.broker_ref.core.sqlite_store"} <= names
+            "jmspy.broker_ref.core.errors", "jmspy.broker_ref.store.sqlite_store"} <= names
     assert core.DestinationNotFound in EXCEPTIONS and len(EXCEPTIONS) > 25
 
 

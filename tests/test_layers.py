@@ -192,3 +192,22 @@ def test_the_broker_core_loads_no_protocol_host_no_transport_and_no_client_api(
                   if _within(m, "jmspy.broker_ref.protocols") or _within(m, "jmspy.transports")
                   or m in {"jmspy.session", "jmspy.connection", "jmspy.factory"}
                   or m.split(".")[0] in {"asyncio", "paho", "stomp"}) == []
+
+
+#: What the store (``broker_ref/store/``) may import from the broker core: its bottom.
+STORE_MAY_IMPORT = frozenset({"kinds", "errors", "records", "api"})
+
+
+def test_the_store_imports_only_the_bottom_of_the_broker_core() -> None:
+    """The store keeps messages for the queue and the broker; it knows their message type,
+    their kinds and errors, and nothing of the queue, the connection or the broker (every
+    edge counts: ``TYPE_CHECKING`` ones and imports inside functions too)."""
+    store = [m for m in SOURCES if _within(m, f"{BROKER}.store")]
+    assert len(store) >= 9
+    bad = sorted(
+        f"{m} imports {name}"
+        for m in store for name in imports(m)
+        if _within(name, f"{BROKER}.core")
+        and name.removeprefix(f"{BROKER}.core.") not in STORE_MAY_IMPORT
+    )
+    assert not bad, f"the store sits below the queue and the broker: {bad}"

@@ -35,7 +35,7 @@ from jmspy.broker_ref.core.connection import ServerConnection
 from jmspy.broker_ref.core.consumer import PRIORITIES, MessageRef
 from jmspy.broker_ref.core.errors import IllegalBrokerState
 from jmspy.broker_ref.core.queue import Queue
-from jmspy.broker_ref.core.store import MemoryStore
+from jmspy.broker_ref.store.store import MemoryStore
 
 START = 1_000_000
 #: The compiled twin reads the compiled records' C fields, so it runs only where the broker

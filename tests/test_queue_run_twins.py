@@ -37,7 +37,7 @@ from jmspy.broker_ref.core.consumer import (
     ServerConsumer,
 )
 from jmspy.broker_ref.core.queue import Queue
-from jmspy.broker_ref.core.spool import Spool
+from jmspy.broker_ref.store.spool import Spool
 
 SETTINGS = settings(
     max_examples=300, deadline=None, database=None,

@@ -21,6 +21,7 @@ REGISTRIES = {
     "jmspy/api_twins.py": "jmspy.api_twins",
     "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
     "broker_ref/core/run_twins.py": "jmspy.broker_ref.core.run_twins",
+    "broker_ref/store/twins.py": "jmspy.broker_ref.store.twins",
     "broker_ref/protocols/stomp/twins.py": "jmspy.broker_ref.protocols.stomp.twins",
     "transports/twins.py": "jmspy.transports.twins",
 }

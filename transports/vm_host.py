@@ -20,8 +20,8 @@ from jmspy import errors
 from jmspy.broker_ref.config import parse_size
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.api import DestinationKind
-from jmspy.broker_ref.core.sqlite_store import StoreError
 from jmspy.broker_ref.data_dir import DataDirectory
+from jmspy.broker_ref.store.sqlite_store import StoreError
 
 if TYPE_CHECKING:
     import ssl

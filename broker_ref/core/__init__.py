@@ -14,6 +14,7 @@ from jmspy._lazy import facade
 # A façade (see jmspy._lazy): each public name's module is loaded when the name is first
 # used, so a module of this package importing a sibling never runs the others.
 if TYPE_CHECKING:
+    from ..store.store import MemoryStore, RecoveredState, Store, StoredMessage, SubscriptionRecord
     from .api import (
         DEAD_LETTER_REASON,
         ORIGINAL_DESTINATION,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
         TransactionError,
     )
     from .settings import SettingsRegistry, pattern_matches
-    from .store import MemoryStore, RecoveredState, Store, StoredMessage, SubscriptionRecord
 
 _PUBLIC: dict[str, str] = {
     "AccessDenied": "errors",
@@ -62,18 +62,18 @@ _PUBLIC: dict[str, str] = {
     "InvalidClientId": "errors",
     "InvalidDestination": "errors",
     "InvalidSubscription": "errors",
-    "MemoryStore": "store",
+    "MemoryStore": "..store.store",
     "ORIGINAL_DESTINATION": "api",
-    "RecoveredState": "store",
+    "RecoveredState": "..store.store",
     "ResourceLimitExceeded": "errors",
     "SelectorError": "errors",
     "ServerConnection": "connection",
     "ServerMessage": "api",
     "SessionCallback": "api",
     "SettingsRegistry": "settings",
-    "Store": "store",
-    "StoredMessage": "store",
-    "SubscriptionRecord": "store",
+    "Store": "..store.store",
+    "StoredMessage": "..store.store",
+    "SubscriptionRecord": "..store.store",
     "TEMP_PREFIX": "api",
     "TransactionError": "errors",
     "pattern_matches": "settings",

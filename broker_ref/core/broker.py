@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
+from ..store.spool import Spool
+from ..store.store import Store
 from .api import (
     DEAD_LETTER_REASON,
     ORIGINAL_DESTINATION,
@@ -45,8 +47,6 @@ from .producer_flow import ProducerFlow
 from .queue import EXPIRED_REASON, MessageRef, Queue
 from .queue_limits import DEFAULT_DESTINATION_MEMORY_PERCENT, page_limit_of
 from .settings import SettingsRegistry
-from .spool import Spool
-from .store import Store
 
 if TYPE_CHECKING:
     from .security import Principal, SecurityPolicy

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from .api import AddressSettings, DestinationKind, DestinationStats
 
 if TYPE_CHECKING:
+    from ..store.store import Store
     from .postoffice import PostOffice
     from .producer_flow import ProducerFlow
     from .queue import Queue
     from .security import SecurityPolicy
-    from .store import Store
 
 __all__ = ["ConnectionBroker"]
 

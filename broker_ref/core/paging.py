@@ -39,11 +39,11 @@ from collections import deque
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ..store.spool import Spool
+from ..store.store import Paged, PageRun, Store, StoredMessage
 from .api import ServerMessage
 from .filters import Filter, filter_accepts
 from .records import PRIORITIES
-from .spool import Spool
-from .store import Paged, PageRun, Store, StoredMessage
 
 if TYPE_CHECKING:
     from .records import ServerConsumer

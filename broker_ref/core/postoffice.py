@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
+from ..store.store import Store, SubscriptionRecord
 from .api import TEMP_PREFIX, AddressSettings, DestinationKind, ServerMessage
 from .duplicates import DUPLICATE_ID, DuplicateIds
 from .errors import DestinationNotFound, InvalidDestination
 from .queue import Queue, QueueHost, compile_filter
 from .settings import SettingsRegistry, is_wildcard
-from .store import Store, SubscriptionRecord
 from .topic import Subscription, SubscriptionKey, Topic, WildcardRoutes
 
 __all__ = ["PostOffice"]

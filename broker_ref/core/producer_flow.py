@@ -56,12 +56,12 @@ from .errors import BrokerError, IllegalBrokerState, ResourceLimitExceeded
 from .queue_limits import pages_by_settings
 
 if TYPE_CHECKING:
+    from ..store.spool import Spool
+    from ..store.store import Store
     from .api import SessionCallback
     from .postoffice import PostOffice
     from .queue import Queue
     from .records import PageBudget
-    from .spool import Spool
-    from .store import Store
 
 __all__ = ["LOG_EVERY_MS", "FlowBroker", "FlowConnection", "Full", "ProducerFlow", "format_size"]
 

@@ -44,6 +44,7 @@ from collections import deque
 
 from jmspy.broker_ref.core import run_twins
 
+from ..store.store import PageRun
 from .api import AddressSettings, DestinationKind, DestinationStats, ServerMessage
 from .consumer import (
     DELIVERING,
@@ -70,7 +71,6 @@ from .queue_stats import queue_stats
 from .queue_timers import TIMER_EXPIRE, TIMER_LEASE, TIMER_RELEASE, QueueTimers
 from .ready_levels import ReadyLevels
 from .records import priority_level
-from .store import PageRun
 
 #: The per-message step of dispatch, the common enqueue and the fast dispatch loop
 #: (``queue_run.py`` beside this file, or its compiled twin), each typed on

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from ..store.spool import Spool
+    from ..store.store import Store
     from .api import ServerMessage
     from .records import MessageRef, PageBudget
-    from .spool import Spool
-    from .store import Store
 
 __all__ = ["QueueHost"]
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..store.spool import Spool
+from ..store.store import PageRun, Store
 from .api import ServerMessage
 from .consumer import GONE, PAGE_OVERHEAD, PRIORITIES, MessageRef, ServerConsumer
 from .paging import PAGE_BATCH, PAGE_LOW_WATER, Paged, QueuePages
 from .ready_levels import ReadyLevels
-from .spool import Spool
-from .store import PageRun, Store
 
 __all__ = ["QueuePaging"]
 

@@ -20,16 +20,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from ..store.store_faults import StoreWriteFailed
 from .api import ServerMessage
 from .errors import BrokerError, TransactionError
 from .producer_flow import FlowConnection
-from .store_faults import StoreWriteFailed
 
 if TYPE_CHECKING:
+    from ..store.store import Store
     from .postoffice import PostOffice
     from .producer_flow import ProducerFlow
     from .records import QueueRef, ServerConsumer
-    from .store import Store
 
 __all__ = ["Transactions"]
 

@@ -11,7 +11,7 @@ import pytest
 from core_support import FakeClock, Recorder, msg, tmsg
 
 from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC

@@ -22,8 +22,8 @@ from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.broker import DEFAULT_MEMORY_LIMIT
 from jmspy.broker_ref.core.consumer import PAGE_OVERHEAD
 from jmspy.broker_ref.core.queue_limits import page_limit_of
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
 from jmspy.broker_ref.protocols.stomp.client import format_usage
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from twin_support import record_twins
 
 import jmspy._cext.page_rows as cext
-import jmspy.broker_ref.core.page_rows as pure
+import jmspy.broker_ref.store.page_rows as pure
 from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
-from jmspy.broker_ref.core.message_codec import encode_message
 from jmspy.broker_ref.core.records import priority_level
-from jmspy.broker_ref.core.sqlite_store import _PAGE, _TAKE, SqliteStore
-from jmspy.broker_ref.core.store import MemoryStore, paged_rows
+from jmspy.broker_ref.store.message_codec import encode_message
+from jmspy.broker_ref.store.sqlite_store import _PAGE, _TAKE, SqliteStore
+from jmspy.broker_ref.store.store import MemoryStore, paged_rows
 
 _texts = st.text(max_size=8)
 _values = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),

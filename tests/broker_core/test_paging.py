@@ -17,7 +17,7 @@ from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.consumer import PAGE_OVERHEAD
 from jmspy.broker_ref.core.paging import PAGE_BATCH
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC

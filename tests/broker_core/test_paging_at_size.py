@@ -16,13 +16,13 @@ from pathlib import Path
 from core_support import Recorder
 
 from jmspy.broker_ref.core import Broker, DestinationKind, ServerMessage
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 _SCRIPT = textwrap.dedent("""
     import sys
     from pathlib import Path
     from jmspy.broker_ref.core import Broker, DestinationKind, ServerMessage
-    from jmspy.broker_ref.core.sqlite_store import SqliteStore
+    from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
     def rss_kb():
         for line in Path("/proc/self/status").read_text().splitlines():

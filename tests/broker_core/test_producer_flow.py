@@ -16,7 +16,7 @@ from core_support import FakeClock, Recorder, msg, tmsg
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.consumer import PAGE_OVERHEAD
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC

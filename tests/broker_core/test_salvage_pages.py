@@ -7,7 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from jmspy.broker_ref.core.salvage_pages import table_rows
+from jmspy.broker_ref.store.salvage_pages import table_rows
 
 
 def _db(path: Path) -> sqlite3.Connection:

@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 
 from jmspy.broker_ref.core import DestinationKind, ServerMessage
-from jmspy.broker_ref.core.spool import Spool
+from jmspy.broker_ref.store.spool import Spool
 
 
 def m(i: int) -> ServerMessage:

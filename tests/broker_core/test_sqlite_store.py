@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
-from jmspy.broker_ref.core.message_codec import CodecError, decode_message, encode_message
-from jmspy.broker_ref.core.sqlite_store import SqliteStore, StoreError
+from jmspy.broker_ref.store.message_codec import CodecError, decode_message, encode_message
+from jmspy.broker_ref.store.sqlite_store import SqliteStore, StoreError
 
 
 def m(mid: str, body: str = "x", **kw: Any) -> ServerMessage:
@@ -136,7 +136,7 @@ def test_a_file_that_is_not_a_store_is_moved_aside_and_the_broker_starts_empty(
 _WRITER = textwrap.dedent("""
     import sys
     from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
-    from jmspy.broker_ref.core.sqlite_store import SqliteStore
+    from jmspy.broker_ref.store.sqlite_store import SqliteStore
     store = SqliteStore(sys.argv[1], group_commit=True)
     i = 0
     while True:
@@ -164,8 +164,8 @@ def test_what_was_committed_survives_kill_9_of_the_writer(tmp_path: Path) -> Non
 
 
 def test_a_store_of_the_first_layout_is_upgraded_and_read(tmp_path: Path) -> None:
-    from jmspy.broker_ref.core.message_codec import encode_message
-    from jmspy.broker_ref.core.sqlite_store import SCHEMA_VERSION
+    from jmspy.broker_ref.store.message_codec import encode_message
+    from jmspy.broker_ref.store.sqlite_store import SCHEMA_VERSION
 
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(str(path))

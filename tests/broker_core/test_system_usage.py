@@ -11,7 +11,7 @@ from core_support import FakeClock, Recorder, msg
 from jmspy.broker_ref.config import ConfigError, parse_config, parse_size
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
 from jmspy.broker_ref.core.broker import DEFAULT_MEMORY_LIMIT, DEFAULT_STORE_LIMIT
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 
 @pytest.mark.parametrize(("text", "size"), [

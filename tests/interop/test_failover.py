@@ -116,7 +116,7 @@ def _vm_restart(stored: bool) -> Iterator[Restart]:
     """The in-process broker, stopped and started again under the same name. With a
     MemoryStore kept across the restart (what a crash-safe store would keep), the new
     broker recovers persistent messages and delivery counts; without one it is empty."""
-    from jmspy.broker_ref.core.store import MemoryStore
+    from jmspy.broker_ref.store.store import MemoryStore
     from jmspy.transports import vm
 
     name, store = f"failover-{uuid.uuid4().hex[:8]}", MemoryStore() if stored else None

@@ -17,9 +17,9 @@ from typing import Any
 
 from jmspy import twins
 from jmspy.broker_ref.core import Broker
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
 from jmspy.broker_ref.protocols.stomp.protocol import TURN_FRAMES, StompSession
 from jmspy.broker_ref.protocols.stomp.server import StompServer, _Connection
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 _codec: Any = twins.stomp_codec
 

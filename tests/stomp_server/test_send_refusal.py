@@ -191,7 +191,7 @@ def test_a_full_store_refuses_persistent_sends_with_resource_allocation_exceptio
     server_factory: Callable[..., ServerHandle], connect: Callable[..., tuple[Any, Heard]],
     tmp_path: Any,
 ) -> None:
-    from jmspy.broker_ref.core.sqlite_store import SqliteStore
+    from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
     # refused at once rather than held until consumers make room (producer flow control)

@@ -103,7 +103,7 @@ def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
     """A persistent SEND's RECEIPT and its delivery wait for the flush callback, whose
     first run commits the writes of every connection read in that loop turn (one commit
     for all): writing the delivery at the end of data_received would commit early."""
-    from jmspy.broker_ref.core.sqlite_store import SqliteStore
+    from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
     before, after, pending = asyncio.run(

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_store_salvage import DAMAGES, STORED, fill
 
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
 from jmspy.broker_ref.protocols.stomp.client import format_usage
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
 
 def check(data_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -18,8 +18,8 @@ from stomp_pair import StompPair
 from test_server_flush import _client, _commands, _frame
 
 from jmspy.broker_ref.core import Broker
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
 from jmspy.broker_ref.protocols.stomp.server import StompServer
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 from jmspy.stomp_frames import header_dict
 
 FULL_ERRORS: dict[str, Callable[[], BaseException]] = {
@@ -127,7 +127,7 @@ def test_stats_stop_saying_refusing_once_acks_freed_room_for_sends(
     """The disk stays full (the reserve cannot be taken back), but acks freed pages in
     the store and SENDs are stored again there: the stats say the store is short of
     space, not that it refuses writes (they said so while it took every SEND)."""
-    monkeypatch.setattr("jmspy.broker_ref.core.store_writes.free_bytes", lambda path: 0)
+    monkeypatch.setattr("jmspy.broker_ref.store.store_writes.free_bytes", lambda path: 0)
     store = SqliteStore(tmp_path / "m.sqlite", reserve=1 << 20)
     faults = Faults(store)
     pair = StompPair(store=store)

@@ -25,7 +25,7 @@ from brokers import free_port
 #: file named by the first argument exists
 _FAULTY = textwrap.dedent("""
     import errno, os, runpy, sys
-    from jmspy.broker_ref.core.store_writes import GroupWrites
+    from jmspy.broker_ref.store.store_writes import GroupWrites
     flag = sys.argv.pop(1)
     real = GroupWrites._execute
     def execute(self, sql, params=()):

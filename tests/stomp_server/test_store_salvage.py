@@ -19,8 +19,8 @@ import pytest
 from stomp_pair import StompPair
 
 from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
 from jmspy.broker_ref.protocols.stomp.client import format_usage
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
 from jmspy.stomp_frames import header_dict
 
 STORED = 2000
@@ -200,7 +200,7 @@ def test_store_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
                                              persistent=True))
         store.commit()
         spool = data.spool_dir
-        from jmspy.broker_ref.core.spool import Spool
+        from jmspy.broker_ref.store.spool import Spool
 
         s = Spool(spool)
         s.put("q", 4, ServerMessage("b", DestinationKind.QUEUE, "q"), 0)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from ...core import BrokerError
 from ...core.input_budget import InputBudget
 from ...core.listener_stats import Refused
-from ...core.store_faults import StoreWriteFailed
+from ...store.store_faults import StoreWriteFailed
 from ...tls_config import cert_user
 from .connect import LoginRequest
 from .holding_core import holding_core

@@ -12,9 +12,9 @@ from typing import Any
 
 from ...config import BrokerConfig, ConfigError
 from ...core import Broker
-from ...core.sqlite_store import StoreError
 from ...core.throttle import ThrottleSettings
 from ...data_dir import DataDirectory
+from ...store.sqlite_store import StoreError
 from ...tls_config import TlsConfig, server_context
 from .server import ConnectionLimits, StompServer
 from .tls import TlsListener

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from .api import ServerMessage
+from ..core.api import ServerMessage
 from .message_codec import CodecError, decode_message, encode_message
 
 __all__ = ["Spool"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from jmspy.errors import MessageFormatException
 
-from .api import BodyType, DestinationKind, ServerMessage
+from ..core.api import BodyType, DestinationKind, ServerMessage
 
 #: ``json.dumps(x, separators=(",", ":"))``, with the encoder made once: dumps builds a
 #: new encoder on every call that passes options, and a persistent SEND encodes its

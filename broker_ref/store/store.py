@@ -27,8 +27,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .api import ServerMessage
-from .records import priority_level
+from ..core.api import ServerMessage
+from ..core.records import priority_level
 
 __all__ = [
     "MemoryStore",

@@ -32,13 +32,13 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, cast
 
-from jmspy.broker_ref.core import run_twins
 from jmspy.errors import JMSException
 
-from .api import ServerMessage
+from ..core.api import ServerMessage
+from ..core.records import priority_level
+from . import twins
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
 from .page_rows import PACKED
-from .records import priority_level
 from .salvage import SalvageReport, salvage
 from .store import (
     Paged,
@@ -119,7 +119,7 @@ _TAKE_WIDE = (f"SELECT {PACKED}, {_READ} FROM messages {_WHERE}",
 #: (SQLite before 3.32 allows 999 parameters).
 _BY_SEQ_CHUNK = 500
 
-_page_rows = run_twins.page_rows
+_page_rows = twins.page_rows
 
 
 def _empty_file(path: Path) -> bool:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .api import BodyType, DestinationKind, ServerMessage
+from ..core.api import BodyType, DestinationKind, ServerMessage
 from .message_codec import _in
 from .store import Paged
 

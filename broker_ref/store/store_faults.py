@@ -21,7 +21,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .errors import ResourceLimitExceeded
+from ..core.errors import ResourceLimitExceeded
 
 __all__ = ["IO", "SPACE", "UNUSABLE", "StoreWriteFailed", "classify", "describe"]
 
