@@ -138,7 +138,7 @@ def _own_tls(conn: Any, options: ConnectOptions) -> bool:
     tls = options.tls
     assert tls is not None
     transport = getattr(conn, "transport", None)
-    if transport is None:
+    if transport is None or not stomppy_private.enabled():
         return False
     context = tls.context(options.where)  # every file loaded now, failing clearly
     return stomppy_private.own_tls(transport, lambda raw: handshake(
