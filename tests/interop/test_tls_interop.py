@@ -271,6 +271,26 @@ def test_stomp_ssl_round_trip_with_a_client_certificate_on_activemq(
     assert texts == ["one", "two", "three"]
 
 
+def test_stomp_ssl_with_a_ready_context_on_activemq(tls_activemq: TlsActiveMQ,
+                                                    tls_ca: TlsFiles) -> None:
+    """``ssl_context=`` on stomp+ssl://: the application's context (its CA and client
+    certificate) is the one the handshake uses -- jmspy runs TLS itself on the tested
+    stomp.py; stomp.py's own ``set_ssl`` cannot take a context, so there it is refused."""
+    from jmspy.transports.stomp import stomppy_private
+
+    if not stomppy_private.enabled():
+        pytest.skip("stomp.py's own TLS takes no ready context (refused: test_tls_client)")
+    ctx = ssl.create_default_context(cafile=str(tls_ca.ca))
+    ctx.load_cert_chain(tls_ca.client_cert, tls_ca.client_key)
+    url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_mutual_port}"
+    texts = _round_trip(ConnectionFactory(url, ssl_context=ctx), True, assert_stomp_over_tls)
+    assert texts == ["one", "two", "three"]
+    bare = ssl.create_default_context(cafile=str(tls_ca.ca))  # no client certificate
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(url, ssl_context=bare).create_connection()
+    assert info.value.check == "client certificate"
+
+
 @pytest.mark.parametrize("certificate", REFUSED)
 def test_activemq_requiring_a_client_certificate_refuses_a_client_without_a_good_one(
         certificate: str, tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
