@@ -211,3 +211,24 @@ def test_both_tls_paths_round_trip_and_name_an_unknown_ca(
         with pytest.raises(TLSException) as info:
             ConnectionFactory(url, ssl_ca_file=str(tls_ca.other_ca)).create_connection()
         assert info.value.check == "unknown CA"
+
+
+def test_a_message_larger_than_one_write_piece_arrives_whole_over_stomp_ssl(
+        tmp_path: Path, tls_ca: Any) -> None:
+    """A body written in several pieces (owned_tls.WRITE_PIECE) and read back across
+    many TLS records and reads: every byte, in order."""
+    from jmspy.transports.stomp.owned_tls import WRITE_PIECE
+
+    body = bytes(range(256)) * (2 * WRITE_PIECE // 256 + 7)
+    with tls_broker(tmp_path, tls_section(tls_ca, "only = true\n")) as ports:
+        factory = ConnectionFactory(f"stomp+ssl://127.0.0.1:{ports['tls']}",
+                                    ssl_ca_file=str(tls_ca.ca))
+        with factory.create_connection() as conn:
+            session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+            queue = session.create_queue("large.tls")
+            consumer = session.create_consumer(queue)
+            conn.start()
+            session.create_producer(queue).send(session.create_bytes_message(body))
+            got = consumer.receive(timeout=30)
+            assert_stomp_over_tls(conn._transport)
+    assert got is not None and got.body == body

@@ -43,6 +43,9 @@ __all__ = ["TlsStream", "handshake"]
 #: Bytes asked of the socket per read: several TLS records (16 KiB of plaintext each).
 RECV_BYTES = 65536
 
+#: Plaintext encrypted per step of one large write (16 TLS records).
+WRITE_PIECE = 262144
+
 
 class TlsStream:
     """One TLS connection over the connected TCP socket ``raw``, after its handshake."""
@@ -79,12 +82,15 @@ class TlsStream:
         """Encrypt ``data`` and write all of it (blocking, as ``socket.sendall``)."""
         with self._send:
             view = memoryview(data)
-            with self._crypto:
-                while view:
-                    written = self._obj.write(view)
-                    view = view[written:]
-                records = self._out.read()
-            self.raw.sendall(records)
+            while view:
+                # a large frame in pieces: its ciphertext is never all in memory at once
+                piece, view = view[:WRITE_PIECE], view[WRITE_PIECE:]
+                with self._crypto:
+                    while piece:
+                        written = self._obj.write(piece)
+                        piece = piece[written:]
+                    records = self._out.read()
+                self.raw.sendall(records)
 
     def send(self, data: bytes) -> int:
         self.sendall(data)
