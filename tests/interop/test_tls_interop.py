@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stomp_tls_path import assert_stomp_over_tls
 from tls_brokers import TlsActiveMQ, TlsMosquitto, TlsRabbitMQ, start_tls_mosquitto
 from tls_ca import KEY_PASSWORD, TlsFiles
 
@@ -165,14 +166,7 @@ def test_stomp_ssl_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
     url = f"stomp+ssl://127.0.0.1:{tls_rabbitmq.stomp_tls_port}"
     factory = ConnectionFactory(url, imqDefaultUsername="guest", imqDefaultPassword="guest",
                                 **_client_cert(tls_ca))
-    def stepped_aside(transport: Any) -> None:
-        # jmspy's raw-socket reader and writer stepped aside: stomp.py's TLS path ran
-        assert transport._reader is None
-        stomp_transport = transport._conn.transport
-        assert stomp_transport.blocking is False
-        assert isinstance(stomp_transport.socket, ssl.SSLSocket)
-
-    assert _round_trip(factory, True, stepped_aside) == ["one", "two", "three"]
+    assert _round_trip(factory, True, assert_stomp_over_tls) == ["one", "two", "three"]
 
 
 @pytest.mark.parametrize("certificate", REFUSED)
@@ -225,10 +219,8 @@ def test_stomp_ssl_round_trip_and_ack_on_activemq(tls_activemq: TlsActiveMQ,
                                                   tls_ca: TlsFiles) -> None:
     url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_tls_port}?ca_file={tls_ca.ca}"
 
-    def over_tls(transport: Any) -> None:
-        assert isinstance(transport._conn.transport.socket, ssl.SSLSocket)
-
-    assert _round_trip(ConnectionFactory(url), True, over_tls) == ["one", "two", "three"]
+    assert _round_trip(ConnectionFactory(url), True, assert_stomp_over_tls) == [
+        "one", "two", "three"]
 
 
 def test_unacked_messages_come_back_after_a_consumer_closes_on_activemq_over_tls(
@@ -274,12 +266,29 @@ def test_stomp_ssl_round_trip_with_a_client_certificate_on_activemq(
         tls_activemq: TlsActiveMQ, tls_ca: TlsFiles) -> None:
     url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_mutual_port}"
 
-    def over_tls(transport: Any) -> None:
-        sock = transport._conn.transport.socket
-        assert isinstance(sock, ssl.SSLSocket) and sock.version() is not None
-
-    texts = _round_trip(ConnectionFactory(url, **_client_cert(tls_ca)), True, over_tls)
+    texts = _round_trip(ConnectionFactory(url, **_client_cert(tls_ca)), True,
+                        assert_stomp_over_tls)
     assert texts == ["one", "two", "three"]
+
+
+def test_stomp_ssl_with_a_ready_context_on_activemq(tls_activemq: TlsActiveMQ,
+                                                    tls_ca: TlsFiles) -> None:
+    """``ssl_context=`` on stomp+ssl://: the application's context (its CA and client
+    certificate) is the one the handshake uses -- jmspy runs TLS itself on the tested
+    stomp.py; stomp.py's own ``set_ssl`` cannot take a context, so there it is refused."""
+    from jmspy.transports.stomp import stomppy_private
+
+    if not stomppy_private.enabled():
+        pytest.skip("stomp.py's own TLS takes no ready context (refused: test_tls_client)")
+    ctx = ssl.create_default_context(cafile=str(tls_ca.ca))
+    ctx.load_cert_chain(tls_ca.client_cert, tls_ca.client_key)
+    url = f"stomp+ssl://127.0.0.1:{tls_activemq.stomp_mutual_port}"
+    texts = _round_trip(ConnectionFactory(url, ssl_context=ctx), True, assert_stomp_over_tls)
+    assert texts == ["one", "two", "three"]
+    bare = ssl.create_default_context(cafile=str(tls_ca.ca))  # no client certificate
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(url, ssl_context=bare).create_connection()
+    assert info.value.check == "client certificate"
 
 
 @pytest.mark.parametrize("certificate", REFUSED)

@@ -10,11 +10,11 @@ is in test_tls_interop.py.)
 
 from __future__ import annotations
 
-import ssl
 import uuid
 from pathlib import Path
 
 from brokers import free_port
+from stomp_tls_path import assert_stomp_over_tls
 from test_failover import FAST, Events
 from tls_broker import tls_broker, tls_section
 from tls_ca import TlsFiles
@@ -61,7 +61,7 @@ def test_stomp_ssl_resumes_when_jmspy_broker_comes_back_on_the_same_tls_port(
             producer.send(session.create_text_message("after"))
             got = consumer.receive(WAIT)
             assert got is not None and got.text == "after"
-            assert isinstance(conn._transport._conn.transport.socket, ssl.SSLSocket)
+            assert_stomp_over_tls(conn._transport)
             conn.close()
     finally:
         conn.close()

@@ -47,6 +47,7 @@ from jmspy import errors
 from jmspy.message import Message
 
 from .mapping import mqtt_topic, payload_of, to_publish_v5
+from .quick_ack import QuickAck
 
 __all__ = ["Done", "Outbound", "OutboundHost"]
 
@@ -108,6 +109,8 @@ class Outbound:
         #: DISCONNECT reason): what a synchronous send waiting for its PUBACK checks
         self._drops = 0
         self._drop_why = ""
+        #: no delayed-ACK stall for a synchronous send (quick_ack.py says which)
+        self.quick_ack = QuickAck()
 
     def dropped(self, why: str) -> None:
         """The connection dropped: a synchronous send waiting for its PUBACK fails with
@@ -120,34 +123,46 @@ class Outbound:
         (``sync_send=false``: at once)."""
         host = self._host
         drops = self._drops
-        info, qos = self.publish(message)
-        if qos and not host.sync_send:
-            self.last_publish = info
-        elif qos:
-            timeout_ms = host.send_timeout_ms
-            wait = timeout_ms / 1000.0 if timeout_ms > 0 else 30.0
-            deadline = time.monotonic() + wait
-            try:
-                # in slices: paho does not end this wait when the broker drops the
-                # connection (an MQTT 5 DISCONNECT "Packet too large", say), this does
-                while not info.is_published() and time.monotonic() < deadline:
-                    if self._drops != drops:
-                        raise errors.JMSException(
-                            f"the connection to the {host.describe()} dropped before it "
-                            f"acknowledged message {message.message_id}: {self._drop_why}",
-                            error_code="CONNECTION_INTERRUPTED")
-                    info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
-            except (RuntimeError, ValueError) as exc:
-                raise errors.JMSException(
-                    f"the {host.describe()} did not take message {message.message_id}: {exc}"
-                ) from exc
-            if not info.is_published():
-                raise errors.ResourceAllocationException(
-                    f"the {host.describe()} did not acknowledge message "
-                    f"{message.message_id} to {message.destination} within "
-                    f"sendTimeout={timeout_ms or 30_000} ms: it is holding the "
-                    "publish (its queue or in-flight limit is full), or it stopped "
-                    "answering; check the broker, or raise sendTimeout")
+        if message.delivery_mode != 2 or not host.sync_send:
+            info, qos = self.publish(message)
+            if qos:
+                self.last_publish = info
+            return
+        quick = self.quick_ack
+        quick.begin(host.client())
+        try:
+            self._publish_and_wait(message, drops)
+        finally:
+            quick.end()
+
+    def _publish_and_wait(self, message: Message, drops: int) -> None:
+        """A synchronous QoS 1 send: PUBLISH, then wait for the PUBACK."""
+        host = self._host
+        info, _ = self.publish(message)
+        timeout_ms = host.send_timeout_ms
+        wait = timeout_ms / 1000.0 if timeout_ms > 0 else 30.0
+        deadline = time.monotonic() + wait
+        try:
+            # in slices: paho does not end this wait when the broker drops the
+            # connection (an MQTT 5 DISCONNECT "Packet too large", say), this does
+            while not info.is_published() and time.monotonic() < deadline:
+                if self._drops != drops:
+                    raise errors.JMSException(
+                        f"the connection to the {host.describe()} dropped before it "
+                        f"acknowledged message {message.message_id}: {self._drop_why}",
+                        error_code="CONNECTION_INTERRUPTED")
+                info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
+        except (RuntimeError, ValueError) as exc:
+            raise errors.JMSException(
+                f"the {host.describe()} did not take message {message.message_id}: {exc}"
+            ) from exc
+        if not info.is_published():
+            raise errors.ResourceAllocationException(
+                f"the {host.describe()} did not acknowledge message "
+                f"{message.message_id} to {message.destination} within "
+                f"sendTimeout={timeout_ms or 30_000} ms: it is holding the "
+                "publish (its queue or in-flight limit is full), or it stopped "
+                "answering; check the broker, or raise sendTimeout")
 
     def publish(self, message: Message) -> tuple[Any, int]:
         """PUBLISH ``message`` (already checked); (paho's MQTTMessageInfo, QoS)."""

@@ -240,7 +240,7 @@ class MqttTransport:
         client = new_client(_paho, version, client_id)  # paho, with jmspy's steps
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
-        client.on_message = self.inbound.on_message
+        client.on_message = self.outbound.quick_ack.wrap(self.inbound.on_message)
         client.on_publish = self.outbound.on_publish
         client.on_subscribe = client.on_unsubscribe = self.subscriptions.on_suback
         # paho's own in-flight cap makes it scan every outstanding message on each PUBACK

@@ -29,6 +29,9 @@ from jmspy.transport import Credentials
 from jmspy.wire.error_text import error_text
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code, for_user
+from ..library_hooks import installed_version
+from . import stomppy_private
+from .owned_tls import handshake
 from .receipts import Receipts
 from .receive import FrameReader, install
 from .url_options import STOMP_URL_OPTIONS, URL_OPTIONS
@@ -98,24 +101,48 @@ class ConnectOptions:
 
 def _stomp_tls(url: SplitResult, query: dict[str, str],
                properties: Mapping[str, Any]) -> TlsSettings | None:
-    """The address's TLS settings, less what stomp.py cannot take: its ``set_ssl`` builds
-    its own context from file names (a CA *file*, the client certificate, key and
-    password, verify on or off), so a ready ``sslContext`` or a CA directory would be
-    dropped. Refused here, rather than connecting with other checks than asked for."""
+    """The address's TLS settings. jmspy runs TLS itself on a tested stomp.py
+    (:mod:`.owned_tls`), with the context the settings make or the application's own.
+    On the public path stomp.py's ``set_ssl`` builds its own context from file names (a
+    CA *file*, the client certificate, key and password, verify on or off), so a ready
+    ``sslContext`` or a CA directory would be dropped: refused there, rather than
+    connecting with other checks than asked for."""
     tls = TlsSettings.resolve(url.scheme, query, properties)
-    if tls is None:
-        return None
+    if tls is None or stomppy_private.enabled():
+        return tls
     if tls.ssl_context is not None:
         raise errors.InvalidConfigurationException(
-            f"{url.scheme}:// cannot use sslContext: stomp.py builds its own TLS context "
-            "and takes no ready one; give the files instead (sslCAFile, sslCertFile, "
-            "sslKeyFile, sslKeyPassword), which it loads at every connect, or use mqtts://")
+            f"{url.scheme}:// cannot use sslContext with this stomp.py ({_stomp_version()}) "
+            "or with JMSPY_LIBRARY_HOOKS=0: stomp.py then builds its own TLS context and "
+            "takes no ready one; give the files instead (sslCAFile, sslCertFile, "
+            "sslKeyFile, sslKeyPassword), which it loads at every connect, install "
+            f"stomp.py {' or '.join(stomppy_private.TESTED)}.x, or use mqtts://")
     if tls.ca_path is not None:
         raise errors.InvalidConfigurationException(
-            f"{url.scheme}:// cannot use sslCAPath={tls.ca_path!r}: stomp.py loads CAs "
+            f"{url.scheme}:// cannot use sslCAPath={tls.ca_path!r} with this stomp.py "
+            f"({_stomp_version()}) or with JMSPY_LIBRARY_HOOKS=0: stomp.py then loads CAs "
             "from one file only; concatenate the CA certificates into one PEM file and "
-            "give it as sslCAFile")
+            f"give it as sslCAFile, or install stomp.py {' or '.join(stomppy_private.TESTED)}.x")
     return tls
+
+
+def _stomp_version() -> str:
+    return f"stomp.py {installed_version('stomp.py') or 'not installed'}"
+
+
+def _own_tls(conn: Any, options: ConnectOptions) -> bool:
+    """jmspy's own TLS over the socket stomp.py connects (:mod:`.owned_tls`): a context
+    made now from the settings (files read again at every connect) or the application's,
+    the handshake checking ``options.host`` (and sending it as SNI). False off a tested
+    stomp.py: the caller uses stomp.py's ``set_ssl``."""
+    tls = options.tls
+    assert tls is not None
+    transport = getattr(conn, "transport", None)
+    if transport is None or not stomppy_private.enabled():
+        return False
+    context = tls.context(options.where)  # every file loaded now, failing clearly
+    return stomppy_private.own_tls(transport, lambda raw: handshake(
+        raw, context, options.host, options.connect_timeout))
 
 
 def _set_ssl(conn: Any, options: ConnectOptions) -> None:
@@ -125,6 +152,9 @@ def _set_ssl(conn: Any, options: ConnectOptions) -> None:
     renewed certificate is what this connect loads."""
     tls = options.tls
     assert tls is not None
+    if tls.ssl_context is not None or tls.ca_path is not None:  # refused at parse time
+        raise errors.InvalidConfigurationException(
+            f"stomp.py's own TLS cannot take sslContext or sslCAPath ({options.where})")
     tls.context(options.where)  # loads every file as stomp.py will, failing clearly
     conn.set_ssl(for_hosts=[(options.host, options.port)], key_file=tls.key_file,
                  cert_file=tls.cert_file, ca_certs=tls.ca_file, password=tls.key_password,
@@ -315,7 +345,11 @@ def open_stomp(
     receiver = Receiver(events)
     receiver.conn = conn
     conn.set_listener("jmspy", receiver)
-    if options.tls is not None:
+    if options.tls is not None and _own_tls(conn, options):
+        # jmspy's TLS under stomp.py: a blocking socket that can be written by one
+        # thread while another reads it, so the fast paths work as on plain text
+        reader = install(conn, make_reader)
+    elif options.tls is not None:
         # stomp.py's TLS socket is non-blocking behind its own send queue: jmspy's
         # reading of the raw socket steps aside (FrameWriter does too, seeing the same).
         # On purpose: poll() cannot see plaintext OpenSSL already decrypted, and one
