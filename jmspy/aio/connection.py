@@ -154,6 +154,8 @@ class AsyncConnection:
         for session in list(self._sessions):
             for consumer in list(session._consumers):
                 await consumer._stop_listening()
+            if not session.closed:
+                session._settle_pending()
         await self.loop.run_in_executor(None, self.sync.close)
         for session in self._sessions:
             for consumer in session._consumers:

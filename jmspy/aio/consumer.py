@@ -247,9 +247,11 @@ class AsyncMessageConsumer:
 
     # -- closing -----------------------------------------------------------------------
     async def close(self) -> None:
-        """Stop the consumer; unconsumed messages (and one handed out but not settled)
-        go back to the broker for redelivery."""
+        """Stop the consumer; unconsumed messages go back to the broker for redelivery.
+        A message handed out and not yet settled counts as processed (AUTO_ACKNOWLEDGE
+        acknowledges it now, as the sync ``receive()`` would have on returning it)."""
         await self._stop_listening()
+        self._settle_pending()
         self._waiter.stop()
         await self._session._run(self.sync.close)
 

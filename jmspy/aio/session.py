@@ -178,6 +178,7 @@ class AsyncSession:
         ``async for`` on them ends)."""
         for consumer in list(self._consumers):
             await consumer._stop_listening()
+        self._settle_pending()
         for consumer in self._consumers:
             consumer._waiter.stop()
         await self._run(self.sync.close)
