@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from jmspy.flow import FlowStats
     from jmspy.message import Message
 
-    from .session import AsyncSession
+    from .owners import ConsumerOwner
 
 __all__ = ["AsyncListener", "AsyncMessageConsumer", "AsyncQueueBrowser"]
 
@@ -61,7 +61,7 @@ class AsyncMessageConsumer:
     connection lost for good raises its ``JMSException``, so a loop never ends silently
     on a failure. While the connection reconnects the loop simply waits."""
 
-    def __init__(self, session: AsyncSession, consumer: MessageConsumer) -> None:
+    def __init__(self, session: ConsumerOwner, consumer: MessageConsumer) -> None:
         self._session = session
         #: the sync core's consumer (its buffer, flow window and acknowledgement)
         self.sync = consumer
@@ -309,7 +309,7 @@ class AsyncQueueBrowser:
 
     BROWSE_CHUNK = 100
 
-    def __init__(self, session: AsyncSession, browser: QueueBrowser) -> None:
+    def __init__(self, session: ConsumerOwner, browser: QueueBrowser) -> None:
         self._session = session
         #: the sync core's browser
         self.sync = browser

@@ -19,7 +19,7 @@ from jmspy.property_value import PropertyValue
 if TYPE_CHECKING:
     from jmspy.destinations import Destination
 
-    from .consumer import AsyncMessageConsumer
+    from .owners import MessageOwner
 
 __all__ = ["AsyncMessage"]
 
@@ -33,7 +33,7 @@ class AsyncMessage:
 
     __slots__ = ("_consumer", "message")
 
-    def __init__(self, message: Message, consumer: AsyncMessageConsumer) -> None:
+    def __init__(self, message: Message, consumer: MessageOwner) -> None:
         #: the core's message (its ``acknowledge()`` is the blocking one)
         self.message = message
         self._consumer = consumer

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from jmspy.producer import MessageProducer
     from jmspy.session import Session
 
-    from .connection import AsyncConnection
+    from .owners import SessionOwner
 
 __all__ = ["AsyncMessageProducer", "AsyncSession"]
 
@@ -41,7 +41,7 @@ class AsyncSession:
     INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
     NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
-    def __init__(self, connection: AsyncConnection, session: Session) -> None:
+    def __init__(self, connection: SessionOwner, session: Session) -> None:
         self._connection = connection
         #: the sync core's session
         self.sync = session
@@ -58,10 +58,6 @@ class AsyncSession:
     @property
     def transacted(self) -> bool:
         return self.sync.transacted
-
-    @property
-    def connection(self) -> AsyncConnection:
-        return self._connection
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on a thread, after this session's earlier calls. A cancelled
