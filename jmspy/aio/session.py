@@ -206,6 +206,11 @@ class AsyncMessageProducer:
     def destination(self) -> Destination | None:
         return self.sync.destination
 
+    @property
+    def session(self) -> AsyncSession:
+        """The session this producer sends in (it makes the messages)."""
+        return self._session
+
     async def send(self, message: Message, destination: Destination | None = None,
                    **options: Any) -> None:
         """Send ``message`` (``delivery_mode=``, ``priority=``, ``time_to_live=``,
