@@ -193,6 +193,27 @@ def test_process_acknowledges_on_success_and_redelivers_marked_on_failure() -> N
     run(main)
 
 
+def test_recover_redelivers_the_handed_out_message_in_auto_acknowledge() -> None:
+    async def main() -> None:
+        with vm_factory() as factory:
+            async with factory.create_connection() as conn:
+                session = await conn.create_session()
+                queue = session.create_queue("recover")
+                producer = await session.create_producer(queue)
+                consumer = await session.create_consumer(queue)
+                conn.start()
+                await producer.send(session.create_text_message("r"))
+                message = await consumer.receive(timeout=10)
+                assert message is not None and not message.redelivered
+                await session.recover()
+                again = await consumer.receive(timeout=10)
+                assert again is not None and _text(again) == "r" and again.redelivered
+                assert await consumer.receive(timeout=0.05) is None  # acked by that ask
+                assert conn.sync.destination_stats(queue)["messageCount"] == 0
+
+    run(main)
+
+
 def test_transacted_commit_and_rollback() -> None:
     async def main() -> None:
         with vm_factory() as factory:

@@ -153,9 +153,14 @@ class AsyncSession:
         await self._run(self.sync.rollback)
 
     async def recover(self) -> None:
-        """Redeliver (marked) every message delivered and not acknowledged."""
+        """Redeliver (marked) every message delivered and not acknowledged: in
+        AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE the message handed out and not yet
+        settled, in the other modes what the session's ``recover()`` hands back."""
+        redelivers = self.ack_mode in (AckMode.AUTO_ACKNOWLEDGE, AckMode.DUPS_OK_ACKNOWLEDGE)
         for consumer in self._consumers:
-            consumer._pending = None  # recover hands it back with the rest
+            message, consumer._pending = consumer._pending, None
+            if message is not None and redelivers:
+                await self._run(consumer.sync.settle, message, False)
         await self._run(self.sync.recover)
 
     async def acknowledge(self) -> None:
