@@ -275,3 +275,34 @@ def test_a_lost_connection_ends_async_for_with_its_error(aio_target: AioTarget) 
                 assert lost.value.error_code == "CONNECTION_LOST"
 
     run(main)
+
+
+def test_an_awaited_send_raises_what_the_broker_refused() -> None:
+    """A scripted MQTT 5 broker refuses every second PUBLISH (PUBACK 0x87) and drops the
+    connection after the fourth: each ``await producer.send()`` raises its own outcome."""
+    from test_mqtt_async_send import _ScriptedBroker
+
+    broker = _ScriptedBroker(acked=3, total=4)
+
+    async def main() -> list[str | None]:
+        factory = AsyncConnectionFactory(f"mqtt://127.0.0.1:{broker.port}?version=5",
+                                         imqReconnectEnabled=False)
+        conn = await factory.create_connection()
+        try:
+            session = await conn.create_session()
+            producer = await session.create_producer(session.create_topic("scripted.aio"))
+            outcomes: list[str | None] = []
+            for i in range(4):
+                try:
+                    await producer.send(session.create_text_message(f"m{i}"))
+                    outcomes.append(None)
+                except JMSException as exc:
+                    outcomes.append(str(exc))
+            return outcomes
+        finally:
+            await conn.close()
+
+    outcomes = run(main)
+    assert outcomes[0] is None and outcomes[2] is None
+    assert outcomes[1] is not None and "refused" in outcomes[1]
+    assert outcomes[3] is not None and "dropped" in outcomes[3]
