@@ -28,11 +28,13 @@ def run(main: Callable[[], Awaitable[T]], *, debug: bool = False,
 
 
 @contextmanager
-def vm_factory(**properties: Any) -> Iterator[AsyncConnectionFactory]:
+def vm_factory(broker: dict[str, Any] | None = None, **properties: Any
+               ) -> Iterator[AsyncConnectionFactory]:
+    """A fresh in-process broker (``broker``: its core options) and a factory for it."""
     from jmspy.transports import vm
 
     name = f"aio-{uuid.uuid4().hex[:12]}"
-    vm.start_broker(name)
+    vm.start_broker(name, **(broker or {}))
     try:
         yield AsyncConnectionFactory(f"vm://{name}", **properties)
     finally:

@@ -103,6 +103,63 @@ def test_a_slow_async_for_never_holds_more_than_the_flow_limit_under_a_flood() -
     run(main)
 
 
+def test_a_send_parked_by_producer_flow_control_waits_without_holding_the_loop() -> None:
+    """vm:// sends run on the loop (the broker is in this process) unless producer flow
+    control parks one: then the await waits for room while the loop goes on, and a send
+    still parked at sendTimeout raises ResourceAllocationException from the await."""
+    from jmspy import DeliveryMode, ResourceAllocationException
+    from jmspy.broker_ref.core.api import AddressSettings
+
+    body = "x" * 1024
+    tight = {"settings": {"orders.#": AddressSettings(memory_limit=64 * 1024)}}
+
+    async def main() -> None:
+        with vm_factory(tight) as factory:
+            async with factory.create_connection() as conn:
+                session = await conn.create_session()
+                queue = session.create_queue("orders.eu")
+                producer = await session.create_producer(
+                    queue, delivery_mode=DeliveryMode.NON_PERSISTENT)
+                sent = 0
+
+                async def flood() -> None:
+                    nonlocal sent
+                    for _ in range(400):  # ~6 times the queue's 64 KB
+                        await producer.send(session.create_text_message(body))
+                        sent += 1
+
+                flooding = asyncio.create_task(flood())
+                turns, still, last = 0, 0, -1
+                while still < 50:  # the loop turns on while the flood is parked
+                    turns += 1
+                    assert turns < 100_000 and not flooding.done(), sent
+                    still, last = (still + 1, last) if sent == last else (0, sent)
+                    await asyncio.sleep(0)
+                assert 40 <= sent < 400  # parked at the queue's limit, not failed
+                assert conn.sync.destination_stats(queue)["messageCount"] == sent
+                consumer = await session.create_consumer(queue)
+                conn.start()
+                got = 0
+                async for _ in consumer:
+                    got += 1
+                    if got == 400:
+                        break
+                await flooding
+                assert sent == 400
+
+        with vm_factory(tight, sendTimeout=200) as factory:
+            async with factory.create_connection() as conn:
+                session = await conn.create_session()
+                producer = await session.create_producer(
+                    session.create_queue("orders.us"),
+                    delivery_mode=DeliveryMode.NON_PERSISTENT)
+                with pytest.raises(ResourceAllocationException, match="sendTimeout"):
+                    for _ in range(400):
+                        await producer.send(session.create_text_message(body))
+
+    run(main)
+
+
 def test_closing_the_connection_from_another_task_ends_every_async_for() -> None:
     async def main() -> None:
         with vm_factory() as factory:
