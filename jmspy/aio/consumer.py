@@ -141,8 +141,14 @@ class AsyncMessageConsumer:
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
                 return None
+            if not waited:
+                # One turn of the loop before the waiter thread: a producer on this loop
+                # (vm:// sends run on it) may fill the buffer in it, and waking the thread
+                # for that would cost a thread switch (and the GIL) per message.
+                waited = True
+                await asyncio.sleep(0)
+                continue
             ready = self._waiter.ready()
-            waited = True
             self._streak = 0
             await asyncio.wait((ready,), timeout=remaining)
             if ready.done():

@@ -11,6 +11,7 @@ plain objects and need no await.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -248,12 +249,13 @@ class _Handover:
     so the core may call it on the transport's own thread (``runs_on_any_thread``)
     rather than hop through its notifier thread first: one thread switch per send."""
 
-    __slots__ = ("_future", "_loop")
+    __slots__ = ("_future", "_loop", "_loop_thread")
     runs_on_any_thread = True
 
     def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
         self._loop = loop
         self._future = future
+        self._loop_thread = threading.get_ident()  # made on the loop, by send()
 
     def on_completion(self, message: Message) -> None:
         self._hand(None)
@@ -262,6 +264,9 @@ class _Handover:
         self._hand(exception)
 
     def _hand(self, error: Exception | None) -> None:
+        if threading.get_ident() == self._loop_thread:  # vm://: done within send()
+            _complete(self._future, error)
+            return
         try:
             self._loop.call_soon_threadsafe(_complete, self._future, error)
         except RuntimeError:  # the loop closed: nobody waits for the outcome
