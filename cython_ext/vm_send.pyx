@@ -20,7 +20,10 @@ from jmspy._cext.vm_convert cimport to_server_message
 
 from jmspy.errors import IllegalStateException
 
-__all__ = ["Sender"]
+__all__ = ["FAILED", "PARKED", "SENT", "Sender"]
+
+#: Sender.try_send's outcomes (the pure twin's numbers)
+FAILED, SENT, PARKED = 0, 1, 2
 
 
 def _unattached():
@@ -95,3 +98,31 @@ cdef class Sender:
             return
         if waiting is not None:
             waiting.wait()  # producer flow control (seed 003): the producer waits
+
+    def try_send(self, message, tx, park):
+        """send() that never waits: SENT, PARKED (park() made what the broker settles)
+        or FAILED (nothing routed); see the pure twin."""
+        conn = self.conn
+        if conn is None:
+            return FAILED
+        cdef ServerMessage server_message
+        cdef bint routed
+        try:
+            server_message = <ServerMessage>to_server_message(message, self._connection_id)
+            self._acquire()
+            try:
+                self._ticket += 1
+                ticket = self._ticket
+                routed = tx is None and route_fast(<ConnectionRecord?>conn, server_message)
+                if not routed and not conn.send(server_message, tx, ticket=ticket,
+                                                timeout_ms=self.timeout_ms):
+                    self.parked[ticket] = park()
+                    self._poke()
+                    return PARKED
+                if server_message.deliver_at or server_message.expiration:
+                    self._poke()
+            finally:
+                self._release()
+        except Exception:
+            return FAILED
+        return SENT

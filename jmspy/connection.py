@@ -437,6 +437,19 @@ class Connection:
                 listener(message, error)  # type: ignore[operator]
 
         send_async = self._transport.send_async
+        inline = getattr(listener, "runs_on_any_thread", False)
+        send_inline = getattr(self._transport, "send_inline", None) if inline else None
+        if send_inline is not None and send_inline(message, tx, complete):
+            return  # vm://: done now, or by the broker when it lets a parked send in
+        if send_async is not None and inline:
+            # A listener that says it only hands the outcome over (jmspy.aio's: one
+            # call_soon_threadsafe) is called on the transport's thread, in send order,
+            # without the notifier's hop.
+            try:
+                send_async(message, tx, complete)
+            except Exception as exc:
+                complete(exc)
+            return
         if send_async is not None:
             # The transport keeps several sends in flight and calls ``done`` in send order
             # (on its own thread): the listener still runs on the notifier, counted from

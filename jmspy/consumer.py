@@ -219,6 +219,72 @@ class MessageConsumer(ConsumerCore):
         connection closes (see :meth:`messages`, which also takes an idle timeout)."""
         return self.messages()
 
+    # -- for faces over this consumer (jmspy.aio): waiting apart from taking ---------
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`take_no_wait` would return a message (True), or until this
+        consumer, its session or its connection ends or ``timeout`` seconds pass (False).
+
+        It takes nothing: a waiter on another thread (an event loop's) learns that a
+        message is ready while the message stays in the prefetch buffer, counted against
+        the flow window, until the application's own thread takes it. So a waiter that is
+        abandoned (its task cancelled) strands no message. Raises the connection's
+        ``JMSException`` once the connection is lost for good, as ``receive()`` does."""
+        if self._buffer.limit == 0 and self._listener is None:
+            self._pull_one()
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        connection = self._session._connection
+        with self._lock:
+            self._receiving += 1  # so _deliver_many notifies us
+            try:
+                while not self._closed and not self._session._ending():
+                    if connection.started and len(self._buffer) > 0:
+                        return True
+                    lost = connection._lost
+                    if lost is not None:
+                        raise JMSException(str(lost), error_code=lost.error_code)
+                    if deadline is None:
+                        self._cond.wait()
+                        continue
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+                return False
+            finally:
+                self._receiving -= 1
+
+    def take_no_wait(self) -> Message | None:
+        """The next buffered message, handed to the application, or None at once.
+
+        Unlike ``receive_no_wait()`` its acknowledgement is left to :meth:`settle` (an
+        async face acknowledges an AUTO_ACKNOWLEDGE message when the next one is asked
+        for, or when ``process()`` ends), and in pull mode it asks the broker for nothing
+        (:meth:`wait_ready` does). Raises the connection's ``JMSException`` once it is
+        lost for good and nothing is buffered."""
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException(
+                "take_no_wait() called on a consumer that has a message listener; "
+                "set_message_listener(None) first")
+        connection = self._session._connection
+        with self._lock:
+            item = cast(Message | None, self._buffer.pop()) if connection.started else None
+        if item is None:
+            lost = connection._lost
+            if lost is not None:
+                raise JMSException(str(lost), error_code=lost.error_code)
+            return None
+        self._session._delivered_to_app(self, item)
+        return item
+
+    def settle(self, message: Message, ok: bool = True) -> None:
+        """Finish a message :meth:`take_no_wait` handed out, as ``receive()`` finishes
+        its own (``ok``) or as a failed listener's (not ``ok``): in AUTO_ACKNOWLEDGE and
+        DUPS_OK_ACKNOWLEDGE ``ok`` acknowledges it (and refills credit at the threshold)
+        and not ``ok`` has it delivered again, marked redelivered; the other modes settle
+        it with ``acknowledge()``, ``commit()``, ``recover()`` or ``rollback()``."""
+        self._session._processing_done(self, message, ok)
+
     def receive_no_wait(self) -> Message | None:
         """A message if one is buffered (or, in pull mode, immediately available)."""
         return self.receive(timeout=0.0)
@@ -234,6 +300,12 @@ class MessageConsumer(ConsumerCore):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def ended(self) -> bool:
+        """Whether this consumer, its session or its connection is closed or closing:
+        nothing more will be received (a face's loop ends on it, as :meth:`messages`)."""
+        return self._ended()
 
     def flow_stats(self) -> FlowStats:
         """Effective limit, which side set it, and live counters."""

@@ -220,6 +220,26 @@ def test_quick_start_passes_mypy_strict(tmp_path: Path) -> None:
         "are README.md's):\n" + done.stdout + done.stderr
 
 
+def test_the_asyncio_page_passes_mypy_strict(tmp_path: Path) -> None:
+    """docs/asyncio.md's run blocks, as a user's typed asyncio code, against the
+    installed package (``jmspy.aio`` is typed: AsyncIterator[AsyncMessage] and so on)."""
+    page = ROOT / "docs" / "asyncio.md"
+    run = [b for b in all_blocks() if b.path == page and b.lang in PYTHON
+           and b.not_run_reason is None]
+    assert len(run) >= 2, "docs/asyncio.md lost its examples"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    for n, block in enumerate(run):
+        (work / f"asyncio_page_{n}.py").write_text(block.script())
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+         "--cache-dir", os.devnull, *sorted(p.name for p in work.glob("*.py"))],
+        cwd=work, capture_output=True, text=True, timeout=HANG,
+        env={**os.environ, "MYPYPATH": str(_mypy_path(tmp_path / "path"))})
+    assert done.returncode == 0, "docs/asyncio.md under mypy --strict (line numbers " \
+        "are the page's):\n" + done.stdout + done.stderr
+
+
 #: what a reader of the repository cannot open: the project's private design notes and
 #: numbered work items
 FORBIDDEN = re.compile(

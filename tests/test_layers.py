@@ -156,6 +156,18 @@ create_transport("mqtt://127.0.0.1:1", {})  # built, not connected (open() conne
     assert _broker_and_loop(loaded) == []
 
 
+def test_the_asyncio_face_loads_no_broker_and_the_facade_does_not_load_it(
+        tmp_path: Path) -> None:
+    """jmspy.aio is an application-layer face over the client core: it loads the core
+    (and asyncio), never the broker, and ``import jmspy`` does not load the face."""
+    loaded = _loaded("import jmspy.aio\nfrom jmspy.aio import AsyncConnectionFactory, "
+                     "AsyncRequestor", tmp_path)
+    assert {"jmspy.aio.connection", "jmspy.aio.requestor", "jmspy.factory"} <= loaded
+    assert sorted(m for m in loaded if _within(m, BROKER)) == []
+    facade = _loaded("import jmspy\nfrom jmspy import ConnectionFactory", tmp_path)
+    assert sorted(m for m in facade if _within(m, "jmspy.aio")) == []
+
+
 def test_the_spark_package_loads_no_broker(tmp_path: Path) -> None:
     loaded = _loaded("import jmspy.spark", tmp_path)
     assert "jmspy.spark" in loaded

@@ -179,3 +179,37 @@ def test_a_sender_attached_elsewhere_sends_there_and_keeps_counting(module: Any)
     sender.attach(second, second)
     sender.send(message(1, False, False))
     assert [c[4] for c in first.calls] == [1] and [c[4] for c in second.calls] == [2]
+
+
+def run_try_sends(module: Any, script: list[tuple[str, bool, bool, str | None]]
+                  ) -> list[Any]:
+    """:func:`run_sends` with ``try_send``: the outcomes returned instead of a wait or a
+    failure handed over."""
+    broker = Broker([outcome for outcome, *_ in script])
+    parked: dict[int, Any] = {}
+
+    def failed(*_: Any) -> None:
+        raise AssertionError("try_send hands no failure to the transport")
+
+    sender = module.Sender(parked, lambda: Waiting(broker.calls, broker.lock), failed, 250)
+    sender.attach(broker, broker)
+    outcomes = [sender.try_send(message(n, ttl, delay), tx,
+                                lambda: Waiting(broker.calls, broker.lock))
+                for n, (_, ttl, delay, tx) in enumerate(script)]
+    return [broker.calls, outcomes, sorted(parked)]
+
+
+@SETTINGS
+@given(script=steps)
+def test_both_twins_try_send_alike_and_never_wait(script: list[Any]) -> None:
+    """``try_send`` (the event loop's send): the same calls as ``send`` but no wait; a
+    parked send's object registered under the lock; SENT, PARKED or FAILED returned."""
+    results = [run_try_sends(module, script) for module in twin_modules()]
+    assert all(r == results[0] for r in results[1:]), results
+    calls, outcomes, parked = results[0]
+    assert ("wait", False) not in calls
+    expected = {"done": pure.SENT, "parked": pure.PARKED, "raise": pure.FAILED}
+    assert outcomes == [expected[outcome] for outcome, *_ in script]
+    assert parked == [n + 1 for n, (outcome, *_) in enumerate(script) if outcome == "parked"]
+    for module in twin_modules():
+        assert (module.FAILED, module.SENT, module.PARKED) == (0, 1, 2)

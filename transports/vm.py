@@ -57,6 +57,7 @@ to_client_message: Callable[..., Message] = _convert.to_client_message
 _dest_key: Callable[[Destination], tuple[DestinationKind, str]] = _convert.dest_key
 _DeliverMany = _convert.DeliverMany
 _Sender = twins.vm_send.Sender
+_SENT, _FAILED = twins.vm_send.SENT, twins.vm_send.FAILED
 
 
 # -- errors: the broker core's exception classes map to JMS ones (vm_errors.py) ----------
@@ -122,6 +123,20 @@ class _Waiting:
             raise _translate(self.error)
 
 
+class _Calling:
+    """A send the broker parked for space whose sender does not wait (``send_inline``):
+    the broker's settle calls ``done`` with the outcome, under its lock, which suits only
+    a ``done`` that just hands the outcome over (jmspy.aio's: one call_soon_threadsafe)."""
+
+    __slots__ = ("_done",)
+
+    def __init__(self, done: Callable[[Exception | None], None]) -> None:
+        self._done = done
+
+    def settle(self, error: BrokerError | None) -> None:
+        self._done(None if error is None else _translate(error))
+
+
 _connection_ids = itertools.count(1)
 
 #: What these calls release died with a stopped broker (consumers, credit, delivery
@@ -164,6 +179,7 @@ class VmTransport:
         #: Sends are the Sender's (a twin: transports/vm_send.py), called directly.
         self._sender = _Sender(self._parked, _Waiting, self._send_failed, self._send_timeout)
         self.send = self._sender.send
+        self._try_send = self._sender.try_send
         #: imqConnectionFlowLimit: the core gates deliveries on it (its ConnectionGate),
         #: told of every message that leaves the client's buffers (release_flow)
         self._flow_limit: int | None = (
@@ -373,6 +389,19 @@ class VmTransport:
             self.send(message, tx)
             return
         raise _translate(exc) from exc
+
+    def send_inline(self, message: Message, tx: str | None,
+                    done: Callable[[Exception | None], None]) -> bool:
+        """A send for a caller that must not wait (an event loop's; the connection uses
+        it only for a completion listener marked ``runs_on_any_thread``): ``done(None)``
+        before this returns when the broker took the message, or ``done(outcome)`` from
+        the broker once producer flow control lets a parked one in. False, with nothing
+        sent and ``done`` not called, when the send raised: the caller sends it with
+        ``send()`` on a thread (which waits for a reconnect, or raises what it means)."""
+        outcome = self._try_send(message, tx, lambda: _Calling(done))
+        if outcome == _SENT:
+            done(None)
+        return outcome != _FAILED
 
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         self._call(self._conn.ack, delivery_tags, tx)

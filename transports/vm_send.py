@@ -32,7 +32,10 @@ from .vm_convert import to_server_message as _to_server_message
 if TYPE_CHECKING:
     from jmspy.message import Message
 
-__all__ = ["Sender"]
+__all__ = ["FAILED", "PARKED", "SENT", "Sender"]
+
+#: :meth:`Sender.try_send`'s outcomes (the compiled twin's are the same numbers)
+FAILED, SENT, PARKED = 0, 1, 2
 
 _route_fast = core_twins.queue_run.route_fast
 
@@ -112,6 +115,35 @@ class Sender:
             return
         if waiting is not None:
             waiting.wait()  # producer flow control (seed 003): the producer waits
+
+    def try_send(self, message: Message, tx: str | None, park: Callable[[], Any]) -> int:
+        """:meth:`send` that never waits (for a caller on an event loop): :data:`SENT`
+        when the broker routed (or staged) it; :data:`PARKED` when producer flow control
+        held it, ``park()`` having made what the broker settles (``settle(error)``, under
+        its lock) once there is room; :data:`FAILED` when it raised, nothing routed (the
+        caller sends it with :meth:`send`, which retries after a reconnect or raises)."""
+        conn = self.conn
+        if conn is None:
+            return FAILED
+        try:
+            server_message = _to_server_message(message, self._connection_id)
+            self._acquire()
+            try:
+                self._ticket += 1
+                ticket = self._ticket
+                routed = tx is None and _route_fast(conn, server_message)
+                if not routed and not conn.send(server_message, tx, ticket=ticket,
+                                                timeout_ms=self.timeout_ms):
+                    self.parked[ticket] = park()
+                    self._poke()
+                    return PARKED
+                if server_message.deliver_at or server_message.expiration:
+                    self._poke()
+            finally:
+                self._release()
+        except Exception:
+            return FAILED
+        return SENT
 
 
 def _unattached() -> object:

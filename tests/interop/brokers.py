@@ -317,6 +317,8 @@ class RabbitMQ(Restartable):
         amqp, self.stomp_port, self.mqtt_port, epmd_port, dist_port = (
             free_port() for _ in range(5)
         )
+        #: AMQP 0.9.1 (benchmarks/aio.py runs aio-pika on it)
+        self.amqp_port = amqp
         (work / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = {HOST}:{amqp}\n"
             f"stomp.listeners.tcp.1 = {HOST}:{self.stomp_port}\n"

@@ -1,0 +1,246 @@
+"""(aio) jmspy.aio against the async peers and against the sync API:
+``python -m benchmarks.aio [--rounds 3] [--count 2000]``.
+
+In one run, interleaved round by round (each round runs every case once, in turn):
+
+* ``vm://``: jmspy.aio against jmspy's sync API on the same in-process broker.
+* RabbitMQ: jmspy.aio over ``stomp://`` against aio-pika over AMQP 0.9.1, on the same
+  RabbitMQ.
+* Mosquitto: jmspy.aio over ``mqtt://`` against aiomqtt, on the same Mosquitto.
+
+Each case sends ``count`` 100-byte persistent messages from one producer and consumes
+them on the same connection's consumer, concurrently, with the same semantics on both
+sides of a pair: every send awaited until the broker confirmed it (a STOMP receipt, an
+AMQP publisher confirm, an MQTT QoS 1 PUBACK), a prefetch window of 100 (jmspy's
+``imqConsumerFlowLimit``, aio-pika's ``prefetch_count``; MQTT has none on 3.1.1), and
+one acknowledgement per message (jmspy AUTO_ACKNOWLEDGE; aio-pika ``message.process()``;
+aiomqtt's automatic PUBACK). The figure is messages per second from the first send to
+the last message received, the median over rounds.
+
+The brokers come from the interop tests' recipes (tests/interop/brokers.py) on free
+loopback ports. aio-pika and aiomqtt are in the ``bench`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jmspy import ConnectionFactory
+from jmspy.aio import AsyncConnectionFactory
+
+_TESTS = Path(__file__).resolve().parent.parent / "tests"
+WINDOW = 100
+BODY = "x" * 100
+
+Case = Callable[[int], float]
+
+
+def _rate(count: int, started: float) -> float:
+    return count / (time.perf_counter() - started)
+
+
+# -- jmspy.aio -------------------------------------------------------------------------
+async def _jmspy_aio(url: str, count: int, topic: bool) -> float:
+    factory = AsyncConnectionFactory(url, imqConsumerFlowLimit=WINDOW)
+    async with factory.create_connection() as conn:
+        session = await conn.create_session()
+        sending = await conn.create_session()
+        name = f"bench.aio.{uuid.uuid4().hex[:8]}"
+        where = session.create_topic(name) if topic else session.create_queue(name)
+        consumer = await session.create_consumer(where)
+        producer = await sending.create_producer(where)
+        conn.start()
+        started = time.perf_counter()
+
+        async def produce() -> None:
+            for _ in range(count):
+                await producer.send(sending.create_text_message(BODY))
+
+        sender = asyncio.create_task(produce())
+        n = 0
+        async for _ in consumer:
+            n += 1
+            if n == count:
+                break
+        rate = _rate(count, started)
+        await sender
+        return rate
+
+
+def jmspy_aio(url: str, topic: bool = False) -> Case:
+    return lambda count: asyncio.run(_jmspy_aio(url, count, topic))
+
+
+# -- jmspy's sync API ------------------------------------------------------------------
+def jmspy_sync(url: str) -> Case:
+    def run(count: int) -> float:
+        factory = ConnectionFactory(url, imqConsumerFlowLimit=WINDOW)
+        with factory.create_connection() as conn:
+            session = conn.create_session()
+            sending = conn.create_session()
+            queue = session.create_queue(f"bench.sync.{uuid.uuid4().hex[:8]}")
+            consumer = session.create_consumer(queue)
+            producer = sending.create_producer(queue)
+            conn.start()
+            started = time.perf_counter()
+
+            def produce() -> None:
+                for _ in range(count):
+                    producer.send(sending.create_text_message(BODY))
+
+            sender = threading.Thread(target=produce)
+            sender.start()
+            for _ in range(count):
+                assert consumer.receive(30) is not None
+            rate = _rate(count, started)
+            sender.join()
+            return rate
+
+    return run
+
+
+# -- aio-pika (AMQP 0.9.1) -------------------------------------------------------------
+async def _aio_pika(port: int, count: int) -> float:
+    import aio_pika
+
+    connection = await aio_pika.connect_robust(f"amqp://guest:guest@127.0.0.1:{port}/")
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True)
+        await channel.set_qos(prefetch_count=WINDOW)
+        queue = await channel.declare_queue(f"bench.pika.{uuid.uuid4().hex[:8]}",
+                                            durable=True, auto_delete=True)
+        started = time.perf_counter()
+
+        async def produce() -> None:
+            for _ in range(count):
+                await channel.default_exchange.publish(
+                    aio_pika.Message(BODY.encode(),
+                                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                    routing_key=queue.name)
+
+        sender = asyncio.create_task(produce())
+        n = 0
+        async with queue.iterator() as messages:
+            async for message in messages:
+                async with message.process():
+                    n += 1
+                if n == count:
+                    break
+        rate = _rate(count, started)
+        await sender
+        return rate
+
+
+def aio_pika(port: int) -> Case:
+    return lambda count: asyncio.run(_aio_pika(port, count))
+
+
+# -- aiomqtt ---------------------------------------------------------------------------
+async def _aiomqtt(port: int, count: int) -> float:
+    import aiomqtt
+
+    topic = f"bench/aiomqtt/{uuid.uuid4().hex[:8]}"
+    async with aiomqtt.Client("127.0.0.1", port) as client:
+        await client.subscribe(topic, qos=1)
+        started = time.perf_counter()
+
+        async def produce() -> None:
+            for _ in range(count):
+                await client.publish(topic, BODY.encode(), qos=1)
+
+        sender = asyncio.create_task(produce())
+        n = 0
+        async for _ in client.messages:
+            n += 1
+            if n == count:
+                break
+        rate = _rate(count, started)
+        await sender
+        return rate
+
+
+def aiomqtt(port: int) -> Case:
+    return lambda count: asyncio.run(_aiomqtt(port, count))
+
+
+# -- the run ---------------------------------------------------------------------------
+def _interop() -> Any:
+    path = _TESTS / "interop"
+    if not path.is_dir():
+        raise RuntimeError(f"{path} not found (run from a source checkout)")
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    import brokers  # type: ignore[import-not-found]
+
+    return brokers
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--only", choices=["vm", "rabbitmq", "mosquitto"], action="append")
+    args = parser.parse_args(argv)
+    only = set(args.only or ["vm", "rabbitmq", "mosquitto"])
+    brokers = _interop()
+    stops: list[Callable[[], None]] = []
+    pairs: list[tuple[str, str, Case, str, Case]] = []
+    try:
+        if "vm" in only:
+            from jmspy.transports import vm
+
+            name = f"bench-aio-{uuid.uuid4().hex[:6]}"
+            vm.start_broker(name)
+            stops.append(lambda: vm.stop_broker(name))
+            pairs.append(("vm://", "jmspy.aio", jmspy_aio(f"vm://{name}"),
+                          "jmspy sync", jmspy_sync(f"vm://{name}")))
+        if "rabbitmq" in only:
+            rabbit = brokers.RabbitMQ()
+            rabbit.start()
+            stops.append(rabbit.close)
+            pairs.append(("RabbitMQ", "jmspy.aio stomp://",
+                          jmspy_aio(f"stomp://127.0.0.1:{rabbit.stomp_port}"),
+                          "aio-pika AMQP", aio_pika(rabbit.amqp_port)))
+        if "mosquitto" in only:
+            mosquitto = brokers.Mosquitto()
+            mosquitto.start()
+            stops.append(mosquitto.close)
+            pairs.append(("Mosquitto", "jmspy.aio mqtt://",
+                          jmspy_aio(f"mqtt://127.0.0.1:{mosquitto.mqtt_port}", topic=True),
+                          "aiomqtt", aiomqtt(mosquitto.mqtt_port)))
+        results: dict[tuple[str, str], list[float]] = {}
+        for rnd in range(args.rounds):
+            for broker, ours, our_case, peer, peer_case in pairs:
+                for label, case in ((ours, our_case), (peer, peer_case)):
+                    rate = case(args.count)
+                    results.setdefault((broker, label), []).append(rate)
+                    print(f"round {rnd + 1}: {broker:10} {label:20} {rate:9.0f} msg/s",
+                          flush=True)
+        print(f"\n{args.count} persistent 100 B messages, window {WINDOW}, "
+              f"median of {args.rounds} rounds")
+        print("| broker | jmspy.aio | msg/s | peer | msg/s | jmspy.aio / peer |")
+        print("| --- | --- | ---: | --- | ---: | ---: |")
+        for broker, ours, _, peer, _ in pairs:
+            a = statistics.median(results[(broker, ours)])
+            b = statistics.median(results[(broker, peer)])
+            print(f"| {broker} | {ours} | {a:.0f} | {peer} | {b:.0f} | {a / b:.2f}x |")
+    finally:
+        for stop in reversed(stops):
+            try:
+                stop()
+            except Exception as exc:  # stopping the others matters more
+                print(f"(stopping a broker failed: {exc})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
