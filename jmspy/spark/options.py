@@ -7,8 +7,8 @@ Python process's broker and Spark reads in another: serve it with
 ``BrokerHost.add_connector()``), ``destination``
 (``queue://orders`` or ``topic://prices``), ``selector``, ``subscriptionName`` (a durable
 topic subscription; needs the ``clientID`` property), ``maxMessagesPerTrigger``,
-``user`` / ``password``, and any ConnectionFactory property by its name
-(``imqConsumerFlowLimit``...).
+``jobId`` (the sink's stable write id, :mod:`.sink`), ``user`` / ``password``, and any
+ConnectionFactory property by its name (``imqConsumerFlowLimit``...).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "SourceOptions", "parse_options"]
 DEFAULT_STREAM_FLOW_LIMIT = 50_000
 
 _OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
-        "user", "password", "path")
+        "jobId", "user", "password", "path")
 _BY_LOWER = {name.lower(): name for name in (*_OWN, *PROPERTIES)}
 #: Options Spark itself adds for a streaming sink or source (not ours to refuse).
 _SPARKS = frozenset({"checkpointlocation", "queryname", "outputmode"})
@@ -47,6 +47,8 @@ class SourceOptions:
     user: str | None = None
     password: str | None = None
     properties: dict[str, Any] = field(default_factory=dict)
+    #: the sink's stable write id for ``df.write`` (.sink); None: one per write
+    job_id: str | None = None
 
     @property
     def destination(self) -> Destination:
@@ -121,7 +123,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if subscription and not properties.get("clientID"):
         raise _fail("a durable subscription (subscriptionName) needs the clientID option")
     opts = SourceOptions(url, kind, name, given.get("selector") or None, subscription or None,
-                         max_per_trigger, given.get("user"), given.get("password"), properties)
+                         max_per_trigger, given.get("user"), given.get("password"), properties,
+                         given.get("jobId") or None)
     try:
         opts.factory()  # the factory validates every property's range
     except InvalidConfigurationException as exc:
