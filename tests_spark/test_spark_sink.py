@@ -114,3 +114,56 @@ def test_a_streaming_query_copies_one_queue_into_another(
     query.awaitTermination()
     assert sorted(int(m.text) for m in _drain(broker, "copy")) == list(range(2000))
     assert broker.stats("source")["messageCount"] == 0
+
+
+def _files(folder: Path, files: int, rows: int) -> None:
+    folder.mkdir()
+    for f in range(files):
+        (folder / f"part-{f}.json").write_text(
+            "".join(f'{{"text": "{f * rows + i}"}}\n' for i in range(rows)))
+
+
+def _copy_files(spark: Any, broker: Broker, src: Path, ckpt: Path, how: str) -> None:
+    """Stream the JSON files under ``src`` into queue://restarted, a file a micro-batch,
+    through the sink (``how`` = "sink") or ``foreachBatch`` + ``df.write`` with a jobId."""
+    stream = (spark.readStream.format("json").schema("text string")
+              .option("maxFilesPerTrigger", 1).load(str(src)))
+    if how == "sink":
+        writer = (stream.writeStream.format("jmspy").option("url", broker.url)
+                  .option("destination", "queue://restarted"))
+    else:
+        def publish(df: Any, batch_id: int) -> None:
+            (df.write.format("jmspy").option("url", broker.url).option("jobId", "copy")
+             .option("destination", "queue://restarted").mode("append").save())
+
+        writer = stream.writeStream.foreachBatch(publish)
+    (writer.option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start()
+     .awaitTermination())
+
+
+@pytest.mark.parametrize(("how", "restart_broker"), [
+    ("sink", False), ("sink", True), ("foreachBatch", True)])
+def test_a_query_restarted_between_the_sinks_commit_and_sparks_commit_log_is_exact(
+        spark: Any, stored_broker: Broker, tmp_path: Path, how: str,
+        restart_broker: bool) -> None:
+    """A crash after the sink committed batch N and before Spark wrote commits/N: the
+    restarted query runs batch N again (its offsets are in the checkpoint). Simulated
+    exactly: the last commit-log file is deleted before the restart. Its rows come again
+    under the same ids (the query id is the checkpoint's), and the broker drops them --
+    also after the broker itself restarted (SIGKILL) in between: the ids are in its store."""
+    broker = stored_broker
+    src, ckpt = tmp_path / "in", tmp_path / "ckpt"
+    _files(src, 5, 1000)
+    _copy_files(spark, broker, src, ckpt, how)
+    assert broker.stats("restarted")["messageCount"] == 5000
+    commits = sorted((ckpt / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    assert [p.name for p in commits][-1] == "4"
+    commits[-1].unlink()  # the sink committed batch 4; Spark's commit log never said so
+    (ckpt / "commits" / ".4.crc").unlink(missing_ok=True)  # (its checksum file with it)
+    if restart_broker:
+        broker.restart(kill=True)
+    _copy_files(spark, broker, src, ckpt, how)  # restarts from the checkpoint
+    assert (ckpt / "commits" / "4").exists()  # batch 4 ran again
+    stats = broker.stats("restarted")
+    assert stats["duplicatesDropped"] == 1000  # its 1,000 rows came again, and were dropped
+    assert sorted(int(m.text) for m in _drain(broker, "restarted")) == list(range(5000))
