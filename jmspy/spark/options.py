@@ -22,10 +22,15 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.factory import ConnectionFactory
 from jmspy.properties import PROPERTIES
 
-__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "SourceOptions", "parse_options"]
+__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS", "SourceOptions", "parse_options"]
 
 #: The consumer's flow limit when the options do not set ``imqConsumerFlowLimit``.
 DEFAULT_STREAM_FLOW_LIMIT = 50_000
+#: What the streaming reader's connection does unless the options say otherwise: it
+#: reconnects when the broker goes away (a restart, a failover to the next address of
+#: ``imqAddressList``) instead of failing the query. What it had not acknowledged the
+#: broker delivers again, marked redelivered (at least once, as after a query restart).
+READER_DEFAULTS: dict[str, Any] = {"imqReconnectEnabled": True}
 
 _OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
         "jobId", "user", "password", "path")
@@ -54,8 +59,10 @@ class SourceOptions:
     def destination(self) -> Destination:
         return Queue(self.name) if self.kind == "queue" else Topic(self.name)
 
-    def factory(self) -> ConnectionFactory:
-        return ConnectionFactory(self.url, **self.properties)
+    def factory(self, **defaults: Any) -> ConnectionFactory:
+        """The factory of these options; ``defaults``: properties the options may
+        override (the streaming reader's reconnect, :data:`READER_DEFAULTS`)."""
+        return ConnectionFactory(self.url, **{**defaults, **self.properties})
 
     def describe(self) -> str:
         return f"{self.kind}://{self.name} at {self.url}"

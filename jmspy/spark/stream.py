@@ -16,6 +16,11 @@ reader answers with the same ``seq`` and ``tick + 1``: an empty batch whose plan
 commits the one before. That is what acknowledges the last batch before the queue goes
 idle, and the last batch of ``trigger(availableNow=True)``.
 
+The connection reconnects by default (:data:`~.options.READER_DEFAULTS`): a broker that
+restarts mid-query drops what this reader had not acknowledged back into its queue, the
+broker delivers it again (marked redelivered), and acknowledging the old copies at a
+commit is a no-op (their tags belonged to the dropped connection).
+
 Where it runs: Spark keeps one long-lived Python worker per query for the driver-side
 calls (``latestOffset``, ``partitions``, ``commit``, ``stop``); the reader is pickled
 there, so ``__init__`` holds only the options and the connection opens on first use. The
@@ -41,7 +46,7 @@ from jmspy.consumer import MessageConsumer
 from jmspy.message import Message
 from jmspy.session import Session
 
-from .options import SourceOptions
+from .options import READER_DEFAULTS, SourceOptions
 from .rows import fields_of, row_from
 
 __all__ = ["StreamReader"]
@@ -66,7 +71,7 @@ class _Live:
     redelivers first must fill that batch, not the next."""
 
     def __init__(self, options: SourceOptions) -> None:
-        factory = options.factory()
+        factory = options.factory(**READER_DEFAULTS)  # reconnects unless told not to
         self.conn: Connection = factory.create_connection(options.user, options.password)
         try:
             session = self.session = self.conn.create_session(
