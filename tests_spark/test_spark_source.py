@@ -276,3 +276,53 @@ def test_a_broker_restarted_mid_query_loses_nothing_and_the_query_keeps_running(
             assert text not in seen or redelivered, f"{text} came twice, not marked"
             seen.add(text)
     assert sorted(set(map(int, texts))) == list(range(3000))
+
+
+def test_available_now_stops_at_the_depth_the_queue_had_when_the_query_started(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    """A producer keeps sending while an availableNow query runs: the query reads the
+    5,000 the queue held at its start and stops; the next run reads the rest."""
+    from jmspy import ConnectionFactory, DeliveryMode, Queue
+
+    broker.fill("fixed", 5000)
+    ended = threading.Event()
+    sent_late: list[int] = []
+    started = threading.Event()
+
+    def produce() -> None:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue("fixed"))
+            while not ended.is_set() and len(sent_late) < 20_000:
+                producer.send(session.create_text_message(f"late-{len(sent_late)}"),
+                              delivery_mode=DeliveryMode.NON_PERSISTENT)
+                sent_late.append(1)
+                started.set()
+
+    def run(sink: Any) -> None:
+        (stream(spark, broker, "fixed", maxMessagesPerTrigger="1000")
+         .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "c"))
+         .trigger(availableNow=True).start().awaitTermination())
+
+    first = Collected()
+
+    def first_sink(df: Any, batch_id: int) -> None:
+        first(df, batch_id)
+        go.set()  # the query started (and took the depth): the producer starts now
+        assert started.wait(60)  # ...and has sent before the query reads on
+
+    go = threading.Event()
+    producer = threading.Thread(target=lambda: go.wait(300) and produce())
+    producer.start()
+    try:
+        run(first_sink)
+    finally:
+        go.set()
+        ended.set()
+        producer.join(60)
+    assert sorted(map(int, first.texts())) == list(range(5000))  # what was there, once
+    assert sent_late  # the producer did add while it ran
+    second = Collected()
+    run(second)
+    assert sorted(second.texts()) == sorted(f"late-{i}" for i in range(len(sent_late)))
+    assert broker.settled("fixed")["messageCount"] == 0
