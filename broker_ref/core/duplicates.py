@@ -29,15 +29,21 @@ task's commit must succeed, or Spark would retry it forever).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 # The property's name is the client's too (jmspy.spark sets it): shared vocabulary.
 from jmspy.wire.headers import DUPLICATE_ID
 
-if TYPE_CHECKING:
-    from .store import Store
+__all__ = ["DUPLICATE_ID", "TRIM_EVERY", "DuplicateIds", "IdStore"]
 
-__all__ = ["DUPLICATE_ID", "TRIM_EVERY", "DuplicateIds"]
+
+class IdStore(Protocol):
+    """What the windows need of the broker's :class:`~.store.Store` (its own Protocol here:
+    the send path imports this module, and must not reach the store's types)."""
+
+    def add_duplicate_id(self, address: str, dup_id: str, n: int, at_ms: int) -> None: ...
+
+    def trim_duplicate_ids(self, address: str, oldest_kept: str) -> None: ...
 
 #: Ids fallen out of an address's window before the store is trimmed to it (one DELETE
 #: for this many ids; the store may hold up to this many more than the window, and the
@@ -93,7 +99,7 @@ class DuplicateIds:
 
     __slots__ = ("_caches", "dropped", "store")
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: IdStore | None = None) -> None:
         self._caches: dict[str, _Cache] = {}
         #: where persistent messages' ids are kept (None: RAM only)
         self.store = store
