@@ -86,11 +86,11 @@ def test_a_job_failing_on_every_attempt_leaves_prefixes_once_and_its_rerun_the_r
 
 def test_rows_with_the_same_dup_id_land_once_and_columns_map_back(
         spark: Any, broker: Broker) -> None:
-    rows = [(f"r{i}", f"id-{i}", {"k": str(i)}, 7, "corr", "NON_PERSISTENT")
+    rows = [(f"r{i}", f"id-{i}", {"k": str(i)}, 7, "corr", "NON_PERSISTENT", "queue://back")
             for i in range(50)]
     df = spark.createDataFrame(
         rows, "text string, dup_id string, properties map<string,string>, priority int, "
-        "correlation_id string, delivery_mode string")
+        "correlation_id string, delivery_mode string, reply_to string")
     for _ in range(2):  # the same write again: a retried job
         (df.write.format("jmspy").option("url", broker.url)
          .option("destination", "queue://once").mode("append").save())
@@ -99,6 +99,7 @@ def test_rows_with_the_same_dup_id_land_once_and_columns_map_back(
     m = next(m for m in got if m.text == "r3")
     assert (m.get_property("k"), m.priority, m.correlation_id) == ("3", 7, "corr")
     assert m.delivery_mode == 1  # NON_PERSISTENT
+    assert str(m.reply_to) == "queue://back"
 
 
 def test_a_streaming_query_copies_one_queue_into_another(

@@ -326,3 +326,24 @@ def test_available_now_stops_at_the_depth_the_queue_had_when_the_query_started(
     run(second)
     assert sorted(second.texts()) == sorted(f"late-{i}" for i in range(len(sent_late)))
     assert broker.settled("fixed")["messageCount"] == 0
+
+
+def test_reply_to_expiration_and_delivery_mode_are_columns(spark: Any, broker: Broker) -> None:
+    from jmspy import ConnectionFactory, DeliveryMode, Queue
+
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(Queue("headers"))
+        m = session.create_text_message("asks")
+        m.reply_to = Queue("answers")
+        producer.send(m, delivery_mode=DeliveryMode.NON_PERSISTENT, time_to_live=3600.0)
+        producer.send(session.create_text_message("plain"))
+    rows = {r.text: r for r in (spark.read.format("jmspy").option("url", broker.url)
+                                .option("destination", "queue://headers").load()
+                                .select("text", "reply_to", "expiration", "delivery_mode",
+                                        "timestamp").collect())}
+    asks, plain = rows["asks"], rows["plain"]
+    assert (asks.reply_to, asks.delivery_mode) == ("queue://answers", "NON_PERSISTENT")
+    assert (asks.expiration - asks.timestamp).total_seconds() == 3600  # its time to live
+    assert (plain.reply_to, plain.expiration, plain.delivery_mode) == (
+        None, None, "PERSISTENT")
