@@ -38,22 +38,35 @@ class Broker:
             args = (*args, "--config", str(config))
         self.port = free_port()
         self.url = f"stomp://127.0.0.1:{self.port}"
+        self.tmp, self.args = tmp, args
+        self._start()
+
+    def _start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jmspy", "broker", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)
+            [sys.executable, "-m", "jmspy", "broker", "--port", str(self.port), *self.args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.tmp)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # printed once it listens
         assert line.startswith("jmspy broker listening"), (line, self.proc.stderr)
 
-    def fill(self, queue: str, n: int, *, prefix: str = "") -> None:
+    def restart(self, *, kill: bool = False) -> None:
+        """Stop (``kill``: SIGKILL) and start again on the same port (and data dir)."""
+        if kill:
+            self.proc.kill()
+            self.proc.communicate(timeout=20)
+        else:
+            self.stop()
+        self._start()
+
+    def fill(self, queue: str, n: int, *, prefix: str = "", persistent: bool = False) -> None:
         from jmspy import ConnectionFactory, DeliveryMode, Queue
 
+        mode = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
         with ConnectionFactory(self.url).create_connection() as conn:
             session = conn.create_session()
             producer = session.create_producer(Queue(queue))
             for i in range(n):
-                producer.send(session.create_text_message(f"{prefix}{i}"),
-                              delivery_mode=DeliveryMode.NON_PERSISTENT)
+                producer.send(session.create_text_message(f"{prefix}{i}"), delivery_mode=mode)
 
     def stats(self, queue: str) -> dict[str, Any]:
         from jmspy.broker_ref.protocols.stomp.client import fetch_report
@@ -118,6 +131,14 @@ def any_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broke
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     b = Broker(tmp_path, "--in-memory")
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def stored_broker(tmp_path: Path) -> Iterator[Broker]:
+    """``jmspy broker`` with its store (``--data-dir``): what it took survives a restart."""
+    b = Broker(tmp_path, "--data-dir", str(tmp_path / "data"))
     yield b
     b.stop()
 

@@ -242,3 +242,108 @@ def _max_rows(n: int) -> Any:
     from pyspark.sql.streaming.datasource import ReadMaxRows
 
     return ReadMaxRows(n)
+
+
+def test_a_broker_restarted_mid_query_loses_nothing_and_the_query_keeps_running(
+        spark: Any, stored_broker: Broker, tmp_path: Path) -> None:
+    """Reconnect is on by default in the reader: the broker SIGKILLed and started again
+    (same port and store) in the middle of a query; the query rides through, every message
+    comes, and those that come twice (unacknowledged at the kill) are marked redelivered."""
+    from polling import wait_until
+
+    broker = stored_broker
+    broker.fill("survive", 3000, persistent=True)
+    sink = Collected()
+    query = (stream(spark, broker, "survive", maxMessagesPerTrigger="300",
+                    imqReconnectInterval="200")
+             .writeStream.foreachBatch(sink)
+             .option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        assert wait_until(lambda: len(sink.rows) >= 600, 180)
+        broker.restart(kill=True)
+        every = {str(i) for i in range(3000)}
+        wait_until(lambda: set(sink.texts()) >= every or not query.isActive, 180)
+        assert query.isActive and query.exception() is None  # it rode through
+        assert set(sink.texts()) >= every
+        assert wait_until(lambda: broker.stats("survive")["messageCount"] == 0, 60)
+    finally:
+        query.stop()
+    with sink.lock:
+        texts = sink.texts()
+        seen: set[str] = set()
+        for _, text, redelivered in sink.rows:
+            assert text not in seen or redelivered, f"{text} came twice, not marked"
+            seen.add(text)
+    assert sorted(set(map(int, texts))) == list(range(3000))
+
+
+def test_available_now_stops_at_the_depth_the_queue_had_when_the_query_started(
+        spark: Any, broker: Broker, tmp_path: Path) -> None:
+    """A producer keeps sending while an availableNow query runs: the query reads the
+    5,000 the queue held at its start and stops; the next run reads the rest."""
+    from jmspy import ConnectionFactory, DeliveryMode, Queue
+
+    broker.fill("fixed", 5000)
+    ended = threading.Event()
+    sent_late: list[int] = []
+    started = threading.Event()
+
+    def produce() -> None:
+        with ConnectionFactory(broker.url).create_connection() as conn:
+            session = conn.create_session()
+            producer = session.create_producer(Queue("fixed"))
+            while not ended.is_set() and len(sent_late) < 20_000:
+                producer.send(session.create_text_message(f"late-{len(sent_late)}"),
+                              delivery_mode=DeliveryMode.NON_PERSISTENT)
+                sent_late.append(1)
+                started.set()
+
+    def run(sink: Any) -> None:
+        (stream(spark, broker, "fixed", maxMessagesPerTrigger="1000")
+         .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "c"))
+         .trigger(availableNow=True).start().awaitTermination())
+
+    first = Collected()
+
+    def first_sink(df: Any, batch_id: int) -> None:
+        first(df, batch_id)
+        go.set()  # the query started (and took the depth): the producer starts now
+        assert started.wait(60)  # ...and has sent before the query reads on
+
+    go = threading.Event()
+    producer = threading.Thread(target=lambda: go.wait(300) and produce())
+    producer.start()
+    try:
+        run(first_sink)
+    finally:
+        go.set()
+        ended.set()
+        producer.join(60)
+    assert sorted(map(int, first.texts())) == list(range(5000))  # what was there, once
+    assert sent_late  # the producer did add while it ran
+    second = Collected()
+    run(second)
+    assert sorted(second.texts()) == sorted(f"late-{i}" for i in range(len(sent_late)))
+    assert broker.settled("fixed")["messageCount"] == 0
+
+
+def test_reply_to_expiration_and_delivery_mode_are_columns(spark: Any, broker: Broker) -> None:
+    from jmspy import ConnectionFactory, DeliveryMode, Queue
+
+    with ConnectionFactory(broker.url).create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(Queue("headers"))
+        m = session.create_text_message("asks")
+        m.reply_to = Queue("answers")
+        producer.send(m, delivery_mode=DeliveryMode.NON_PERSISTENT, time_to_live=3600.0)
+        producer.send(session.create_text_message("plain"))
+    rows = {r.text: r for r in (spark.read.format("jmspy").option("url", broker.url)
+                                .option("destination", "queue://headers").load()
+                                .select("text", "reply_to", "expiration", "delivery_mode",
+                                        "timestamp").collect())}
+    asks, plain = rows["asks"], rows["plain"]
+    assert (asks.reply_to, asks.delivery_mode) == ("queue://answers", "NON_PERSISTENT")
+    assert (asks.expiration - asks.timestamp).total_seconds() == 3600  # its time to live
+    assert (plain.reply_to, plain.expiration, plain.delivery_mode) == (
+        None, None, "PERSISTENT")

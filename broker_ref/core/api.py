@@ -112,6 +112,8 @@ class DestinationStats:
     blocked_producers: int = 0
     #: messages a slow subscriber lost to its ``pending-message-limit`` (seed 003)
     discarded: int = 0
+    #: messages dropped as duplicates of one its duplicate-id window held (.duplicates)
+    duplicates_dropped: int = 0
 
     @property
     def memory_percent(self) -> int:
@@ -146,6 +148,7 @@ class DestinationStats:
             "memoryPercentUsage": self.memory_percent,
             "blockedProducers": self.blocked_producers,
             "discarded": self.discarded,
+            "duplicatesDropped": self.duplicates_dropped,
         }
 
 
@@ -247,8 +250,11 @@ class AddressSettings:
     pending_message_limit: int | None = None
     #: Duplicate detection (Artemis's ``id-cache-size``): how many ``_AMQ_DUPL_ID`` values
     #: of recent messages the address remembers; a message whose id is among them is
-    #: dropped (:mod:`.duplicates`). 0 = no detection.
-    duplicate_id_cache_size: int = 20_000
+    #: dropped (:mod:`.duplicates`; persistent messages' ids are kept in the store, across
+    #: restarts). 0 = no detection. A million: a Spark job's rows each carry one.
+    duplicate_id_cache_size: int = 1_000_000
+    #: ...and for how long at most, in milliseconds (0 = no age limit; default 7 days).
+    duplicate_id_max_age_ms: int = 7 * 24 * 3600 * 1000
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES.items():
@@ -260,6 +266,9 @@ class AddressSettings:
         if type(self.duplicate_id_cache_size) is not int or self.duplicate_id_cache_size < 0:
             raise ValueError("address setting duplicate_id_cache_size must be an int >= 0 "
                              f"(0 = off), got {self.duplicate_id_cache_size!r}")
+        if type(self.duplicate_id_max_age_ms) is not int or self.duplicate_id_max_age_ms < 0:
+            raise ValueError("address setting duplicate_id_max_age_ms must be an int >= 0 "
+                             f"(0 = no age limit), got {self.duplicate_id_max_age_ms!r}")
         for name in ("ring_size", "default_ring_size"):
             value = getattr(self, name)
             if value is not None and (value < -1 or value == 0):

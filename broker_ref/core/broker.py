@@ -313,6 +313,9 @@ class Broker:
         return out
 
     def _flow_stats(self, stats: DestinationStats) -> DestinationStats:
+        dropped = self.post_office.duplicates.dropped
+        if dropped:
+            stats.duplicates_dropped = dropped.get(stats.name, 0)
         if self.flow.parked:
             stats.blocked_producers = self.flow.blocked_producers(stats.kind, stats.name)
         return stats

@@ -50,7 +50,7 @@ class PostOffice:
         self._subscriptions: dict[SubscriptionKey, Subscription] = {}
         self._sub_queues: dict[str, Subscription] = {}
         #: recent duplicate ids per address, and what they dropped
-        self.duplicates = DuplicateIds()
+        self.duplicates = DuplicateIds(store)
 
     def settings_for(self, name: str) -> AddressSettings:
         return self._settings.match(name)
@@ -154,9 +154,19 @@ class PostOffice:
         """
         dup_id = message.properties.get(DUPLICATE_ID)
         if dup_id is not None:
-            size = self._settings.match(message.destination).duplicate_id_cache_size
-            if self.duplicates.is_duplicate(message.destination, dup_id, size):
+            settings = self._settings.match(message.destination)
+            size, age = settings.duplicate_id_cache_size, settings.duplicate_id_max_age_ms
+            now = self._host.now()
+            if self.duplicates.seen(message.destination, dup_id, size, now, age):
                 return
+            self._route(message, client_id)
+            # only once routed: a send that failed leaves no id to drop its retry
+            self.duplicates.remember(message.destination, dup_id, size, now, age,
+                                     message.persistent)
+            return
+        self._route(message, client_id)
+
+    def _route(self, message: ServerMessage, client_id: str | None) -> None:
         if message.kind is DestinationKind.QUEUE:
             q = self._queues.get(message.destination)  # _queue(), minus a call when it exists
             if q is None:
@@ -269,6 +279,7 @@ class PostOffice:
         (``Queue.recover``); they come back marked redelivered (``PageRun.delivery_count``
         says why)."""
         state = store.load()
+        self.duplicates.recover(store.load_duplicate_ids())
         for rec in state.subscriptions:
             topic = self._topics.get(rec.topic)
             if topic is None:  # recreate even when auto-create is off: it existed

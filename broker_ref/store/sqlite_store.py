@@ -58,7 +58,9 @@ log = logging.getLogger("jmspy.broker.store")
 #: The layout this jmspy writes (``PRAGMA user_version``). 1: the first (the message as
 #: JSON in ``data``, no ``level``); 2: ``level`` and the ``messages_page`` index, read by
 #: paging (seed 002); 3: one column per message field (``message_codec.ROW_COLUMNS``),
-#: ``data`` empty -- rows of layouts 1 and 2 keep their JSON and are read as such.
+#: ``data`` empty -- rows of layouts 1 and 2 keep their JSON and are read as such. The
+#: ``duplicate_ids`` table (.duplicates) came later in layout 3: an older jmspy that opens
+#: the file ignores it, so it needs no new layout number.
 SCHEMA_VERSION = 3
 
 _ROW_TYPES = {"kind": "TEXT", "dest": "TEXT", "body_type": "TEXT", "body": "", "props": "TEXT",
@@ -78,6 +80,14 @@ CREATE TABLE IF NOT EXISTS messages (
     level INTEGER NOT NULL DEFAULT 5,
     UNIQUE (queue, id)
 );
+CREATE TABLE IF NOT EXISTS duplicate_ids (
+    address TEXT NOT NULL,
+    id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (address, id)
+);
+CREATE INDEX IF NOT EXISTS duplicate_ids_order ON duplicate_ids (address, n);
 CREATE TABLE IF NOT EXISTS subscriptions (
     queue TEXT PRIMARY KEY,
     client_id TEXT,
@@ -308,6 +318,22 @@ class SqliteStore(GroupWrites):
 
     def remove_subscription(self, queue: str) -> None:
         self._write("DELETE FROM subscriptions WHERE queue = ?", (queue,))
+
+    def add_duplicate_id(self, address: str, dup_id: str, n: int, at_ms: int) -> None:
+        self._write("INSERT OR REPLACE INTO duplicate_ids (address, id, n, at) "
+                    "VALUES (?, ?, ?, ?)", (address, dup_id, n, at_ms))
+
+    def trim_duplicate_ids(self, address: str, oldest_kept: str) -> None:
+        self._write("DELETE FROM duplicate_ids WHERE address = ? AND n < (SELECT n FROM "
+                    "duplicate_ids WHERE address = ? AND id = ?)",
+                    (address, address, oldest_kept))
+
+    def load_duplicate_ids(self) -> dict[str, list[tuple[str, int, int]]]:
+        out: dict[str, list[tuple[str, int, int]]] = {}
+        for address, dup_id, n, at in self._db.execute(
+                "SELECT address, id, n, at FROM duplicate_ids ORDER BY address, n"):
+            out.setdefault(address, []).append((dup_id, int(n), int(at)))
+        return out
 
     def load(self) -> RecoveredState:
         """Where the rows are (the ``messages_page`` index alone; no message is read)."""

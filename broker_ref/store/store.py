@@ -129,6 +129,18 @@ class Store(Protocol):
         """Group the writes made inside the ``with`` block into one atomic unit."""
         ...
 
+    def add_duplicate_id(self, address: str, dup_id: str, n: int, at_ms: int) -> None:
+        """Remember a persistent message's duplicate id at ``address`` (:mod:`.duplicates`),
+        the ``n``-th id the address took, at ``at_ms``; an id kept already moves to ``n``."""
+
+    def trim_duplicate_ids(self, address: str, oldest_kept: str) -> None:
+        """Forget ``address``'s ids older than ``oldest_kept`` (which fell out of its
+        window); nothing when ``oldest_kept`` is not stored (a non-persistent one's)."""
+
+    def load_duplicate_ids(self) -> dict[str, list[tuple[str, int, int]]]:
+        """The ids kept, per address: ``(id, n, at_ms)``, oldest first."""
+        ...
+
     def load(self) -> RecoveredState:
         """Where everything persisted is, for a broker starting up (no message is read)."""
         ...
@@ -232,12 +244,14 @@ class MemoryStore:
     ``Broker`` built on the same instance recovers what a crash-safe store would have.
     """
 
-    __slots__ = ("_messages", "_seq", "_subscriptions", "closed", "faulted", "unusable",
-                 "writer", "writes")
+    __slots__ = ("_dup_ids", "_messages", "_seq", "_subscriptions", "closed", "faulted",
+                 "unusable", "writer", "writes")
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, StoredMessage]] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
+        #: address -> duplicate id -> (n, at_ms), in the order added
+        self._dup_ids: dict[str, dict[str, tuple[int, int]]] = {}
         self._seq = 0
         self.closed = False
         #: Number of write calls, so tests can check what the broker persisted.
@@ -282,6 +296,23 @@ class MemoryStore:
     def remove_subscription(self, queue: str) -> None:
         self.writes += 1
         self._subscriptions.pop(queue, None)
+
+    def add_duplicate_id(self, address: str, dup_id: str, n: int, at_ms: int) -> None:
+        self.writes += 1
+        ids = self._dup_ids.setdefault(address, {})
+        ids.pop(dup_id, None)  # moves to the end, as the SQL store's n does
+        ids[dup_id] = (n, at_ms)
+
+    def trim_duplicate_ids(self, address: str, oldest_kept: str) -> None:
+        ids = self._dup_ids.get(address, {})
+        kept = ids.get(oldest_kept)
+        if kept is not None:
+            self.writes += 1
+            self._dup_ids[address] = {k: v for k, v in ids.items() if v[0] >= kept[0]}
+
+    def load_duplicate_ids(self) -> dict[str, list[tuple[str, int, int]]]:
+        return {a: [(k, n, at) for k, (n, at) in ids.items()]
+                for a, ids in self._dup_ids.items() if ids}
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

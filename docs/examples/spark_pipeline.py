@@ -73,9 +73,12 @@ def run(url: str, out: str) -> None:
               .agg(F.round(F.sum("amount"), 2).alias("total")))
 
     def publish(batch, batch_id):  # type: ignore[no-untyped-def]
+        # dup_id: the window and the customer, so a micro-batch replayed after a crash
+        # (its rows in any order, after the shuffle) lands once in jmspy broker
         rows = batch.select(
             F.to_json(F.struct(F.col("window.start").cast("string").alias("window"),
-                               "customer", "total")).alias("text"))
+                               "customer", "total")).alias("text"),
+            F.concat_ws("/", F.col("window.start").cast("string"), "customer").alias("dup_id"))
         rows.write.format("jmspy").option("url", url).option(
             "destination", "queue://totals").mode("append").save()
         batch.write.mode("append").parquet(os.path.join(out, "totals.parquet"))

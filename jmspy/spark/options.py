@@ -7,8 +7,8 @@ Python process's broker and Spark reads in another: serve it with
 ``BrokerHost.add_connector()``), ``destination``
 (``queue://orders`` or ``topic://prices``), ``selector``, ``subscriptionName`` (a durable
 topic subscription; needs the ``clientID`` property), ``maxMessagesPerTrigger``,
-``user`` / ``password``, and any ConnectionFactory property by its name
-(``imqConsumerFlowLimit``...).
+``jobId`` (the sink's stable write id, :mod:`.sink`), ``user`` / ``password``, and any
+ConnectionFactory property by its name (``imqConsumerFlowLimit``...).
 """
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.factory import ConnectionFactory
 from jmspy.properties import PROPERTIES
 
-__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "SourceOptions", "parse_options"]
+__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS", "SourceOptions", "parse_options"]
 
 #: The consumer's flow limit when the options do not set ``imqConsumerFlowLimit``.
 DEFAULT_STREAM_FLOW_LIMIT = 50_000
+#: What the streaming reader's connection does unless the options say otherwise: it
+#: reconnects when the broker goes away (a restart, a failover to the next address of
+#: ``imqAddressList``) instead of failing the query. What it had not acknowledged the
+#: broker delivers again, marked redelivered (at least once, as after a query restart).
+READER_DEFAULTS: dict[str, Any] = {"imqReconnectEnabled": True}
 
 _OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
-        "user", "password", "path")
+        "jobId", "user", "password", "path")
 _BY_LOWER = {name.lower(): name for name in (*_OWN, *PROPERTIES)}
 #: Options Spark itself adds for a streaming sink or source (not ours to refuse).
 _SPARKS = frozenset({"checkpointlocation", "queryname", "outputmode"})
@@ -47,13 +52,17 @@ class SourceOptions:
     user: str | None = None
     password: str | None = None
     properties: dict[str, Any] = field(default_factory=dict)
+    #: the sink's stable write id for ``df.write`` (.sink); None: one per write
+    job_id: str | None = None
 
     @property
     def destination(self) -> Destination:
         return Queue(self.name) if self.kind == "queue" else Topic(self.name)
 
-    def factory(self) -> ConnectionFactory:
-        return ConnectionFactory(self.url, **self.properties)
+    def factory(self, **defaults: Any) -> ConnectionFactory:
+        """The factory of these options; ``defaults``: properties the options may
+        override (the streaming reader's reconnect, :data:`READER_DEFAULTS`)."""
+        return ConnectionFactory(self.url, **{**defaults, **self.properties})
 
     def describe(self) -> str:
         return f"{self.kind}://{self.name} at {self.url}"
@@ -121,7 +130,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if subscription and not properties.get("clientID"):
         raise _fail("a durable subscription (subscriptionName) needs the clientID option")
     opts = SourceOptions(url, kind, name, given.get("selector") or None, subscription or None,
-                         max_per_trigger, given.get("user"), given.get("password"), properties)
+                         max_per_trigger, given.get("user"), given.get("password"), properties,
+                         given.get("jobId") or None)
     try:
         opts.factory()  # the factory validates every property's range
     except InvalidConfigurationException as exc:

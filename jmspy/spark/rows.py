@@ -3,11 +3,13 @@
 The schema (:data:`SCHEMA`): ``message_id``, ``destination`` (``queue://x`` /
 ``topic://x``), ``timestamp`` (UTC), ``priority``, ``redelivered``, ``delivery_count``,
 ``correlation_id``, ``type``, ``properties`` (a map of strings: numbers and booleans as
-their text, bytes as hex), and the body in ``text`` (a TextMessage) or ``bytes`` (a
-BytesMessage; a MapMessage's map as JSON text in ``text``).
+their text, bytes as hex), the body in ``text`` (a TextMessage) or ``bytes`` (a
+BytesMessage; a MapMessage's map as JSON text in ``text``), then ``reply_to``
+(``queue://x``, or null), ``expiration`` (UTC, null: never) and ``delivery_mode``
+(``PERSISTENT`` / ``NON_PERSISTENT``).
 
 Writing maps columns back by name (any subset): ``text`` or ``bytes`` (or ``body``, text
-or binary), ``properties`` (a map), ``priority``, ``correlation_id``, ``type``,
+or binary), ``properties`` (a map), ``priority``, ``correlation_id``, ``type``, ``reply_to``,
 ``delivery_mode`` ("PERSISTENT" / "NON_PERSISTENT" or 2 / 1), ``time_to_live`` (ms), and
 ``dup_id``, the message's duplicate-detection id (otherwise one is made per row).
 """
@@ -19,6 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from jmspy.destinations import Destination, Queue, Topic
 from jmspy.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
 from jmspy.session import Session
 
@@ -26,7 +29,8 @@ __all__ = ["SCHEMA", "fields_of", "row_from", "row_of", "to_message"]
 
 SCHEMA = ("message_id STRING, destination STRING, timestamp TIMESTAMP, priority INT, "
           "redelivered BOOLEAN, delivery_count INT, correlation_id STRING, type STRING, "
-          "properties MAP<STRING, STRING>, text STRING, bytes BINARY")
+          "properties MAP<STRING, STRING>, text STRING, bytes BINARY, reply_to STRING, "
+          "expiration TIMESTAMP, delivery_mode STRING")
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
@@ -52,21 +56,26 @@ def fields_of(message: Message) -> tuple[Any, ...]:
         text = json.dumps({k: _text(v) for k, v in message.map.items()})
     destination = message.destination
     props = message.properties
+    reply_to = message.reply_to
     return (message.message_id, None if destination is None else str(destination),
             message.timestamp, message.priority, message.redelivered,
             message.delivery_count, message.correlation_id, message.jms_type,
-            dict(props) if props else None, text, data)
+            dict(props) if props else None, text, data,
+            None if reply_to is None else str(reply_to), message.expiration,
+            message.delivery_mode)
 
 
 def row_from(fields: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row of :data:`SCHEMA` from :func:`fields_of`'s tuple."""
     (message_id, destination, timestamp, priority, redelivered, count, correlation,
-     jms_type, props, text, data) = fields
+     jms_type, props, text, data, reply_to, expiration, mode) = fields
     return (message_id, destination,
             _EPOCH + _dt.timedelta(milliseconds=timestamp) if timestamp else None,
             priority, redelivered, count, correlation, jms_type,
             {k: _text(v) for k, v in props.items() if v is not None} if props else {},
-            text, data)
+            text, data, reply_to,
+            _EPOCH + _dt.timedelta(milliseconds=expiration) if expiration else None,
+            "NON_PERSISTENT" if mode == DeliveryMode.NON_PERSISTENT else "PERSISTENT")
 
 
 def row_of(message: Message) -> tuple[Any, ...]:
@@ -83,6 +92,14 @@ def _delivery_mode(value: object) -> int:
     if name in ("PERSISTENT", "NON_PERSISTENT"):
         return DeliveryMode[name]
     raise ValueError(f"delivery_mode {value!r} must be PERSISTENT or NON_PERSISTENT (2 or 1)")
+
+
+def _destination(text: str) -> Destination:
+    kind, sep, name = text.partition("://")
+    if not sep or kind.lower() not in ("queue", "topic") or not name:
+        raise ValueError(f"reply_to {text!r} must say its kind: 'queue://NAME' or "
+                         "'topic://NAME'")
+    return Queue(name) if kind.lower() == "queue" else Topic(name)
 
 
 def to_message(session: Session, row: Mapping[str, Any]) -> tuple[Message, dict[str, Any]]:
@@ -103,6 +120,8 @@ def to_message(session: Session, row: Mapping[str, Any]) -> tuple[Message, dict[
         message.correlation_id = str(row["correlation_id"])
     if row.get("type") is not None:
         message.jms_type = str(row["type"])
+    if row.get("reply_to"):
+        message.reply_to = _destination(str(row["reply_to"]))
     send: dict[str, Any] = {"delivery_mode": _delivery_mode(row.get("delivery_mode"))}
     if row.get("priority") is not None:
         send["priority"] = int(row["priority"])

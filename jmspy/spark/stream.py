@@ -16,6 +16,11 @@ reader answers with the same ``seq`` and ``tick + 1``: an empty batch whose plan
 commits the one before. That is what acknowledges the last batch before the queue goes
 idle, and the last batch of ``trigger(availableNow=True)``.
 
+The connection reconnects by default (:data:`~.options.READER_DEFAULTS`): a broker that
+restarts mid-query drops what this reader had not acknowledged back into its queue, the
+broker delivers it again (marked redelivered), and acknowledging the old copies at a
+commit is a no-op (their tags belonged to the dropped connection).
+
 Where it runs: Spark keeps one long-lived Python worker per query for the driver-side
 calls (``latestOffset``, ``partitions``, ``commit``, ``stop``); the reader is pickled
 there, so ``__init__`` holds only the options and the connection opens on first use. The
@@ -38,10 +43,11 @@ from pyspark.sql.streaming.datasource import (
 
 from jmspy.connection import Connection
 from jmspy.consumer import MessageConsumer
+from jmspy.errors import JMSException
 from jmspy.message import Message
 from jmspy.session import Session
 
-from .options import SourceOptions
+from .options import READER_DEFAULTS, SourceOptions
 from .rows import fields_of, row_from
 
 __all__ = ["StreamReader"]
@@ -66,7 +72,7 @@ class _Live:
     redelivers first must fill that batch, not the next."""
 
     def __init__(self, options: SourceOptions) -> None:
-        factory = options.factory()
+        factory = options.factory(**READER_DEFAULTS)  # reconnects unless told not to
         self.conn: Connection = factory.create_connection(options.user, options.password)
         try:
             session = self.session = self.conn.create_session(
@@ -86,6 +92,8 @@ class _Live:
         self.assigned: deque[tuple[int, Message]] = deque()
         #: the highest sequence number given (or skipped to, after a restart)
         self.last_seq = 0
+        #: messages taken from the consumer so far
+        self.taken = 0
 
     def take(self, n: int, first_wait: float) -> int:
         """Receive up to ``n`` more messages into ``pending``; returns how many came."""
@@ -98,7 +106,12 @@ class _Live:
             self.pending.append(message)
             got += 1
             wait = NEXT_WAIT
+        self.taken += got
         return got
+
+    def held(self) -> int:
+        """Messages taken and not yet acknowledged (the broker counts them as delivering)."""
+        return len(self.pending) + len(self.assigned)
 
     def ahead(self, seq: int) -> int:
         """Messages in hand that come after offset ``seq``."""
@@ -119,7 +132,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._live: _Live | None = None
         self._available_now = False
-        self._dry = False  # availableNow: the consumer ran dry once; take no more
+        self._dry = False  # availableNow: the end is reached; take no more
+        #: availableNow: stop once ``_Live.taken`` reaches this (None: when the consumer
+        #: runs dry, the end for a topic or a broker that reports no queue depth)
+        self._stop_at: int | None = None
 
     def _state(self) -> _Live:
         if self._live is None:
@@ -135,7 +151,26 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
     def prepareForTriggerAvailableNow(self) -> None:
+        """``trigger(availableNow=True)``: read what the queue holds now and stop there.
+        Its depth (``messageCount``, which ``jmspy broker`` reports) less what this reader
+        already holds is the number still to take; messages sent after this moment wait
+        for the next run (Kafka's source fixes its end offsets the same way)."""
         self._available_now = True
+        live = self._state()
+        depth = self._depth(live)
+        self._stop_at = None if depth is None else live.taken + max(0, depth - live.held())
+        if self._stop_at is not None and live.taken >= self._stop_at:
+            self._dry = True
+
+    def _depth(self, live: _Live) -> int | None:
+        """The queue's message count now, or None (a topic, stats not reported)."""
+        if self.options.kind != "queue" or self.options.subscription_name:
+            return None
+        try:
+            count = live.conn.destination_stats(self.options.destination).get("messageCount")
+        except JMSException:
+            return None  # a broker without destination stats: end when it runs dry
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         live = self._state()
@@ -143,8 +178,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         room = limit.max_rows if isinstance(limit, ReadMaxRows) else 10**12
         ahead = live.ahead(seq)  # in hand already, not yet in a batch before ``seq``
         if ahead < room and not self._dry:
-            got = live.take(min(room - ahead, 10**9), FIRST_WAIT if not ahead else NEXT_WAIT)
-            if self._available_now and not got:
+            want = min(room - ahead, 10**9)
+            if self._stop_at is not None:
+                want = min(want, self._stop_at - live.taken)
+            got = live.take(want, FIRST_WAIT if not ahead else NEXT_WAIT) if want > 0 else 0
+            if self._available_now and (not got or (
+                    self._stop_at is not None and live.taken >= self._stop_at)):
                 self._dry = True
             ahead = live.ahead(seq)
         if ahead:
