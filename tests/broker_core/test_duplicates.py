@@ -16,8 +16,8 @@ from core_support import FakeClock, Recorder, msg, tmsg
 from jmspy.broker_ref.core import Broker, DestinationKind, DestinationNotFound, duplicates
 from jmspy.broker_ref.core.api import AddressSettings
 from jmspy.broker_ref.core.duplicates import DUPLICATE_ID
-from jmspy.broker_ref.core.sqlite_store import SqliteStore
-from jmspy.broker_ref.core.store import MemoryStore
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
+from jmspy.broker_ref.store.store import MemoryStore
 
 
 def dup(dest: str, dup_id: str, **kw: Any) -> Any:
