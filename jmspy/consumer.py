@@ -22,7 +22,7 @@ from .message import Message
 from .message_body import body_as, check_body_type
 
 if TYPE_CHECKING:
-    from .owners import ConsumerSession
+    from .owners import ConsumerSession, OwnerConnection
 
 __all__ = ["MessageConsumer", "MessageListener", "QueueBrowser"]
 
@@ -239,16 +239,8 @@ class MessageConsumer(ConsumerCore):
                 while not self._closed and not self._session._ending():
                     if connection.started and len(self._buffer) > 0:
                         return True
-                    lost = connection._lost
-                    if lost is not None:
-                        raise JMSException(str(lost), error_code=lost.error_code)
-                    if deadline is None:
-                        self._cond.wait()
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not self._wait_turn(connection, deadline):
                         return False
-                    self._cond.wait(remaining)
                 return False
             finally:
                 self._receiving -= 1
@@ -354,6 +346,22 @@ class MessageConsumer(ConsumerCore):
         if credit:
             self._session._transport.grant_credit(self.consumer_id, credit)
 
+    def _wait_turn(self, connection: OwnerConnection, deadline: float | None) -> bool:
+        """One wait of a receiving thread, under ``self._lock``, for a delivery or a
+        close to notify it: False once ``deadline`` has passed. A connection lost for good
+        raises its ``JMSException`` at once (nothing more can arrive: say why, now)."""
+        lost = connection._lost
+        if lost is not None:
+            raise JMSException(str(lost), error_code=lost.error_code)
+        if deadline is None:
+            self._cond.wait()
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        self._cond.wait(remaining)
+        return True
+
     def _wait_for_message(self, deadline: float | None) -> Message | None:
         pull = self._buffer.limit == 0
         connection = self._session._connection
@@ -369,16 +377,8 @@ class MessageConsumer(ConsumerCore):
                         if item is not None:
                             message = item
                             break
-                    lost = connection._lost
-                    if lost is not None:  # nothing more can arrive: say why, now
-                        raise JMSException(str(lost), error_code=lost.error_code)
-                    if deadline is None:
-                        self._cond.wait()
-                        continue
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    if not self._wait_turn(connection, deadline):
                         break
-                    self._cond.wait(remaining)
             finally:
                 self._receiving -= 1
         if message is None and pull and not self._closed:
