@@ -239,3 +239,84 @@ def test_a_configured_global_tracer_provider_is_used() -> None:
     out = subprocess.run([sys.executable, "-c", _GLOBAL], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["send", "g"]
+
+
+# -- metrics -------------------------------------------------------------------------------
+def _points(reader: Any, name: str) -> list[Any]:
+    data = reader.get_metrics_data()
+    return [point
+            for rm in data.resource_metrics for sm in rm.scope_metrics
+            for metric in sm.metrics if metric.name == name
+            for point in metric.data.data_points]
+
+
+def test_metrics_after_a_known_workload() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    telemetry.instrument(tracer_provider=TracerProvider(), meter_provider=meters)
+    try:
+        done = threading.Event()
+        handled: list[Any] = []
+        with ConnectionFactory(_vm()).create_connection() as conn:
+            session = conn.create_session()
+            pulled, pushed, held = (session.create_queue(n) for n in ("m-pull", "m-push",
+                                                                          "m-held"))
+            producer = session.create_producer()
+            for _ in range(5):
+                producer.send(session.create_text_message("p"), pulled)
+            for _ in range(3):
+                producer.send(session.create_text_message("l"), pushed)
+            for _ in range(2):
+                producer.send(session.create_text_message("h"), held)
+            consumer = session.create_consumer(pulled)
+            idle = session.create_consumer(held)
+            conn.start()
+            assert all(consumer.receive(5) is not None for _ in range(5))
+
+            listening_session = conn.create_session()
+
+            def on_message(message: Any) -> None:
+                handled.append(message)
+                if len(handled) == 3:
+                    done.set()
+
+            listening_session.create_consumer(pushed).set_message_listener(on_message)
+            assert done.wait(10)
+            assert wait_until(lambda: idle.flow_stats().buffered == 2, 10)
+            limit = idle.flow_stats().limit
+
+            def sums(name: str) -> dict[tuple[str, str], int]:
+                return {(p.attributes["messaging.operation.name"],
+                         p.attributes["messaging.destination.name"]): p.value
+                        for p in _points(reader, name)}
+
+            def counts(name: str) -> dict[tuple[str, str], int]:
+                return {(p.attributes["messaging.operation.name"],
+                         p.attributes.get("messaging.destination.name", "")): p.count
+                        for p in _points(reader, name)}
+
+            assert sums("messaging.client.sent.messages") == {
+                ("send", "m-pull"): 5, ("send", "m-push"): 3, ("send", "m-held"): 2}
+            assert sums("messaging.client.consumed.messages") == {
+                ("receive", "m-pull"): 5, ("process", "m-push"): 3}
+            durations = counts("messaging.client.operation.duration")
+            assert durations[("send", "m-pull")] == 5
+            assert durations[("receive", "m-pull")] == 5
+            assert counts("messaging.process.duration") == {("process", "m-push"): 3}
+            for point in _points(reader, "messaging.client.operation.duration"):
+                assert point.sum >= 0 and point.attributes["messaging.system"] == "jmspy"
+
+            def gauge(name: str, destination: str) -> int:
+                (point,) = [p for p in _points(reader, name)
+                            if p.attributes["messaging.destination.name"] == destination]
+                return int(point.value)
+
+            assert gauge("jmspy.consumer.flow.buffered", "m-held") == 2
+            assert gauge("jmspy.consumer.flow.limit", "m-held") == limit > 0
+            assert gauge("jmspy.consumer.flow.buffered", "m-pull") == 0
+    finally:
+        telemetry.uninstrument()
+        meters.shutdown()
