@@ -320,3 +320,31 @@ def test_metrics_after_a_known_workload() -> None:
     finally:
         telemetry.uninstrument()
         meters.shutdown()
+
+
+class _PoolListener:
+    """A worker pool's listener class: records what it handled."""
+
+    seen: list[str] = []
+
+    def on_message(self, message: Any) -> None:
+        self.seen.append(message.text)
+
+
+def test_worker_pool_workers_run_in_process_spans(spans: InMemorySpanExporter) -> None:
+    from jmspy.pool import WorkerPool
+
+    url = _vm()
+    _PoolListener.seen = []
+    with ConnectionFactory(url).create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(session.create_queue("jobs"))
+        for i in range(3):
+            producer.send(session.create_text_message(str(i)))
+        with WorkerPool(ConnectionFactory(url), "jobs", _PoolListener, max_pool_size=2):
+            assert wait_until(lambda: len(_named(spans, "process jobs")) == 3, 10)
+    sends = {s.context.span_id: s for s in _named(spans, "send jobs") if s.context}
+    processes = _named(spans, "process jobs")
+    assert sorted(_PoolListener.seen) == ["0", "1", "2"]
+    assert {p.parent.span_id for p in processes if p.parent} == set(sends)
+    assert all(p.kind is SpanKind.CONSUMER for p in processes)
