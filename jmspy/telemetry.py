@@ -79,30 +79,33 @@ def uninstrument() -> None:
     _explicit = None
 
 
-def _configured_globals() -> tuple[Any, Any] | None:
+#: the API's providers that record nothing (an unconfigured global is a proxy of one)
+_NO_OP = frozenset({"ProxyTracerProvider", "NoOpTracerProvider", "_ProxyMeterProvider",
+                    "NoOpMeterProvider"})
+
+
+def _recording(provider: Any) -> Any:
+    """``provider``, or None if it is one that records nothing (so costs nothing)."""
+    return None if provider is None or type(provider).__name__ in _NO_OP else provider
+
+
+def _configured_globals() -> tuple[Any, Any]:
     """The global providers the application configured, without importing anything."""
     trace = sys.modules.get("opentelemetry.trace")
     metrics = sys.modules.get("opentelemetry.metrics")
-    tracer_provider = meter_provider = None
-    if trace is not None:
-        provider = trace.get_tracer_provider()
-        if type(provider).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
-            tracer_provider = provider
-    if metrics is not None:
-        provider = metrics.get_meter_provider()
-        if type(provider).__name__ not in ("_ProxyMeterProvider", "NoOpMeterProvider"):
-            meter_provider = provider
-    if tracer_provider is None and meter_provider is None:
-        return None
-    return tracer_provider, meter_provider
+    return (None if trace is None else trace.get_tracer_provider(),
+            None if metrics is None else metrics.get_meter_provider())
 
 
 def for_connection(transport: Transport) -> Telemetry | None:
-    """A new connection's telemetry, or None when none is configured (the usual case)."""
-    providers = _explicit if _explicit is not None else _configured_globals()
-    if providers is None:
+    """A new connection's telemetry, or None when nothing would record it (the usual
+    case: no provider configured, or only no-op ones)."""
+    tracer_provider, meter_provider = (_explicit if _explicit is not None
+                                       else _configured_globals())
+    tracer_provider, meter_provider = _recording(tracer_provider), _recording(meter_provider)
+    if tracer_provider is None and meter_provider is None:
         return None
-    return Telemetry(transport, *providers)
+    return Telemetry(transport, tracer_provider, meter_provider)
 
 
 class _Flowing(Protocol):

@@ -348,3 +348,22 @@ def test_worker_pool_workers_run_in_process_spans(spans: InMemorySpanExporter) -
     assert sorted(_PoolListener.seen) == ["0", "1", "2"]
     assert {p.parent.span_id for p in processes if p.parent} == set(sends)
     assert all(p.kind is SpanKind.CONSUMER for p in processes)
+
+
+def test_no_op_providers_leave_the_connection_untraced() -> None:
+    from opentelemetry import metrics, trace
+
+    telemetry.instrument(tracer_provider=trace.NoOpTracerProvider(),
+                         meter_provider=metrics.NoOpMeterProvider())
+    try:
+        with ConnectionFactory(_vm()).create_connection() as conn:
+            assert conn._telemetry is None
+            session = conn.create_session()
+            queue = session.create_queue("quiet")
+            consumer = session.create_consumer(queue)
+            conn.start()
+            session.create_producer(queue).send(session.create_text_message("x"))
+            received = consumer.receive(5)
+            assert received is not None and list(received.property_names()) == []
+    finally:
+        telemetry.uninstrument()
