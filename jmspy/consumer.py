@@ -282,6 +282,9 @@ class MessageConsumer(ConsumerCore):
                 raise JMSException(str(lost), error_code=lost.error_code)
             return None
         self._session._delivered_to_app(self, item)
+        tel = self._telemetry
+        if tel is not None:  # the face's wait is its own: the span starts at the take
+            tel.received(self, item, time.time_ns(), time.perf_counter())
         return item
 
     def settle(self, message: Message, ok: bool = True) -> None:

@@ -367,3 +367,26 @@ def test_no_op_providers_leave_the_connection_untraced() -> None:
             assert received is not None and list(received.property_names()) == []
     finally:
         telemetry.uninstrument()
+
+
+def test_the_asyncio_face_sends_and_receives_in_spans(spans: InMemorySpanExporter) -> None:
+    import asyncio
+
+    from jmspy.aio import AsyncConnectionFactory
+
+    async def main() -> str | None:
+        async with AsyncConnectionFactory(_vm()).create_connection() as conn:
+            session = await conn.create_session()
+            queue = session.create_queue("async-orders")
+            producer = await session.create_producer(queue)
+            consumer = await session.create_consumer(queue)
+            conn.start()
+            await producer.send(session.create_text_message("a"))
+            received = await consumer.receive(timeout=10)
+            return None if received is None else received.text
+
+    assert asyncio.run(main()) == "a"
+    (send,) = _named(spans, "send async-orders")
+    (receive,) = _named(spans, "receive async-orders")
+    assert send.kind is SpanKind.PRODUCER and receive.kind is SpanKind.CLIENT
+    assert _linked(send, receive)
