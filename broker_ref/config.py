@@ -179,6 +179,8 @@ class BrokerConfig:
     security: Any = None
     #: the TLS listener's :class:`~.tls_config.TlsConfig` ([broker.tls]); None: none
     tls: Any = None
+    #: where ``/metrics`` is served (``--metrics-port``, on ``host``); None: not served
+    metrics_port: int | None = None
     source: str = "<default>"
 
     def broker_kwargs(self) -> dict[str, Any]:

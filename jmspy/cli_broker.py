@@ -49,6 +49,8 @@ def _broker(args: argparse.Namespace) -> int:
             changes["only"] = True
         config.tls = dataclasses.replace(config.tls, **changes)
         config_mod.check_ports(config, "--port and --tls-port")
+    if args.metrics_port is not None:
+        config.metrics_port = args.metrics_port
     if args.idle_spin_us is not None:
         config.idle_spin_us = args.idle_spin_us
         config_mod.check_idle_spin(config, "--idle-spin-us")
@@ -154,6 +156,11 @@ def add_commands(sub: Any) -> None:
                         "(certificate, key, client certificates) is configured in "
                         "[broker.tls] of the --config file, and a second \"listening on\" "
                         "line names its port")
+    broker.add_argument("--metrics-port", type=port(zero="any free port"),
+                        help="serve /metrics (the Prometheus text format, per destination "
+                        "and broker-wide; needs pip install 'jmspy[metrics]') on this port "
+                        "of the listen host, or 0 for any free port; a \"metrics on\" line "
+                        "names the address; default: not served")
     broker.add_argument("--tls-only", action="store_true",
                         help="serve STOMP over TLS only, with no plain-text listener "
                         "(overrides [broker.tls] only; needs [broker.tls])")

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from . import api_twins, twins
+from . import api_twins, telemetry, twins
 from .destinations import TEMP_TOPIC_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from .errors import (
     IllegalStateException,
@@ -97,6 +97,9 @@ class Connection:
         self._temporary_topics: set[str] = set()
         self._deleted_topics: set[str] = set()
         self.client_id: str | None = properties["clientID"]
+        #: OpenTelemetry spans and metrics (jmspy/telemetry.py), None unless configured:
+        #: the one check the send, receive, listener and settle paths make
+        self._telemetry: telemetry.Telemetry | None = telemetry.for_connection(transport)
         transport.open(self, Credentials(self.client_id, user, password))
         log.debug("connection %d: connected to %s (%s, connection flow limit %s)",
                   self._instance, self.where, type(transport).__name__,

@@ -20,6 +20,7 @@ from .errors import IllegalStateException, JMSException, MessageFormatException
 from .flow import FlowStats, new_prefetch_buffer
 from .message import Message
 from .message_body import body_as, check_body_type
+from .telemetry import Telemetry, TracedListener
 
 if TYPE_CHECKING:
     from .owners import ConsumerSession, OwnerConnection
@@ -93,6 +94,9 @@ class MessageConsumer(ConsumerCore):
         self._closed = False
         self._scheduled = False  # guarded by the session's dispatch lock
         self._receiving = 0
+        #: set by the session when its connection is instrumented (jmspy/telemetry.py)
+        self._telemetry: Telemetry | None = None
+        self._telemetry_group: str | None = None
 
     # -- called by the transport (any thread; must only buffer) -------------------------
     def _deliver(self, message: Message) -> None:
@@ -103,7 +107,8 @@ class MessageConsumer(ConsumerCore):
     # -- public API -------------------------------------------------------------------
     @property
     def message_listener(self) -> ListenerType | None:
-        return self._listener
+        listener = self._listener
+        return listener.listener if isinstance(listener, TracedListener) else listener
 
     def set_message_listener(self, listener: ListenerType | None) -> None:
         """Deliver messages to ``listener`` on the session's dispatcher thread.
@@ -124,7 +129,9 @@ class MessageConsumer(ConsumerCore):
                     "cannot set a message listener while another thread is blocked in "
                     "receive() on this consumer"
                 )
-            self._listener = listener
+            tel = self._telemetry
+            self._listener = (listener if tel is None or listener is None
+                              else TracedListener(tel, self, listener))
             pending = len(self._buffer) > 0
         if listener is not None:
             self._session._ensure_dispatcher()
@@ -181,9 +188,17 @@ class MessageConsumer(ConsumerCore):
                 "is either synchronous or asynchronous: set_message_listener(None) first"
             )
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        tel = self._telemetry
+        if tel is None:
+            message = self._wait_for_message(deadline)
+            if message is not None:
+                self._session._delivered_to_app(self, message)
+            return message
+        start_ns, start = time.time_ns(), time.perf_counter()
         message = self._wait_for_message(deadline)
         if message is not None:
             self._session._delivered_to_app(self, message)
+            tel.received(self, message, start_ns, start)
         return message
 
     def messages(self, timeout: float | None = None) -> Iterator[Message]:
@@ -267,6 +282,9 @@ class MessageConsumer(ConsumerCore):
                 raise JMSException(str(lost), error_code=lost.error_code)
             return None
         self._session._delivered_to_app(self, item)
+        tel = self._telemetry
+        if tel is not None:  # the face's wait is its own: the span starts at the take
+            tel.received(self, item, time.time_ns(), time.perf_counter())
         return item
 
     def settle(self, message: Message, ok: bool = True) -> None:

@@ -41,6 +41,7 @@ from .logs import client_logger
 from .message import Message
 from .producer import MessageProducer
 from .session_dispatch import SessionDispatcher
+from .telemetry import TracedProducer
 from .transport import ConsumerSpec
 
 if TYPE_CHECKING:
@@ -194,7 +195,9 @@ class Session(SessionDispatcher):
             self._connection._check_temporary_topic(destination, consuming=False)
         if destination is not None and getattr(destination, "options", None):
             self._declare(destination)
-        producer = MessageProducer(self, destination)
+        tel = self._connection._telemetry
+        producer = (MessageProducer(self, destination) if tel is None
+                    else TracedProducer(self, destination, tel))
         if delivery_mode is not None:
             producer.delivery_mode = delivery_mode
         if priority is not None:
@@ -299,6 +302,11 @@ class Session(SessionDispatcher):
         log.debug("consumer %d on %s: subscribed (flow limit %d, threshold %d%%%s)",
                   consumer_id, destination, limit, threshold,
                   f", selector {selector!r}" if selector else "")
+        tel = conn._telemetry
+        if tel is not None:
+            consumer._telemetry = tel
+            consumer._telemetry_group = subscription if (durable or shared) else None
+            tel.add_consumer(consumer)
         self._consumers[consumer_id] = consumer
         conn._register_consumer(consumer)
         conn._flow.add(consumer)
@@ -312,7 +320,12 @@ class Session(SessionDispatcher):
         self._check_open()
         if self.transacted:
             self._connection._drain_async_sends(self)
-        self.acknowledgement.commit()
+        tel = self._connection._telemetry
+        if tel is None:
+            self.acknowledgement.commit()
+            return
+        with tel.settle("commit", self._settled_destinations()):
+            self.acknowledgement.commit()
 
     def rollback(self) -> None:
         """Redeliver what was received and discard what was sent in this transaction."""
@@ -328,7 +341,16 @@ class Session(SessionDispatcher):
 
     def acknowledge(self) -> None:
         """Acknowledge every message this session delivered (CLIENT_ACKNOWLEDGE)."""
-        self.acknowledgement.acknowledge()  # (which checks that the session is open)
+        tel = self._connection._telemetry
+        if tel is None:
+            self.acknowledgement.acknowledge()  # (which checks that the session is open)
+            return
+        with tel.settle("ack", self._settled_destinations()):
+            self.acknowledgement.acknowledge()
+
+    def _settled_destinations(self) -> list[Destination]:
+        """The destinations an acknowledge or commit settles (its consumers')."""
+        return [c.destination for c in self._consumers.values()]
 
     def acknowledge_messages(self, messages: Iterable[Message]) -> None:
         """INDIVIDUAL_ACKNOWLEDGE: acknowledge these messages, and only them, in one call

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .consumer import MessageConsumer
     from .destinations import TemporaryQueue, TemporaryTopic
     from .errors import JMSException
+    from .telemetry import Telemetry
     from .transport import Transport
 
 __all__ = ["SessionConnection"]
@@ -35,6 +36,8 @@ class SessionConnection(OwnerConnection, Protocol):
     def _instance(self) -> int: ...
     @property
     def _close_deferred_to(self) -> object | None: ...
+    @property
+    def _telemetry(self) -> Telemetry | None: ...
 
     def _check_open(self) -> None: ...
     def _dead(self, delivery_tag: int) -> bool: ...

@@ -320,6 +320,8 @@ class WorkerPool:
         in the dead message queue)."""
         spec = self.spec
         interval = spec.endpoint_exception_redelivery_interval / 1000.0
+        consumer = self._consumer
+        telemetry = None if consumer is None else consumer._telemetry
         error: BaseException | None = None
         for attempt in range(spec.endpoint_exception_redelivery_attempts + 1):
             if attempt:
@@ -329,7 +331,10 @@ class WorkerPool:
                 message.delivery_count += 1
                 self._count("redelivered")
             try:
-                handler(message)
+                if telemetry is None:
+                    handler(message)
+                else:  # a process span, child of the sender's (jmspy/telemetry.py)
+                    telemetry.process(consumer, message, handler)
             except WorkerDied as died:
                 error = died  # the process is replaced; the message goes again at once
                 self._count("failed")

@@ -14,6 +14,7 @@ from ...config import BrokerConfig, ConfigError
 from ...core import Broker
 from ...core.throttle import ThrottleSettings
 from ...data_dir import DataDirectory
+from ...metrics_http import start_metrics_server
 from ...store.sqlite_store import StoreError
 from ...tls_config import TlsConfig, server_context
 from .server import ConnectionLimits, StompServer
@@ -27,12 +28,14 @@ async def serve(
     stop: asyncio.Event,
     on_ready: Callable[[str, int], None] | None = None,
     on_tls_ready: Callable[[str, int], None] | None = None,
+    on_metrics_ready: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set, then close listeners, connections and the broker.
 
     ``on_ready`` hears the plain listener's address, ``on_tls_ready`` the TLS one's
     (``[broker.tls]``); with ``only = true`` there is no plain listener, and ``on_ready``
-    hears the TLS address too. The TLS files are read before anything listens: a bad
+    hears the TLS address too; ``on_metrics_ready`` the ``/metrics`` one's
+    (``metrics_port``). The TLS files are read before anything listens: a bad
     certificate stops the start with a :class:`ConfigError` naming the file."""
     from jmspy.stomp_frames import CodecLimits
 
@@ -90,13 +93,21 @@ async def serve(
             data.release()
         raise
     server.on_failed = stop.set  # an unusable store: stop for real, then say why
+    metrics = None
     try:
         if on_ready is not None:
             on_ready(host, port)
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
+        if config.metrics_port is not None:
+            metrics = start_metrics_server(broker, asyncio.get_running_loop(), config.host,
+                                           config.metrics_port)
+            if on_metrics_ready is not None:
+                on_metrics_ready(metrics.host, metrics.port)
         await stop.wait()
     finally:
+        if metrics is not None:
+            await asyncio.to_thread(metrics.stop)
         await server.stop()  # closes the broker, and so the store
         if data is not None:
             data.release()
@@ -155,12 +166,15 @@ def run_broker(config: BrokerConfig) -> int:
         print(f"jmspy broker listening on {host}:{port} for STOMP over TLS ({certs}{extra})",
               flush=True)
 
+    def metrics_ready(host: str, port: int) -> None:
+        print(f"jmspy broker metrics on http://{host}:{port}/metrics", flush=True)
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await serve(config, stop, ready, tls_ready)
+        await serve(config, stop, ready, tls_ready, metrics_ready)
 
     with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
         runner.run(main())

@@ -1,0 +1,95 @@
+"""OpenTelemetry's producer->consumer link across a real Mosquitto 2 (``mqtt://``, MQTT
+5): the W3C trace context travels as MQTT 5 user properties (see tests/test_telemetry.py
+for ``vm://`` and ``stomp://``)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind
+
+import jmspy.telemetry as telemetry
+from jmspy import ConnectionFactory
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=provider)
+    yield exporter
+    telemetry.uninstrument()
+    provider.shutdown()
+
+
+def test_the_link_crosses_mosquitto_over_mqtt5(mosquitto: Any,
+                                                 spans: InMemorySpanExporter) -> None:
+    url = f"mqtt://{mosquitto.host}:{mosquitto.mqtt_port}"
+    name = f"otel/{uuid.uuid4().hex[:8]}"
+    got = threading.Event()
+    with ConnectionFactory(url).create_connection() as consuming, \
+            ConnectionFactory(url).create_connection() as producing:
+        session = consuming.create_session()
+        topic = session.create_topic(name)
+        session.create_consumer(topic).set_message_listener(lambda m: got.set())
+        consuming.start()
+        psession = producing.create_session()
+        psession.create_producer(topic).send(psession.create_text_message("x"))
+        assert got.wait(30)
+    (send,) = [s for s in spans.get_finished_spans() if s.name == f"send {name}"]
+    (process,) = [s for s in spans.get_finished_spans() if s.name == f"process {name}"]
+    assert process.kind is SpanKind.CONSUMER
+    send_ctx = send.get_span_context()
+    assert send_ctx is not None and process.parent is not None
+    assert process.parent.span_id == send_ctx.span_id
+    assert any(link.context.span_id == send_ctx.span_id for link in process.links)
+    for span in (send, process):
+        attrs = dict(span.attributes or {})
+        assert attrs["messaging.system"] == "mqtt"
+        assert attrs["server.port"] == mosquitto.mqtt_port
+
+
+@pytest.mark.parametrize(("fixture", "system"), [("activemq", "activemq"),
+                                                 ("rabbitmq", "rabbitmq")])
+def test_the_link_crosses_activemq_and_rabbitmq_over_stomp(
+        request: pytest.FixtureRequest, spans: InMemorySpanExporter, fixture: str,
+        system: str) -> None:
+    broker = request.getfixturevalue(fixture)
+    url = f"stomp://{broker.host}:{broker.stomp_port}"
+    name = f"otel.{uuid.uuid4().hex[:8]}"
+    got = threading.Event()
+    with ConnectionFactory(url).create_connection() as consuming, \
+            ConnectionFactory(url).create_connection() as producing:
+        session = consuming.create_session()
+        queue = session.create_queue(name)
+        session.create_consumer(queue).set_message_listener(lambda m: got.set())
+        consuming.start()
+        psession = producing.create_session()
+        message = psession.create_text_message("x")
+        message.correlation_id = "conv-1"
+        psession.create_producer(queue).send(message)
+        assert got.wait(30)
+    (send,) = [s for s in spans.get_finished_spans() if s.name == f"send {name}"]
+    (process,) = [s for s in spans.get_finished_spans() if s.name == f"process {name}"]
+    send_ctx = send.get_span_context()
+    assert send_ctx is not None and process.parent is not None
+    assert process.parent.span_id == send_ctx.span_id
+    assert any(link.context.span_id == send_ctx.span_id for link in process.links)
+    for span in (send, process):
+        attrs = dict(span.attributes or {})
+        assert attrs["messaging.system"] == system  # from CONNECTED's server header
+        assert attrs["messaging.message.conversation_id"] == "conv-1"
+        assert attrs["server.port"] == broker.stomp_port
