@@ -127,3 +127,23 @@ def tls_ca(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tls_ca import make_ca
 
     return make_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """An in-memory span exporter that jmspy's telemetry reports to for this test
+    (``jmspy.telemetry.instrument``), undone afterwards. OpenTelemetry's SDK is imported
+    here, not at the top: the rest of the suite runs without it loaded."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import jmspy.telemetry as telemetry
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.instrument(tracer_provider=provider)
+    yield exporter
+    telemetry.uninstrument()
+    provider.shutdown()

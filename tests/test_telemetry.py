@@ -12,49 +12,22 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-pytest.importorskip("opentelemetry.sdk")
-
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 from opentelemetry.trace import SpanKind
 from polling import wait_until
+from span_support import assert_child_and_linked, linked, named
 
 import jmspy.telemetry as telemetry
 from jmspy import ConnectionFactory, Session
 
 
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    yield exporter
-    telemetry.uninstrument()
-    provider.shutdown()
-
-
-def _named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
-    return [s for s in exporter.get_finished_spans() if s.name == name]
-
-
 def _vm() -> str:
     return f"vm://otel-{uuid.uuid4().hex[:8]}"
-
-
-def _linked(producer: ReadableSpan, consumer: ReadableSpan) -> bool:
-    ctx = producer.get_span_context()
-    assert ctx is not None
-    return any(link.context.span_id == ctx.span_id and link.context.trace_id == ctx.trace_id
-               for link in consumer.links)
 
 
 def test_send_and_receive_spans_on_vm(spans: InMemorySpanExporter) -> None:
@@ -69,7 +42,7 @@ def test_send_and_receive_spans_on_vm(spans: InMemorySpanExporter) -> None:
         received = consumer.receive(5)
         assert received is not None and received.text == "hello"
 
-    (send,) = _named(spans, "send orders")
+    (send,) = named(spans, "send orders")
     assert send.kind is SpanKind.PRODUCER
     attrs = dict(send.attributes or {})
     assert attrs["messaging.system"] == "jmspy"
@@ -79,12 +52,12 @@ def test_send_and_receive_spans_on_vm(spans: InMemorySpanExporter) -> None:
     assert attrs["messaging.message.id"] == message.message_id
     assert attrs["messaging.message.conversation_id"] == "conv-7"
 
-    (receive,) = _named(spans, "receive orders")
+    (receive,) = named(spans, "receive orders")
     assert receive.kind is SpanKind.CLIENT
     rattrs = dict(receive.attributes or {})
     assert rattrs["messaging.operation.type"] == "receive"
     assert rattrs["messaging.message.id"] == message.message_id
-    assert _linked(send, receive)
+    assert linked(send, receive)
     # the context travelled as a W3C property of the message
     traceparent = received.get_string_property("traceparent")
     send_ctx = send.get_span_context()
@@ -122,17 +95,12 @@ def _listen_and_settle(url: str, exporter: InMemorySpanExporter, *,
         psession.create_producer(destination).send(psession.create_text_message("1"))
         assert got.wait(10)
         session.acknowledge()
-        assert wait_until(lambda: _named(exporter, f"process {topic_name}"), 10)
-    (send,) = _named(exporter, f"send {topic_name}")
-    (process,) = _named(exporter, f"process {topic_name}")
+        assert wait_until(lambda: named(exporter, f"process {topic_name}"), 10)
+    (send,) = named(exporter, f"send {topic_name}")
+    (process,) = named(exporter, f"process {topic_name}")
     assert process.kind is SpanKind.CONSUMER
-    # a child of the producer's span, and linked to it
-    send_ctx = send.get_span_context()
-    assert send_ctx is not None and process.parent is not None
-    assert process.parent.span_id == send_ctx.span_id
-    assert process.context is not None and process.context.trace_id == send_ctx.trace_id
-    assert _linked(send, process)
-    (settle,) = _named(exporter, f"settle {topic_name}")
+    assert_child_and_linked(send, process)
+    (settle,) = named(exporter, f"settle {topic_name}")
     sattrs = dict(settle.attributes or {})
     assert sattrs["messaging.operation.type"] == "settle"
     assert sattrs["messaging.operation.name"] == "ack"
@@ -171,7 +139,7 @@ def test_commit_is_a_settle_span(spans: InMemorySpanExporter) -> None:
         queue = session.create_queue("tx")
         session.create_producer(queue).send(session.create_text_message("x"))
         session.commit()
-    (settle,) = _named(spans, "settle")  # no consumer: no one destination to name
+    (settle,) = named(spans, "settle")  # no consumer: no one destination to name
     assert dict(settle.attributes or {})["messaging.operation.name"] == "commit"
 
 
@@ -190,8 +158,8 @@ def test_a_failing_listener_marks_its_span(spans: InMemorySpanExporter) -> None:
         consumer.set_message_listener(on_message)
         conn.start()
         session.create_producer(queue).send(session.create_text_message("x"))
-        assert wait_until(lambda: _named(spans, "process boom"), 10)
-    (process,) = _named(spans, "process boom")
+        assert wait_until(lambda: named(spans, "process boom"), 10)
+    (process,) = named(spans, "process boom")
     assert not process.status.is_ok
     assert any(e.name == "exception" for e in process.events)
 
@@ -342,9 +310,9 @@ def test_worker_pool_workers_run_in_process_spans(spans: InMemorySpanExporter) -
         for i in range(3):
             producer.send(session.create_text_message(str(i)))
         with WorkerPool(ConnectionFactory(url), "jobs", _PoolListener, max_pool_size=2):
-            assert wait_until(lambda: len(_named(spans, "process jobs")) == 3, 10)
-    sends = {s.context.span_id: s for s in _named(spans, "send jobs") if s.context}
-    processes = _named(spans, "process jobs")
+            assert wait_until(lambda: len(named(spans, "process jobs")) == 3, 10)
+    sends = {s.context.span_id: s for s in named(spans, "send jobs") if s.context}
+    processes = named(spans, "process jobs")
     assert sorted(_PoolListener.seen) == ["0", "1", "2"]
     assert {p.parent.span_id for p in processes if p.parent} == set(sends)
     assert all(p.kind is SpanKind.CONSUMER for p in processes)
@@ -386,7 +354,7 @@ def test_the_asyncio_face_sends_and_receives_in_spans(spans: InMemorySpanExporte
             return None if received is None else received.text
 
     assert asyncio.run(main()) == "a"
-    (send,) = _named(spans, "send async-orders")
-    (receive,) = _named(spans, "receive async-orders")
+    (send,) = named(spans, "send async-orders")
+    (receive,) = named(spans, "receive async-orders")
     assert send.kind is SpanKind.PRODUCER and receive.kind is SpanKind.CLIENT
-    assert _linked(send, receive)
+    assert linked(send, receive)

@@ -6,33 +6,16 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("opentelemetry.sdk")
-
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 from opentelemetry.trace import SpanKind
+from span_support import assert_child_and_linked, named
 
-import jmspy.telemetry as telemetry
 from jmspy import ConnectionFactory
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    yield exporter
-    telemetry.uninstrument()
-    provider.shutdown()
 
 
 def test_the_link_crosses_mosquitto_over_mqtt5(mosquitto: Any,
@@ -49,13 +32,10 @@ def test_the_link_crosses_mosquitto_over_mqtt5(mosquitto: Any,
         psession = producing.create_session()
         psession.create_producer(topic).send(psession.create_text_message("x"))
         assert got.wait(30)
-    (send,) = [s for s in spans.get_finished_spans() if s.name == f"send {name}"]
-    (process,) = [s for s in spans.get_finished_spans() if s.name == f"process {name}"]
+    (send,) = named(spans, f"send {name}")
+    (process,) = named(spans, f"process {name}")
     assert process.kind is SpanKind.CONSUMER
-    send_ctx = send.get_span_context()
-    assert send_ctx is not None and process.parent is not None
-    assert process.parent.span_id == send_ctx.span_id
-    assert any(link.context.span_id == send_ctx.span_id for link in process.links)
+    assert_child_and_linked(send, process)
     for span in (send, process):
         attrs = dict(span.attributes or {})
         assert attrs["messaging.system"] == "mqtt"
@@ -82,12 +62,9 @@ def test_the_link_crosses_activemq_and_rabbitmq_over_stomp(
         message.correlation_id = "conv-1"
         psession.create_producer(queue).send(message)
         assert got.wait(30)
-    (send,) = [s for s in spans.get_finished_spans() if s.name == f"send {name}"]
-    (process,) = [s for s in spans.get_finished_spans() if s.name == f"process {name}"]
-    send_ctx = send.get_span_context()
-    assert send_ctx is not None and process.parent is not None
-    assert process.parent.span_id == send_ctx.span_id
-    assert any(link.context.span_id == send_ctx.span_id for link in process.links)
+    (send,) = named(spans, f"send {name}")
+    (process,) = named(spans, f"process {name}")
+    assert_child_and_linked(send, process)
     for span in (send, process):
         attrs = dict(span.attributes or {})
         assert attrs["messaging.system"] == system  # from CONNECTED's server header
