@@ -203,19 +203,26 @@ def _mypy_path(into: Path) -> Path:
     return into
 
 
-def test_quick_start_passes_mypy_strict(tmp_path: Path) -> None:
-    """The Quick start's blocks, as a user's typed code, against the installed package."""
-    quick = section_blocks(ROOT / "README.md", "Quick start")
-    assert quick, "README.md has no Python block under '## Quick start'"
+def _mypy_strict(blocks: list[Block], stem: str, tmp_path: Path
+                 ) -> subprocess.CompletedProcess[str]:
+    """``mypy --strict`` over ``blocks``' scripts, one file each (``stem_N.py``), as a
+    user's typed code against the installed package."""
     work = tmp_path / "cwd"
     work.mkdir()
-    for n, block in enumerate(quick):
-        (work / f"quick_start_{n}.py").write_text(block.script())
-    done = subprocess.run(
+    for n, block in enumerate(blocks):
+        (work / f"{stem}_{n}.py").write_text(block.script())
+    return subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
          "--cache-dir", os.devnull, *sorted(p.name for p in work.glob("*.py"))],
         cwd=work, capture_output=True, text=True, timeout=HANG,
         env={**os.environ, "MYPYPATH": str(_mypy_path(tmp_path / "path"))})
+
+
+def test_quick_start_passes_mypy_strict(tmp_path: Path) -> None:
+    """The Quick start's blocks, as a user's typed code, against the installed package."""
+    quick = section_blocks(ROOT / "README.md", "Quick start")
+    assert quick, "README.md has no Python block under '## Quick start'"
+    done = _mypy_strict(quick, "quick_start", tmp_path)
     assert done.returncode == 0, "README.md Quick start under mypy --strict (line numbers " \
         "are README.md's):\n" + done.stdout + done.stderr
 
@@ -227,15 +234,7 @@ def test_the_asyncio_page_passes_mypy_strict(tmp_path: Path) -> None:
     run = [b for b in all_blocks() if b.path == page and b.lang in PYTHON
            and b.not_run_reason is None]
     assert len(run) >= 2, "docs/asyncio.md lost its examples"
-    work = tmp_path / "cwd"
-    work.mkdir()
-    for n, block in enumerate(run):
-        (work / f"asyncio_page_{n}.py").write_text(block.script())
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-         "--cache-dir", os.devnull, *sorted(p.name for p in work.glob("*.py"))],
-        cwd=work, capture_output=True, text=True, timeout=HANG,
-        env={**os.environ, "MYPYPATH": str(_mypy_path(tmp_path / "path"))})
+    done = _mypy_strict(run, "asyncio_page", tmp_path)
     assert done.returncode == 0, "docs/asyncio.md under mypy --strict (line numbers " \
         "are the page's):\n" + done.stdout + done.stderr
 
