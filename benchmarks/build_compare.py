@@ -3,6 +3,7 @@
     python -m benchmarks.build_compare --runs 7
     python -m benchmarks.build_compare --runs 7 --build before=/path/to/other/venv/bin/python
     python -m benchmarks.build_compare --runs 7 --without message_new
+    python -m benchmarks.build_compare --runs 7 --over stomp --without stomp_codec
     python -m benchmarks.build_compare --runs 7 --without records+queue_run --without every
 
 Each ``--build NAME=PYTHON`` is an interpreter with some jmspy installed (another checkout,
@@ -12,7 +13,9 @@ variant whose ``TWIN`` is the pure one while every other twin stays compiled
 the twin ledger in benchmarks/README.md keeps. ``A+B`` swaps a group together (twins that
 read each other's C fields cannot run apart: such a variant fails, saying so); ``every``
 is one variant per twin. Every round runs each variant once in a
-fresh process, in turn, so machine drift hits all alike; the table gives the medians of
+fresh process, in turn, starting one variant later each round, so machine drift and the
+first slot's edge hit all alike; "this, again" (the same build twice) shows the noise
+floor a ratio must clear. The table gives the medians of
 the end-to-end and listener-path rates (part_a_vm.py says what they measure) and each
 variant's median ratio to the first one, paired round by round.
 """
@@ -68,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build_compare")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--count", type=int, default=50_000, help="messages per run")
+    parser.add_argument("--over", choices=("vm", "stomp"), default="vm",
+                        help="the workload's connection: vm:// (part a's), or stomp:// to a "
+                        "STOMP connector of the same in-process broker (where the STOMP "
+                        "twins act)")
     parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHON")
     parser.add_argument("--without", action="append", default=[], metavar="TWIN[+TWIN]",
                         help="a variant of this build with these twins pure; 'every': one "
@@ -86,14 +93,22 @@ def main(argv: Sequence[str] | None = None) -> None:
                          f"{', '.join(known)}")
         groups.append(group)
     variants: list[tuple[str, str, list[str]]] = [("this", sys.executable, [])]
+    # The same build again: its ratio to "this" is the run's noise floor (an A/A pair),
+    # which a twin's ratio must clear before it says anything.
+    variants.append(("this, again", sys.executable, []))
     variants += [("without " + "+".join(g), sys.executable, g) for g in groups]
     for build in args.build:
         name, _, python = build.partition("=")
         variants.append((name, python, []))
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for rnd in range(args.runs):
-        for name, python, pure in variants:
-            got = _run(python, {"role": "variant", "count": args.count}, pure)
+        # Each round starts one variant later: whichever runs first in a round ran faster
+        # here (the later ones inherit a warmer, busier machine), and a fixed order gave
+        # that edge to "this" every time.
+        start = rnd % len(variants)
+        for name, python, pure in variants[start:] + variants[:start]:
+            got = _run(python, {"role": "variant", "count": args.count, "over": args.over},
+                       pure)
             if "error" in got:  # a group that cannot run apart: said, and the rest goes on
                 print(f"round {rnd + 1}/{args.runs} {name}: failed: {got['error']}",
                       file=sys.stderr, flush=True)
@@ -104,7 +119,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"listener {got['listener']:,.0f}/s", file=sys.stderr, flush=True)
     first = variants[0][0]
     print(f"{'variant':28} {'end to end/s':>14} {'listener/s':>12} {'e2e ratio':>10} "
-          f"{'listener ratio':>15}   ({args.runs} rounds, {args.count:,} msgs, medians)")
+          f"{'listener ratio':>15}   ({args.runs} rounds, {args.count:,} msgs over "
+          f"{args.over}://, medians)")
     for name, _, _ in variants:
         runs = results[name]
         if any(r["rate"] != r["rate"] for r in runs):  # NaN: a round failed
