@@ -35,7 +35,7 @@ from .common import Spec, neutral_dir, worker_env, worker_main
 #: Each layer's twin registry: their names are every twin there is.
 REGISTRIES = ("jmspy.twins", "jmspy.api_twins", "jmspy.broker_ref.core.twins",
               "jmspy.broker_ref.core.run_twins", "jmspy.broker_ref.store.twins",
-              "jmspy.broker_ref.protocols.stomp.twins", "jmspy.transports.twins")
+              "jmspy.transports.twins")
 
 
 def twin_names() -> list[str]:

@@ -37,13 +37,9 @@ PURE_TWINS: frozenset[str] = frozenset(
 
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
-    "consumer_core": "jmspy.consumer_core",
     "page_rows": "jmspy.broker_ref.store.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
-    "stomp_message": "jmspy.broker_ref.protocols.stomp.message_frame",
-    "stomp_received": "jmspy.transports.stomp.received",
-    "stomp_send": "jmspy.broker_ref.protocols.stomp.send_path",
     "vm_convert": "jmspy.transports.vm_convert",
     "vm_send": "jmspy.transports.vm_send",
 }

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 
 from . import _speedups
 
-__all__ = ["consumer_core", "message_new", "producer_core"]
+__all__ = ["message_new", "producer_core"]
 
 if TYPE_CHECKING:
-    from jmspy import consumer_core
     from jmspy._pure import message_new, producer_core
 
 __getattr__ = _speedups.registry(globals(), __all__)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
-from . import api_twins
+from .consumer_core import ConsumerCore
 from .destinations import Destination, Queue
 from .errors import IllegalStateException, JMSException, MessageFormatException
 from .flow import FlowStats, new_prefetch_buffer
@@ -50,19 +50,13 @@ def check_selector(selector: str | None) -> str | None:
     return selector
 
 
-if TYPE_CHECKING:
-    from .consumer_core import ConsumerCore
-else:
-    # The fields the session and flow control share, and the hand-off of deliveries, are
-    # a twin (compiled when built): jmspy/consumer_core.py.
-    ConsumerCore = api_twins.consumer_core.ConsumerCore
 
 
 class MessageConsumer(ConsumerCore):
     """Receives messages from one destination, synchronously or through a listener.
 
     Its shared fields and ``_deliver_many`` (the transport's hand-off) are the
-    :class:`ConsumerCore` twin's (``jmspy/consumer_core.py``); the rest is here."""
+    :class:`ConsumerCore` base's (``jmspy/consumer_core.py``); the rest is here."""
 
     def __init__(
         self,

@@ -1,15 +1,14 @@
 """The fields a :class:`~jmspy.consumer.MessageConsumer` shares with its session and
-flow control, and its hand-off of deliveries (pure twin; it lives beside
-the consumer rather than in ``jmspy._pure``, which imports no threading).
+flow control, and its hand-off of deliveries.
 
 ``_deliver_many`` runs once per run of deliveries on the transport's thread; over
 ``vm://`` that is the producer's own thread, once per message sent while the consumer
 keeps up, so its Python frame and lock round trip were paid by every send.
-``MessageConsumer`` derives from :class:`ConsumerCore` and keeps everything else. The
-compiled twin (``cython_ext/consumer_core.pyx``) takes the same steps in the same order,
-with the fields as C members (exposed to Python as fast as slots) and the buffer's
-``push_many`` called in C. ``tests/test_consumer_core_twins.py`` holds both to the same
-calls. Change one, change the other.
+``MessageConsumer`` derives from :class:`ConsumerCore` and keeps everything else. It had
+a compiled twin (``cython_ext/consumer_core.pyx``, the fields as C members and
+``push_many`` called in C), retired by the twin ledger's rule (benchmarks/README.md):
+with it pure, part (a)'s ``vm://`` workload ran 0.94x as fast end to end and 0.99x on
+the listener path (21 paired rounds), ``--over stomp`` 0.94x and 1.10x.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ typed without ``Any`` and without a Protocol per module.
 The twins of the API objects (producer and consumer cores, new messages) are in
 :mod:`jmspy.api_twins`, above :mod:`jmspy.message`. Each layer keeps its own registry of
 this kind (the broker core's
-:mod:`jmspy.broker_ref.core.twins`, the STOMP host's
-:mod:`jmspy.broker_ref.protocols.stomp.twins`, the transports' :mod:`jmspy.transports.twins`),
+:mod:`jmspy.broker_ref.core.twins`, the transports' :mod:`jmspy.transports.twins`),
 so naming a twin makes a module depend on its own layer only. Loading is lazy (PEP 562
 ``__getattr__``): a twin is imported when first named. Bind a twin to a module global
 once (``_codec = twins.stomp_codec``) rather than naming it per call.

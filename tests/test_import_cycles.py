@@ -91,8 +91,8 @@ def test_any_twin_imported_first_leaves_the_broker_and_transports_whole(
     made: every twin function the broker and the transports bind at import is there."""
     from jmspy import _speedups
 
-    names = ["page_rows", "queue_run", "records", "stomp_message", "stomp_send",
-             "vm_convert", "vm_send", "stomp_received", "message_record", "dispatch"]
+    names = ["page_rows", "queue_run", "records", "vm_convert", "vm_send",
+             "message_record", "dispatch"]
     probe = """
 import importlib, sys
 from jmspy import _speedups

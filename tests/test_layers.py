@@ -138,8 +138,8 @@ create_transport("stomp://127.0.0.1:1", {})  # built, not connected (open() conn
 """
     loaded = _loaded(setup, tmp_path)
     assert "jmspy.transports.stomp.transport" in loaded
-    # the new interpreter runs this suite's build: the compiled twin, or the pure one
-    assert ("jmspy._cext.stomp_received" in loaded) is not _speedups.PURE_PYTHON
+    # the new interpreter runs this suite's build: the compiled codec, or the pure one
+    assert ("jmspy._cext.stomp_codec" in loaded) is not _speedups.PURE_PYTHON
     assert _broker_and_loop(loaded) == []
 
 

@@ -22,7 +22,6 @@ REGISTRIES = {
     "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
     "broker_ref/core/run_twins.py": "jmspy.broker_ref.core.run_twins",
     "broker_ref/store/twins.py": "jmspy.broker_ref.store.twins",
-    "broker_ref/protocols/stomp/twins.py": "jmspy.broker_ref.protocols.stomp.twins",
     "transports/twins.py": "jmspy.transports.twins",
 }
 

@@ -16,11 +16,8 @@ from hypothesis import strategies as st
 
 from jmspy import BytesMessage, MapMessage, Message, Queue, TextMessage
 from jmspy.stomp_jms_header import format_header, header_of, parse_header, ptypes_of
-from jmspy.transports import twins
 from jmspy.transports.stomp.mapping import detect_broker, jms_message_id, to_frame
-
-#: The running twin (both are compared in tests/test_stomp_received_twins.py).
-from_frame = twins.stomp_received.from_frame
+from jmspy.transports.stomp.received import from_frame
 
 PROFILE = detect_broker("ActiveMQ/5.17.0")
 names = st.from_regex(r"[a-z][A-Za-z0-9_]{0,8}", fullmatch=True).filter(

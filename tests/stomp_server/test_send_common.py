@@ -1,11 +1,10 @@
-"""The common SEND (``SessionRecord.send_common``, twins send_path.py and
-cython_ext/stomp_send.pyx) against the session's full path, its reference.
+"""The common SEND (``SessionRecord.send_common``, send_path.py) against the session's
+full path, its reference.
 
 Two in-memory brokers (stomp_pair.py) get the same traffic; in one, every session's
 ``send_common`` is switched off, so each SEND takes the full path. Every frame either
 broker writes, to any client, must be the same (message ids compared by order of first
-appearance, since each broker names its own). The suite runs on both twins (the compiled
-job and the pure job), so each is held to the same reference. The common case must really
+appearance, since each broker names its own). The common case must really
 be taken, and every header or destination the docstring sends down the full path must
 send it there, changing nothing first.
 """

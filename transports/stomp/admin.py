@@ -19,10 +19,10 @@ from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
-from jmspy.transports import twins
 
 from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, stomp_destination
 from .receipts import Receipts
+from .received import from_frame
 from .stats import query_stats
 from .subscription import RABBIT_DURABLE
 
@@ -76,7 +76,7 @@ class StompAdmin:
             if headers.get("browser") == "end":
                 done.set()
             else:
-                found.append(twins.stomp_received.from_frame(headers, body))
+                found.append(from_frame(headers, body))
 
         self._replies[sid] = collect
         headers = {"browser": "true"}

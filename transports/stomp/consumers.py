@@ -20,13 +20,13 @@ from jmspy.capabilities import Feature
 from jmspy.logs import transport_logger
 from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, RemoteConsumer, TransportListener
-from jmspy.transports import twins
 
 from .admin import StompAdmin
 from .connect import ConnectOptions
 from .deliveries import Deliveries
 from .mapping import BrokerProfile, jms_message_id, subscribe_destination
 from .receipts import Receipts
+from .received import from_frame
 from .redelivery import Redelivery
 from .subscription import StompSubscription
 
@@ -34,8 +34,6 @@ __all__ = ["ConsumersHost", "StompConsumers"]
 
 log = transport_logger("stomp")
 
-#: MESSAGE frame -> client Message, once per message received (compiled when available)
-_received = twins.stomp_received
 
 
 class ConsumersHost(Protocol):
@@ -255,7 +253,7 @@ class StompConsumers:
         # Converting needs no lock: taking it only for the bookkeeping keeps the
         # dispatcher thread's ACKs (which need it too) from queueing behind the parse.
         try:
-            message: Message | None = _received.from_frame(headers, body)
+            message: Message | None = from_frame(headers, body)
             problem = ""
         except Exception as exc:  # a frame we cannot read must not kill the receiver
             message, problem = None, str(exc)

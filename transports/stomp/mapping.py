@@ -3,8 +3,7 @@
 No I/O here: :func:`detect_broker` reads the CONNECTED frame's ``server`` header and
 returns a :class:`BrokerProfile` saying how that broker carries each feature (the table in
 docs/transports.md is written from these profiles); :func:`to_frame` and
-``from_frame`` (the ``stomp_received`` twin: :mod:`jmspy.transports.stomp.received`)
-convert messages.
+``from_frame`` (:mod:`jmspy.transports.stomp.received`) convert messages.
 
 Why jmspy adds a ``jmspy-jms`` header: STOMP headers are untyped strings and brokers assign
 their own ``message-id`` (ActiveMQ) or reuse it as the ack id (RabbitMQ), so a JMS

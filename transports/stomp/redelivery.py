@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jmspy.transports import twins
-
 from .deliveries import Deliveries
 from .mapping import BrokerProfile
+from .received import from_frame
 from .subscription import StompSubscription
 
 __all__ = ["Redelivery", "RedeliveryHost"]
@@ -118,7 +117,7 @@ class Redelivery:
                 continue
             headers, body = frame
             # a fresh copy: unread body, own flags
-            message = twins.stomp_received.from_frame(headers, body)
+            message = from_frame(headers, body)
             message.delivery_time = message.timestamp
             tag = deliveries.new(sub)
             deliveries.set_key(tag, key)

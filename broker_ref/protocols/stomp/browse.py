@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jmspy import twins
-from jmspy.broker_ref.protocols.stomp import twins as host_twins
 from jmspy.stomp_frames import Frame
 
 from ...core import DestinationKind, ServerConnection
 from . import mapping
 from .mapping import Target
+from .message_frame import encode_message
 
 __all__ = ["browse_frames"]
 
@@ -39,7 +39,6 @@ def browse_frames(
         raise mapping.HeaderError(
             "browser:true on a topic",
             "a browser looks at a queue's messages; a topic keeps none: subscribe instead")
-    encode_message = host_twins.stomp_message.encode_message
     destination = mapping.render_destination(target.kind, target.name, local_temps)
     out = []
     for n, message in enumerate(conn.browse(target.name, selector), 1):

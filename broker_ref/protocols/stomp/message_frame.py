@@ -1,12 +1,10 @@
-"""The jmspy broker's MESSAGE frame for one delivery, pure-Python twin.
+"""The jmspy broker's MESSAGE frame for one delivery.
 
-It is the STOMP host's, so it lives here rather than with the client's twins in
-``jmspy._pure`` (only the in-process transport may import the broker); it is loaded as
-``stomp_message`` of :mod:`.twins`, the STOMP host's registry.
-
-``cython_ext/stomp_message.pyx`` is the compiled twin; both return the same bytes, or
-raise the same error, for every message (tests/test_stomp_message_twins.py checks it
-with hypothesis). This twin is the reference: it builds the header list
+It had a compiled twin (``cython_ext/stomp_message.pyx``), retired by the twin ledger's
+rule (benchmarks/README.md): end to end it made no difference the noise could not
+explain (with it pure, ``build_compare --over stomp`` ran 1.05x as fast end to end and
+1.10x on the listener path; the broker's own code per message, ``benchmarks.broker_inproc``,
+took 25-29 us either way). It builds the header list
 (:func:`~jmspy.broker_ref.protocols.stomp.mapping.message_headers`), the body
 (``message_body``) and encodes the frame with the STOMP codec; a header the session's
 version cannot carry is left out (``carriable_headers``) rather than losing the message.

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 from jmspy import twins
-from jmspy.broker_ref.protocols.stomp import twins as host_twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
@@ -49,7 +48,9 @@ from .credit import SessionCredit
 from .destinations import SessionDestinations
 from .held import HELD_BYTES_READ_LIMIT, HELD_FRAMES_READ_LIMIT, HeldSend, HeldSends, send_timeout
 from .mapping import HeaderError
+from .message_frame import encode_message
 from .refusals import CLOSED, ProtocolError, check_echoable, frame_problem
+from .send_path import SessionRecord
 from .subscribing import SessionSubscribing
 from .subscription import AUTO, Subscription
 from .transactions import SessionTransactions
@@ -58,8 +59,6 @@ __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "TURN_BYTES", "TUR
            "TURN_SECONDS", "HeldSend", "ProtocolError", "StompSession"]
 
 _codec = twins.stomp_codec
-_message = host_twins.stomp_message  # .encode_message read per call: see twins' import order
-_send = host_twins.stomp_send
 _SERVER = "jmspy-broker_ref/0.1"
 
 #: Fair turns (the asyncio host's bounds): frames of one client acted on per call, the
@@ -79,7 +78,7 @@ TURN_SECONDS = 0.000_3
 PARSER_RENEW_BYTES = 1024 * 1024
 
 
-class StompSession(_send.SessionRecord):
+class StompSession(SessionRecord):
     """One client's STOMP session. Implements the core's ``SessionCallback``.
 
     Its :class:`~.send_path.SessionRecord` base holds the fields the common SEND reads
@@ -301,7 +300,6 @@ class StompSession(_send.SessionRecord):
         with_ack = not auto and version == "1.2"
         self._credit.delivered(sub, len(messages))
         tag = first_tag
-        encode_message = _message.encode_message
         for msg, count in zip(messages, delivery_counts, strict=True):
             reply = (mapping.render_destination(msg.reply_to[0], msg.reply_to[1], temps)
                      if msg.reply_to is not None else None)

@@ -1,5 +1,4 @@
-"""A STOMP session's common SEND, taken in one call (pure twin of
-``cython_ext/stomp_send.pyx``).
+"""A STOMP session's common SEND, taken in one call.
 
 A producer waiting for each RECEIPT waits for everything the broker does between reading
 its SEND and writing the RECEIPT: that stretch is the broker's share of every round trip
@@ -9,7 +8,9 @@ else. :meth:`SessionRecord.send_common` takes exactly those and returns False fo
 other, which the session's full path (``StompSession._dispatch`` -> ``_on_send`` ->
 :func:`.mapping.to_server_message`) then handles: that path is the reference for every
 step, and this one must do what it would, to the byte (tests/stomp_server/
-test_send_common.py holds both to it, on both twins).
+test_send_common.py holds both to it). Its compiled twin (``cython_ext/stomp_send.pyx``)
+was retired by the twin ledger's rule (benchmarks/README.md): with it pure,
+``build_compare --over stomp`` ran 0.96x as fast end to end and 1.13x on the listener path.
 
 :class:`SessionRecord` is the part of a :class:`~.protocol.StompSession` this path reads;
 the session derives from it and sets every field in its ``__init__``, as

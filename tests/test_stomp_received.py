@@ -1,13 +1,12 @@
-"""Differential tests for the received-MESSAGE twins (``jmspy._cext.stomp_received`` and
-``jmspy.transports.stomp.received``).
+"""A received MESSAGE frame as a client message (``jmspy.transports.stomp.received``).
 
 Random MESSAGE frames -- jmspy's own ``jmspy-jms`` header (valid, another format, a bad
 timestamp), an earlier jmspy's one header per field, a raw client's bare headers, every
 body kind, typed and untyped properties, good and bad numbers, destinations that parse
-and ones that do not -- go through ``from_frame`` with both twins: the messages must have
-the same class and the same value in every field, or both twins must raise the same
-error. A second pass over the same frame checks the kept (derived) layouts and types give
-what the first pass did.
+and ones that do not -- go through ``from_frame`` twice: the second pass, which reads the
+header layout and the types text the first derived and kept, must give the same message
+(class and every field) or the same error. The module had a compiled twin, retired by the
+twin ledger's rule (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ from unittest import mock
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, example, given, settings
-from twin_support import message_view, needs_compiled_records
+from twin_support import message_view
 
-import jmspy._cext.stomp_received as cext
-import jmspy.transports.stomp.received as pure
+import jmspy.transports.stomp.received as received
 from jmspy.message import BytesMessage, TextMessage
 from jmspy.transports.stomp import mapping as stomp_mapping
 
@@ -30,8 +28,6 @@ SETTINGS = settings(
     max_examples=400, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TWINS = [pytest.param(cext, id="compiled", marks=needs_compiled_records),
-         pytest.param(pure, id="pure")]
 
 prop_names = st.sampled_from(["a", "b", "color", "n", "ts", "JMS_x"])
 numbers = st.one_of(st.integers(-(2**70), 2**70).map(str), st.sampled_from(
@@ -92,20 +88,18 @@ def outcome(module: Any, headers: dict[str, str], body: bytes | str) -> tuple[An
         return ("error", type(exc), str(exc))
 
 
-@needs_compiled_records
 @SETTINGS
 @given(frames())
 # RabbitMQ's relative expiration on a frame without a timestamp: counted from the clock
 @example(({"destination": "/amq/queue/r", "expiration": " 7 "}, b"{}"))
-def test_from_frame_twins_agree(frame: tuple[dict[str, str], bytes | str]) -> None:
+def test_a_frame_read_again_through_what_was_kept_gives_the_same_message(
+        frame: tuple[dict[str, str], bytes | str]) -> None:
     headers, body = frame
-    # A relative ``expiration`` with no timestamp counts from now: one clock for all four.
+    # A relative ``expiration`` with no timestamp counts from now: one clock for both.
     with mock.patch.object(stomp_mapping, "time", _FrozenClock):
-        first = outcome(pure, headers, body)
-        assert outcome(cext, headers, body) == first
-        # again: the header layout and the types text are now kept by both
-        assert outcome(cext, headers, body) == first
-        assert outcome(pure, headers, body) == first
+        first = outcome(received, headers, body)
+        # again: the header layout and the types text are now kept
+        assert outcome(received, headers, body) == first
 
 
 class _FrozenClock:
@@ -116,8 +110,8 @@ class _FrozenClock:
         return 1_700_000_000.0
 
 
-@pytest.mark.parametrize("module", TWINS)
-def test_a_jmspy_message_reads_back_typed_and_read_only(module: Any) -> None:
+def test_a_jmspy_message_reads_back_typed_and_read_only() -> None:
+    module = received
     headers = {"destination": "/queue/orders", "message-id": "broker-1", "ack": "7",
                "subscription": "1", "priority": "6", "timestamp": "99", "expires": "0",
                "redelivered": "false", "qty": "12", "ratio": "0.5", "vip": "TRUE",
@@ -133,8 +127,8 @@ def test_a_jmspy_message_reads_back_typed_and_read_only(module: Any) -> None:
     assert m._props_read_only and m._body_read_only
 
 
-@pytest.mark.parametrize("module", TWINS)
-def test_a_raw_clients_frame_and_an_unreadable_map_body(module: Any) -> None:
+def test_a_raw_clients_frame_and_an_unreadable_map_body() -> None:
+    module = received
     m = module.from_frame({"destination": "/topic/t", "message-id": "m-9",
                            "content-length": "3", "timestamp": "12"}, b"\x00\x01\x02")
     assert isinstance(m, BytesMessage) and m.body == b"\x00\x01\x02"
@@ -143,8 +137,8 @@ def test_a_raw_clients_frame_and_an_unreadable_map_body(module: Any) -> None:
         module.from_frame({"jmspy-jms": "1;5;map;;ID:m"}, b"not json")
 
 
-@pytest.mark.parametrize("module", TWINS)
-def test_what_a_twin_derives_from_frames_stays_bounded(module: Any) -> None:
+def test_what_is_derived_from_frames_stays_bounded() -> None:
+    module = received
     """Each new header layout and types text is derived once and kept, never more than
     256 of each (a broker sending ever new property names must not grow the client)."""
     for i in range(1000):
