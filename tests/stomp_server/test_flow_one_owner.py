@@ -22,39 +22,16 @@ from polling import wait_until
 from scripted_stomp import ScriptedBroker
 from stomp_pair import StompPair
 from tcp_relay import Relay
+from window_owner import HandOvers, record_hand_overs
 
 from jmspy import Connection, ConnectionFactory, Session
-from jmspy.connection import Connection as ConnectionImpl
 
 WAIT = 10.0
 
 
-class HandOvers:
-    """Every delivery a transport hands a consumer, with the credit the consumer's
-    accounting held just before it: a hand-over at 0 is one the accounting never
-    granted."""
-
-    def __init__(self) -> None:
-        self.credit_before: list[int] = []
-
-    def over_credit(self) -> list[int]:
-        return [i for i, credit in enumerate(self.credit_before) if credit <= 0]
-
-
 @pytest.fixture
 def hand_overs(monkeypatch: pytest.MonkeyPatch) -> HandOvers:
-    record = HandOvers()
-    deliver = ConnectionImpl.on_delivery
-
-    def on_delivery(self: ConnectionImpl, consumer_id: int, tag: int, message: Any,
-                    count: int) -> None:
-        consumer = self._consumers.get(consumer_id)
-        if consumer is not None:
-            record.credit_before.append(consumer._buffer.outstanding)
-        deliver(self, consumer_id, tag, message, count)
-
-    monkeypatch.setattr(ConnectionImpl, "on_delivery", on_delivery)
-    return record
+    return record_hand_overs(monkeypatch)
 
 
 @contextmanager
