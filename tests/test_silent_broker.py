@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from scripted_stomp import read_client_frames, run_guarded
+from scripted_stomp import LoopbackServer, read_client_frames, run_guarded
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -29,32 +29,16 @@ def on_thread(fn: Callable[[], Any]) -> Any:
     return run_guarded(fn, GUARD)
 
 
-class Silent:
+class Silent(LoopbackServer):
     """Accepts connections; ``answer(sock)`` completes the handshake, then it reads and
     never writes again."""
 
     def __init__(self, answer: Callable[[socket.socket], None]) -> None:
         self.answer = answer
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.socks: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                sock, _ = self.server.accept()
-            except OSError:
-                return
-            self.socks.append(sock)
-            threading.Thread(target=self.answer, args=(sock,), daemon=True).start()
-
-    def close(self) -> None:
-        for s in [*self.socks, self.server]:
-            try:
-                s.close()
-            except OSError:
-                pass
+    def accepted(self, index: int, sock: socket.socket) -> None:
+        threading.Thread(target=self.answer, args=(sock,), daemon=True).start()
 
 
 def _stomp_connected_then_silent(sock: socket.socket) -> None:
