@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from scripted_stomp import LoopbackServer, read_client_frames, run_guarded
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import Connection, ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
+from jmspy.destinations import Destination
 from jmspy.errors import ResourceAllocationException
 from jmspy.stomp_frames import Frame
 
@@ -75,15 +76,20 @@ def silent_mqtt() -> Iterator[Silent]:
     server.close()
 
 
+def _send_into_silence(conn: Connection, destination: Callable[[Any], Destination]) -> None:
+    """A PERSISTENT send to ``destination(session)`` fails after sendTimeout=100 ms."""
+    session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.create_producer(destination(session))  # PERSISTENT (MQTT: QoS 1)
+    with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
+        on_thread(lambda: producer.send(session.create_text_message("into silence")))
+
+
 def test_stomp_persistent_send_to_a_silent_broker_fails_naming_send_timeout(
         silent_stomp: Silent) -> None:
     url = f"stomp://127.0.0.1:{silent_stomp.port}?heartbeat=0"
     conn = ConnectionFactory(url, sendTimeout=100, closeTimeout=1).create_connection()
     try:
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        producer = session.create_producer(session.create_queue("q"))  # PERSISTENT
-        with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
-            on_thread(lambda: producer.send(session.create_text_message("into silence")))
+        _send_into_silence(conn, lambda session: session.create_queue("q"))
     finally:
         with pytest.raises(JMSException, match="closeTimeout=1"):
             on_thread(conn.close)
@@ -109,9 +115,6 @@ def test_mqtt_persistent_send_to_a_silent_broker_fails_naming_send_timeout(
     url = f"mqtt://127.0.0.1:{silent_mqtt.port}?version=3.1.1&keepalive=0"
     conn = ConnectionFactory(url, sendTimeout=100, closeTimeout=1).create_connection()
     try:
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        producer = session.create_producer(session.create_topic("t"))  # PERSISTENT: QoS 1
-        with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
-            on_thread(lambda: producer.send(session.create_text_message("into silence")))
+        _send_into_silence(conn, lambda session: session.create_topic("t"))
     finally:
         on_thread(conn.close)  # an MQTT DISCONNECT has no answer to wait for
