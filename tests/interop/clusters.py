@@ -74,6 +74,22 @@ def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
     proc.wait(10)
 
 
+class _Crashable:
+    """A cluster member a chaos test crashes: ``kill()`` SIGKILLs its process group
+    (nothing is flushed; what it stored stays for a restart)."""
+
+    process: BrokerProcess | None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process.proc)
+            self.process = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.proc.poll() is None
+
+
 class _Receipts(stomp.ConnectionListener):
     """RECEIPT frames heard on a raw stomp.py connection, waited for with a bound."""
 
@@ -124,7 +140,7 @@ def stomp_send(host: tuple[str, int], dest: str, bodies: list[str],
 
 
 # -- RabbitMQ ----------------------------------------------------------------------------
-class RabbitNode(Restartable):
+class RabbitNode(_Crashable, Restartable):
     """One node of a :class:`RabbitCluster`: its own ports and directories, the cluster's
     HOME (cookie) and epmd. ``seed``: the node it joins on its first boot (None: the
     first node, which boots alone)."""
@@ -183,16 +199,6 @@ class RabbitNode(Restartable):
 
     def _worth_retrying(self, error: BrokerStartError) -> bool:
         return "nodistribution" in str(error)  # see brokers.RabbitMQ._worth_retrying
-
-    def kill(self) -> None:
-        """SIGKILL the node (beam and its helpers); its Mnesia stays for a restart."""
-        if self.process is not None:
-            _kill_group(self.process.proc)
-            self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.proc.poll() is None
 
     def ctl(self, *args: str, timeout: float = 60.0) -> str:
         """``rabbitmqctl -n <this node> ARGS``, on a distribution port of its own."""
@@ -417,7 +423,7 @@ _PERSISTENCE = """<persistenceAdapter>
       <transportConnector name="openwire" uri="tcp://{host}:{openwire}"/>"""
 
 
-class PairBroker(ActiveMQ):
+class PairBroker(_Crashable, ActiveMQ):
     """One of an :class:`ActiveMQPair`: persistent, KahaDB in the pair's shared store,
     STOMP and openwire connectors on its own ports (no MQTT)."""
 
@@ -439,15 +445,6 @@ class PairBroker(ActiveMQ):
         self.process = BrokerProcess(self.name, HOST, self.stomp_port, None, proc,
                                      self.work, self.log)
         return self.process
-
-    def kill(self) -> None:
-        if self.process is not None:
-            _kill_group(self.process.proc)
-            self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.proc.poll() is None
 
     @property
     def serving(self) -> bool:
