@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import FakeClock, Recorder, msg, tmsg
+from core_support import FakeClock, Recorder, drain_acking, msg, tmsg
 
 from jmspy.broker_ref.config import ConfigError, parse_config
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
@@ -39,11 +39,6 @@ def big(dest: str, i: int, *, size: int = MB, topic: bool = False, **kw: Any) ->
     return make(dest, str(i), size=size - PAGE_OVERHEAD, **kw)
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def default_broker(tmp_path: Path, clock: FakeClock, **kw: Any) -> Broker:
     """The default configuration (64 MB, destination shares of 10 %)."""
     return Broker(clock=clock, spool_dir=tmp_path / "temp", **kw)
@@ -55,14 +50,6 @@ def send_until_held(conn: Any, make: Any, most: int = 1000) -> int:
         if not conn.send(make(i), ticket=i):
             return i
     raise AssertionError(f"{most} sends and none was held")
-
-
-def drain_acking(conn: Any, rec: Recorder) -> list[str]:
-    got: list[str] = []
-    while batch := rec.take():
-        got += [d.message.body for d in batch]
-        conn.ack([d.delivery_tag for d in batch])
-    return got
 
 
 def test_a_never_reading_topic_subscriber_holds_only_the_topics_producer(
