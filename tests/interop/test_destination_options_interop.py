@@ -161,33 +161,29 @@ def test_activemq_prefetch_size_limits_what_the_broker_sends_that_consumer(
         assert len(receive_texts(narrow, 2)) == 2
 
 
-def test_activemq_exclusive_consumer_gets_the_whole_queue(activemq: Any) -> None:
-    name = _name("exclusive")
-    with ConnectionFactory(_url(activemq)).create_connection() as conn:
+def _one_of_two_takes_all(broker: Any, tag: str, options: tuple[str, str], to: int) -> None:
+    """Two consumers of one queue, created in order, the first with ``options[0]`` on its
+    name, the second with ``options[1]``: consumer ``to`` gets all ten messages, the other
+    none."""
+    name = _name(tag)
+    with ConnectionFactory(_url(broker)).create_connection() as conn:
         s = conn.create_session()
-        only = s.create_consumer(s.create_queue(f"{name}?consumer.exclusive=true"))
-        other = s.create_consumer(s.create_queue(name))
+        consumers = [s.create_consumer(s.create_queue(name + o)) for o in options]
         conn.start()
         p = s.create_producer(s.create_queue(name))
         for i in range(10):
-            p.send(s.create_text_message(f"e{i}"))
-        assert receive_texts(only, 10) == [f"e{i}" for i in range(10)]
-        _nothing_more(other)
+            p.send(s.create_text_message(f"{tag}{i}"))
+        assert receive_texts(consumers[to], 10) == [f"{tag}{i}" for i in range(10)]
+        _nothing_more(consumers[1 - to])
+
+
+def test_activemq_exclusive_consumer_gets_the_whole_queue(activemq: Any) -> None:
+    _one_of_two_takes_all(activemq, "exclusive", ("?consumer.exclusive=true", ""), to=0)
 
 
 def test_activemq_consumer_priority_prefers_the_higher_consumer(activemq: Any) -> None:
     """ActiveMQ dispatches to the highest-priority consumer while its window has room."""
-    name = _name("priority")
-    with ConnectionFactory(_url(activemq)).create_connection() as conn:
-        s = conn.create_session()
-        low = s.create_consumer(s.create_queue(name))
-        high = s.create_consumer(s.create_queue(f"{name}?consumer.priority=10"))
-        conn.start()
-        p = s.create_producer(s.create_queue(name))
-        for i in range(10):
-            p.send(s.create_text_message(f"h{i}"))
-        assert receive_texts(high, 10) == [f"h{i}" for i in range(10)]
-        _nothing_more(low)
+    _one_of_two_takes_all(activemq, "priority", ("", "?consumer.priority=10"), to=1)
 
 
 def test_activemq_refuses_rabbitmq_queue_arguments_naming_itself(activemq: Any) -> None:
