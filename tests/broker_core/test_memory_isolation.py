@@ -52,6 +52,19 @@ def send_until_held(conn: Any, make: Any, most: int = 1000) -> int:
     raise AssertionError(f"{most} sends and none was held")
 
 
+def assert_served_one_by_one(b: Broker, dest: str, n: int, credit: int) -> None:
+    """A queue whose consumer waits (with ``credit``): ``n`` 1 MB sends from another
+    connection each go through and are delivered and acknowledged before the next."""
+    rec = Recorder()
+    cons = b.connect(rec)
+    cons.create_consumer(1, Q, dest, credit=credit)
+    producer = b.connect(Recorder())
+    for i in range(n):
+        assert producer.send(big(dest, i), ticket=i) is True
+        assert drain_acking(cons, rec) == [str(i)]
+        cons.grant_credit(1, 1)
+
+
 def test_a_never_reading_topic_subscriber_holds_only_the_topics_producer(
         tmp_path: Path, clock: FakeClock) -> None:
     b = default_broker(tmp_path, clock)
@@ -68,14 +81,7 @@ def test_a_never_reading_topic_subscriber_holds_only_the_topics_producer(
     assert b.budget.used < DEFAULT_MEMORY_LIMIT // 5  # the broker is far from full
 
     # a queue whose consumer waits: 200 MB go through one after another, every send done
-    work_rec = Recorder()
-    worker = b.connect(work_rec)
-    worker.create_consumer(1, Q, "work", credit=10)
-    work_producer = b.connect(Recorder())
-    for i in range(200):
-        assert work_producer.send(big("work", i), ticket=i) is True
-        assert drain_acking(worker, work_rec) == [str(i)]
-        worker.grant_credit(1, 1)
+    assert_served_one_by_one(b, "work", 200, credit=10)
     # another topic, read by its subscriber
     reader_rec = Recorder()
     reader = b.connect(reader_rec)
@@ -143,14 +149,7 @@ def test_under_full_memory_a_first_persistent_send_to_a_new_queue_is_stored(
     # and sends that cost no pending RAM go too: a topic nobody subscribes to, a queue
     # whose consumer is waiting
     assert prod.send(big("nobody.listens", 0, topic=True), ticket="t") is True
-    rec = Recorder()
-    cons = b.connect(rec)
-    cons.create_consumer(1, Q, "served", credit=5)
-    other = b.connect(Recorder())
-    for i in range(20):
-        assert other.send(big("served", i), ticket=i) is True
-        assert drain_acking(cons, rec) == [str(i)]
-        cons.grant_credit(1, 1)
+    assert_served_one_by_one(b, "served", 20, credit=5)
     # a non-persistent one for a queue nobody consumes waits: it would need RAM
     assert b.connect(Recorder()).send(big("brand.new", 1), ticket="np") is False
 
