@@ -31,10 +31,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import stomp
 from brokers import (
@@ -72,6 +72,30 @@ def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
     except ProcessLookupError:
         return
     proc.wait(10)
+
+
+class _Cluster(Protocol):
+    start_seconds: float
+
+    def logs(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+def _start_or_close(cluster: _Cluster, steps: Callable[[], None], failed: str) -> None:
+    """Run a cluster's start ``steps`` and time them (``start_seconds``). If one fails,
+    the cluster is closed; a BrokerStartError comes back saying ``failed``, with every
+    node's log, read before the close removes it."""
+    began = time.monotonic()
+    try:
+        steps()
+    except BaseException as exc:
+        logs = cluster.logs()
+        cluster.close()
+        if isinstance(exc, BrokerStartError):
+            raise BrokerStartError(f"{failed}: {exc}\n{logs}") from None
+        raise
+    cluster.start_seconds = time.monotonic() - began
 
 
 class _Crashable:
@@ -258,20 +282,14 @@ class RabbitCluster:
 
     # -- life ----------------------------------------------------------------------
     def start(self) -> RabbitCluster:
-        began = time.monotonic()
-        try:
-            self._start_epmd()
-            self._boot([self.nodes[0]])
-            self._boot(self.nodes[1:])
-            self.wait_formed()
-        except BaseException as exc:
-            logs = self.logs()
-            self.close()
-            if isinstance(exc, BrokerStartError):
-                raise BrokerStartError(f"RabbitMQ cluster did not form: {exc}\n{logs}") from None
-            raise
-        self.start_seconds = time.monotonic() - began
+        _start_or_close(self, self._form, "RabbitMQ cluster did not form")
         return self
+
+    def _form(self) -> None:
+        self._start_epmd()
+        self._boot([self.nodes[0]])
+        self._boot(self.nodes[1:])
+        self.wait_formed()
 
     def _start_epmd(self) -> None:
         log = self.work / "epmd.log"
@@ -470,19 +488,13 @@ class ActiveMQPair:
         return [f"stomp://{HOST}:{b.stomp_port}{query}" for b in self.brokers]
 
     def start(self) -> ActiveMQPair:
-        began = time.monotonic()
-        try:
-            self.brokers[0].start()
-            self.brokers[1].spawn_waiting()
-            self.wait_slave(self.brokers[1])
-        except BaseException as exc:
-            logs = self.logs()
-            self.close()
-            if isinstance(exc, BrokerStartError):
-                raise BrokerStartError(f"ActiveMQ pair did not start: {exc}\n{logs}") from None
-            raise
-        self.start_seconds = time.monotonic() - began
+        _start_or_close(self, self._pair, "ActiveMQ pair did not start")
         return self
+
+    def _pair(self) -> None:
+        self.brokers[0].start()
+        self.brokers[1].spawn_waiting()
+        self.wait_slave(self.brokers[1])
 
     def wait_slave(self, broker: PairBroker, timeout: float = 60.0) -> None:
         """Until ``broker`` runs and its log says it waits for the store's lock."""
