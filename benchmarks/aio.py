@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,21 @@ Case = Callable[[int], float]
 
 def _rate(count: int, started: float) -> float:
     return count / (time.perf_counter() - started)
+
+
+async def _produce_and_count(count: int, started: float, produce: Callable[[], Awaitable[None]],
+                             messages: AsyncIterable[Any]) -> float:
+    """Run ``produce()`` as a task while ``count`` of ``messages`` arrive: the rate from
+    ``started`` to the last one received (the sender is awaited after)."""
+    sender = asyncio.create_task(produce())
+    n = 0
+    async for _ in messages:
+        n += 1
+        if n == count:
+            break
+    rate = _rate(count, started)
+    await sender
+    return rate
 
 
 # -- jmspy.aio -------------------------------------------------------------------------
@@ -66,15 +81,7 @@ async def _jmspy_aio(url: str, count: int, topic: bool) -> float:
             for _ in range(count):
                 await producer.send(sending.create_text_message(BODY))
 
-        sender = asyncio.create_task(produce())
-        n = 0
-        async for _ in consumer:
-            n += 1
-            if n == count:
-                break
-        rate = _rate(count, started)
-        await sender
-        return rate
+        return await _produce_and_count(count, started, produce, consumer)
 
 
 def jmspy_aio(url: str, topic: bool = False) -> Case:
@@ -194,15 +201,7 @@ async def _aiomqtt(port: int, count: int) -> float:
             for _ in range(count):
                 await client.publish(topic, BODY.encode(), qos=1)
 
-        sender = asyncio.create_task(produce())
-        n = 0
-        async for _ in client.messages:
-            n += 1
-            if n == count:
-                break
-        rate = _rate(count, started)
-        await sender
-        return rate
+        return await _produce_and_count(count, started, produce, client.messages)
 
 
 def aiomqtt(port: int) -> Case:
