@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aio_support import run
 from jmspy_process import JmspyBroker
+from jmspy_process import stored_broker as stored_broker  # the fixture
 
 from jmspy import Session, reconnect
 from jmspy.aio import AsyncConnectionFactory
@@ -29,15 +29,6 @@ def _prompt_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     add idle waiting once the broker is back."""
     monkeypatch.setattr(reconnect, "MAX_INTERVAL", 1.0)
 
-
-@pytest.fixture
-def stored_broker(tmp_path: Path) -> Iterator[JmspyBroker]:
-    broker = JmspyBroker(tmp_path / "broker.log", data_dir=tmp_path / "store")
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 async def _until(codes: list[str], code: str, task: asyncio.Task[None]) -> None:
