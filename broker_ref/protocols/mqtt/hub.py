@@ -20,7 +20,15 @@ from ...core.security import Principal
 if TYPE_CHECKING:
     from .session import MqttSession
 
-__all__ = ["MqttHub", "StoredSession", "SubscriptionState"]
+
+def durable_name(client_id: str, topic_filter: str) -> str:
+    """The core subscription of a persistent session's subscription: a shared durable
+    one named after client id and filter (the core keys shared subscriptions by name
+    alone, so MQTT's core connections need no JMS client id; the hub keeps MQTT client
+    ids unique)."""
+    return f"mqtt:{client_id}:{topic_filter}"
+
+__all__ = ["MqttHub", "StoredSession", "SubscriptionState", "durable_name"]
 
 
 @dataclass(slots=True)
@@ -136,14 +144,13 @@ class MqttHub:
         if not durable or self.broker.closed or stored.client_id in self.active:
             return
         try:
-            conn = self.broker.connect(_Quiet(), client_id=stored.client_id,
-                                       principal=stored.principal)
+            conn = self.broker.connect(_Quiet(), principal=stored.principal)
         except BrokerError:
             return
         try:
             for name in durable:
                 try:
-                    conn.unsubscribe(name)
+                    conn.unsubscribe(durable_name(stored.client_id, name))
                 except BrokerError:
                     pass
         finally:

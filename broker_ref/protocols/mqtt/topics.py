@@ -58,7 +58,7 @@ def core_filter(topic_filter: str) -> str:
             raise TopicError(f"filter {topic_filter!r}: '+' must be a whole level")
     if topic_filter.startswith("$"):
         raise TopicError(f"filter {topic_filter!r}: '$' topics ($SYS) are not served")
-    return _words(topic_filter.replace("+", "*"))
+    return _words(topic_filter).replace("+", "*")
 
 
 def split_share(topic_filter: str) -> tuple[str | None, str]:
