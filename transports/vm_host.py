@@ -26,8 +26,8 @@ from jmspy.broker_ref.store.sqlite_store import StoreError
 if TYPE_CHECKING:
     import ssl
 
-    from jmspy.broker_ref.protocols.stomp.connector import StompConnector
     from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
+    from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 
 __all__ = ["BrokerHost", "HostedTransport", "get_broker", "start_broker", "stop_broker"]
 

@@ -12,13 +12,16 @@ are persistent (QoS 1 and 2); expiry deletes those subscriptions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...core import Broker, BrokerError, Delivery, ServerMessage, pattern_matches
 from ...core.security import Principal
 
-if TYPE_CHECKING:
-    from .session import MqttSession
+
+class ConnectedSession(Protocol):
+    """What the hub needs of a connected session (:class:`~.session.MqttSession`)."""
+
+    def taken_over(self) -> None: ...
 
 
 def durable_name(client_id: str, topic_filter: str) -> str:
@@ -28,7 +31,7 @@ def durable_name(client_id: str, topic_filter: str) -> str:
     ids unique)."""
     return f"mqtt:{client_id}:{topic_filter}"
 
-__all__ = ["MqttHub", "StoredSession", "SubscriptionState", "durable_name"]
+__all__ = ["ConnectedSession", "MqttHub", "StoredSession", "SubscriptionState", "durable_name"]
 
 
 @dataclass(slots=True)
@@ -78,7 +81,7 @@ class MqttHub:
         #: core topic -> the retained message (at most one per topic)
         self.retained: dict[str, ServerMessage] = {}
         #: client id -> the session connected under it now
-        self.active: dict[str, MqttSession] = {}
+        self.active: dict[str, ConnectedSession] = {}
         #: client id -> state of a persistent session (connected or not)
         self.sessions: dict[str, StoredSession] = {}
         #: (due, client id, will message, principal) of wills waiting for their delay
@@ -114,9 +117,9 @@ class MqttHub:
         due = [w for w in self.wills if w[0] <= now]
         if due:
             self.wills = [w for w in self.wills if w[0] > now]
-            for _, client_id, msg, principal in due:
+            for _, _client_id, msg, principal in due:
                 self.publish(msg, principal)
-        for client_id, stored in list(self.sessions.items()):
+        for _client_id, stored in list(self.sessions.items()):
             if stored.expires_at is not None and stored.expires_at <= now:
                 self.discard(stored)
 

@@ -70,7 +70,7 @@ def encode_varint(value: int) -> bytes:
             return bytes(out)
 
 
-def decode_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+def decode_varint(data: bytes | bytearray, pos: int) -> tuple[int, int]:
     """(value, next position); raises MalformedPacket past four bytes or the end."""
     value = shift = 0
     for i in range(4):

@@ -510,7 +510,7 @@ class MqttSession:
             return False
         self._by_consumer.pop(sub.consumer_id, None)
         conn.close_consumer(sub.consumer_id)
-        for pid, entry in list(self._inflight.items()):
+        for _pid, entry in list(self._inflight.items()):
             if entry[0] == sub.consumer_id:
                 entry[0] = entry[1] = 0  # closing the consumer gave them back
         if self._persistent and sub.state.share is None and not keep_durable:
