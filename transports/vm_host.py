@@ -107,8 +107,9 @@ class BrokerHost:
     def add_connector(self, url: str = "stomp://127.0.0.1:0", *,
                       ssl_context: ssl.SSLContext | None = None,
                       user_from_cert: str | None = None) -> str:
-        """Serve this broker over STOMP to other processes as well; the URL they connect
-        to (port 0 in ``url``: a free port, named in the answer).
+        """Serve this broker over STOMP (or, with ``mqtt://HOST:PORT``, MQTT 3.1.1 and 5)
+        to other processes as well; the URL they connect to (port 0 in ``url``: a free
+        port, named in the answer).
 
         ``stomp+ssl://HOST:PORT`` (or ``stomps://``) serves STOMP over TLS with
         ``ssl_context``, a server-side context holding the broker's certificate and key
@@ -145,8 +146,8 @@ class BrokerHost:
                 or parts.path.strip("/")):
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: give stomp://HOST:PORT or stomp+ssl://HOST:PORT (port 0 "
-                "picks a free one), e.g. stomp://127.0.0.1:61613; STOMP is the protocol "
-                "this broker serves")
+                "picks a free one), e.g. stomp://127.0.0.1:61613, or mqtt://HOST:PORT for "
+                "MQTT 3.1.1 and 5")
         tls = connector_tls(url, scheme, ssl_context, user_from_cert)
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)

@@ -109,3 +109,14 @@ def test_jmspy_mqtt_client_round_trip(mqtt_url: tuple[str, Any]) -> None:
         consumer = context.create_consumer(topic)
         context.create_producer().send(topic, "hello")
         assert consumer.receive_body(str, timeout=WAIT) == "hello"
+
+
+def test_mqtt_connector_url_errors_name_the_form(
+        vm_broker_factory: Callable[..., Any]) -> None:
+    from jmspy.errors import InvalidConfigurationException
+
+    host, _ = vm_broker_factory()
+    for url in ("mqtt://127.0.0.1:0/x", "mqtt://127.0.0.1:0?a=1", "mqtt://127.0.0.1"):
+        with pytest.raises(InvalidConfigurationException, match=r"give mqtt://HOST:PORT"):
+            host.add_connector(url)
+    assert host.add_connector("mqtt://127.0.0.1:0").startswith("mqtt://127.0.0.1:")
