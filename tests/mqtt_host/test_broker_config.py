@@ -71,3 +71,40 @@ def test_serve_listens_for_mqtt_beside_stomp() -> None:
         loop.call_soon_threadsafe(stop.set)
         thread.join(WAIT)
         loop.close()
+
+
+def test_jmspy_broker_mqtt_port_option(tmp_path: Path) -> None:
+    """``jmspy broker --mqtt-port`` as a real process: it says where MQTT listens, and a
+    paho client publishes and receives there."""
+    import subprocess
+    import sys
+
+    from brokers import free_port
+
+    mqtt_port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jmspy", "broker", "--port", "0", "--in-memory",
+         "--mqtt-port", str(mqtt_port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("jmspy broker listening on 127.0.0.1:")
+        assert proc.stdout.readline().strip() == (
+            f"jmspy broker listening on 127.0.0.1:{mqtt_port} for MQTT 3.1.1 and 5")
+        client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="cli",
+                             protocol=paho.MQTTv311)
+        got = threading.Event()
+        subscribed = threading.Event()
+        client.on_subscribe = lambda *a: subscribed.set()
+        client.on_message = lambda c, u, m: got.set()
+        client.connect("127.0.0.1", mqtt_port)
+        client.loop_start()
+        client.subscribe("cli/t", 1)
+        assert subscribed.wait(WAIT)
+        client.publish("cli/t", b"x", qos=1)
+        assert got.wait(WAIT)
+        client.disconnect()
+        client.loop_stop()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=WAIT)

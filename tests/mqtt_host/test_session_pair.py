@@ -214,3 +214,18 @@ def test_bad_filter_is_refused_in_the_suback() -> None:
     c = pair.client()
     c.connect("c")
     assert c.subscribe(1, ("a/#/b", 0))[0]["codes"] == [0x80]
+
+
+def test_random_bytes_never_raise_out_of_the_session() -> None:
+    """Fuzzed input: the session closes (or waits for more), it never raises."""
+    import random
+
+    rng = random.Random(51)
+    pair = MqttPair(max_bytes=4096)
+    for version in (4, 5):
+        for _ in range(300):
+            c = pair.client(version)
+            c.connect("f")
+            data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+            c.send(data)  # must not raise
+            c.session.connection_lost()

@@ -14,6 +14,7 @@ A PUBLISH that producer flow control holds gets its PUBACK/PUBREC when it goes t
 from __future__ import annotations
 
 import itertools
+import struct
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -98,6 +99,8 @@ class MqttSession:
                     self._close(exc.reason, str(exc))
                 except topics.TopicError as exc:
                     self._close(0x90, str(exc))
+                except (IndexError, ValueError, struct.error) as exc:  # a field cut short
+                    self._close(0x81, f"malformed packet: {exc}")
         finally:
             self._receiving = False
             if self.closing:
