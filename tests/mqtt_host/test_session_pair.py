@@ -229,3 +229,12 @@ def test_random_bytes_never_raise_out_of_the_session() -> None:
             data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
             c.send(data)  # must not raise
             c.session.connection_lost()
+
+
+def test_a_name_the_core_refuses_ends_the_session_with_its_reason() -> None:
+    pair = MqttPair(max_destination_length=16)
+    c = pair.client(5)
+    c.connect("c")
+    out = c.publish("a/" + "b" * 40, b"x", qos=1, pid=1)
+    assert out[0]["type"] == codec.DISCONNECT and out[0]["code"] == 0x80
+    assert out[0]["props"]["reason_string"]

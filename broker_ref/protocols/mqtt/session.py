@@ -20,7 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core import Broker, BrokerError, Delivery, DestinationKind, ServerConnection, ServerMessage
-from ...core.errors import AccessDenied, AuthenticationFailed, InvalidClientId
+from ...core.errors import (
+    AccessDenied,
+    AuthenticationFailed,
+    InvalidClientId,
+    ResourceLimitExceeded,
+)
 from . import codec, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, StoredSession, SubscriptionState, durable_name
@@ -99,6 +104,9 @@ class MqttSession:
                     self._close(exc.reason, str(exc))
                 except topics.TopicError as exc:
                     self._close(0x90, str(exc))
+                except BrokerError as exc:  # refused by the core (limits, names...)
+                    self._close(0x97 if isinstance(exc, ResourceLimitExceeded) else 0x80,
+                                exc.message)
                 except (IndexError, ValueError, struct.error) as exc:  # a field cut short
                     self._close(0x81, f"malformed packet: {exc}")
         finally:
