@@ -120,3 +120,19 @@ def test_mqtt_connector_url_errors_name_the_form(
         with pytest.raises(InvalidConfigurationException, match=r"give mqtt://HOST:PORT"):
             host.add_connector(url)
     assert host.add_connector("mqtt://127.0.0.1:0").startswith("mqtt://127.0.0.1:")
+
+
+def test_a_silent_client_is_closed_after_one_and_a_half_keep_alives(
+        mqtt_url: tuple[str, Any]) -> None:
+    """On a socket: CONNECT with keep-alive 1 s, then silence; the server closes it
+    (waited for on the socket, with a timeout, no sleep)."""
+    import socket
+
+    from mqtt_pair import connect_packet
+
+    url, _ = mqtt_url
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=WAIT) as sock:
+        sock.sendall(connect_packet("silent", keep_alive=1))
+        assert sock.recv(4) == b"\x20\x02\x00\x00"  # CONNACK, accepted
+        assert sock.recv(16) == b""  # closed by the server

@@ -238,3 +238,29 @@ def test_a_name_the_core_refuses_ends_the_session_with_its_reason() -> None:
     out = c.publish("a/" + "b" * 40, b"x", qos=1, pid=1)
     assert out[0]["type"] == codec.DISCONNECT and out[0]["code"] == 0x80
     assert out[0]["props"]["reason_string"]
+
+
+def test_v5_will_delay_and_a_return_within_it() -> None:
+    pair = MqttPair()
+    watcher = pair.client()
+    watcher.connect("w")
+    watcher.subscribe(1, ("wills/#", 0))
+    options = dict(clean=False, props={"session_expiry_interval": 60},
+                   will=("wills/dev", b"gone", 0), will_props={"will_delay_interval": 5})
+    dev = pair.client(5)
+    dev.connect("dev", **options)
+    dev.session.connection_lost()
+    pair.clock.advance(4_000)
+    pair.hub.process(pair.broker.now())
+    assert pair.inbox(watcher) == []  # not yet
+    pair.clock.advance(1_000)
+    pair.hub.process(pair.broker.now())
+    assert [m["payload"] for m in pair.inbox(watcher)] == [b"gone"]
+    again = pair.client(5)
+    again.connect("dev", **options)
+    again.session.connection_lost()
+    back = pair.client(5)
+    back.connect("dev", clean=False, props={"session_expiry_interval": 60})
+    pair.clock.advance(10_000)
+    pair.hub.process(pair.broker.now())
+    assert pair.inbox(watcher) == []  # it came back within the delay: no will
