@@ -4,7 +4,6 @@ user without ``admin`` on what it touches, an admin) answers the right status.""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest

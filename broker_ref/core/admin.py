@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from .queue import Queue
 
 __all__ = [
-    "ConsumerWindow",
     "ConnectionInfo",
     "ConnectionNotFound",
+    "ConsumerWindow",
     "MessageNotFound",
     "PurgeResult",
     "RetryResult",

@@ -19,9 +19,8 @@ from aiohttp import web
 
 from ..core import admin
 from ..core.api import ORIGINAL_DESTINATION, DestinationKind, ServerMessage
-from ..core.errors import DestinationNotFound
 from ..core.broker import Broker
-
+from ..core.errors import DestinationNotFound
 from ..core.security import Principal
 
 __all__ = ["Access", "BadRequest", "Handlers", "message_json"]
