@@ -12,8 +12,9 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
 from mgmt_broker import SECURED, Running, running_broker
+from prometheus_client.parser import text_string_to_metric_families
 
-from jmspy import ConnectionFactory
+from jmspy import ConnectionFactory, JMSSecurityException
 
 #: (method, path, body, status for the admin) -- the admin's status is what the endpoint
 #: answers once allowed (404: the message or connection named does not exist)
@@ -88,17 +89,33 @@ def test_scoped_admin_sees_only_its_destinations(secured: Running) -> None:
     assert status == 403  # may not administer the target
 
 
+def _sample(secured: Running, name: str, **labels: str) -> float:
+    _, text = secured.call("GET", "/metrics", auth=("root", "root-pw"))
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    raise AssertionError(f"no {name}{labels} in /metrics")
+
+
 def test_refused_logins_counted(secured: Running) -> None:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    def refused() -> float:
-        _, text = secured.call("GET", "/metrics", auth=("root", "root-pw"))
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "jmspy_http_logins_refused_total":
-                    return float(sample.value)
-        raise AssertionError("no jmspy_http_logins_refused_total in /metrics")
-
-    before = refused()
+    before = _sample(secured, "jmspy_http_logins_refused_total")
     assert secured.call("GET", "/api/destinations", auth=("root", "bad"))[0] == 401
-    assert refused() == before + 1
+    assert _sample(secured, "jmspy_http_logins_refused_total") == before + 1
+    stomp_before = _sample(secured, "jmspy_broker_connections_refused_total",
+                           reason="authentication")
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{secured.stomp_port}")
+    with pytest.raises(JMSSecurityException):
+        factory.create_connection("root", "bad").close()
+    assert _sample(secured, "jmspy_broker_connections_refused_total",
+                   reason="authentication") == stomp_before + 1
+
+
+def test_connections_by_state(secured: Running) -> None:
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{secured.stomp_port}")
+    before = _sample(secured, "jmspy_broker_connections_by_state", state="open")
+    with factory.create_connection("app", "app-pw"):
+        assert _sample(secured, "jmspy_broker_connections_by_state",
+                       state="open") == before + 1
+        assert _sample(secured, "jmspy_broker_connections_by_state",
+                       state="connecting") == 0

@@ -59,11 +59,16 @@ def _error(status: int, error: str, message: str) -> web.Response:
     return resp
 
 
-class _LoginCollector:
-    """The HTTP listener's own series: logins it refused."""
+class _ListenerCollector:
+    """The listeners' series: logins the HTTP listener refused, and connections by
+    state (``connecting``: accepted by the protocol host, not logged in yet; ``open``:
+    logged in)."""
 
-    def __init__(self, auth: Authenticator) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator,
+                 accepted: Callable[[], int] | None) -> None:
+        self._broker = broker
         self._auth = auth
+        self._accepted = accepted
 
     def collect(self) -> Iterator[Any]:
         core: Any = importlib.import_module("prometheus_client.core")
@@ -72,12 +77,22 @@ class _LoginCollector:
             "credentials", labels=[])
         family.add_metric([], self._auth.refused)
         yield family
+        opened = len(self._broker.connections())
+        accepted = opened if self._accepted is None else self._accepted()
+        states = core.GaugeMetricFamily("jmspy_broker_connections_by_state",
+                                        "Connections by state", labels=["state"])
+        states.add_metric(["open"], opened)
+        states.add_metric(["connecting"], max(0, accepted - opened))
+        yield states
 
 
 def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None = None,
              close_connection: Callable[[object, str], bool] | None = None,
+             accepted: Callable[[], int] | None = None,
              metrics_auth: bool = True) -> web.Application:
-    """The aiohttp application over ``broker`` (it must run on the broker's loop)."""
+    """The aiohttp application over ``broker`` (it must run on the broker's loop).
+    ``close_connection`` ends a protocol host's connection (its client hears why);
+    ``accepted`` counts the host's connections, logged in or not."""
     try:
         exposition: Any = importlib.import_module("prometheus_client.exposition")
         registry_mod: Any = importlib.import_module("prometheus_client.registry")
@@ -88,7 +103,7 @@ def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None
     auth = Authenticator(broker.security)
     registry = registry_mod.CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker, None))
-    registry.register(_LoginCollector(auth))
+    registry.register(_ListenerCollector(broker, auth, accepted))
     handlers = Handlers(broker, lock, close_connection)
 
     @web.middleware
@@ -151,11 +166,12 @@ class HttpServer:
 async def start_http_server(broker: Broker, host: str, port: int, *,
                             core_lock: AbstractContextManager[object] | None = None,
                             close_connection: Callable[[object, str], bool] | None = None,
+                            accepted: Callable[[], int] | None = None,
                             metrics_auth: bool = True) -> HttpServer:
     """Serve ``/metrics`` and the API on ``http://host:port`` (port 0: a free one), on
     the running loop, which must be the broker's."""
     app = make_app(broker, core_lock=core_lock, close_connection=close_connection,
-                   metrics_auth=metrics_auth)
+                   accepted=accepted, metrics_auth=metrics_auth)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

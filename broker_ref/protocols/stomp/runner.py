@@ -152,6 +152,7 @@ async def _http_listener(config: BrokerConfig, broker: Broker,
     return await start_http_server(broker, config.http_host, config.metrics_port or 0,
                                    core_lock=server.core_lock,
                                    close_connection=server.close_connection,
+                                   accepted=lambda: len(server.connections),
                                    metrics_auth=config.metrics_auth)
 
 
