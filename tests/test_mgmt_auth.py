@@ -20,6 +20,8 @@ from jmspy import ConnectionFactory, JMSSecurityException
 #: answers once allowed (404: the message or connection named does not exist)
 ENDPOINTS: list[tuple[str, str, Any, int]] = [
     ("GET", "/metrics", None, 200),
+    ("GET", "/console/", None, 200),
+    ("GET", "/console/console.js", None, 200),
     ("GET", "/api/destinations", None, 200),
     ("GET", "/api/destinations/queue/work", None, 200),
     ("GET", "/api/queues/work/messages?offset=0&limit=10", None, 200),
@@ -32,8 +34,11 @@ ENDPOINTS: list[tuple[str, str, Any, int]] = [
 ]
 
 
+#: what any user with valid credentials may load
+ANY_USER = {"/console/", "/console/console.js"}
 #: what a user who administers some destinations (not "work") may call
-SCOPED_ALLOWED = {"/metrics", "/api/destinations", "/api/connections",
+SCOPED_ALLOWED = {"/metrics", "/console/", "/console/console.js", "/api/destinations",
+                  "/api/connections",
                   "/api/connections/999999"}
 
 
@@ -56,6 +61,9 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     (("scoped", "scoped-pw"), 403), (("root", "root-pw"), None)])
 def test_status(secured: Running, method: str, path: str, body: Any, ok: int,
                 who: tuple[str, str] | None, expected: int | None) -> None:
+    if who is not None and who[1].endswith("-pw") and path in ANY_USER:
+        expected = None  # the console's static pages: any logged-in user (its API calls
+        # are what the permissions guard)
     if who is not None and who[0] == "scoped" and path in SCOPED_ALLOWED:
         expected = None  # administers team.#: broker-wide reads, its own slice of them
     status, answer = secured.call(method, path, body, auth=who)

@@ -19,6 +19,7 @@ Routes (docs/observability.md has the reference)::
     POST   /api/queues/{name}/retry                   dead letters back to their origin
     GET    /api/connections                           connections, consumers' windows
     DELETE /api/connections/{id}                      close one
+    GET    /console/                                  the web console (static pages)
 
 With security on, every route needs HTTP basic credentials of a broker user (``/metrics``
 too, unless ``[broker.http] metrics-auth = false``), and the API's routes the ``admin``
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -48,6 +50,9 @@ __all__ = ["HttpServer", "make_app", "start_http_server"]
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: the web console's static pages (no build step): HTML, CSS and JavaScript on the API
+CONSOLE = Path(__file__).with_name("console")
 
 _NOT_FOUND = (DestinationNotFound, admin.MessageNotFound, admin.ConnectionNotFound)
 
@@ -125,7 +130,7 @@ def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None
         except BrokerError as exc:
             return _error(409, exc.code, exc.message)
         except web.HTTPException as exc:
-            if exc.status >= 400:
+            if exc.status >= 400 and not request.path.startswith("/console"):
                 return _error(exc.status, "http", exc.reason)
             raise
 
@@ -137,7 +142,17 @@ def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None
             data = exposition.generate_latest(registry)
         return web.Response(body=data, headers={"Content-Type": exposition.CONTENT_TYPE_LATEST})
 
+    async def console_home(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/console/")
+
+    async def console_index(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(CONSOLE / "index.html")
+
     app = web.Application(middlewares=[guard])
+    app.router.add_get("/", console_home)
+    app.router.add_get("/console", console_home)
+    app.router.add_get("/console/", console_index)
+    app.router.add_static("/console/", CONSOLE)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/api/destinations", handlers.destinations)
     app.router.add_get("/api/destinations/{kind}/{name}", handlers.destination)
