@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("aiohttp")
-selenium = pytest.importorskip("selenium")
+pytest.importorskip("selenium")
 
 from mgmt_broker import DEAD_LETTERS, HANG, Running, running_broker
 from selenium import webdriver

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
