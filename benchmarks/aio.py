@@ -4,18 +4,19 @@
 In one run, interleaved round by round (each round runs every case once, in turn):
 
 * ``vm://``: jmspy.aio against jmspy's sync API on the same in-process broker.
-* RabbitMQ: jmspy.aio over ``stomp://`` against aio-pika over AMQP 0.9.1, on the same
-  RabbitMQ.
+* RabbitMQ: jmspy.aio over ``stomp://`` against aio-pika over AMQP 0.9.1, and against
+  stompman (asyncio STOMP) over the same STOMP port, on the same RabbitMQ.
 * Mosquitto: jmspy.aio over ``mqtt://`` against aiomqtt, on the same Mosquitto.
 
 Each case sends ``count`` 100-byte persistent messages from one producer and consumes
 them on the same connection's consumer, concurrently, with the same semantics on both
 sides of a pair: every send awaited until the broker confirmed it (a STOMP receipt, an
 AMQP publisher confirm, an MQTT QoS 1 PUBACK), a prefetch window of 100 (jmspy's
-``imqConsumerFlowLimit``, aio-pika's ``prefetch_count``; MQTT has none on 3.1.1), and
-one acknowledgement per message (jmspy AUTO_ACKNOWLEDGE; aio-pika ``message.process()``;
-aiomqtt's automatic PUBACK). The figure is messages per second from the first send to
-the last message received, the median over rounds.
+``imqConsumerFlowLimit``, aio-pika's ``prefetch_count``, stompman's ``prefetch-count``
+header; MQTT has none on 3.1.1), and one acknowledgement per message (jmspy
+AUTO_ACKNOWLEDGE; aio-pika ``message.process()``; stompman's ``client-individual`` ACK
+after the handler; aiomqtt's automatic PUBACK). The figure is messages per second from
+the first send to the last message received, the median over rounds.
 
 The brokers come from the interop tests' recipes (tests/interop/brokers.py) on free
 loopback ports. aio-pika and aiomqtt are in the ``bench`` extra.
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,21 @@ Case = Callable[[int], float]
 
 def _rate(count: int, started: float) -> float:
     return count / (time.perf_counter() - started)
+
+
+async def _produce_and_count(count: int, started: float, produce: Callable[[], Awaitable[None]],
+                             messages: AsyncIterable[Any]) -> float:
+    """Run ``produce()`` as a task while ``count`` of ``messages`` arrive: the rate from
+    ``started`` to the last one received (the sender is awaited after)."""
+    sender = asyncio.create_task(produce())
+    n = 0
+    async for _ in messages:
+        n += 1
+        if n == count:
+            break
+    rate = _rate(count, started)
+    await sender
+    return rate
 
 
 # -- jmspy.aio -------------------------------------------------------------------------
@@ -65,15 +81,7 @@ async def _jmspy_aio(url: str, count: int, topic: bool) -> float:
             for _ in range(count):
                 await producer.send(sending.create_text_message(BODY))
 
-        sender = asyncio.create_task(produce())
-        n = 0
-        async for _ in consumer:
-            n += 1
-            if n == count:
-                break
-        rate = _rate(count, started)
-        await sender
-        return rate
+        return await _produce_and_count(count, started, produce, consumer)
 
 
 def jmspy_aio(url: str, topic: bool = False) -> Case:
@@ -144,6 +152,42 @@ def aio_pika(port: int) -> Case:
     return lambda count: asyncio.run(_aio_pika(port, count))
 
 
+# -- stompman (asyncio STOMP) ----------------------------------------------------------
+async def _stompman(port: int, count: int) -> float:
+    import stompman
+
+    done = asyncio.Event()
+    n = 0
+
+    async def handler(_frame: Any) -> None:  # acknowledged by stompman once it returns
+        nonlocal n
+        n += 1
+        if n == count:
+            done.set()
+
+    destination = f"/queue/bench.stompman.{uuid.uuid4().hex[:8]}"
+    # stompman sends the server's address as CONNECT's host header, which RabbitMQ reads
+    # as the virtual host: main() makes one of that name (a vhost costs nothing per message)
+    server = stompman.ConnectionParameters("127.0.0.1", port, "guest", "guest")
+    async with stompman.Client([server]) as client:
+        subscription = await client.subscribe(
+            destination, handler, ack="client-individual",
+            headers={"prefetch-count": str(WINDOW)},
+            on_suppressed_exception=lambda exc, frame: print(exc, file=sys.stderr))
+        started = time.perf_counter()
+        for _ in range(count):  # each send awaited until its RECEIPT
+            await client.send(BODY.encode(), destination, headers={"persistent": "true"},
+                              receipt_timeout=30)
+        await done.wait()
+        rate = _rate(count, started)
+        await subscription.unsubscribe()
+        return rate
+
+
+def stompman_case(port: int) -> Case:
+    return lambda count: asyncio.run(_stompman(port, count))
+
+
 # -- aiomqtt ---------------------------------------------------------------------------
 async def _aiomqtt(port: int, count: int) -> float:
     import aiomqtt
@@ -157,15 +201,7 @@ async def _aiomqtt(port: int, count: int) -> float:
             for _ in range(count):
                 await client.publish(topic, BODY.encode(), qos=1)
 
-        sender = asyncio.create_task(produce())
-        n = 0
-        async for _ in client.messages:
-            n += 1
-            if n == count:
-                break
-        rate = _rate(count, started)
-        await sender
-        return rate
+        return await _produce_and_count(count, started, produce, client.messages)
 
 
 def aiomqtt(port: int) -> Case:
@@ -205,11 +241,17 @@ def main(argv: list[str] | None = None) -> int:
                           "jmspy sync", jmspy_sync(f"vm://{name}")))
         if "rabbitmq" in only:
             rabbit = brokers.RabbitMQ()
-            rabbit.start()
+            rabbit_process = rabbit.start()
             stops.append(rabbit.close)
             pairs.append(("RabbitMQ", "jmspy.aio stomp://",
                           jmspy_aio(f"stomp://127.0.0.1:{rabbit.stomp_port}"),
                           "aio-pika AMQP", aio_pika(rabbit.amqp_port)))
+            for ctl in (("add_vhost", "127.0.0.1"),
+                        ("set_permissions", "-p", "127.0.0.1", "guest", ".*", ".*", ".*")):
+                brokers.rabbitmqctl(rabbit_process, *ctl)
+            pairs.append(("RabbitMQ STOMP", "jmspy.aio stomp://",
+                          jmspy_aio(f"stomp://127.0.0.1:{rabbit.stomp_port}"),
+                          "stompman", stompman_case(rabbit.stomp_port)))
         if "mosquitto" in only:
             mosquitto = brokers.Mosquitto()
             mosquitto.start()

@@ -16,6 +16,10 @@
     port = 8161             # what --metrics-port sets; 0 = any free port
     metrics-auth = true     # with [security]: /metrics needs credentials too
 
+    [broker.mqtt]           # MQTT 3.1.1 and 5 beside STOMP (docs/mqtt.md)
+    port = 1883             # listen port (0: any free one); unset: no MQTT listener
+    max-packet-bytes = 1048576  # largest packet a client may send
+
     [broker.tls]            # a TLS listener beside (or, only = true, instead of) the
                             # plain one: broker_ref/tls_config.py lists its keys
 
@@ -184,6 +188,10 @@ class BrokerConfig:
     security: Any = None
     #: the TLS listener's :class:`~.tls_config.TlsConfig` ([broker.tls]); None: none
     tls: Any = None
+    #: the MQTT listener's port ([broker.mqtt] port, ``--mqtt-port``); None: no MQTT
+    mqtt_port: int | None = None
+    #: the largest packet an MQTT client may send ([broker.mqtt] max-packet-bytes)
+    mqtt_max_packet_bytes: int = 1024 * 1024
     #: where ``/metrics`` is served (``--metrics-port``, on ``host``); None: not served
     metrics_port: int | None = None
     #: the HTTP listener's address ([broker.http] host): loopback unless opened up
@@ -369,9 +377,12 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         if key == "http":
             _http(cfg, value, source)
             continue
+        if key == "mqtt":
+            _mqtt(cfg, value, source)
+            continue
         tp = _BROKER.get(key)
         if tp is None:
-            raise _unknown(key, "broker", source, [*_BROKER, "tls", "http"])
+            raise _unknown(key, "broker", source, [*_BROKER, "tls", "http", "mqtt"])
         setattr(cfg, key.replace("-", "_"), _convert(value, tp, key, "broker", source))
     for key, value in _table(data, "limits", source).items():
         attr = _LIMITS.get(key)
@@ -459,6 +470,27 @@ def _http(cfg: BrokerConfig, table: Any, source: str) -> None:
     if cfg.metrics_port is not None and not 0 <= cfg.metrics_port <= 65535:
         raise ConfigError(f"{source}: [broker.http] port = {cfg.metrics_port} must be "
                           "between 0 (any free port) and 65535")
+
+
+def _mqtt(cfg: BrokerConfig, table: Any, source: str) -> None:
+    """``[broker.mqtt]``: ``port`` (the MQTT listener, on [broker] host) and
+    ``max-packet-bytes`` (the largest packet a client may send)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [broker] mqtt must be a table ([broker.mqtt])")
+    for key, value in table.items():
+        if key not in ("port", "max-packet-bytes"):
+            raise _unknown(key, "broker.mqtt", source, ["port", "max-packet-bytes"])
+        number = _convert(value, int, key, "broker.mqtt", source)
+        if key == "port":
+            if not 0 <= number <= 65535:
+                raise ConfigError(f"{source}: [broker.mqtt] port = {number} must be between "
+                                  "0 (any free port) and 65535 (MQTT's is 1883)")
+            cfg.mqtt_port = number
+        else:
+            if not 16 <= number <= 268_435_455:
+                raise ConfigError(f"{source}: [broker.mqtt] max-packet-bytes = {number} must "
+                                  "be between 16 and 268435455 (MQTT's largest packet)")
+            cfg.mqtt_max_packet_bytes = number
 
 
 def _tls(table: Any, source: str, *, has_security: bool) -> Any:

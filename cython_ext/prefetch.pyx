@@ -13,10 +13,12 @@ items visible to the cyclic garbage collector (a raw ``PyObject*`` array would n
 
 import operator
 
-__all__ = ["MAX_LIMIT", "PrefetchBuffer"]
+__all__ = ["MAX_COUNT", "MAX_LIMIT", "PrefetchBuffer", "top_up"]
 
 #: Largest accepted flow limit.
 MAX_LIMIT = 2**31 - 1
+#: Largest count top_up takes (its arithmetic must fit in a C Py_ssize_t).
+MAX_COUNT = 2**48
 
 cdef Py_ssize_t _SSIZE_MAX = <Py_ssize_t>((<size_t>-1) >> 1)
 cdef Py_ssize_t _MIN_CAPACITY = 8
@@ -29,6 +31,33 @@ cdef inline Py_ssize_t _capacity_for(Py_ssize_t need) noexcept:
     while cap < need:
         cap <<= 1
     return cap
+
+
+cdef inline Py_ssize_t _top_up(Py_ssize_t limit, Py_ssize_t threshold,
+                               Py_ssize_t unconsumed, Py_ssize_t outstanding) noexcept:
+    # The rule itself, unchecked (PrefetchBuffer's counters are valid by construction).
+    cdef Py_ssize_t want
+    if limit and (unconsumed + outstanding) * 100 <= limit * threshold:
+        want = limit - unconsumed - outstanding
+        if want > 0:
+            return want
+    return 0
+
+
+def top_up(Py_ssize_t limit, Py_ssize_t threshold, Py_ssize_t unconsumed,
+           Py_ssize_t outstanding):
+    """The Open MQ top-up rule, defined once for everyone who applies it; see the pure
+    twin."""
+    if limit < 0 or limit > MAX_LIMIT:
+        raise ValueError(f"flow limit must be between 0 and {MAX_LIMIT}, got {limit}")
+    if threshold < 0 or threshold > 100:
+        raise ValueError(f"flow threshold is a percentage between 0 and 100, got {threshold}")
+    if not 0 <= unconsumed <= MAX_COUNT or not 0 <= outstanding <= MAX_COUNT:
+        raise ValueError(
+            f"unconsumed and outstanding must be between 0 and {MAX_COUNT}, "
+            f"got {unconsumed} and {outstanding}"
+        )
+    return _top_up(limit, threshold, unconsumed, outstanding)
 
 
 cdef class PrefetchBuffer:
@@ -106,12 +135,7 @@ cdef class PrefetchBuffer:
 
     cpdef Py_ssize_t wanted(self) noexcept:
         """Credit to ask for now (not reserved); see the pure twin."""
-        cdef Py_ssize_t want
-        if self.limit and (self.unconsumed + self.outstanding) * 100 <= self.limit * self.threshold:
-            want = self.limit - self.unconsumed - self.outstanding
-            if want > 0:
-                return want
-        return 0
+        return _top_up(self.limit, self.threshold, self.unconsumed, self.outstanding)
 
     cpdef object granted(self, Py_ssize_t n):
         """``n`` credits were granted to the broker (possibly fewer than asked for)."""
@@ -227,7 +251,6 @@ cdef class PrefetchBuffer:
 
     cpdef Py_ssize_t consumed(self, Py_ssize_t n=1) except -1:
         """``n`` items were acknowledged or committed; returns :meth:`wanted`."""
-        cdef Py_ssize_t want
         if n < 0:
             raise ValueError(f"consumed count must be >= 0, got {n}")
         if n > self.unconsumed:
@@ -236,11 +259,7 @@ cdef class PrefetchBuffer:
             )
         self.unconsumed -= n
         self.consumed_total += n
-        if self.limit and (self.unconsumed + self.outstanding) * 100 <= self.limit * self.threshold:
-            want = self.limit - self.unconsumed - self.outstanding
-            if want > 0:
-                return want
-        return 0
+        return _top_up(self.limit, self.threshold, self.unconsumed, self.outstanding)
 
     cpdef list drain(self):
         """Remove and return every buffered item; they go back to the broker unconsumed

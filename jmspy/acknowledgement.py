@@ -45,6 +45,7 @@ __all__ = [
     "AUTO_ACK_BATCH",
     "AckHost",
     "AckMode",
+    "AckModes",
     "Acknowledgement",
     "AutoAcknowledge",
     "ClientAcknowledge",
@@ -66,6 +67,21 @@ class AckMode(IntEnum):
     INDIVIDUAL_ACKNOWLEDGE = 4
     #: Not in JMS: Open MQ's and Artemis's pre-acknowledge (at-most-once).
     NO_ACKNOWLEDGE = 100
+
+
+class AckModes:
+    """The modes as class attributes of each class that takes one, as JMS spells them
+    (``Session.AUTO_ACKNOWLEDGE``, ``JMSContext.CLIENT_ACKNOWLEDGE``,
+    ``AsyncSession.NO_ACKNOWLEDGE``): one list, so those faces cannot drift apart."""
+
+    __slots__ = ()
+
+    SESSION_TRANSACTED = AckMode.SESSION_TRANSACTED
+    AUTO_ACKNOWLEDGE = AckMode.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = AckMode.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = AckMode.DUPS_OK_ACKNOWLEDGE
+    INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
+    NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
 
 #: Most AUTO_ACKNOWLEDGE acknowledgements a listener dispatcher queues before sending

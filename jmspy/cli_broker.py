@@ -51,6 +51,8 @@ def _broker(args: argparse.Namespace) -> int:
         config_mod.check_ports(config, "--port and --tls-port")
     if args.metrics_port is not None:
         config.metrics_port = args.metrics_port
+    if args.mqtt_port is not None:
+        config.mqtt_port = args.mqtt_port
     if args.idle_spin_us is not None:
         config.idle_spin_us = args.idle_spin_us
         config_mod.check_idle_spin(config, "--idle-spin-us")
@@ -156,6 +158,9 @@ def add_commands(sub: Any) -> None:
                         "(certificate, key, client certificates) is configured in "
                         "[broker.tls] of the --config file, and a second \"listening on\" "
                         "line names its port")
+    broker.add_argument("--mqtt-port", type=port(zero="any free port"),
+                        help="serve MQTT 3.1.1 and 5 on this port too (1883 is MQTT's; 0 "
+                        "for any free port); overrides [broker.mqtt] port")
     broker.add_argument("--metrics-port", type=port(zero="any free port"),
                         help="serve /metrics (the Prometheus text format) and the "
                         "management API (/api/, JSON; needs pip install 'jmspy[http]') on "

@@ -305,6 +305,14 @@ class Connection:
             self._last_tag = last
         consumer._deliver_many(messages)
 
+    def credit(self, consumer_id: int) -> int:
+        """The consumer's unused credit, as its flow accounting (its prefetch buffer, the
+        one owner of the window) counts it: what a stashing transport may hand over."""
+        consumer = self._consumers.get(consumer_id)
+        if consumer is None or consumer._closed:
+            return 0
+        return consumer._buffer.outstanding
+
     def on_transport_error(self, error: JMSException) -> None:
         self._report(error)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from .acknowledgement import AckMode
+from .acknowledgement import AckMode, AckModes
 from .connection import ExceptionCallback
 from .consumer import ListenerType, MessageConsumer, QueueBrowser
 from .destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -46,21 +46,14 @@ T = TypeVar("T")
 Body = str | bytes | Mapping[str, "PropertyValue | bytes"] | Message | None
 
 
-class JMSContext:
+class JMSContext(AckModes):
     """A connection and one session on it, made by ``factory.create_context()``.
 
-    ``session_mode`` is one of the constants below (the session's acknowledgement mode;
-    ``SESSION_TRANSACTED`` for a transacted one). The connection starts when the first
-    consumer is created (``auto_start``, JMS 2.0's default); ``set_auto_start(False)``
-    leaves that to :meth:`start`. Closing the context closes both.
+    ``session_mode`` is one of the :class:`AckModes` constants (the session's
+    acknowledgement mode; ``SESSION_TRANSACTED`` for a transacted one). The connection
+    starts when the first consumer is created (``auto_start``, JMS 2.0's default);
+    ``set_auto_start(False)`` leaves that to :meth:`start`. Closing the context closes both.
     """
-
-    AUTO_ACKNOWLEDGE = AckMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AckMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AckMode.DUPS_OK_ACKNOWLEDGE
-    SESSION_TRANSACTED = AckMode.SESSION_TRANSACTED
-    INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
-    NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
     def __init__(self, connection: Connection, session_mode: int = AckMode.AUTO_ACKNOWLEDGE
                  ) -> None:

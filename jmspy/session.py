@@ -17,6 +17,7 @@ from . import api_twins, twins
 from .acknowledgement import (
     AUTO_ACK_BATCH,
     AckMode,
+    AckModes,
     Acknowledgement,
     Delivered,
     IndividualAcknowledge,
@@ -62,18 +63,11 @@ _MESSAGE_CONSTRUCTORS = ("create_message", "create_text_message", "create_bytes_
                          "create_map_message")
 
 
-class Session(SessionDispatcher):
+class Session(SessionDispatcher, AckModes):
     """Creates producers, consumers and messages; owns acknowledgement and transactions.
 
     The listener dispatcher thread is the :class:`SessionDispatcher` half
     (jmspy/session_dispatch.py)."""
-
-    SESSION_TRANSACTED = AckMode.SESSION_TRANSACTED
-    AUTO_ACKNOWLEDGE = AckMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AckMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AckMode.DUPS_OK_ACKNOWLEDGE
-    INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
-    NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
     def __init__(self, connection: SessionConnection, transacted: bool, ack_mode: int
                  ) -> None:

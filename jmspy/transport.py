@@ -78,6 +78,14 @@ class TransportListener(Protocol):
         ``first_tag + 1``...; each already has its ``_delivery_tag``, ``delivery_count``
         and ``redelivered`` set. Same as ``on_delivery`` for each, in one call."""
 
+    def credit(self, consumer_id: int) -> int:
+        """The credit the consumer's flow accounting has granted and no delivery has used
+        yet: how many deliveries the transport may hand over now (0 for an unknown or
+        closed consumer). The consumer's accounting is the one owner of this number; a
+        transport whose broker pushes beyond it (a prefetch, or none) stashes the surplus
+        and asks here how much of the stash may go, instead of counting credit itself.
+        Called with the transport's lock held; takes no lock (one read per hand-over)."""
+
     def on_transport_error(self, error: JMSException) -> None:
         """The broker reported an asynchronous error (the connection is still up)."""
 
@@ -90,7 +98,7 @@ class TransportListener(Protocol):
         those messages (marked redelivered) and ``ack``/``cancel`` of them must be a no-op.
         Delivery tags must therefore keep increasing across a reconnect: the core treats
         every tag up to the last one it was given before this call as dead. Outstanding
-        credit is gone too; the transport forgets its own.
+        credit is gone too: the core's accounting revokes it (the transport keeps none).
         """
 
     def on_connection_resumed(self) -> None:
@@ -171,10 +179,14 @@ class Transport(Protocol):
     def close_consumer(self, consumer_id: int) -> None: ...
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        """Let the broker send ``credits`` more messages to the consumer."""
+        """Let the broker send ``credits`` more messages to the consumer (the core's
+        accounting has already counted them: :meth:`TransportListener.credit`)."""
 
     def revoke_credit(self, consumer_id: int) -> int:
-        """Take back unused credit (a pull that timed out); returns how many came back."""
+        """Take back unused credit (a pull that timed out, a hand-back); returns how many
+        came back, which the core then revokes from its accounting. A transport that
+        cannot take credit back from its broker returns all of it
+        (:meth:`TransportListener.credit`) and hands nothing over until the next grant."""
 
     def send(self, message: Message, tx: str | None = None) -> None:
         """Send a message whose headers (destination, id, timestamp...) are all set.

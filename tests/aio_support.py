@@ -1,15 +1,17 @@
-"""What the asyncio tests share: a fresh in-process broker per test and a runner that
-bounds a failing test (the bound never decides a passing one)."""
+"""What the asyncio tests share: a fresh in-process broker per test, a runner that
+bounds a failing test (the bound never decides a passing one), and the steps of the
+random-cancellation tests (in-process and against real brokers)."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from jmspy.aio import AsyncConnectionFactory
+from jmspy.aio import AsyncConnectionFactory, AsyncMessage
 
 T = TypeVar("T")
 
@@ -39,3 +41,31 @@ def vm_factory(broker: dict[str, Any] | None = None, **properties: Any
         yield AsyncConnectionFactory(f"vm://{name}", **properties)
     finally:
         vm.stop_broker(name)
+
+
+def text_of(message: AsyncMessage) -> str:
+    """The text of a TextMessage (failing the test on any other)."""
+    text = message.text
+    assert text is not None
+    return text
+
+
+async def process_recorded(message: AsyncMessage | None, rng: random.Random,
+                           seen: list[tuple[str, bool]], done: list[str]) -> None:
+    """Record ``message`` in ``seen`` as (text, redelivered), then handle it in
+    ``process()`` over a random 0-2 loop turns (each a place a cancel can land) and record
+    it in ``done`` once that completed."""
+    assert message is not None
+    seen.append((text_of(message), message.redelivered))
+    async with message.process():
+        for _ in range(rng.randint(0, 2)):
+            await asyncio.sleep(0)
+        done.append(text_of(message))
+
+
+def assert_copies_marked(seen: list[tuple[str, bool]]) -> None:
+    """Every copy of a text after its first in ``seen`` is marked redelivered."""
+    firsts: set[str] = set()
+    for text, redelivered in seen:
+        assert redelivered or text not in firsts, f"{text} came again unmarked"
+        firsts.add(text)

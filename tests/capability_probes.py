@@ -52,7 +52,7 @@ class Rig:
 
 def receive_texts(consumer: Any, n: int) -> list[str]:
     """The texts of the next ``n`` messages, each awaited up to WAIT s; fails naming how
-    many arrived (the probes here and the MQTT interop tests)."""
+    many arrived (the probes here and the MQTT and destination-option interop tests)."""
     out = []
     for _ in range(n):
         m = consumer.receive(WAIT)

@@ -1,9 +1,11 @@
 """The scripted STOMP brokers that client tests talk to over a loopback socket: what the
-client sends, parsed with jmspy's codec in the server role, and :class:`ScriptedBroker`,
-which answers CONNECT, SUBSCRIBE and receipts and lets a test write exact bytes."""
+client sends, parsed with jmspy's codec in the server role, :class:`ScriptedBroker`,
+which answers CONNECT, SUBSCRIBE and receipts and lets a test write exact bytes, and
+:class:`LoopbackServer`, the accept loop of the servers that script each connection."""
 
 from __future__ import annotations
 
+import itertools
 import queue
 import socket
 import threading
@@ -31,6 +33,40 @@ def read_client_frames(sock: socket.socket, on_frame: Callable[[Frame], bool]) -
         while (frame := parser.next_frame()) is not None:
             if isinstance(frame, Frame) and on_frame(frame):
                 return
+
+
+class LoopbackServer:
+    """Listens on 127.0.0.1 (a port chosen at run time) and hands each connection it
+    accepts, on a daemon thread, to :meth:`accepted`: at most ``limit`` of them (None:
+    until closed). ``close`` closes every accepted socket and the listener, which ends
+    the loop. A subclass sets what ``accepted`` reads before calling ``__init__``."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.socks: list[socket.socket] = []
+        self._limit = limit
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def accepted(self, index: int, sock: socket.socket) -> None:
+        """Serve the ``index``-th connection (from 0); must not block the accept loop."""
+        raise NotImplementedError
+
+    def _serve(self) -> None:
+        for index in itertools.count() if self._limit is None else range(self._limit):
+            try:
+                sock, _ = self.server.accept()
+            except OSError:
+                return
+            self.socks.append(sock)
+            self.accepted(index, sock)
+
+    def close(self) -> None:
+        for s in [*self.socks, self.server]:
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 class ScriptedBroker:

@@ -6,17 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aio_support import run, vm_factory
+from aio_support import run, text_of, vm_factory
 
 from jmspy import ConnectionFactory, JMSException, TextMessage
 from jmspy.aio import AsyncConnectionFactory, AsyncMessage, AsyncRequestor, AsyncSession
 from jmspy.errors import IllegalStateException
-
-
-def _text(message: AsyncMessage) -> str:
-    text = message.text
-    assert text is not None
-    return text
 
 
 def test_send_receive_async_for_and_timeouts() -> None:
@@ -34,10 +28,10 @@ def test_send_receive_async_for_and_timeouts() -> None:
                     await producer.send(message)
                     assert message.message_id is not None
                 first = await consumer.receive(timeout=10)
-                assert first is not None and _text(first) == "m0"
+                assert first is not None and text_of(first) == "m0"
                 assert first.get_property("n") == 0 and not first.redelivered
                 assert isinstance(first.message, TextMessage)
-                got = [_text(m) async for m in consumer.messages(timeout=0.2)]
+                got = [text_of(m) async for m in consumer.messages(timeout=0.2)]
                 assert got == [f"m{i}" for i in range(1, 10)]
                 assert await consumer.receive(timeout=0.05) is None
                 assert consumer.receive_no_wait() is None
@@ -86,7 +80,7 @@ def test_a_slow_async_for_never_holds_more_than_the_flow_limit_under_a_flood() -
                     stats = consumer.flow_stats()
                     most_held = max(most_held, stats.unconsumed, stats.buffered)
                     assert stats.unconsumed <= limit, stats
-                    seen.append(int(_text(message)))
+                    seen.append(int(text_of(message)))
                     for _ in range(3):  # a slow body: the flood outpaces it
                         await asyncio.sleep(0)
                     if len(seen) % 100 == 0:
@@ -213,7 +207,7 @@ def test_a_receive_cancelled_while_waiting_strands_no_message() -> None:
                 producer = await session.create_producer(queue)
                 await producer.send(session.create_text_message("after"))
                 message = await consumer.receive(timeout=10)
-                assert message is not None and _text(message) == "after"
+                assert message is not None and text_of(message) == "after"
                 assert not message.redelivered
 
     run(main)
@@ -239,7 +233,7 @@ def test_process_acknowledges_on_success_and_redelivers_marked_on_failure() -> N
                             raise ValueError("handler failed")
                     again = await consumer.receive(timeout=10)
                     assert again is not None and again.redelivered, mode
-                    assert _text(again) == "x"
+                    assert text_of(again) == "x"
                     async with again.process():
                         pass
                     assert await consumer.receive(timeout=0.05) is None
@@ -264,7 +258,7 @@ def test_recover_redelivers_the_handed_out_message_in_auto_acknowledge() -> None
                 assert message is not None and not message.redelivered
                 await session.recover()
                 again = await consumer.receive(timeout=10)
-                assert again is not None and _text(again) == "r" and again.redelivered
+                assert again is not None and text_of(again) == "r" and again.redelivered
                 assert await consumer.receive(timeout=0.05) is None  # acked by that ask
                 assert conn.sync.destination_stats(queue)["messageCount"] == 0
 
@@ -287,7 +281,7 @@ def test_transacted_commit_and_rollback() -> None:
                 assert message is not None and not message.redelivered
                 await session.rollback()
                 again = await consumer.receive(timeout=10)
-                assert again is not None and again.redelivered and _text(again) == "t"
+                assert again is not None and again.redelivered and text_of(again) == "t"
                 await session.commit()
                 assert conn.sync.destination_stats(queue)["messageCount"] == 0
 
@@ -315,8 +309,8 @@ def test_async_listeners_run_one_at_a_time_per_session_and_failures_redeliver() 
                     try:
                         await asyncio.sleep(0)
                         await asyncio.sleep(0)
-                        handled.append((_text(message), message.redelivered))
-                        if _text(message) == "fail" and not message.redelivered:
+                        handled.append((text_of(message), message.redelivered))
+                        if text_of(message) == "fail" and not message.redelivered:
                             raise RuntimeError("first try fails")
                     finally:
                         running -= 1
@@ -340,7 +334,7 @@ def test_async_listeners_run_one_at_a_time_per_session_and_failures_redeliver() 
                 consumers[0].set_message_listener(None)
                 await producer.send(session.create_text_message("sync"), queues[0])
                 message = await consumers[0].receive(timeout=10)
-                assert message is not None and _text(message) == "sync"
+                assert message is not None and text_of(message) == "sync"
 
     run(main)
 
@@ -365,7 +359,7 @@ def test_browsers_iterate_and_temporary_queues_carry_request_reply() -> None:
                 replies = await server.create_producer(None)
 
                 async def serve(message: AsyncMessage) -> None:
-                    reply = server.create_text_message(_text(message).upper())
+                    reply = server.create_text_message(text_of(message).upper())
                     reply.correlation_id = message.message_id
                     assert message.reply_to is not None
                     await replies.send(reply, message.reply_to)
@@ -376,7 +370,7 @@ def test_browsers_iterate_and_temporary_queues_carry_request_reply() -> None:
                     answers = await asyncio.gather(*(
                         requestor.request(session.create_text_message(f"q{i}"), timeout=10)
                         for i in range(5)))
-                    assert [_text(a) for a in answers] == [f"Q{i}" for i in range(5)]
+                    assert [text_of(a) for a in answers] == [f"Q{i}" for i in range(5)]
                     listener.set_message_listener(None)
                     with pytest.raises(TimeoutError):
                         await requestor.request(session.create_text_message("none"),
@@ -385,7 +379,7 @@ def test_browsers_iterate_and_temporary_queues_carry_request_reply() -> None:
                 temp_consumer = await session.create_consumer(temporary)
                 await replies.send(session.create_text_message("tmp"), temporary)
                 got = await temp_consumer.receive(timeout=10)
-                assert got is not None and _text(got) == "tmp"
+                assert got is not None and text_of(got) == "tmp"
 
     run(main)
 
@@ -403,6 +397,6 @@ def test_runs_on_uvloop() -> None:
                 conn.start()
                 for i in range(5):
                     await producer.send(session.create_text_message(str(i)))
-                return [_text(m) async for m in consumer.messages(timeout=0.2)]
+                return [text_of(m) async for m in consumer.messages(timeout=0.2)]
 
     assert run(main, loop_factory=uvloop.new_event_loop) == ["0", "1", "2", "3", "4"]

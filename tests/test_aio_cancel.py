@@ -10,17 +10,11 @@ import random
 from collections import Counter
 
 import pytest
-from aio_support import run, vm_factory
+from aio_support import assert_copies_marked, process_recorded, run, text_of, vm_factory
 
 from jmspy.aio import AsyncMessage, AsyncMessageConsumer, AsyncSession
 
 TOTAL = 300
-
-
-def _text(message: AsyncMessage) -> str:
-    text = message.text
-    assert text is not None
-    return text
 
 
 async def _fill(session: AsyncSession, name: str, total: int) -> None:
@@ -66,10 +60,10 @@ def test_random_cancellation_loses_nothing_and_marks_every_duplicate(
                 async def worker() -> None:
                     if style == "async-for":
                         async for message in consumer:
-                            seen.append((_text(message), message.redelivered))
+                            seen.append((text_of(message), message.redelivered))
                             for _ in range(rng.randint(0, 2)):
                                 await asyncio.sleep(0)
-                            done.append(_text(message))
+                            done.append(text_of(message))
                         return
                     while True:
                         if style == "timeout":
@@ -77,12 +71,7 @@ def test_random_cancellation_loses_nothing_and_marks_every_duplicate(
                                 got = await consumer.receive()
                         else:
                             got = await consumer.receive()
-                        assert got is not None
-                        seen.append((_text(got), got.redelivered))
-                        async with got.process():
-                            for _ in range(rng.randint(0, 2)):
-                                await asyncio.sleep(0)
-                            done.append(_text(got))
+                        await process_recorded(got, rng, seen, done)
 
                 def progress() -> int:  # async-for: seen; else process() completed
                     return len({t for t, _ in seen} if style == "async-for" else set(done))
@@ -100,11 +89,7 @@ def test_random_cancellation_loses_nothing_and_marks_every_duplicate(
                 wanted = {str(i) for i in range(TOTAL)}
                 assert {text for text, _ in seen} == wanted  # none lost
                 copies = Counter(text for text, _ in seen)
-                firsts: set[str] = set()
-                for text, redelivered in seen:  # every copy after the first is marked
-                    if text in firsts:
-                        assert redelivered, f"{text} came again unmarked"
-                    firsts.add(text)
+                assert_copies_marked(seen)
                 if style == "async-for":
                     # a body cancelled before it finished still had its message: AUTO
                     # acknowledges it when the next one is asked for, so no copies
@@ -115,7 +100,7 @@ def test_random_cancellation_loses_nothing_and_marks_every_duplicate(
                 # the connection stays usable, and nothing is left behind
                 await _fill(session, "cancel", 1)
                 last = await consumer.receive(timeout=10)
-                assert last is not None and _text(last) == "0" and not last.redelivered
+                assert last is not None and text_of(last) == "0" and not last.redelivered
                 await consumer.close()
                 assert conn.sync.destination_stats(
                     session.create_queue("cancel"))["messageCount"] == 0
@@ -181,7 +166,7 @@ def test_nothing_holds_the_loop_under_load() -> None:
                 heard: list[str] = []
 
                 async def on_event(message: AsyncMessage) -> None:
-                    heard.append(_text(message))
+                    heard.append(text_of(message))
 
                 events.set_message_listener(on_event)
                 conn.start()

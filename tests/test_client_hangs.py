@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from scripted_stomp import read_client_frames, run_guarded
+from scripted_stomp import LoopbackServer, read_client_frames, run_guarded
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
@@ -31,7 +31,7 @@ _codec = load("stomp_codec")
 GUARD = 30.0  # seconds a blocking call may take before the test calls it a hang
 
 
-class Broker:
+class Broker(LoopbackServer):
     """Serves connections one after another; ``plans[i]`` scripts the i-th: called with
     (socket, subscription id) after CONNECTED and the first SUBSCRIBE, or, for "silent",
     never answering at all."""
@@ -40,22 +40,14 @@ class Broker:
                  quiet_disconnect: bool = False) -> None:
         self.plans = plans
         self.quiet_disconnect = quiet_disconnect
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.socks: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(limit=len(plans))
 
-    def _serve(self) -> None:
-        for plan in self.plans:
-            try:
-                sock, _ = self.server.accept()
-            except OSError:
-                return
-            self.socks.append(sock)
-            if plan == "silent":
-                continue
-            assert callable(plan)
-            threading.Thread(target=self._session, args=(sock, plan), daemon=True).start()
+    def accepted(self, index: int, sock: socket.socket) -> None:
+        plan = self.plans[index]
+        if plan == "silent":
+            return
+        assert callable(plan)
+        threading.Thread(target=self._session, args=(sock, plan), daemon=True).start()
 
     def _session(self, sock: socket.socket, plan: Callable[[socket.socket, str], None]) -> None:
         def on_frame(frame: Frame) -> bool:
@@ -74,13 +66,6 @@ class Broker:
             return False
 
         read_client_frames(sock, on_frame)
-
-    def close(self) -> None:
-        for s in [*self.socks, self.server]:
-            try:
-                s.close()
-            except OSError:
-                pass
 
 
 @pytest.fixture

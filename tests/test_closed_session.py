@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from jmspy import (
+    Connection,
     ConnectionFactory,
     IllegalStateException,
     JMSException,
@@ -63,28 +64,32 @@ def _open(factory: ConnectionFactory, transacted: bool) -> tuple[Any, Session, Q
     return conn, session, queue, session.create_consumer(queue), session.create_producer(queue)
 
 
+def _refused_after_close(factory: ConnectionFactory, operation: str, close: str
+                         ) -> tuple[Connection, IllegalStateException]:
+    """``operation`` on a session once its ``close`` ("session" or "connection") is
+    closed: the connection and the IllegalStateException it raised."""
+    transacted = operation in ("commit", "rollback")
+    conn, session, queue, consumer, producer = _open(factory, transacted)
+    (session if close == "session" else conn).close()
+    with pytest.raises(IllegalStateException) as caught:
+        OPERATIONS[operation](session, queue, consumer, producer)
+    return conn, caught.value
+
+
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
 def test_an_operation_on_a_closed_session_raises_illegal_state_saying_so(
         vm_factory: ConnectionFactory, operation: str) -> None:
-    transacted = operation in ("commit", "rollback")
-    conn, session, queue, consumer, producer = _open(vm_factory, transacted)
-    session.close()
-    with pytest.raises(IllegalStateException) as caught:
-        OPERATIONS[operation](session, queue, consumer, producer)
-    assert isinstance(caught.value, JMSException)
-    assert str(caught.value) == SESSION_CLOSED
+    conn, error = _refused_after_close(vm_factory, operation, "session")
+    assert isinstance(error, JMSException)
+    assert str(error) == SESSION_CLOSED
     conn.close()
 
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
 def test_an_operation_on_a_session_of_a_closed_connection_names_the_connection(
         vm_factory: ConnectionFactory, operation: str) -> None:
-    transacted = operation in ("commit", "rollback")
-    conn, session, queue, consumer, producer = _open(vm_factory, transacted)
-    conn.close()
-    with pytest.raises(IllegalStateException) as caught:
-        OPERATIONS[operation](session, queue, consumer, producer)
-    assert str(caught.value) == CONNECTION_CLOSED
+    _, error = _refused_after_close(vm_factory, operation, "connection")
+    assert str(error) == CONNECTION_CLOSED
 
 
 def test_a_closed_connection_refuses_new_sessions_and_start(

@@ -20,8 +20,9 @@ from typing import Any
 from urllib.parse import SplitResult
 
 import pytest
+from recording import Events, Heard
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import ConnectionFactory, Session
 from jmspy.transport import register_transport
 from jmspy.transports import vm
 
@@ -79,41 +80,6 @@ def flaky() -> Iterator[str]:
         yield f"flakyvm://{name}"
     finally:
         vm.stop_broker(name)
-
-
-class Events:
-    """The exception listener: error codes, and a wait for one."""
-
-    def __init__(self) -> None:
-        self.codes: list[str] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, error: JMSException) -> None:
-        with self.cond:
-            self.codes.append(error.error_code)
-            self.cond.notify_all()
-
-    def wait_for(self, code: str) -> None:
-        with self.cond:
-            assert self.cond.wait_for(lambda: code in self.codes, 20), self.codes
-
-
-class Heard:
-    """A listener recording (text, redelivered) and waiting for a set of texts."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, bool]] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, message: Any) -> None:
-        with self.cond:
-            self.got.append((message.text, message.redelivered))
-            self.cond.notify_all()
-
-    def wait_for(self, texts: set[str]) -> None:
-        with self.cond:
-            ok = self.cond.wait_for(lambda: texts <= {t for t, _ in self.got}, 20)
-            assert ok, (sorted(texts), self.got)
 
 
 FAULTS = [ConnectionResetError(104, "Connection reset by peer"),

@@ -128,31 +128,30 @@ def test_the_wire_layer_loads_nothing_of_jmspy_outside_it(tmp_path: Path) -> Non
     assert not outside, f"import jmspy.wire loaded {outside}"
 
 
-def test_a_stomp_client_loads_no_broker_no_sqlite_and_no_asyncio(tmp_path: Path) -> None:
-    setup = """
-import jmspy.transports.stomp.transport
+def _client_loaded(scheme: str, tmp_path: Path) -> set[str]:
+    """What a fresh interpreter holds once it has built a ``scheme://`` factory and
+    transport (not connected: ``open()`` connects)."""
+    setup = f"""
+import jmspy.transports.{scheme}.transport
 from jmspy import ConnectionFactory
 from jmspy.transport import create_transport
-ConnectionFactory("stomp://127.0.0.1:1")
-create_transport("stomp://127.0.0.1:1", {})  # built, not connected (open() connects)
+ConnectionFactory("{scheme}://127.0.0.1:1")
+create_transport("{scheme}://127.0.0.1:1", {{}})
 """
     loaded = _loaded(setup, tmp_path)
-    assert "jmspy.transports.stomp.transport" in loaded
+    assert f"jmspy.transports.{scheme}.transport" in loaded
+    return loaded
+
+
+def test_a_stomp_client_loads_no_broker_no_sqlite_and_no_asyncio(tmp_path: Path) -> None:
+    loaded = _client_loaded("stomp", tmp_path)
     # the new interpreter runs this suite's build: the compiled codec, or the pure one
     assert ("jmspy._cext.stomp_codec" in loaded) is not _speedups.PURE_PYTHON
     assert _broker_and_loop(loaded) == []
 
 
 def test_an_mqtt_client_loads_no_broker_no_sqlite_and_no_asyncio(tmp_path: Path) -> None:
-    setup = """
-import jmspy.transports.mqtt.transport
-from jmspy import ConnectionFactory
-from jmspy.transport import create_transport
-ConnectionFactory("mqtt://127.0.0.1:1")
-create_transport("mqtt://127.0.0.1:1", {})  # built, not connected (open() connects)
-"""
-    loaded = _loaded(setup, tmp_path)
-    assert "jmspy.transports.mqtt.transport" in loaded
+    loaded = _client_loaded("mqtt", tmp_path)
     assert _broker_and_loop(loaded) == []
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -93,6 +94,26 @@ def test_twins_agree_on_construction(limit: int, threshold: int) -> None:
     made_c = outcome(lambda: cext.PrefetchBuffer(limit, threshold).stats())
     made_p = outcome(lambda: pure.PrefetchBuffer(limit, threshold).stats())
     assert made_c == made_p
+
+
+@SETTINGS
+@given(limit=limits, threshold=thresholds, unconsumed=counts, outstanding=counts)
+def test_twins_agree_on_the_top_up_rule(
+    limit: int, threshold: int, unconsumed: int, outstanding: int
+) -> None:
+    got_c = outcome(lambda: cext.top_up(limit, threshold, unconsumed, outstanding))
+    got_p = outcome(lambda: pure.top_up(limit, threshold, unconsumed, outstanding))
+    assert got_c == got_p
+
+
+def test_the_top_up_rule_refills_in_batches_at_the_threshold() -> None:
+    for twin in (cext, pure):
+        # limit 1000, threshold 50 %: nothing until unconsumed + credit falls to 500
+        assert [twin.top_up(1000, 50, u, 0) for u in (1000, 501, 500, 0)] == [0, 0, 500, 1000]
+        assert twin.top_up(1000, 50, 200, 300) == 500  # credit not yet used counts too
+        assert twin.top_up(0, 50, 0, 0) == 0  # pull mode asks one at a time, elsewhere
+        with pytest.raises(ValueError, match="percentage between 0 and 100"):
+            twin.top_up(10, 101, 0, 0)
 
 
 def pushing(item: object) -> Callable[[PrefetchBufferProtocol], None]:
@@ -218,6 +239,16 @@ class TwinMachine(RuleBasedStateMachine):
     @invariant()
     def same_counters(self) -> None:
         assert snapshot(self.c) == snapshot(self.p)
+
+    @invariant()
+    def wanted_is_the_shared_rule(self) -> None:
+        # the rule the broker's STOMP session applies to the core's credit is the one
+        # the buffer applies to its own counters (the broker keeps no second window)
+        for twin, buf in ((cext, self.c), (pure, self.p)):
+            if max(buf.unconsumed, buf.outstanding) > twin.MAX_COUNT:
+                continue  # past any window (a test of the counters' own limits)
+            assert buf.wanted() == twin.top_up(
+                buf.limit, buf.threshold, buf.unconsumed, buf.outstanding)
 
     def teardown(self) -> None:
         # Whatever is left comes out the same objects in the same order.

@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from scripted_stomp import read_client_frames, run_guarded
+from scripted_stomp import LoopbackServer, read_client_frames, run_guarded
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import Connection, ConnectionFactory, JMSException, Session
 from jmspy._speedups import load
+from jmspy.destinations import Destination
 from jmspy.errors import ResourceAllocationException
 from jmspy.stomp_frames import Frame
 
@@ -29,32 +30,16 @@ def on_thread(fn: Callable[[], Any]) -> Any:
     return run_guarded(fn, GUARD)
 
 
-class Silent:
+class Silent(LoopbackServer):
     """Accepts connections; ``answer(sock)`` completes the handshake, then it reads and
     never writes again."""
 
     def __init__(self, answer: Callable[[socket.socket], None]) -> None:
         self.answer = answer
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.socks: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                sock, _ = self.server.accept()
-            except OSError:
-                return
-            self.socks.append(sock)
-            threading.Thread(target=self.answer, args=(sock,), daemon=True).start()
-
-    def close(self) -> None:
-        for s in [*self.socks, self.server]:
-            try:
-                s.close()
-            except OSError:
-                pass
+    def accepted(self, index: int, sock: socket.socket) -> None:
+        threading.Thread(target=self.answer, args=(sock,), daemon=True).start()
 
 
 def _stomp_connected_then_silent(sock: socket.socket) -> None:
@@ -91,15 +76,20 @@ def silent_mqtt() -> Iterator[Silent]:
     server.close()
 
 
+def _send_into_silence(conn: Connection, destination: Callable[[Any], Destination]) -> None:
+    """A PERSISTENT send to ``destination(session)`` fails after sendTimeout=100 ms."""
+    session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.create_producer(destination(session))  # PERSISTENT (MQTT: QoS 1)
+    with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
+        on_thread(lambda: producer.send(session.create_text_message("into silence")))
+
+
 def test_stomp_persistent_send_to_a_silent_broker_fails_naming_send_timeout(
         silent_stomp: Silent) -> None:
     url = f"stomp://127.0.0.1:{silent_stomp.port}?heartbeat=0"
     conn = ConnectionFactory(url, sendTimeout=100, closeTimeout=1).create_connection()
     try:
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        producer = session.create_producer(session.create_queue("q"))  # PERSISTENT
-        with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
-            on_thread(lambda: producer.send(session.create_text_message("into silence")))
+        _send_into_silence(conn, lambda session: session.create_queue("q"))
     finally:
         with pytest.raises(JMSException, match="closeTimeout=1"):
             on_thread(conn.close)
@@ -125,9 +115,6 @@ def test_mqtt_persistent_send_to_a_silent_broker_fails_naming_send_timeout(
     url = f"mqtt://127.0.0.1:{silent_mqtt.port}?version=3.1.1&keepalive=0"
     conn = ConnectionFactory(url, sendTimeout=100, closeTimeout=1).create_connection()
     try:
-        session = conn.create_session(False, Session.AUTO_ACKNOWLEDGE)
-        producer = session.create_producer(session.create_topic("t"))  # PERSISTENT: QoS 1
-        with pytest.raises(ResourceAllocationException, match="sendTimeout=100 ms"):
-            on_thread(lambda: producer.send(session.create_text_message("into silence")))
+        _send_into_silence(conn, lambda session: session.create_topic("t"))
     finally:
         on_thread(conn.close)  # an MQTT DISCONNECT has no answer to wait for

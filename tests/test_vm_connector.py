@@ -166,7 +166,7 @@ def test_stopping_the_broker_closes_its_connectors(
 
 
 @pytest.mark.parametrize("url", [
-    "mqtt://127.0.0.1:0", "stomp://127.0.0.1:notaport", "stomp://127.0.0.1", "tcp://x:1",
+    "amqp://127.0.0.1:0", "stomp://127.0.0.1:notaport", "stomp://127.0.0.1", "tcp://x:1",
     "stomp://127.0.0.1:0/queue",
 ])
 def test_a_connector_url_that_is_not_stomp_host_port_is_refused_with_the_form_to_use(

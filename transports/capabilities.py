@@ -243,11 +243,7 @@ def render_markdown() -> str:
 
 def rewrite(doc: str) -> str:
     """``doc`` with the text between the BEGIN and END markers replaced by the matrix."""
-    head, sep, rest = doc.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
-    if not sep or not sep2:
-        raise ValueError(f"the document has no {BEGIN!r} ... {END!r} block")
-    return f"{head}{BEGIN}\n{render_markdown()}{END}{tail}"
+    return destination_options.replace_block(doc, BEGIN, END, render_markdown())
 
 
 def main(argv: list[str] | None = None) -> int:

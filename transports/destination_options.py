@@ -335,13 +335,21 @@ def render_markdown() -> str:
     return "\n".join(out)
 
 
+def replace_block(doc: str, begin: str, end: str, body: str) -> str:
+    """``doc`` with the text between the ``begin`` and ``end`` markers replaced by ``body``.
+
+    Shared by the generated blocks of docs/ (these tables and the capability matrix), so
+    that each regenerates only its own block and a document missing one is refused."""
+    head, sep, rest = doc.partition(begin)
+    _, sep2, tail = rest.partition(end)
+    if not sep or not sep2:
+        raise ValueError(f"the document has no {begin!r} ... {end!r} block")
+    return f"{head}{begin}\n{body}{end}{tail}"
+
+
 def rewrite(doc: str) -> str:
     """``doc`` with the text between the BEGIN and END markers replaced by the tables."""
-    head, sep, rest = doc.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
-    if not sep or not sep2:
-        raise ValueError(f"the document has no {BEGIN!r} ... {END!r} block")
-    return f"{head}{BEGIN}\n{render_markdown()}{END}{tail}"
+    return replace_block(doc, BEGIN, END, render_markdown())
 
 
 if __name__ == "__main__":  # python -m jmspy.transports.destination_options FILE

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jmspy import errors
 from jmspy.broker_ref.config import parse_size
@@ -26,6 +26,7 @@ from jmspy.broker_ref.store.sqlite_store import StoreError
 if TYPE_CHECKING:
     import ssl
 
+    from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 
 __all__ = ["BrokerHost", "HostedTransport", "get_broker", "start_broker", "stop_broker"]
@@ -62,7 +63,7 @@ class BrokerHost:
         self.data_dir: DataDirectory | None = None
         #: open vm connections, told by stop() that the broker went away
         self.transports: set[HostedTransport] = set()
-        self._connectors: list[StompConnector] = []
+        self._connectors: list[StompConnector | MqttConnector] = []
         self._timer = threading.Thread(
             target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
         )
@@ -106,8 +107,9 @@ class BrokerHost:
     def add_connector(self, url: str = "stomp://127.0.0.1:0", *,
                       ssl_context: ssl.SSLContext | None = None,
                       user_from_cert: str | None = None) -> str:
-        """Serve this broker over STOMP to other processes as well; the URL they connect
-        to (port 0 in ``url``: a free port, named in the answer).
+        """Serve this broker over STOMP (or, with ``mqtt://HOST:PORT``, MQTT 3.1.1 and 5)
+        to other processes as well; the URL they connect to (port 0 in ``url``: a free
+        port, named in the answer).
 
         ``stomp+ssl://HOST:PORT`` (or ``stomps://``) serves STOMP over TLS with
         ``ssl_context``, a server-side context holding the broker's certificate and key
@@ -128,6 +130,8 @@ class BrokerHost:
         )
 
         parts = urlsplit(url)
+        if parts.scheme.lower() == "mqtt":
+            return self._add_mqtt_connector(url, parts, ssl_context, user_from_cert)
         try:
             port = parts.port
         except ValueError:
@@ -142,13 +146,44 @@ class BrokerHost:
                 or parts.path.strip("/")):
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: give stomp://HOST:PORT or stomp+ssl://HOST:PORT (port 0 "
-                "picks a free one), e.g. stomp://127.0.0.1:61613; STOMP is the protocol "
-                "this broker serves")
+                "picks a free one), e.g. stomp://127.0.0.1:61613, or mqtt://HOST:PORT for "
+                "MQTT 3.1.1 and 5")
         tls = connector_tls(url, scheme, ssl_context, user_from_cert)
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)
         try:
             connector.start(host, port, tls=tls)
+        except OSError as exc:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "pick another port (0 picks a free one)") from exc
+        with self.lock:
+            self._connectors.append(connector)
+        return connector.url
+
+    def _add_mqtt_connector(self, url: str, parts: SplitResult,
+                            ssl_context: ssl.SSLContext | None,
+                            user_from_cert: str | None) -> str:
+        """``mqtt://HOST:PORT``: serve this broker over MQTT 3.1.1 and 5 as well."""
+        from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
+
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if (port is None or port < 0 or parts.path.strip("/") or parts.query
+                or parts.fragment):
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: give mqtt://HOST:PORT (port 0 picks a free one), "
+                "e.g. mqtt://127.0.0.1:1883, without options")
+        if ssl_context is not None or user_from_cert is not None:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: MQTT connectors do not serve TLS yet; leave out "
+                "ssl_context and user_from_cert")
+        host = parts.hostname or "127.0.0.1"
+        connector = MqttConnector(self.broker, self.lock, name=self.name)
+        try:
+            connector.start(host, port)
         except OSError as exc:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "

@@ -367,6 +367,9 @@ class CoreConnection(Protocol):
     def revoke_credit(self, consumer_id: int) -> int:
         """Take back all unused credit (a pull that timed out); returns how many."""
 
+    def credit(self, consumer_id: int) -> int:
+        """The consumer's unused credit (0 once it is closed), without taking it."""
+
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         """Acknowledge deliveries: the messages are consumed (or staged in ``tx``)."""
 

@@ -385,6 +385,12 @@ class ServerConnection(ConnectionRecord):
         c.queue.grant(c, credits)
         self._space_may_be_free()
 
+    def credit(self, consumer_id: int) -> int:
+        """The consumer's credit granted and not yet used: the one count of it, which a
+        protocol session asks instead of keeping its own (0 once the consumer is gone)."""
+        c = self._consumers.get(consumer_id)
+        return 0 if c is None else c.credit
+
     def release_flow(self, count: int) -> None:
         """``count`` deliveries left the client's buffers (consumed or handed back): room
         under the connection's flow limit again (seed 004; :class:`.ConnectionGate`)."""

@@ -7,9 +7,12 @@ Same signatures as :mod:`jmspy._pure.prefetch`; both satisfy
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["MAX_LIMIT", "PrefetchBuffer"]
+__all__ = ["MAX_COUNT", "MAX_LIMIT", "PrefetchBuffer", "top_up"]
 
 MAX_LIMIT: Final[int]
+MAX_COUNT: Final[int]
+
+def top_up(limit: int, threshold: int, unconsumed: int, outstanding: int) -> int: ...
 
 class PrefetchBuffer:
     def __init__(self, limit: int, threshold: int) -> None: ...

@@ -27,10 +27,12 @@ from typing import Final, SupportsIndex
 
 from jmspy.prefetch_protocol import PrefetchBufferProtocol
 
-__all__ = ["MAX_LIMIT", "PrefetchBuffer"]
+__all__ = ["MAX_COUNT", "MAX_LIMIT", "PrefetchBuffer", "top_up"]
 
 #: Largest accepted flow limit (the compiled twin keeps counters in C integers).
 MAX_LIMIT: Final = 2**31 - 1
+#: Largest count :func:`top_up` takes (its arithmetic must fit in a C Py_ssize_t).
+MAX_COUNT: Final = 2**48
 _SSIZE_MAX: Final = sys.maxsize
 _SSIZE_MIN: Final = -sys.maxsize - 1
 
@@ -42,6 +44,12 @@ def _overflow(n: int) -> None:
         raise OverflowError(f"n={n} does not fit in a C Py_ssize_t")
 
 
+def _index(n: SupportsIndex) -> int:
+    value = operator.index(n)
+    _overflow(value)
+    return value
+
+
 def _count(n: SupportsIndex, what: str) -> int:
     """``n`` as a non-negative int (TypeError / OverflowError / ValueError otherwise)."""
     value = operator.index(n)
@@ -49,6 +57,39 @@ def _count(n: SupportsIndex, what: str) -> int:
     if value < 0:
         raise ValueError(f"{what} must be >= 0, got {value}")
     return value
+
+
+def _top_up(limit: int, threshold: int, unconsumed: int, outstanding: int) -> int:
+    # The rule itself, unchecked (PrefetchBuffer's counters are valid by construction).
+    if limit and (unconsumed + outstanding) * 100 <= limit * threshold:
+        want = limit - unconsumed - outstanding
+        if want > 0:
+            return want
+    return 0
+
+
+def top_up(limit: int, threshold: int, unconsumed: int, outstanding: int) -> int:
+    """The Open MQ top-up rule, defined once for everyone who applies it: the credit to ask
+    for when ``unconsumed`` delivered messages are not yet consumed and ``outstanding``
+    credit is still unused -- ``limit - unconsumed - outstanding`` once the two together
+    have fallen to ``limit * threshold%``, else 0 (always 0 for limit 0, pull mode).
+
+    :class:`PrefetchBuffer` applies it to its own counters; the bundled broker's STOMP
+    session applies it to its client's unconsumed deliveries and the unused credit its
+    broker core holds, so that the core alone counts that credit."""
+    # one argument after the other, as the compiled twin converts them to C integers
+    limit, threshold, unconsumed, outstanding = (
+        _index(v) for v in (limit, threshold, unconsumed, outstanding))
+    if limit < 0 or limit > MAX_LIMIT:
+        raise ValueError(f"flow limit must be between 0 and {MAX_LIMIT}, got {limit}")
+    if threshold < 0 or threshold > 100:
+        raise ValueError(f"flow threshold is a percentage between 0 and 100, got {threshold}")
+    if not 0 <= unconsumed <= MAX_COUNT or not 0 <= outstanding <= MAX_COUNT:
+        raise ValueError(
+            f"unconsumed and outstanding must be between 0 and {MAX_COUNT}, "
+            f"got {unconsumed} and {outstanding}"
+        )
+    return _top_up(limit, threshold, unconsumed, outstanding)
 
 
 class PrefetchBuffer:
@@ -172,13 +213,9 @@ class PrefetchBuffer:
 
     def wanted(self) -> int:
         """Credit to ask for now (not reserved): the top-up once unconsumed has fallen to
-        the threshold, else 0. Call :meth:`granted` with what was actually granted."""
-        limit = self._limit
-        if limit and (self._unconsumed + self._outstanding) * 100 <= limit * self._threshold:
-            want = limit - self._unconsumed - self._outstanding
-            if want > 0:
-                return want
-        return 0
+        the threshold, else 0 (:func:`top_up`). Call :meth:`granted` with what was
+        actually granted."""
+        return _top_up(self._limit, self._threshold, self._unconsumed, self._outstanding)
 
     def granted(self, n: int) -> None:
         """``n`` credits were granted to the broker (possibly fewer than asked for)."""
@@ -249,12 +286,7 @@ class PrefetchBuffer:
             )
         self._unconsumed -= n
         self._consumed_total += n
-        limit = self._limit
-        if limit and (self._unconsumed + self._outstanding) * 100 <= limit * self._threshold:
-            want = limit - self._unconsumed - self._outstanding
-            if want > 0:
-                return want
-        return 0
+        return _top_up(self._limit, self._threshold, self._unconsumed, self._outstanding)
 
     def drain(self) -> list[object]:
         """Remove and return every buffered item; they go back to the broker unconsumed.

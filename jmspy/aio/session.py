@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jmspy.acknowledgement import AckMode
+from jmspy.acknowledgement import AckMode, AckModes
 from jmspy.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmspy.message import BytesMessage, MapMessage, Message, TextMessage
 
@@ -32,15 +32,8 @@ __all__ = ["AsyncMessageProducer", "AsyncSession"]
 T = TypeVar("T")
 
 
-class AsyncSession:
+class AsyncSession(AckModes):
     """Creates async producers, consumers and browsers; commits, rolls back, recovers."""
-
-    SESSION_TRANSACTED = AckMode.SESSION_TRANSACTED
-    AUTO_ACKNOWLEDGE = AckMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AckMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AckMode.DUPS_OK_ACKNOWLEDGE
-    INDIVIDUAL_ACKNOWLEDGE = AckMode.INDIVIDUAL_ACKNOWLEDGE
-    NO_ACKNOWLEDGE = AckMode.NO_ACKNOWLEDGE
 
     def __init__(self, connection: SessionOwner, session: Session) -> None:
         self._connection = connection

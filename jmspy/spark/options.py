@@ -5,10 +5,16 @@ query at start with a message that says what is wrong, not as a Py4J stack trace
 middle of a micro-batch. Options: ``url`` (any transport URL; not ``vm://``, which is one
 Python process's broker and Spark reads in another: serve it with
 ``BrokerHost.add_connector()``), ``destination``
-(``queue://orders`` or ``topic://prices``), ``selector``, ``subscriptionName`` (a durable
-topic subscription; needs the ``clientID`` property), ``maxMessagesPerTrigger``,
-``jobId`` (the sink's stable write id, :mod:`.sink`), ``user`` / ``password``, and any
-ConnectionFactory property by its name (``imqConsumerFlowLimit``...).
+(``queue://orders`` or ``topic://prices``; for the streaming reader also a comma-separated
+list, ``queue://a,queue://b,topic://c``, and wildcard names where the broker has them,
+``topic://prices.>``), ``selector``, ``subscriptionName`` (a durable topic subscription;
+needs the ``clientID`` property), ``maxMessagesPerTrigger``, ``minMessagesPerTrigger`` with
+``maxTriggerDelay`` (how long a trigger may wait for that many, Kafka's
+``minOffsetsPerTrigger``: ``"15m"``, ``"30s"``, ``"500ms"`` or milliseconds; default 15
+minutes), ``failOnDataLoss`` (fail the query when messages of its destinations expire or
+are dead-lettered; default false: only counted, :mod:`.data_loss`), ``jobId`` (the sink's
+stable write id, :mod:`.sink`), ``user`` / ``password``, and any ConnectionFactory property
+by its name (``imqConsumerFlowLimit``...).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.factory import ConnectionFactory
 from jmspy.properties import PROPERTIES
 
-__all__ = ["DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS", "SourceOptions", "parse_options"]
+__all__ = ["DEFAULT_MAX_TRIGGER_DELAY_MS", "DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS",
+           "SourceOptions", "parse_options"]
 
 #: The consumer's flow limit when the options do not set ``imqConsumerFlowLimit``.
 DEFAULT_STREAM_FLOW_LIMIT = 50_000
@@ -33,7 +40,12 @@ DEFAULT_STREAM_FLOW_LIMIT = 50_000
 READER_DEFAULTS: dict[str, Any] = {"imqReconnectEnabled": True}
 
 _OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
-        "jobId", "user", "password", "path")
+        "minMessagesPerTrigger", "maxTriggerDelay", "failOnDataLoss", "jobId", "user",
+        "password", "path")
+#: Kafka's default maxTriggerDelay: a trigger short of minMessagesPerTrigger runs anyway
+#: after this long since the last batch.
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _BY_LOWER = {name.lower(): name for name in (*_OWN, *PROPERTIES)}
 #: Options Spark itself adds for a streaming sink or source (not ours to refuse).
 _SPARKS = frozenset({"checkpointlocation", "queryname", "outputmode"})
@@ -54,10 +66,22 @@ class SourceOptions:
     properties: dict[str, Any] = field(default_factory=dict)
     #: the sink's stable write id for ``df.write`` (.sink); None: one per write
     job_id: str | None = None
+    #: the destinations after the first one of a list, as (kind, name)
+    more: tuple[tuple[str, str], ...] = ()
+    #: minMessagesPerTrigger (None: any number makes a batch) and maxTriggerDelay (ms)
+    min_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    fail_on_data_loss: bool = False
 
     @property
     def destination(self) -> Destination:
         return Queue(self.name) if self.kind == "queue" else Topic(self.name)
+
+    @property
+    def destinations(self) -> list[Destination]:
+        """Every destination the options name, the first one first."""
+        return [self.destination, *(Queue(n) if k == "queue" else Topic(n)
+                                    for k, n in self.more)]
 
     def factory(self, **defaults: Any) -> ConnectionFactory:
         """The factory of these options; ``defaults``: properties the options may
@@ -65,7 +89,15 @@ class SourceOptions:
         return ConnectionFactory(self.url, **{**defaults, **self.properties})
 
     def describe(self) -> str:
-        return f"{self.kind}://{self.name} at {self.url}"
+        names = ",".join(f"{k}://{n}" for k, n in ((self.kind, self.name), *self.more))
+        return f"{names} at {self.url}"
+
+    def one_destination(self, what: str) -> None:
+        """Refuse a list where ``what`` (a sink, a browse) takes one destination."""
+        if self.more:
+            raise _fail(f"{what} takes one destination, and the options name "
+                        f"{len(self.more) + 1} ({self.describe()}); a list of destinations "
+                        "is for readStream")
 
 
 def _fail(what: str) -> InvalidConfigurationException:
@@ -94,23 +126,25 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     target = given.get("destination") or given.get("path")
     if not target:
         raise _fail("option 'destination' is missing: 'queue://NAME' or 'topic://NAME'")
-    kind, sep, name = target.partition("://")
-    if not sep or kind.lower() not in ("queue", "topic") or not name:
-        raise _fail(f"destination {target!r} must say its kind: 'queue://NAME' or "
-                    "'topic://NAME'")
-    kind = kind.lower()
-    max_per_trigger = None
-    if "maxMessagesPerTrigger" in given:
-        try:
-            max_per_trigger = int(given["maxMessagesPerTrigger"])
-        except ValueError:
-            max_per_trigger = 0
-        if max_per_trigger < 1:
-            raise _fail(f"maxMessagesPerTrigger={given['maxMessagesPerTrigger']!r} must be an "
-                        "integer >= 1")
+    named = _destinations(target)
+    (kind, name), more = named[0], tuple(named[1:])
+    max_per_trigger = _count(given, "maxMessagesPerTrigger")
+    min_per_trigger = _count(given, "minMessagesPerTrigger")
+    if (min_per_trigger is not None and max_per_trigger is not None
+            and min_per_trigger > max_per_trigger):
+        raise _fail(f"minMessagesPerTrigger={min_per_trigger} is above "
+                    f"maxMessagesPerTrigger={max_per_trigger}: no trigger could meet both")
+    delay = DEFAULT_MAX_TRIGGER_DELAY_MS
+    if "maxTriggerDelay" in given:
+        if min_per_trigger is None:
+            raise _fail("maxTriggerDelay bounds the wait for minMessagesPerTrigger: set "
+                        "that too (or leave maxTriggerDelay out)")
+        delay = _duration_ms("maxTriggerDelay", given["maxTriggerDelay"])
+    fail_on_loss = (_typed("failOnDataLoss", given["failOnDataLoss"], bool)
+                    if "failOnDataLoss" in given else False)
     subscription = given.get("subscriptionName")
-    if subscription and kind != "topic":
-        raise _fail("subscriptionName names a durable subscription: use a topic:// "
+    if subscription and (kind != "topic" or more):
+        raise _fail("subscriptionName names a durable subscription: use one topic:// "
                     "destination")
     properties: dict[str, Any] = {}
     for prop, raw in given.items():
@@ -131,12 +165,57 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         raise _fail("a durable subscription (subscriptionName) needs the clientID option")
     opts = SourceOptions(url, kind, name, given.get("selector") or None, subscription or None,
                          max_per_trigger, given.get("user"), given.get("password"), properties,
-                         given.get("jobId") or None)
+                         given.get("jobId") or None, more, min_per_trigger, delay,
+                         fail_on_loss)
     try:
         opts.factory()  # the factory validates every property's range
     except InvalidConfigurationException as exc:
         raise _fail(str(exc)) from exc
     return opts
+
+
+def _destinations(target: str) -> list[tuple[str, str]]:
+    """``queue://a,topic://b`` as [(kind, name)...]; each names its kind."""
+    out: list[tuple[str, str]] = []
+    for part in (p.strip() for p in target.split(",")):
+        kind, sep, name = part.partition("://")
+        if not sep or kind.lower() not in ("queue", "topic") or not name.strip():
+            raise _fail(f"destination {part!r} (of {target!r}) must say its kind: "
+                        "'queue://NAME' or 'topic://NAME', a list separated by commas")
+        if (kind.lower(), name.strip()) in out:
+            raise _fail(f"destination {part!r} is named twice in {target!r}")
+        out.append((kind.lower(), name.strip()))
+    return out
+
+
+def _count(given: Mapping[str, str], option: str) -> int | None:
+    if option not in given:
+        return None
+    try:
+        value = int(given[option])
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise _fail(f"{option}={given[option]!r} must be an integer >= 1")
+    return value
+
+
+def _duration_ms(option: str, raw: str) -> int:
+    """``"15m"``, ``"30s"``, ``"500ms"``, ``"1h"`` or plain milliseconds, as ms."""
+    text = str(raw).strip().lower()
+    number, unit = text, "ms"
+    for suffix in ("ms", "s", "m", "h"):  # "ms" before "s" and "m"
+        if text.endswith(suffix):
+            number, unit = text[: -len(suffix)].strip(), suffix
+            break
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise _fail(f"{option}={raw!r} must be a duration: '15m', '30s', '500ms', '1h' or "
+                    "milliseconds")
+    return int(value * _DURATION_UNITS[unit])
 
 
 def _typed(name: str, raw: str, tp: type) -> Any:

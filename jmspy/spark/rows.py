@@ -5,11 +5,17 @@ The schema (:data:`SCHEMA`): ``message_id``, ``destination`` (``queue://x`` /
 ``correlation_id``, ``type``, ``properties`` (a map of strings: numbers and booleans as
 their text, bytes as hex), the body in ``text`` (a TextMessage) or ``bytes`` (a
 BytesMessage; a MapMessage's map as JSON text in ``text``), then ``reply_to``
-(``queue://x``, or null), ``expiration`` (UTC, null: never) and ``delivery_mode``
-(``PERSISTENT`` / ``NON_PERSISTENT``).
+(``queue://x``, or null), ``expiration`` (UTC, null: never), ``delivery_mode``
+(``PERSISTENT`` / ``NON_PERSISTENT``) and ``typed_properties``: the properties with their
+types kept, a map from name to a struct whose ``type`` says which one field holds the
+value (``"string"`` -> ``string``, ``"long"`` -> ``long``, ``"double"`` -> ``double``,
+``"boolean"`` -> ``boolean``; the others null). JMS property values are one of those four
+kinds; ``properties`` keeps the same values as text for the queries that want strings.
 
 Writing maps columns back by name (any subset): ``text`` or ``bytes`` (or ``body``, text
-or binary), ``properties`` (a map), ``priority``, ``correlation_id``, ``type``, ``reply_to``,
+or binary), ``properties`` (a map; its values keep their Python types), ``typed_properties``
+(as read: each value taken from the field its ``type`` names; these win over
+``properties`` of the same name), ``priority``, ``correlation_id``, ``type``, ``reply_to``,
 ``delivery_mode`` ("PERSISTENT" / "NON_PERSISTENT" or 2 / 1), ``time_to_live`` (ms), and
 ``dup_id``, the message's duplicate-detection id (otherwise one is made per row).
 """
@@ -23,14 +29,20 @@ from typing import Any
 
 from jmspy.destinations import Destination, Queue, Topic
 from jmspy.message import BytesMessage, DeliveryMode, MapMessage, Message, TextMessage
+from jmspy.property_value import PropertyValue
 from jmspy.session import Session
 
-__all__ = ["SCHEMA", "fields_of", "row_from", "row_of", "to_message"]
+__all__ = ["PROPERTY_TYPES", "SCHEMA", "fields_of", "row_from", "row_of", "to_message"]
 
 SCHEMA = ("message_id STRING, destination STRING, timestamp TIMESTAMP, priority INT, "
           "redelivered BOOLEAN, delivery_count INT, correlation_id STRING, type STRING, "
           "properties MAP<STRING, STRING>, text STRING, bytes BINARY, reply_to STRING, "
-          "expiration TIMESTAMP, delivery_mode STRING")
+          "expiration TIMESTAMP, delivery_mode STRING, "
+          "typed_properties MAP<STRING, STRUCT<type: STRING, string: STRING, long: BIGINT, "
+          "double: DOUBLE, boolean: BOOLEAN>>")
+
+#: ``typed_properties``' struct: the type names, in the order of the struct's value fields
+PROPERTY_TYPES = ("string", "long", "double", "boolean")
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
@@ -41,6 +53,32 @@ def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _typed(value: object) -> tuple[Any, ...]:
+    """A property value as ``typed_properties``' struct (type, string, long, double,
+    boolean)."""
+    if isinstance(value, bool):
+        return ("boolean", None, None, None, value)
+    if isinstance(value, int):
+        return ("long", None, value, None, None)
+    if isinstance(value, float):
+        return ("double", None, None, value, None)
+    return ("string", str(value), None, None, None)
+
+
+def _untyped(name: str, struct: Any) -> PropertyValue:
+    """A ``typed_properties`` value (a Row, a dict or a tuple) back to its Python value."""
+    if isinstance(struct, Mapping):
+        fields = tuple(struct.get(k) for k in ("type", *PROPERTY_TYPES))
+    else:
+        fields = tuple(struct)
+    kind = fields[0]
+    if kind not in PROPERTY_TYPES:
+        raise ValueError(f"typed_properties[{name!r}]: type {kind!r} must be one of "
+                         f"{', '.join(PROPERTY_TYPES)}")
+    value: PropertyValue = fields[1 + PROPERTY_TYPES.index(kind)]
+    return value
 
 
 def fields_of(message: Message) -> tuple[Any, ...]:
@@ -69,13 +107,15 @@ def row_from(fields: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row of :data:`SCHEMA` from :func:`fields_of`'s tuple."""
     (message_id, destination, timestamp, priority, redelivered, count, correlation,
      jms_type, props, text, data, reply_to, expiration, mode) = fields
+    kept = {k: v for k, v in props.items() if v is not None} if props else {}
     return (message_id, destination,
             _EPOCH + _dt.timedelta(milliseconds=timestamp) if timestamp else None,
             priority, redelivered, count, correlation, jms_type,
-            {k: _text(v) for k, v in props.items() if v is not None} if props else {},
+            {k: _text(v) for k, v in kept.items()},
             text, data, reply_to,
             _EPOCH + _dt.timedelta(milliseconds=expiration) if expiration else None,
-            "NON_PERSISTENT" if mode == DeliveryMode.NON_PERSISTENT else "PERSISTENT")
+            "NON_PERSISTENT" if mode == DeliveryMode.NON_PERSISTENT else "PERSISTENT",
+            {k: _typed(v) for k, v in kept.items()})
 
 
 def row_of(message: Message) -> tuple[Any, ...]:
@@ -116,6 +156,8 @@ def to_message(session: Session, row: Mapping[str, Any]) -> tuple[Message, dict[
         message = session.create_text_message(None if body is None else str(body))
     for key, value in (row.get("properties") or {}).items():
         message.set_property(str(key), value)
+    for key, struct in (row.get("typed_properties") or {}).items():
+        message.set_property(str(key), _untyped(str(key), struct))
     if row.get("correlation_id") is not None:
         message.correlation_id = str(row["correlation_id"])
     if row.get("type") is not None:

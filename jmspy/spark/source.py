@@ -48,6 +48,7 @@ class JmspySource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        self.parsed.one_destination("a batch read (a browse)")
         if self.parsed.kind != "queue":
             raise InvalidConfigurationException(
                 f"jmspy data source: a batch read browses a queue, and "
@@ -59,9 +60,11 @@ class JmspySource(DataSource):
         return StreamReader(self.parsed)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        self.parsed.one_destination("the sink")
         return BatchWriter(self.parsed, schema.fieldNames(), uuid.uuid4().hex)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        self.parsed.one_destination("the sink")
         return StreamWriter(self.parsed, schema.fieldNames(), uuid.uuid4().hex)
 
 

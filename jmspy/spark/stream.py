@@ -29,6 +29,7 @@ rows of a batch are made on that side and shipped in its partitions.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -47,7 +49,9 @@ from jmspy.errors import JMSException
 from jmspy.message import Message
 from jmspy.session import Session
 
+from .data_loss import LossWatch
 from .options import READER_DEFAULTS, SourceOptions
+from .receiving import Receivers
 from .rows import fields_of, row_from
 
 __all__ = ["StreamReader"]
@@ -80,10 +84,14 @@ class _Live:
             if options.subscription_name:
                 from jmspy.destinations import Topic
 
-                self.consumer: MessageConsumer = session.create_durable_consumer(
-                    Topic(options.name), options.subscription_name, options.selector)
+                self.consumers: list[MessageConsumer] = [session.create_durable_consumer(
+                    Topic(options.name), options.subscription_name, options.selector)]
             else:
-                self.consumer = session.create_consumer(options.destination, options.selector)
+                self.consumers = [session.create_consumer(d, options.selector)
+                                  for d in options.destinations]
+            self.receivers = Receivers(self.consumers)
+            self.losses = LossWatch(options.destinations, self.conn.destination_stats,
+                                    options.fail_on_data_loss)
             self.conn.start()
         except BaseException:
             self.conn.close()
@@ -100,7 +108,7 @@ class _Live:
         got = 0
         wait = first_wait
         while got < n:
-            message = self.consumer.receive(wait)
+            message = self.receivers.receive(wait)
             if message is None:
                 break
             self.pending.append(message)
@@ -136,6 +144,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: availableNow: stop once ``_Live.taken`` reaches this (None: when the consumer
         #: runs dry, the end for a topic or a broker that reports no queue depth)
         self._stop_at: int | None = None
+        #: minMessagesPerTrigger: when the last batch was planned (maxTriggerDelay counts
+        #: from there; the reader's start counts as one)
+        self._clock = time.monotonic
+        self._last_batch_at: float | None = None
 
     def _state(self) -> _Live:
         if self._live is None:
@@ -147,6 +159,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"seq": 0, "tick": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.min_per_trigger is not None:
+            return ReadMinRows(self.options.min_per_trigger)
         n = self.options.max_per_trigger
         return ReadAllAvailable() if n is None else ReadMaxRows(n)
 
@@ -157,25 +171,51 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for the next run (Kafka's source fixes its end offsets the same way)."""
         self._available_now = True
         live = self._state()
-        depth = self._depth(live)
-        self._stop_at = None if depth is None else live.taken + max(0, depth - live.held())
-        if self._stop_at is not None and live.taken >= self._stop_at:
+        depths = self._depths(live)
+        if depths is None:
+            return
+        # what each queue held, less what this reader holds of it already: a message
+        # sent later to one queue must not take the place of an older one of another
+        held = [0] * len(depths)
+        names = [str(d) for d in self.options.destinations]
+        for message in (*live.pending, *(m for _, m in live.assigned)):
+            where = str(message.destination)
+            if where in names:
+                held[names.index(where)] += 1
+        left = [max(0, depth - h) for depth, h in zip(depths, held, strict=True)]
+        live.receivers.limit(left)
+        self._stop_at = live.taken + sum(left)
+        if live.taken >= self._stop_at:
             self._dry = True
 
-    def _depth(self, live: _Live) -> int | None:
-        """The queue's message count now, or None (a topic, stats not reported)."""
-        if self.options.kind != "queue" or self.options.subscription_name:
+    def _depths(self, live: _Live) -> list[int] | None:
+        """Each queue's message count now, or None (a topic among them, stats not
+        reported)."""
+        options = self.options
+        if options.subscription_name or any(k != "queue" for k, _ in (
+                (options.kind, options.name), *options.more)):
             return None
-        try:
-            count = live.conn.destination_stats(self.options.destination).get("messageCount")
-        except JMSException:
-            return None  # a broker without destination stats: end when it runs dry
-        return count if isinstance(count, int) and not isinstance(count, bool) else None
+        depths = []
+        for destination in options.destinations:
+            try:
+                count = live.conn.destination_stats(destination).get("messageCount")
+            except JMSException:
+                return None  # a broker without destination stats: end when it runs dry
+            if not isinstance(count, int) or isinstance(count, bool):
+                return None
+            depths.append(count)
+        return depths
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         live = self._state()
         seq, tick = int(start.get("seq", 0)), int(start.get("tick", 0))
-        room = limit.max_rows if isinstance(limit, ReadMaxRows) else 10**12
+        lost = live.losses.offset_fields(start)
+        if isinstance(limit, ReadMaxRows):
+            room = limit.max_rows
+        elif isinstance(limit, ReadMinRows) and self.options.max_per_trigger is not None:
+            room = self.options.max_per_trigger
+        else:
+            room = 10**12
         ahead = live.ahead(seq)  # in hand already, not yet in a batch before ``seq``
         if ahead < room and not self._dry:
             want = min(room - ahead, 10**9)
@@ -186,11 +226,25 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     self._stop_at is not None and live.taken >= self._stop_at)):
                 self._dry = True
             ahead = live.ahead(seq)
-        if ahead:
-            return {"seq": seq + min(room, ahead), "tick": tick}
+        if ahead and not self._short_of_minimum(ahead, limit):
+            self._last_batch_at = self._clock()
+            return {"seq": seq + min(room, ahead), "tick": tick, **lost}
         if live.assigned:  # nothing new, but unacknowledged ones: the flush tick
-            return {"seq": seq, "tick": tick + 1}
-        return {"seq": seq, "tick": tick}
+            return {"seq": seq, "tick": tick + 1, **lost}
+        return {"seq": seq, "tick": tick, **lost}
+
+    def _short_of_minimum(self, ahead: int, limit: ReadLimit) -> bool:
+        """minMessagesPerTrigger: fewer than that are in hand and maxTriggerDelay has not
+        passed since the last batch (or the reader's start), so no batch yet: the messages
+        wait in hand for the next trigger. Never under availableNow, whose end is fixed."""
+        if not isinstance(limit, ReadMinRows) or self._available_now:
+            return False
+        now = self._clock()
+        if self._last_batch_at is None:
+            self._last_batch_at = now
+        if ahead >= limit.min_rows:
+            return False
+        return (now - self._last_batch_at) * 1000 < self.options.max_trigger_delay_ms
 
     def reportLatestOffset(self) -> dict[str, int] | None:
         live = self._live

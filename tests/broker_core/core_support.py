@@ -62,3 +62,13 @@ def msg(
 
 def tmsg(destination: str, body: Any = None, **kw: Any) -> ServerMessage:
     return msg(destination, body, kind=DestinationKind.TOPIC, **kw)
+
+
+def drain_acking(conn: Any, rec: Recorder) -> list[str]:
+    """The bodies of every delivery ``rec`` holds, each batch acknowledged on ``conn``
+    (what an acking consumer does), until a batch brings nothing new."""
+    got: list[str] = []
+    while batch := rec.take():
+        got += [d.message.body for d in batch]
+        conn.ack([d.delivery_tag for d in batch])
+    return got

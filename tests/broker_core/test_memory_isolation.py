@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import FakeClock, Recorder, msg, tmsg
+from core_support import FakeClock, Recorder, drain_acking, msg, tmsg
 
 from jmspy.broker_ref.config import ConfigError, parse_config
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
@@ -39,11 +39,6 @@ def big(dest: str, i: int, *, size: int = MB, topic: bool = False, **kw: Any) ->
     return make(dest, str(i), size=size - PAGE_OVERHEAD, **kw)
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def default_broker(tmp_path: Path, clock: FakeClock, **kw: Any) -> Broker:
     """The default configuration (64 MB, destination shares of 10 %)."""
     return Broker(clock=clock, spool_dir=tmp_path / "temp", **kw)
@@ -57,12 +52,17 @@ def send_until_held(conn: Any, make: Any, most: int = 1000) -> int:
     raise AssertionError(f"{most} sends and none was held")
 
 
-def drain_acking(conn: Any, rec: Recorder) -> list[str]:
-    got: list[str] = []
-    while batch := rec.take():
-        got += [d.message.body for d in batch]
-        conn.ack([d.delivery_tag for d in batch])
-    return got
+def assert_served_one_by_one(b: Broker, dest: str, n: int, credit: int) -> None:
+    """A queue whose consumer waits (with ``credit``): ``n`` 1 MB sends from another
+    connection each go through and are delivered and acknowledged before the next."""
+    rec = Recorder()
+    cons = b.connect(rec)
+    cons.create_consumer(1, Q, dest, credit=credit)
+    producer = b.connect(Recorder())
+    for i in range(n):
+        assert producer.send(big(dest, i), ticket=i) is True
+        assert drain_acking(cons, rec) == [str(i)]
+        cons.grant_credit(1, 1)
 
 
 def test_a_never_reading_topic_subscriber_holds_only_the_topics_producer(
@@ -81,14 +81,7 @@ def test_a_never_reading_topic_subscriber_holds_only_the_topics_producer(
     assert b.budget.used < DEFAULT_MEMORY_LIMIT // 5  # the broker is far from full
 
     # a queue whose consumer waits: 200 MB go through one after another, every send done
-    work_rec = Recorder()
-    worker = b.connect(work_rec)
-    worker.create_consumer(1, Q, "work", credit=10)
-    work_producer = b.connect(Recorder())
-    for i in range(200):
-        assert work_producer.send(big("work", i), ticket=i) is True
-        assert drain_acking(worker, work_rec) == [str(i)]
-        worker.grant_credit(1, 1)
+    assert_served_one_by_one(b, "work", 200, credit=10)
     # another topic, read by its subscriber
     reader_rec = Recorder()
     reader = b.connect(reader_rec)
@@ -156,14 +149,7 @@ def test_under_full_memory_a_first_persistent_send_to_a_new_queue_is_stored(
     # and sends that cost no pending RAM go too: a topic nobody subscribes to, a queue
     # whose consumer is waiting
     assert prod.send(big("nobody.listens", 0, topic=True), ticket="t") is True
-    rec = Recorder()
-    cons = b.connect(rec)
-    cons.create_consumer(1, Q, "served", credit=5)
-    other = b.connect(Recorder())
-    for i in range(20):
-        assert other.send(big("served", i), ticket=i) is True
-        assert drain_acking(cons, rec) == [str(i)]
-        cons.grant_credit(1, 1)
+    assert_served_one_by_one(b, "served", 20, credit=5)
     # a non-persistent one for a queue nobody consumes waits: it would need RAM
     assert b.connect(Recorder()).send(big("brand.new", 1), ticket="np") is False
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import FakeClock, Recorder, msg, tmsg
+from core_support import FakeClock, Recorder, drain_acking, msg, tmsg
 
 from jmspy.broker_ref.core import Broker, DestinationKind, ResourceLimitExceeded
 from jmspy.broker_ref.core.api import AddressSettings
@@ -37,11 +37,6 @@ def make(tmp_path: Path, clock: FakeClock, **kw: Any) -> Broker:
     # default share). The default share of 10 % is tested in test_memory_isolation.py.
     kw.setdefault("destination_memory_percent", 100)
     return Broker(clock=clock, spool_dir=tmp_path / "temp", **kw)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 def flood(conn: Any, dest: str, n: int, first: int = 0, **kw: Any) -> list[bool]:
@@ -72,11 +67,7 @@ def test_a_producer_past_the_memory_limit_is_parked_then_resumes_in_order_and_no
     cons_rec = Recorder()
     cons = b.connect(cons_rec)
     cons.create_consumer(1, Q, "q", credit=1000)
-    got: list[str] = []
-    while batch := cons_rec.take():
-        got += [d.message.body for d in batch]
-        cons.ack([d.delivery_tag for d in batch])
-    assert got == [str(i) for i in range(25)]  # every message, in the order sent
+    assert drain_acking(cons, cons_rec) == [str(i) for i in range(25)]  # all, in order
     assert [t for t, e in rec.done] == list(range(10, 25))
     assert all(e is None for _, e in rec.done)
     assert b.stats("q").blocked_producers == 0 and b.budget.used == 0

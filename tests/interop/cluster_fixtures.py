@@ -21,7 +21,7 @@ import pytest
 from brokers import BrokerStartError
 from clusters import ActiveMQPair, RabbitCluster
 
-__all__ = ["activemq_pair", "rabbit_cluster", "session_broker"]
+__all__ = ["activemq_pair", "rabbit_cluster", "session_broker", "start_once"]
 
 
 class _Closable(Protocol):
@@ -32,17 +32,26 @@ C = TypeVar("C", bound=_Closable)
 
 _started: dict[str, _Closable | BaseException] = {}
 
+T = TypeVar("T")
 
-def _session(name: str, start: Callable[[], C]) -> Iterator[C]:
-    outcome = _started.get(name)
+
+def start_once(started: dict[str, T | BaseException], name: str, start: Callable[[], T]) -> T:
+    """``started[name]``, started by ``start()`` on first use; a start that failed is
+    remembered, so every later test that needs it fails fast with the reason."""
+    outcome = started.get(name)
     if outcome is None:
         try:
             outcome = start()
         except BaseException as exc:  # remembered: later tests fail fast with the reason
             outcome = exc
-        _started[name] = outcome
+        started[name] = outcome
     if isinstance(outcome, BaseException):
         pytest.fail(f"{name} could not start: {outcome}", pytrace=False)
+    return outcome
+
+
+def _session(name: str, start: Callable[[], C]) -> Iterator[C]:
+    outcome = start_once(_started, name, start)
     yield outcome  # type: ignore[misc]
     if _started.pop(name, None) is not None:  # not already closed after its last use
         outcome.close()

@@ -31,10 +31,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import stomp
 from brokers import (
@@ -72,6 +72,46 @@ def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
     except ProcessLookupError:
         return
     proc.wait(10)
+
+
+class _Cluster(Protocol):
+    start_seconds: float
+
+    def logs(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+def _start_or_close(cluster: _Cluster, steps: Callable[[], None], failed: str) -> None:
+    """Run a cluster's start ``steps`` and time them (``start_seconds``). If one fails,
+    the cluster is closed; a BrokerStartError comes back saying ``failed``, with every
+    node's log, read before the close removes it."""
+    began = time.monotonic()
+    try:
+        steps()
+    except BaseException as exc:
+        logs = cluster.logs()
+        cluster.close()
+        if isinstance(exc, BrokerStartError):
+            raise BrokerStartError(f"{failed}: {exc}\n{logs}") from None
+        raise
+    cluster.start_seconds = time.monotonic() - began
+
+
+class _Crashable:
+    """A cluster member a chaos test crashes: ``kill()`` SIGKILLs its process group
+    (nothing is flushed; what it stored stays for a restart)."""
+
+    process: BrokerProcess | None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process.proc)
+            self.process = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.proc.poll() is None
 
 
 class _Receipts(stomp.ConnectionListener):
@@ -124,7 +164,7 @@ def stomp_send(host: tuple[str, int], dest: str, bodies: list[str],
 
 
 # -- RabbitMQ ----------------------------------------------------------------------------
-class RabbitNode(Restartable):
+class RabbitNode(_Crashable, Restartable):
     """One node of a :class:`RabbitCluster`: its own ports and directories, the cluster's
     HOME (cookie) and epmd. ``seed``: the node it joins on its first boot (None: the
     first node, which boots alone)."""
@@ -184,16 +224,6 @@ class RabbitNode(Restartable):
     def _worth_retrying(self, error: BrokerStartError) -> bool:
         return "nodistribution" in str(error)  # see brokers.RabbitMQ._worth_retrying
 
-    def kill(self) -> None:
-        """SIGKILL the node (beam and its helpers); its Mnesia stays for a restart."""
-        if self.process is not None:
-            _kill_group(self.process.proc)
-            self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.proc.poll() is None
-
     def ctl(self, *args: str, timeout: float = 60.0) -> str:
         """``rabbitmqctl -n <this node> ARGS``, on a distribution port of its own."""
         port = str(free_port())
@@ -252,20 +282,14 @@ class RabbitCluster:
 
     # -- life ----------------------------------------------------------------------
     def start(self) -> RabbitCluster:
-        began = time.monotonic()
-        try:
-            self._start_epmd()
-            self._boot([self.nodes[0]])
-            self._boot(self.nodes[1:])
-            self.wait_formed()
-        except BaseException as exc:
-            logs = self.logs()
-            self.close()
-            if isinstance(exc, BrokerStartError):
-                raise BrokerStartError(f"RabbitMQ cluster did not form: {exc}\n{logs}") from None
-            raise
-        self.start_seconds = time.monotonic() - began
+        _start_or_close(self, self._form, "RabbitMQ cluster did not form")
         return self
+
+    def _form(self) -> None:
+        self._start_epmd()
+        self._boot([self.nodes[0]])
+        self._boot(self.nodes[1:])
+        self.wait_formed()
 
     def _start_epmd(self) -> None:
         log = self.work / "epmd.log"
@@ -417,7 +441,7 @@ _PERSISTENCE = """<persistenceAdapter>
       <transportConnector name="openwire" uri="tcp://{host}:{openwire}"/>"""
 
 
-class PairBroker(ActiveMQ):
+class PairBroker(_Crashable, ActiveMQ):
     """One of an :class:`ActiveMQPair`: persistent, KahaDB in the pair's shared store,
     STOMP and openwire connectors on its own ports (no MQTT)."""
 
@@ -439,15 +463,6 @@ class PairBroker(ActiveMQ):
         self.process = BrokerProcess(self.name, HOST, self.stomp_port, None, proc,
                                      self.work, self.log)
         return self.process
-
-    def kill(self) -> None:
-        if self.process is not None:
-            _kill_group(self.process.proc)
-            self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.proc.poll() is None
 
     @property
     def serving(self) -> bool:
@@ -473,19 +488,13 @@ class ActiveMQPair:
         return [f"stomp://{HOST}:{b.stomp_port}{query}" for b in self.brokers]
 
     def start(self) -> ActiveMQPair:
-        began = time.monotonic()
-        try:
-            self.brokers[0].start()
-            self.brokers[1].spawn_waiting()
-            self.wait_slave(self.brokers[1])
-        except BaseException as exc:
-            logs = self.logs()
-            self.close()
-            if isinstance(exc, BrokerStartError):
-                raise BrokerStartError(f"ActiveMQ pair did not start: {exc}\n{logs}") from None
-            raise
-        self.start_seconds = time.monotonic() - began
+        _start_or_close(self, self._pair, "ActiveMQ pair did not start")
         return self
+
+    def _pair(self) -> None:
+        self.brokers[0].start()
+        self.brokers[1].spawn_waiting()
+        self.wait_slave(self.brokers[1])
 
     def wait_slave(self, broker: PairBroker, timeout: float = 60.0) -> None:
         """Until ``broker`` runs and its log says it waits for the store's lock."""

@@ -25,6 +25,7 @@ from cluster_fixtures import (  # noqa: F401 (fixtures)
     activemq_pair,
     close_after_last_use,
     rabbit_cluster,
+    start_once,
 )
 from restartable import (  # noqa: F401 (fixtures)
     _module_activemq,
@@ -40,16 +41,7 @@ _started: dict[str, BrokerProcess | BaseException] = {}
 
 
 def _session_broker(name: str, start: Callable[[], BrokerProcess]) -> Iterator[BrokerProcess]:
-    outcome = _started.get(name)
-    if outcome is None:
-        try:
-            outcome = start()
-        except BaseException as exc:  # remembered: later tests fail fast with the reason
-            outcome = exc
-        _started[name] = outcome
-    if isinstance(outcome, BaseException):
-        pytest.fail(f"{name} could not start: {outcome}", pytrace=False)
-    yield outcome
+    yield start_once(_started, name, start)
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from brokers import HOST, free_port
 
-__all__ = ["JmspyBroker"]
+__all__ = ["JmspyBroker", "stored_broker"]
 
 
 class JmspyBroker:
@@ -61,3 +62,15 @@ class JmspyBroker:
         self.proc = None
 
     stop = kill
+
+
+@pytest.fixture
+def stored_broker(tmp_path: Path) -> Iterator[JmspyBroker]:
+    """A bundled broker on its store (a data directory under ``tmp_path``), killed at the
+    end: a module imports this fixture by name to use it."""
+    broker = JmspyBroker(tmp_path / "broker.log", data_dir=tmp_path / "store")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.kill()

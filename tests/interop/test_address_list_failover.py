@@ -21,30 +21,13 @@ from typing import Any
 import pytest
 from brokers import HOST, Mosquitto
 from jmspy_process import JmspyBroker
+from recording import Events
 
-from jmspy import ConnectionFactory, JMSException, Session
+from jmspy import ConnectionFactory, Session
 from jmspy.errors import TransactionRolledBackException
 
 FAST = {"imqReconnectEnabled": True, "imqReconnectInterval": 50, "imqReconnectAttempts": 2,
         "imqAddressListIterations": 20}
-
-
-class Events:
-    def __init__(self) -> None:
-        self.errors: list[JMSException] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, error: JMSException) -> None:
-        with self.cond:
-            self.errors.append(error)
-            self.cond.notify_all()
-
-    def wait_for(self, code: str, timeout: float = 30.0) -> JMSException:
-        with self.cond:
-            ok = self.cond.wait_for(lambda: any(e.error_code == code for e in self.errors),
-                                    timeout)
-            assert ok, [e.error_code for e in self.errors]
-            return next(e for e in self.errors if e.error_code == code)
 
 
 class Texts:
@@ -78,7 +61,7 @@ def two_jmspy_brokers(tmp_path: Path) -> Iterator[tuple[JmspyBroker, JmspyBroker
 def test_stomp_moves_to_the_next_broker_of_the_list(
         two_jmspy_brokers: tuple[JmspyBroker, JmspyBroker]) -> None:
     first, second = two_jmspy_brokers
-    events, heard, durable = Events(), Texts(), Texts()
+    events, heard, durable = Events(timeout=30.0), Texts(), Texts()
     run = uuid.uuid4().hex[:8]
     factory = ConnectionFactory(f"{first.url},{second.url}", **FAST)
     conn = factory.create_connection(client_id=f"mover-{run}")
@@ -139,7 +122,7 @@ def test_mqtt_moves_to_the_next_broker_of_the_list(
         two_mosquittos: tuple[Mosquitto, Mosquitto]) -> None:
     first, second = two_mosquittos
     urls = [f"mqtt://{HOST}:{m.mqtt_port}" for m in (first, second)]
-    events, heard = Events(), Texts()
+    events, heard = Events(timeout=30.0), Texts()
     run = uuid.uuid4().hex[:8]
     conn = ConnectionFactory(address_list=",".join(urls), **FAST).create_connection(
         client_id=f"mover-{run}")

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aio_support import run
+from aio_support import assert_copies_marked, process_recorded, run, text_of
 from tcp_relay import relay
 
 from jmspy import JMSException
-from jmspy.aio import AsyncConnectionFactory, AsyncMessage, AsyncSession
+from jmspy.aio import AsyncConnectionFactory, AsyncSession
 from jmspy.destinations import Destination
 
 FAST = {"imqReconnectEnabled": True, "imqReconnectInterval": 200, "imqReconnectAttempts": 90}
@@ -68,12 +68,6 @@ def aio_target(request: pytest.FixtureRequest) -> Iterator[AioTarget]:
         yield AioTarget(name, "mqtt", m.host, m.mqtt_port)
 
 
-def _text(message: AsyncMessage) -> str:
-    text = message.text
-    assert text is not None
-    return text
-
-
 def _name(what: str) -> str:
     return f"aio.{what}.{uuid.uuid4().hex[:8]}"
 
@@ -91,7 +85,7 @@ def test_round_trip_and_a_failed_process_redelivers_marked(aio_target: AioTarget
             got = []
             async for message in consumer.messages(timeout=10):
                 async with message.process():
-                    got.append((_text(message), message.get_property("n")))
+                    got.append((text_of(message), message.get_property("n")))
                 if len(got) == 20:
                     break
             assert got == [(f"m{i}", i) for i in range(20)]
@@ -102,7 +96,7 @@ def test_round_trip_and_a_failed_process_redelivers_marked(aio_target: AioTarget
                 async with first.process():
                     raise RuntimeError("handler failed")
             again = await consumer.receive(timeout=10)
-            assert again is not None and _text(again) == "fails once" and again.redelivered
+            assert again is not None and text_of(again) == "fails once" and again.redelivered
             async with again.process():
                 pass
             assert await consumer.receive(timeout=0.3) is None
@@ -138,7 +132,7 @@ def test_a_flood_into_a_slow_async_for_stays_within_the_flow_limit(
                 stats = consumer.flow_stats()
                 most = max(most, stats.unconsumed)
                 assert stats.unconsumed <= limit and stats.buffered <= limit, stats
-                seen.append(int(_text(message)))
+                seen.append(int(text_of(message)))
                 for _ in range(5):
                     await asyncio.sleep(0)
                 if len(seen) == total:
@@ -168,13 +162,7 @@ def test_random_cancellation_loses_nothing(aio_target: AioTarget) -> None:
 
             async def worker() -> None:
                 while True:
-                    got = await consumer.receive()
-                    assert got is not None
-                    seen.append((_text(got), got.redelivered))
-                    async with got.process():
-                        for _ in range(rng.randint(0, 2)):
-                            await asyncio.sleep(0)
-                        done.append(_text(got))
+                    await process_recorded(await consumer.receive(), rng, seen, done)
 
             rounds = 0
             while len(set(done)) < total:
@@ -186,10 +174,7 @@ def test_random_cancellation_loses_nothing(aio_target: AioTarget) -> None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
             assert sorted(done, key=int) == [str(i) for i in range(total)]  # once each
-            firsts: set[str] = set()
-            for text, redelivered in seen:
-                assert redelivered or text not in firsts, f"{text} came again unmarked"
-                firsts.add(text)
+            assert_copies_marked(seen)
             assert await consumer.receive(timeout=0.3) is None
 
     run(main)
@@ -219,11 +204,11 @@ def test_async_for_carries_on_across_a_severed_connection(aio_target: AioTarget)
 
                 async def consume() -> None:
                     async for message in consumer:
-                        got.append((_text(message), message.redelivered))
+                        got.append((text_of(message), message.redelivered))
                         if not got[-1][1] and got[-1][0] == "before":
                             arrived.set()
                             await release.wait()  # held, unsettled, across the cut
-                        if _text(message) == "after-2":
+                        if text_of(message) == "after-2":
                             return
 
                 loop_task = asyncio.create_task(consume())

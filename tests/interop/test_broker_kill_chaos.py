@@ -16,12 +16,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from jmspy_process import JmspyBroker
+from jmspy_process import stored_broker as stored_broker  # the fixture
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect
 
@@ -37,15 +36,6 @@ def _prompt_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     for a 30 s backoff step (its shape is test_reconnect_policy.py's business)."""
     monkeypatch.setattr(reconnect, "MAX_INTERVAL", 0.5)
 
-
-@pytest.fixture
-def stored_broker(tmp_path: Path) -> Iterator[JmspyBroker]:
-    broker = JmspyBroker(tmp_path / "broker.log", data_dir=tmp_path / "store")
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.kill()
 
 
 class Worker:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import stomp
+from capability_probes import receive_texts
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy.capabilities import Feature, RefusedFeatureException
@@ -25,15 +26,6 @@ def _name(tag: str) -> str:
 
 def _url(broker: Any) -> str:
     return f"stomp://{broker.host}:{broker.stomp_port}"
-
-
-def _texts(consumer: Any, n: int) -> list[str]:
-    out = []
-    for _ in range(n):
-        m = consumer.receive(WAIT)
-        assert m is not None, f"only {len(out)} of {n} arrived: {out}"
-        out.append(m.text)
-    return out
 
 
 def _nothing_more(consumer: Any) -> None:
@@ -74,7 +66,7 @@ def test_rabbitmq_quorum_queue_needs_the_option_and_round_trips_with_it(rabbitmq
         conn.start()
         first = c.receive(WAIT)
         assert first is not None and first.body == b"declared"  # the raw client's message
-        assert _texts(c, 20) == [f"q{i}" for i in range(20)]
+        assert receive_texts(c, 20) == [f"q{i}" for i in range(20)]
         s.acknowledge()
         _nothing_more(c)
 
@@ -96,7 +88,7 @@ def test_rabbitmq_stream_is_read_from_the_first_offset_and_recover_redelivers(
         late = s.create_consumer(s.create_queue(f"{name}?x-queue-type=stream"))
         c = s.create_consumer(s.create_queue(f"{name}?x-queue-type=stream&x-stream-offset=first"))
         conn.start()
-        assert _texts(c, 3) == ["s0", "s1", "s2"]
+        assert receive_texts(c, 3) == ["s0", "s1", "s2"]
         s.recover()
         again = [c.receive(WAIT) for _ in range(5)]
         assert [m.text for m in again if m is not None] == [f"s{i}" for i in range(5)]
@@ -105,7 +97,7 @@ def test_rabbitmq_stream_is_read_from_the_first_offset_and_recover_redelivers(
         c.close()  # unacked messages: a NACK here would close the connection
         s.acknowledge()
         p.send(s.create_text_message("after"))
-        assert _texts(late, 1) == ["after"]
+        assert receive_texts(late, 1) == ["after"]
 
 
 def test_rabbitmq_stream_offset_number_starts_at_that_offset(rabbitmq: Any) -> None:
@@ -117,7 +109,7 @@ def test_rabbitmq_stream_offset_number_starts_at_that_offset(rabbitmq: Any) -> N
             p.send(s.create_text_message(f"o{i}"))
         c = s.create_consumer(s.create_queue(f"{name}?x-queue-type=stream&x-stream-offset=3"))
         conn.start()
-        assert _texts(c, 2) == ["o3", "o4"]
+        assert receive_texts(c, 2) == ["o3", "o4"]
 
 
 def test_rabbitmq_x_max_length_drops_the_oldest(rabbitmq: Any) -> None:
@@ -130,7 +122,7 @@ def test_rabbitmq_x_max_length_drops_the_oldest(rabbitmq: Any) -> None:
             p.send(s.create_text_message(f"m{i}"))
         c = s.create_consumer(q)
         conn.start()
-        assert _texts(c, 3) == ["m3", "m4", "m5"]
+        assert receive_texts(c, 3) == ["m3", "m4", "m5"]
         _nothing_more(c)
 
 
@@ -162,40 +154,36 @@ def test_activemq_prefetch_size_limits_what_the_broker_sends_that_consumer(
         p = s.create_producer(s.create_queue(name))
         for i in range(12):
             p.send(s.create_text_message(f"p{i}"))
-        assert len(_texts(wide, 10)) == 10
+        assert len(receive_texts(wide, 10)) == 10
         _nothing_more(wide)
         held = conn._transport.consumer_state(narrow.consumer_id)
         assert held["in_flight_max"] == 2 and narrow.flow_stats().buffered == 2, held
-        assert len(_texts(narrow, 2)) == 2
+        assert len(receive_texts(narrow, 2)) == 2
 
 
-def test_activemq_exclusive_consumer_gets_the_whole_queue(activemq: Any) -> None:
-    name = _name("exclusive")
-    with ConnectionFactory(_url(activemq)).create_connection() as conn:
+def _one_of_two_takes_all(broker: Any, tag: str, options: tuple[str, str], to: int) -> None:
+    """Two consumers of one queue, created in order, the first with ``options[0]`` on its
+    name, the second with ``options[1]``: consumer ``to`` gets all ten messages, the other
+    none."""
+    name = _name(tag)
+    with ConnectionFactory(_url(broker)).create_connection() as conn:
         s = conn.create_session()
-        only = s.create_consumer(s.create_queue(f"{name}?consumer.exclusive=true"))
-        other = s.create_consumer(s.create_queue(name))
+        consumers = [s.create_consumer(s.create_queue(name + o)) for o in options]
         conn.start()
         p = s.create_producer(s.create_queue(name))
         for i in range(10):
-            p.send(s.create_text_message(f"e{i}"))
-        assert _texts(only, 10) == [f"e{i}" for i in range(10)]
-        _nothing_more(other)
+            p.send(s.create_text_message(f"{tag}{i}"))
+        assert receive_texts(consumers[to], 10) == [f"{tag}{i}" for i in range(10)]
+        _nothing_more(consumers[1 - to])
+
+
+def test_activemq_exclusive_consumer_gets_the_whole_queue(activemq: Any) -> None:
+    _one_of_two_takes_all(activemq, "exclusive", ("?consumer.exclusive=true", ""), to=0)
 
 
 def test_activemq_consumer_priority_prefers_the_higher_consumer(activemq: Any) -> None:
     """ActiveMQ dispatches to the highest-priority consumer while its window has room."""
-    name = _name("priority")
-    with ConnectionFactory(_url(activemq)).create_connection() as conn:
-        s = conn.create_session()
-        low = s.create_consumer(s.create_queue(name))
-        high = s.create_consumer(s.create_queue(f"{name}?consumer.priority=10"))
-        conn.start()
-        p = s.create_producer(s.create_queue(name))
-        for i in range(10):
-            p.send(s.create_text_message(f"h{i}"))
-        assert _texts(high, 10) == [f"h{i}" for i in range(10)]
-        _nothing_more(low)
+    _one_of_two_takes_all(activemq, "priority", ("", "?consumer.priority=10"), to=1)
 
 
 def test_activemq_refuses_rabbitmq_queue_arguments_naming_itself(activemq: Any) -> None:
@@ -222,7 +210,7 @@ def test_jmspy_broker_takes_the_window_option_and_refuses_queue_settings(
         p = s.create_producer(s.create_queue(name))
         for i in range(5):
             p.send(s.create_text_message(f"j{i}"))
-        assert _texts(c, 5) == [f"j{i}" for i in range(5)]
+        assert receive_texts(c, 5) == [f"j{i}" for i in range(5)]
         with pytest.raises(RefusedFeatureException, match="ring-size / expiration-ms"):
             s.create_queue(f"{name}?x-max-length=3")
         with pytest.raises(RefusedFeatureException, match="classic queues only"):

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from brokers import HOST, ActiveMQ, Mosquitto, RabbitMQ, free_port
 from jmspy_process import JmspyBroker
+from recording import Events
 
 from jmspy import ConnectionFactory, JMSException, Session, reconnect
 from jmspy.destinations import Destination
@@ -48,27 +49,6 @@ def jmspy_broker(tmp_path: Path) -> Iterator[JmspyBroker]:
         yield broker
     finally:
         broker.stop()
-
-
-class Events:
-    """An exception listener that records error codes and lets a test wait for one."""
-
-    def __init__(self) -> None:
-        self.codes: list[str] = []
-        self.errors: list[JMSException] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, error: JMSException) -> None:
-        with self._cond:
-            self.codes.append(error.error_code)
-            self.errors.append(error)
-            self._cond.notify_all()
-
-    def wait_for(self, code: str, timeout: float = 20.0) -> JMSException:
-        with self._cond:
-            ok = self._cond.wait_for(lambda: code in self.codes, timeout)
-        assert ok, f"no {code} within {timeout}s; heard {self.codes}"
-        return self.errors[self.codes.index(code)]
 
 
 def _collect(n: int, timeout: float = 20.0) -> tuple[Callable[[Any], None], list[Any],

@@ -18,24 +18,34 @@ from span_support import assert_child_and_linked, named
 from jmspy import ConnectionFactory
 
 
-def test_the_link_crosses_mosquitto_over_mqtt5(mosquitto: Any,
-                                                 spans: InMemorySpanExporter) -> None:
-    url = f"mqtt://{mosquitto.host}:{mosquitto.mqtt_port}"
-    name = f"otel/{uuid.uuid4().hex[:8]}"
+def _linked_spans(spans: InMemorySpanExporter, url: str, name: str, topic: bool,
+                  correlation_id: str | None = None) -> tuple[Any, Any]:
+    """Send one message to ``name`` (a topic or a queue) on one connection, hear it on a
+    listener of another: the (send, process) spans, the process span linked to send."""
     got = threading.Event()
     with ConnectionFactory(url).create_connection() as consuming, \
             ConnectionFactory(url).create_connection() as producing:
         session = consuming.create_session()
-        topic = session.create_topic(name)
-        session.create_consumer(topic).set_message_listener(lambda m: got.set())
+        dest = session.create_topic(name) if topic else session.create_queue(name)
+        session.create_consumer(dest).set_message_listener(lambda m: got.set())
         consuming.start()
         psession = producing.create_session()
-        psession.create_producer(topic).send(psession.create_text_message("x"))
+        message = psession.create_text_message("x")
+        if correlation_id is not None:
+            message.correlation_id = correlation_id
+        psession.create_producer(dest).send(message)
         assert got.wait(30)
     (send,) = named(spans, f"send {name}")
     (process,) = named(spans, f"process {name}")
-    assert process.kind is SpanKind.CONSUMER
     assert_child_and_linked(send, process)
+    return send, process
+
+
+def test_the_link_crosses_mosquitto_over_mqtt5(mosquitto: Any,
+                                                 spans: InMemorySpanExporter) -> None:
+    url = f"mqtt://{mosquitto.host}:{mosquitto.mqtt_port}"
+    send, process = _linked_spans(spans, url, f"otel/{uuid.uuid4().hex[:8]}", topic=True)
+    assert process.kind is SpanKind.CONSUMER
     for span in (send, process):
         attrs = dict(span.attributes or {})
         assert attrs["messaging.system"] == "mqtt"
@@ -49,22 +59,8 @@ def test_the_link_crosses_activemq_and_rabbitmq_over_stomp(
         system: str) -> None:
     broker = request.getfixturevalue(fixture)
     url = f"stomp://{broker.host}:{broker.stomp_port}"
-    name = f"otel.{uuid.uuid4().hex[:8]}"
-    got = threading.Event()
-    with ConnectionFactory(url).create_connection() as consuming, \
-            ConnectionFactory(url).create_connection() as producing:
-        session = consuming.create_session()
-        queue = session.create_queue(name)
-        session.create_consumer(queue).set_message_listener(lambda m: got.set())
-        consuming.start()
-        psession = producing.create_session()
-        message = psession.create_text_message("x")
-        message.correlation_id = "conv-1"
-        psession.create_producer(queue).send(message)
-        assert got.wait(30)
-    (send,) = named(spans, f"send {name}")
-    (process,) = named(spans, f"process {name}")
-    assert_child_and_linked(send, process)
+    send, process = _linked_spans(spans, url, f"otel.{uuid.uuid4().hex[:8]}", topic=False,
+                                  correlation_id="conv-1")
     for span in (send, process):
         attrs = dict(span.attributes or {})
         assert attrs["messaging.system"] == system  # from CONNECTED's server header

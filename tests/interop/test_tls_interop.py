@@ -54,6 +54,18 @@ def _refused_certificate(certificate: str, tls_ca: TlsFiles) -> dict[str, Any]:
     return props
 
 
+def _certificate_refused(scheme: str, port: int, certificate: str, tls_ca: TlsFiles,
+                         **props: Any) -> TLSException:
+    """Connecting to ``scheme://127.0.0.1:port`` as a client the broker must refuse fails
+    with a TLSException naming the client certificate and the address: that exception."""
+    with pytest.raises(TLSException) as info:
+        ConnectionFactory(f"{scheme}://127.0.0.1:{port}", **props,
+                          **_refused_certificate(certificate, tls_ca)).create_connection()
+    assert info.value.check == "client certificate", str(info.value)
+    assert f"127.0.0.1:{port}" in str(info.value)
+    return info.value
+
+
 def _round_trip(factory: ConnectionFactory, queue: bool,
                 while_open: Callable[[Any], None] = lambda transport: None) -> list[str]:
     """Send three texts and receive them with CLIENT_ACKNOWLEDGE, the first time without
@@ -114,11 +126,7 @@ def test_mqtts_with_a_client_certificate_and_a_ready_context(
 @pytest.mark.parametrize("certificate", REFUSED)
 def test_mqtts_without_a_good_client_certificate_is_named(
         certificate: str, tls_mosquitto: TlsMosquitto, tls_ca: TlsFiles) -> None:
-    with pytest.raises(TLSException) as info:
-        ConnectionFactory(f"mqtts://127.0.0.1:{tls_mosquitto.mutual_port}",
-                          **_refused_certificate(certificate, tls_ca)).create_connection()
-    assert info.value.check == "client certificate"
-    assert f"127.0.0.1:{tls_mosquitto.mutual_port}" in str(info.value)
+    _certificate_refused("mqtts", tls_mosquitto.mutual_port, certificate, tls_ca)
 
 
 def test_plain_mqtt_on_mosquittos_tls_port_and_mqtts_on_its_plain_port_are_named(
@@ -172,12 +180,8 @@ def test_stomp_ssl_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
 @pytest.mark.parametrize("certificate", REFUSED)
 def test_stomps_without_a_good_client_certificate_is_named_on_rabbitmq(
         certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
-    with pytest.raises(TLSException) as info:
-        ConnectionFactory(f"stomps://127.0.0.1:{tls_rabbitmq.stomp_tls_port}",
-                          imqDefaultUsername="guest", imqDefaultPassword="guest",
-                          **_refused_certificate(certificate, tls_ca)).create_connection()
-    assert info.value.check == "client certificate"
-    assert f"127.0.0.1:{tls_rabbitmq.stomp_tls_port}" in str(info.value)
+    _certificate_refused("stomps", tls_rabbitmq.stomp_tls_port, certificate, tls_ca,
+                         imqDefaultUsername="guest", imqDefaultPassword="guest")
 
 
 def test_plain_stomp_on_rabbitmqs_tls_port_is_told_to_use_tls(
@@ -207,11 +211,7 @@ def test_mqtts_round_trip_and_ack_with_mutual_tls_on_rabbitmq(
 @pytest.mark.parametrize("certificate", REFUSED)
 def test_mqtts_without_a_good_client_certificate_is_named_on_rabbitmq(
         certificate: str, tls_rabbitmq: TlsRabbitMQ, tls_ca: TlsFiles) -> None:
-    with pytest.raises(TLSException) as info:
-        ConnectionFactory(f"mqtts://127.0.0.1:{tls_rabbitmq.mqtt_tls_port}",
-                          **_refused_certificate(certificate, tls_ca)).create_connection()
-    assert info.value.check == "client certificate"
-    assert f"127.0.0.1:{tls_rabbitmq.mqtt_tls_port}" in str(info.value)
+    _certificate_refused("mqtts", tls_rabbitmq.mqtt_tls_port, certificate, tls_ca)
 
 
 # -- stomp+ssl:// on ActiveMQ 5 ----------------------------------------------------------
@@ -297,14 +297,10 @@ def test_activemq_requiring_a_client_certificate_refuses_a_client_without_a_good
     """No certificate, or one the broker's trust store does not know: a TLSException
     naming host:port, the check and the fix (ActiveMQ refuses in the handshake; over TLS
     1.3 the client hears it only as the alert after its own side finished)."""
-    port = tls_activemq.stomp_mutual_port
-    with pytest.raises(TLSException) as info:
-        ConnectionFactory(f"stomp+ssl://127.0.0.1:{port}",
-                          **_refused_certificate(certificate, tls_ca)).create_connection()
-    text = str(info.value)
-    assert info.value.check == "client certificate", text
-    assert f"127.0.0.1:{port}" in text and "sslCertFile" in text, text
-    assert info.value.error_code == "TLS_FAILED"
+    refused = _certificate_refused("stomp+ssl", tls_activemq.stomp_mutual_port, certificate,
+                                   tls_ca)
+    assert "sslCertFile" in str(refused), str(refused)
+    assert refused.error_code == "TLS_FAILED"
 
 
 class _Seen(logging.Handler):

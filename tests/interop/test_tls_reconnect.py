@@ -14,8 +14,9 @@ import uuid
 from pathlib import Path
 
 from brokers import free_port
+from recording import Events
 from stomp_tls_path import assert_stomp_over_tls
-from test_failover import FAST, Events
+from test_failover import FAST
 from tls_broker import tls_broker, tls_section
 from tls_ca import TlsFiles
 

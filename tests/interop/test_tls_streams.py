@@ -21,9 +21,8 @@ from typing import Any
 
 import pytest
 from stomp_tls_path import assert_stomp_over_tls
-from tls_broker import tls_broker, tls_section
-from tls_brokers import TlsMosquitto
 from tls_ca import TlsFiles
+from tls_fixtures import tls_url_for
 
 from jmspy import ConnectionFactory, Session
 
@@ -36,12 +35,7 @@ WAIT = 30.0
 @pytest.fixture(params=["mqtts", "stomp+ssl"])
 def tls_url(request: pytest.FixtureRequest, tmp_path: Path,
             tls_ca: TlsFiles) -> Iterator[str]:
-    if request.param == "mqtts":
-        mosquitto: TlsMosquitto = request.getfixturevalue("tls_mosquitto")
-        yield f"mqtts://127.0.0.1:{mosquitto.tls_port}?ca_file={tls_ca.ca}"
-        return
-    with tls_broker(tmp_path, tls_section(tls_ca, "only = true\n")) as ports:
-        yield f"stomp+ssl://127.0.0.1:{ports['tls']}?ca_file={tls_ca.ca}"
+    yield from tls_url_for(request, tmp_path, tls_ca, f"?ca_file={tls_ca.ca}")
 
 
 def _stood_aside(transport: Any) -> None:

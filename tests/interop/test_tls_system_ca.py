@@ -20,9 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tls_broker import tls_broker, tls_section
-from tls_brokers import TlsMosquitto
 from tls_ca import TlsFiles
+from tls_fixtures import tls_url_for
 
 #: the client, with no TLS option: the URL is the scheme, host and port only
 CLIENT = """
@@ -53,12 +52,7 @@ HANG = 120.0
 def tls_url(request: pytest.FixtureRequest, tmp_path: Path,
             tls_ca: TlsFiles) -> Iterator[str]:
     """stomp+ssl:// to jmspy broker's TLS listener, mqtts:// to Mosquitto's."""
-    if request.param == "mqtts":
-        mosquitto: TlsMosquitto = request.getfixturevalue("tls_mosquitto")
-        yield f"mqtts://127.0.0.1:{mosquitto.tls_port}"
-        return
-    with tls_broker(tmp_path, tls_section(tls_ca, "only = true\n")) as ports:
-        yield f"stomp+ssl://127.0.0.1:{ports['tls']}"
+    yield from tls_url_for(request, tmp_path, tls_ca)
 
 
 def _run_client(url: str, cwd: Path, ca: Path | None) -> str:

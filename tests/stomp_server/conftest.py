@@ -38,6 +38,19 @@ def server(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
     return server_factory()
 
 
+def _open(h: ServerHandle, version: str = "1.2", heartbeats: tuple[int, int] = (0, 0),
+          **headers: str) -> tuple[Any, Collector]:
+    """A stomp.py connection to ``h``, CONNECTed, with a Collector as its listener."""
+    cls = {"1.0": stomp.Connection10, "1.1": stomp.Connection11,
+           "1.2": stomp.Connection12}[version]
+    kwargs: dict[str, Any] = {} if version == "1.0" else {"heartbeats": heartbeats}
+    conn = cls([(h.host, h.port)], **kwargs)
+    listener = Collector()
+    conn.set_listener("c", listener)
+    conn.connect(wait=True, headers={"host": "/", **headers})
+    return conn, listener
+
+
 @pytest.fixture
 def connect(server: ServerHandle) -> Iterator[Callable[..., tuple[Any, Collector]]]:
     """connect(version="1.2", heartbeats=(0, 0), **headers) -> (stomp connection, Collector)."""
@@ -49,14 +62,7 @@ def connect(server: ServerHandle) -> Iterator[Callable[..., tuple[Any, Collector
         handle: ServerHandle | None = None,
         **headers: str,
     ) -> tuple[Any, Collector]:
-        h = handle or server
-        cls = {"1.0": stomp.Connection10, "1.1": stomp.Connection11,
-               "1.2": stomp.Connection12}[version]
-        kwargs: dict[str, Any] = {} if version == "1.0" else {"heartbeats": heartbeats}
-        conn = cls([(h.host, h.port)], **kwargs)
-        listener = Collector()
-        conn.set_listener("c", listener)
-        conn.connect(wait=True, headers={"host": "/", **headers})
+        conn, listener = _open(handle or server, version, heartbeats, **headers)
         conns.append(conn)
         return conn, listener
 
@@ -68,3 +74,22 @@ def connect(server: ServerHandle) -> Iterator[Callable[..., tuple[Any, Collector
             except Exception:
                 pass
 
+
+
+@pytest.fixture
+def raw() -> Iterator[Callable[[ServerHandle], tuple[Any, Collector]]]:
+    """raw(handle) -> a STOMP 1.2 stomp.py connection to ``handle`` and its Collector (for a
+    test that makes its own servers); each is disconnected after the test."""
+    made: list[Any] = []
+
+    def make(h: ServerHandle) -> tuple[Any, Collector]:
+        conn, listener = _open(h)
+        made.append(conn)
+        return conn, listener
+
+    yield make
+    for conn in made:
+        try:
+            conn.disconnect()
+        except Exception:
+            pass  # closed by the broker after an ERROR, or already gone

@@ -229,3 +229,33 @@ class RawClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RecordingTransport(asyncio.Transport):
+    """An in-process transport under a host connection: records its writes (and
+    pause/resume marks) in one log shared by every connection, as (name, bytes)."""
+
+    def __init__(self, name: str, log: list[tuple[str, bytes]]) -> None:
+        super().__init__()
+        self.name, self.log = name, log
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.log.append((self.name, bytes(data)))
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:  # as a socket transport can (fair turns use it)
+        self.log.append((self.name, b"(pause_reading)"))
+
+    def resume_reading(self) -> None:
+        self.log.append((self.name, b"(resume_reading)"))
+
+    def close(self) -> None:
+        pass

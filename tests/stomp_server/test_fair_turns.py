@@ -15,6 +15,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from stomp_support import RecordingTransport
+
 from jmspy import twins
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp.protocol import TURN_FRAMES, StompSession
@@ -132,12 +134,11 @@ def test_a_time_bound_spent_on_the_last_frame_leaves_nothing_waiting() -> None:
     assert [rid for _, rid in _answers(session)] == ["b"] and not session.input_waiting
 
 
-class _Transport(asyncio.Transport):
+class _Transport(RecordingTransport):
     """Records writes in one log shared by every connection, and its reading state."""
 
     def __init__(self, name: str, log: list[tuple[str, bytes]]) -> None:
-        super().__init__()
-        self.name, self.log = name, log
+        super().__init__(name, log)
         self.reading = True
         self.pauses = 0
         #: run at each write, its result kept beside the write (what held at that moment)
@@ -145,7 +146,7 @@ class _Transport(asyncio.Transport):
         self.seen: list[tuple[bytes, Any]] = []
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.log.append((self.name, bytes(data)))
+        super().write(data)
         self.seen.append((bytes(data), self.probe()))
 
     def pause_reading(self) -> None:
@@ -157,18 +158,6 @@ class _Transport(asyncio.Transport):
 
     def is_reading(self) -> bool:
         return self.reading
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
 
 
 def _client(server: StompServer, name: str, log: list[tuple[str, bytes]]

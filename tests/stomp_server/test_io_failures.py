@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 import pytest
+from recording import Heard
 
 from jmspy import ConnectionFactory, JMSException, Session
 from jmspy.transports.stomp import wire
@@ -22,18 +23,15 @@ MODES = {"auto": (False, Session.AUTO_ACKNOWLEDGE),
          "transacted": (True, Session.AUTO_ACKNOWLEDGE)}
 
 
-class Listener:
+class Listener(Heard):
     """Acknowledges as its mode says; records (text, redelivered) of every delivery."""
 
     def __init__(self, session: Any, mode: str) -> None:
+        super().__init__()
         self.session, self.mode = session, mode
-        self.got: list[tuple[str, bool]] = []
-        self.cond = threading.Condition()
 
     def __call__(self, message: Any) -> None:
-        with self.cond:
-            self.got.append((message.text, message.redelivered))
-            self.cond.notify_all()
+        super().__call__(message)
         try:
             if self.mode == "client":
                 message.acknowledge()
@@ -41,11 +39,6 @@ class Listener:
                 self.session.commit()
         except JMSException:
             pass  # the connection dropped under it: the broker redelivers the message
-
-    def wait_for(self, texts: set[str]) -> None:
-        with self.cond:
-            ok = self.cond.wait_for(lambda: texts <= {t for t, _ in self.got}, 20)
-            assert ok, (sorted(texts), self.got)
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import stomp
 from flow_support import until
 from stomp_pair import StompClient, StompPair
 from stomp_support import Collector, ServerHandle
@@ -114,49 +113,33 @@ def test_a_held_send_with_a_timeout_fails_with_an_error_naming_its_destination_a
 
 
 def test_over_a_socket_a_stuck_topic_subscriber_leaves_other_queues_receipted(
-        server_factory: Callable[..., ServerHandle]) -> None:
+        server_factory: Callable[..., ServerHandle],
+        raw: Callable[[ServerHandle], tuple[Any, Collector]]) -> None:
     h = server_factory()  # the default configuration
-    conns: list[Any] = []
+    stuck, _ = raw(h)
+    stuck.subscribe("/topic/prices", id="s", ack="client-individual",
+                    headers={"activemq.prefetchSize": "1"})
+    topic_producer, topic_heard = raw(h)
+    n = 2 * SHARE_MESSAGES
+    for i in range(n):  # twice the topic's share, without waiting for receipts
+        topic_producer.send("/topic/prices", BODY,
+                            headers={"receipt": f"t{i}", "persistent": "false"})
 
-    def connect() -> tuple[Any, Collector]:
-        conn = stomp.Connection12([(h.host, h.port)], heartbeats=(0, 0))
-        listener = Collector()
-        conn.set_listener("c", listener)
-        conn.connect(wait=True, headers={"host": "/"})
-        conns.append(conn)
-        return conn, listener
+    def topic_held() -> bool:
+        return int(h.call(lambda: h.broker.stats(
+            "prices", TOPIC).blocked_producers)) == 1
 
-    try:
-        stuck, _ = connect()
-        stuck.subscribe("/topic/prices", id="s", ack="client-individual",
-                        headers={"activemq.prefetchSize": "1"})
-        topic_producer, topic_heard = connect()
-        n = 2 * SHARE_MESSAGES
-        for i in range(n):  # twice the topic's share, without waiting for receipts
-            topic_producer.send("/topic/prices", BODY,
-                                headers={"receipt": f"t{i}", "persistent": "false"})
-
-        def topic_held() -> bool:
-            return int(h.call(lambda: h.broker.stats(
-                "prices", TOPIC).blocked_producers)) == 1
-
-        until(topic_held, "the broker to hold the topic's producer")
-        worker, got = connect()
-        worker.subscribe("/queue/work", id="w", ack="auto")
-        work_producer, work_heard = connect()
-        for i in range(n):  # each RECEIPT before the next SEND, as a synchronous send
-            work_producer.send("/queue/work", BODY,
-                               headers={"receipt": f"w{i}", "persistent": "false"})
-            work_heard.wait_receipt(f"w{i}", timeout=30)
-        first, first_heard = connect()
-        first.send("/queue/brand.new", "hello", headers={"receipt": "p", "persistent": "true"})
-        first_heard.wait_receipt("p", timeout=30)
-        got.wait_messages(n, timeout=30)
-        assert f"t{n - 1}" not in topic_heard.receipts  # still held
-        assert h.call(lambda: h.broker.stats("prices", TOPIC).blocked_producers) == 1
-    finally:
-        for conn in conns:
-            try:
-                conn.disconnect()
-            except Exception:
-                pass  # the connection is already gone
+    until(topic_held, "the broker to hold the topic's producer")
+    worker, got = raw(h)
+    worker.subscribe("/queue/work", id="w", ack="auto")
+    work_producer, work_heard = raw(h)
+    for i in range(n):  # each RECEIPT before the next SEND, as a synchronous send
+        work_producer.send("/queue/work", BODY,
+                           headers={"receipt": f"w{i}", "persistent": "false"})
+        work_heard.wait_receipt(f"w{i}", timeout=30)
+    first, first_heard = raw(h)
+    first.send("/queue/brand.new", "hello", headers={"receipt": "p", "persistent": "true"})
+    first_heard.wait_receipt("p", timeout=30)
+    got.wait_messages(n, timeout=30)
+    assert f"t{n - 1}" not in topic_heard.receipts  # still held
+    assert h.call(lambda: h.broker.stats("prices", TOPIC).blocked_producers) == 1

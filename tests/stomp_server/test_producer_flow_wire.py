@@ -26,26 +26,6 @@ NP = DeliveryMode.NON_PERSISTENT
 BODY = "x" * 1024
 
 
-@pytest.fixture
-def raw() -> Iterator[Callable[[ServerHandle], tuple[Any, Collector]]]:
-    made: list[Any] = []
-
-    def make(h: ServerHandle) -> tuple[Any, Collector]:
-        conn = stomp.Connection12([(h.host, h.port)], heartbeats=(0, 0))
-        listener = Collector()
-        conn.set_listener("c", listener)
-        conn.connect(wait=True, headers={"host": "/"})
-        made.append(conn)
-        return conn, listener
-
-    yield make
-    for conn in made:
-        try:
-            conn.disconnect()
-        except Exception:
-            pass  # closed by the broker after an ERROR
-
-
 def blocked(h: ServerHandle, queue: str) -> int:
     """Producers the broker holds for ``queue`` (0 before it exists)."""
     return int(h.call(lambda: h.broker.stats(queue).blocked_producers

@@ -14,40 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from stomp_support import RecordingTransport
 
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.protocols.stomp import loop_polling
 from jmspy.broker_ref.protocols.stomp.server import StompServer, _Connection
 from jmspy.idle_spin import DEFAULT_IDLE_SPIN_US, GAVE_WAY_S
-
-
-class _Recording(asyncio.Transport):
-    """A transport that records writes (in one log shared by every connection)."""
-
-    def __init__(self, name: str, log: list[tuple[str, bytes]]) -> None:
-        super().__init__()
-        self.name, self.log = name, log
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.log.append((self.name, bytes(data)))
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def pause_reading(self) -> None:  # as a socket transport can (fair turns use it)
-        self.log.append((self.name, b"(pause_reading)"))
-
-    def resume_reading(self) -> None:
-        self.log.append((self.name, b"(resume_reading)"))
-
-    def close(self) -> None:
-        pass
 
 
 def _frame(command: str, **headers: str) -> bytes:
@@ -57,7 +29,7 @@ def _frame(command: str, **headers: str) -> bytes:
 
 def _client(server: StompServer, name: str, log: list[tuple[str, bytes]]) -> _Connection:
     conn = _Connection(server)
-    conn.connection_made(_Recording(name, log))
+    conn.connection_made(RecordingTransport(name, log))
     conn.data_received(_frame("CONNECT", accept_version="1.2", host="/", heart_beat="0,0"))
     return conn
 

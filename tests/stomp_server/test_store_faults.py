@@ -167,14 +167,21 @@ def test_io_errors_in_a_row_make_the_store_unusable(tmp_path: Path) -> None:
     pair.broker.close()
 
 
+def _group_commit_host(path: Path) -> tuple[
+        SqliteStore, Faults, Broker, StompServer, list[tuple[str, bytes]]]:
+    """A group-committing store at ``path`` with faults to inject, its broker, an
+    in-process STOMP host on it, and the (connection name, bytes) log its connections
+    write to (see ``_client``)."""
+    store = SqliteStore(path, group_commit=True)
+    faults = Faults(store)  # before the broker, which writes through the seam too
+    broker = Broker(name="faults", store=store)
+    return store, faults, broker, StompServer(broker, heartbeat_ms=0), []
+
+
 async def _group_commit_fails_for_one(path: Path) -> tuple[list[tuple[str, str]], str]:
     """Two producers' persistent SENDs in one group commit; the commit fails for space
     and, redone write by write, only the first producer's message cannot be written."""
-    store = SqliteStore(path, group_commit=True)
-    faults = Faults(store)
-    broker = Broker(name="faults", store=store)
-    server = StompServer(broker, heartbeat_ms=0)
-    log: list[tuple[str, bytes]] = []
+    store, faults, broker, server, log = _group_commit_host(path)
     a = _client(server, "a", log)
     b = _client(server, "b", log)
     log.clear()
@@ -196,11 +203,7 @@ async def _send_that_makes_the_store_unusable(path: Path) -> dict[str, list[byte
     """Writes already failing one at a time (an I/O error each), a third connection's
     SEND fails too and makes the store unusable, which stops the broker: what each
     connection was written, by name."""
-    store = SqliteStore(path, group_commit=True)
-    faults = Faults(store)
-    broker = Broker(name="faults", store=store)
-    server = StompServer(broker, heartbeat_ms=0)
-    log: list[tuple[str, bytes]] = []
+    store, faults, broker, server, log = _group_commit_host(path)
     idle = _client(server, "idle", log)
     faults.error = lambda: sqlite3.OperationalError("disk I/O error")
     senders = [_client(server, f"s{i}", log) for i in range(3)]

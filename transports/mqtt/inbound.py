@@ -61,12 +61,15 @@ class _Publish:
 @dataclass(eq=False)
 class MqttConsumer:
     """One jmspy consumer: its stash (deliveries beyond the core's credit) and what it
-    holds unacknowledged (tag -> record, message, delivery count)."""
+    holds unacknowledged (tag -> record, message, delivery count). The credit itself is
+    the core's flow accounting's (``TransportListener.credit``), never counted here:
+    ``paused`` only says the core took it back (or the connection dropped with it) and
+    has not granted since."""
 
     spec: ConsumerSpec
     topic_filter: str
     selector: Any = None
-    credit: int = 0
+    paused: bool = False
     stash: deque[tuple[int, Message, int]] = field(default_factory=deque)
     held: dict[int, tuple[_Publish | None, Message, int]] = field(default_factory=dict)
     selector_dropped: int = 0
@@ -196,7 +199,7 @@ class Inbound:
             for consumer in self._consumers.values():
                 consumer.stash.clear()
                 consumer.held.clear()
-                consumer.credit = 0
+                consumer.paused = True  # the credit died too: wait for the core's grant
             self._tag_owner.clear()
             self._inbound.clear()
             self._orphans.clear()
@@ -215,17 +218,18 @@ class Inbound:
             return {
                 "unacked": len(consumer.held),
                 "stashed": len(consumer.stash),
-                "credit": consumer.credit,
+                "paused": int(consumer.paused),
                 "selector_dropped": consumer.selector_dropped,
             }
 
     # -- credit -------------------------------------------------------------------------------
     def grant_credit(self, consumer_id: int, credits: int) -> None:
-        """No wire traffic: MQTT has no per-subscription credit (see module docstring)."""
+        """No wire traffic: MQTT has no per-subscription credit (see module docstring).
+        ``credits`` are in the core's accounting already, which :meth:`_release` asks."""
         with self._lock:
             consumer = self._consumers.get(consumer_id)
             if consumer is not None:
-                consumer.credit += credits
+                consumer.paused = False
                 self._release(consumer)
 
     def revoke_credit(self, consumer_id: int) -> int:
@@ -233,16 +237,22 @@ class Inbound:
             consumer = self._consumers.get(consumer_id)
             if consumer is None:
                 return 0
-            returned, consumer.credit = consumer.credit, 0
-            return returned
+            # The broker cannot take it back: all of it returns to the core, and what
+            # arrives meanwhile waits in the stash until the core grants again.
+            consumer.paused = True
+            listener = self._host.listener
+            return 0 if listener is None else listener.credit(consumer_id)
 
     def _release(self, consumer: MqttConsumer) -> None:
-        # Lock held. Hand stashed deliveries over while the core's credit allows.
+        # Lock held. Hand stashed deliveries over while the core's credit allows: read
+        # once, since each hand-over uses one in the core's own count.
         listener = self._host.listener
+        if listener is None or consumer.paused or not consumer.stash:
+            return
         auto = False
-        while consumer.stash and consumer.credit > 0 and listener is not None:
-            tag, message, count = consumer.stash.popleft()
-            consumer.credit -= 1
+        stash = consumer.stash
+        for _ in range(min(len(stash), listener.credit(consumer.spec.consumer_id))):
+            tag, message, count = stash.popleft()
             if consumer.spec.auto_ack:
                 self._ack_tag(tag)
                 auto = True

@@ -5,8 +5,10 @@ Each consumer is a :class:`~.subscription.StompSubscription` (its SUBSCRIBE head
 unacknowledged ack ids and *stash*); this object keeps them by consumer id and by
 subscription id, subscribes them again after a reconnect, and turns each MESSAGE into a
 delivery for the core, as the consumer's credit allows (the flow control the transport's
-module docstring describes). Hand-backs are :class:`~.redelivery.Redelivery`'s. Every
-call is made with the transport's lock held, or takes it.
+module docstring describes). That credit is counted once, by the core's flow accounting
+(``TransportListener.credit``): this object asks, it keeps no count of its own.
+Hand-backs are :class:`~.redelivery.Redelivery`'s. Every call is made with the
+transport's lock held, or takes it.
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ class StompConsumers:
                 if sub is None:
                     return
                 self._redelivery.flush(sub)
-                sub.credit += credits
+                sub.paused = False  # ``credits`` are in the core's count already
                 self.release(sub)
         except errors.JMSException:
             raise
@@ -204,13 +206,18 @@ class StompConsumers:
         anything the broker still sends waits in the stash until credit is granted."""
         with self._lock:
             sub = self._subs.get(consumer_id)
-            return 0 if sub is None else sub.take_credit()
+            return 0 if sub is None else sub.take_credit(self.credit(sub))
+
+    def credit(self, sub: StompSubscription) -> int:
+        """(Lock held.) ``sub``'s unused credit, as the core's accounting counts it."""
+        listener = self._host.listener
+        return 0 if listener is None else listener.credit(sub.spec.consumer_id)
 
     def release(self, sub: StompSubscription) -> None:
         """(Lock held.) Hand ``sub``'s stashed deliveries to the core as credit allows."""
         listener = self._host.listener
-        if listener is None:
-            return
+        if listener is None or sub.paused or sub.pending_cancel or not sub.stash:
+            return  # (a pending hand-back goes first, with the stash: grant_credit)
         consumer_id = sub.spec.consumer_id
         if sub.spec.auto_ack:
             def hand(tag: int, message: Message, count: int) -> None:
@@ -219,7 +226,7 @@ class StompConsumers:
         else:
             def hand(tag: int, message: Message, count: int) -> None:
                 listener.on_delivery(consumer_id, tag, message, count)
-        sub.release(hand)
+        sub.release(hand, listener.credit(consumer_id))
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         conn = self._host.live

@@ -35,6 +35,9 @@ class RedeliveryHost(Protocol):
     def release(self, sub: StompSubscription) -> None:
         """Hand ``sub``'s stash to the core as its credit allows."""
 
+    def credit(self, sub: StompSubscription) -> int:
+        """``sub``'s unused credit, as the core's flow accounting counts it."""
+
 
 class Redelivery:
     """Hands deliveries back the way the connected broker takes them. Every call is made
@@ -66,7 +69,7 @@ class Redelivery:
             if sub not in touched:
                 touched.append(sub)
         for sub in touched:
-            if redelivered or sub.credit > 0:
+            if redelivered or (not sub.paused and self._host.credit(sub) > 0):
                 self.flush(sub)
 
     def flush(self, sub: StompSubscription) -> None:

@@ -1,9 +1,13 @@
 """One consumer's STOMP subscription, client side: what the broker sent and the core has not
-settled yet, and the credit that decides when the core sees it.
+settled yet.
 
 The core runs the Open MQ window and grants credit (``grant_credit``); a broker with only a
 prefetch (or none) may send more than that. Deliveries beyond the credit wait in the
 *stash*, in arrival order, and are handed to the core as credit comes (:meth:`release`).
+How many may go is the core's to say: its flow accounting (the consumer's prefetch
+buffer, read through ``TransportListener.credit``) is the one owner of the window, and
+this object keeps no credit count of its own; ``paused`` only says that the core took
+its credit back and has not granted since.
 ``unacked`` maps each delivery tag to the broker's ack id, in delivery order: what an ACK or
 a hand-back names. ``fence`` and ``copies`` belong to redelivery (:mod:`.redelivery`).
 """
@@ -67,7 +71,10 @@ class StompSubscription:
     spec: ConsumerSpec
     sub_id: str
     headers: dict[str, str]
-    credit: int = 0
+    #: revoke_credit took the core's credit back, or the connection dropped with it:
+    #: nothing is handed over until the core grants again (it revokes in its own
+    #: accounting after the transport's lock is released, so its count lags until then)
+    paused: bool = False
     stash: deque[tuple[int, Message, int]] = field(default_factory=deque)
     unacked: dict[int, str] = field(default_factory=dict)  # tag -> ack id, delivery order
     pending_cancel: set[int] = field(default_factory=set)
@@ -179,19 +186,24 @@ class StompSubscription:
         if len(unacked) > self.in_flight_max:
             self.in_flight_max = len(unacked)
 
-    def release(self, hand: Hand) -> None:
-        """Hand stashed deliveries over, oldest first, while the core's credit allows."""
+    def release(self, hand: Hand, credit: int) -> None:
+        """Hand stashed deliveries over, oldest first: at most ``credit``, the core's
+        unused credit (each hand-over uses one of it in the core's own accounting, so it
+        is read once per call, not once per delivery), none while ``paused``."""
+        if self.paused:
+            return
         stash = self.stash
-        while stash and self.credit > 0:
+        n = min(credit, len(stash))
+        for _ in range(n):
             tag, message, count = stash.popleft()
-            self.credit -= 1
             hand(tag, message, count)
 
-    def take_credit(self) -> int:
-        """The core takes its unused credit back (a prefetch broker cannot: whatever it
-        still sends waits in the stash until credit is granted again)."""
-        returned, self.credit = self.credit, 0
-        return returned
+    def take_credit(self, credit: int) -> int:
+        """The core takes its unused credit (``credit``) back. A prefetch broker cannot
+        give it back: it all returns to the core, and whatever the broker still sends
+        waits in the stash until the core grants again."""
+        self.paused = True
+        return credit
 
     def connection_lost(self) -> None:
         """Every tag of the dropped connection is dead (the broker redelivers them), and
@@ -203,15 +215,16 @@ class StompSubscription:
         self.unacked.clear()
         self.stash.clear()
         self.pending_cancel.clear()
-        self.credit = 0
+        self.paused = True  # what the core granted died too: wait for its new grant
         self.fence = False  # the broker redelivers everything after a reconnect
 
     def state(self) -> dict[str, int]:
-        """Counters for tests and troubleshooting."""
+        """Counters for tests and troubleshooting (the credit is the core's: see
+        ``MessageConsumer.flow_stats``)."""
         return {
             "unacked": len(self.unacked),
             "stashed": len(self.stash),
-            "credit": self.credit,
+            "paused": int(self.paused),
             "in_flight_max": self.in_flight_max,
             "selector_dropped": self.selector_dropped,
         }

@@ -2,8 +2,12 @@
 
 The session (:mod:`.protocol`) reports what happens (a subscription started, frames were
 delivered or written, deliveries were consumed, the socket congested); this object alone
-decides the credit the core gets for each subscription. Each subscription's own window is
-its :class:`~.subscription.Subscription`'s business; what spans subscriptions is here:
+decides the credit the core gets for each subscription. The credit granted and not yet
+used is counted once, by the core (``ServerConnection.credit``): this object reads it
+there and reports each grant to the core, keeping no second count of it. Each
+subscription's own window (the rule, and the unconsumed deliveries only the protocol
+sees) is its :class:`~.subscription.Subscription`'s business; what spans subscriptions is
+here:
 
 * **Congestion.** While the host says its socket is congested (``pause``) no credit is
   granted; auto-mode credit is owed and paid on ``resume``, client modes recompute what
@@ -62,6 +66,11 @@ class SessionCredit:
         if self._conn is not None:
             self._conn.grant_credit(consumer_id, n)
 
+    def _unused(self, sub: Subscription) -> int:
+        """The core's unused credit for ``sub`` (the one count of it)."""
+        conn = self._conn
+        return 0 if conn is None else conn.credit(sub.consumer_id)
+
     def _release(self, n: int) -> None:
         """``n`` deliveries left the client: room at the connection's gate."""
         if self._conn is not None and not self._conn.closed:
@@ -75,7 +84,6 @@ class SessionCredit:
         if sub.ack_mode == AUTO:
             self._give_auto(sub, sub.initial_credit())
         else:
-            sub.initial_credit()
             self._top_up(sub)
 
     def delivered(self, sub: Subscription, n: int) -> None:
@@ -144,9 +152,8 @@ class SessionCredit:
     def _top_up(self, sub: Subscription) -> None:
         """Client modes: grant what ``sub``'s window wants (the connection's gate, not
         credit, holds the connection flow limit)."""
-        if self._paused:
+        if self._paused or self._conn is None:
             return  # recomputed on resume
-        n = sub.wanted()
+        n = sub.wanted(self._unused(sub))
         if n > 0:
-            sub.granted(n)
             self._grant(sub.consumer_id, n)

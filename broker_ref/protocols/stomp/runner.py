@@ -29,6 +29,7 @@ async def serve(
     on_ready: Callable[[str, int], None] | None = None,
     on_tls_ready: Callable[[str, int], None] | None = None,
     on_metrics_ready: Callable[[str, int], None] | None = None,
+    on_mqtt_ready: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set, then close listeners, connections and the broker.
 
@@ -94,9 +95,23 @@ async def serve(
         raise
     server.on_failed = stop.set  # an unusable store: stop for real, then say why
     metrics = None
+    mqtt = None
     try:
         if on_ready is not None:
             on_ready(host, port)
+        if config.mqtt_port is not None:
+            from ..mqtt.server import MqttServer
+
+            mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes)
+            try:
+                mqtt_host, mqtt_port = await mqtt.start(config.host, config.mqtt_port)
+            except OSError as exc:
+                raise ConfigError(f"cannot listen for MQTT on {config.host}:"
+                                  f"{config.mqtt_port}: {exc.strerror}; pick another "
+                                  "[broker.mqtt] port or --mqtt-port (0 picks a free one)"
+                                  ) from exc
+            if on_mqtt_ready is not None:
+                on_mqtt_ready(mqtt_host, mqtt_port)
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
         if config.metrics_port is not None:
@@ -107,6 +122,8 @@ async def serve(
     finally:
         if metrics is not None:
             await metrics.stop()
+        if mqtt is not None:
+            await mqtt.stop()
         await server.stop()  # closes the broker, and so the store
         if data is not None:
             data.release()
@@ -207,6 +224,9 @@ def run_broker(config: BrokerConfig) -> int:
         print(f"jmspy broker listening on {host}:{port} for STOMP over TLS ({certs}{extra})",
               flush=True)
 
+    def mqtt_ready(host: str, port: int) -> None:
+        print(f"jmspy broker listening on {host}:{port} for MQTT 3.1.1 and 5", flush=True)
+
     def metrics_ready(host: str, port: int) -> None:
         print(f"jmspy broker metrics on http://{host}:{port}/metrics", flush=True)
 
@@ -215,7 +235,7 @@ def run_broker(config: BrokerConfig) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await serve(config, stop, ready, tls_ready, metrics_ready)
+        await serve(config, stop, ready, tls_ready, metrics_ready, mqtt_ready)
 
     with asyncio.Runner(loop_factory=loop_factory(config.loop)) as runner:
         runner.run(main())

@@ -4,15 +4,25 @@ Client-acknowledged subscriptions keep their unacknowledged deliveries in delive
 (a dict keeps insertion order), because ``ack:client`` is cumulative: acknowledging one
 message acknowledges every earlier unacknowledged message of the subscription.
 
-The credit rule is jmspy's own :class:`PrefetchBuffer` (compiled or pure twin), used for
-its counters only: the server tops a STOMP consumer up exactly as the jmspy client would
-top up itself (Open MQ: refill to ``limit`` once unconsumed falls to ``limit *
-threshold%``). How the session (:mod:`.protocol`) uses it, and why:
+The credit rule is jmspy's own (``top_up`` of the prefetch twins, the rule the jmspy
+client applies to itself): the server tops a STOMP consumer up exactly as the jmspy client
+would top up itself (Open MQ: refill to ``limit`` once unconsumed falls to ``limit *
+threshold%``). Who counts what, so that no number is kept twice:
 
-* ``ack:client`` / ``client-individual``: each subscription owns a
-  :class:`~jmspy._pure.prefetch.PrefetchBuffer` used only for its counters, fed exactly
-  as the jmspy client feeds its own, so a STOMP consumer is topped up by the Open MQ rule
-  (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
+* The credit granted and not yet used is the broker core's (its consumer's ``credit``,
+  read through ``ServerConnection.credit``): this object keeps no copy of it, and the
+  session (:mod:`.credit`) reports grants to the core, never to a counter of its own.
+* ``unconsumed`` (delivered as MESSAGE frames, not yet ACKed, NACKed or committed by the
+  STOMP client) is the protocol's own view, which the core cannot own: on an
+  at-most-once queue the core settles each message when it is sent, and in a
+  transaction the core holds acknowledged messages the client has already let go, so
+  only the session knows what its client still holds.
+
+How the session (:mod:`.protocol`) applies the rule, and why:
+
+* ``ack:client`` / ``client-individual``: the Open MQ rule over ``unconsumed`` and the
+  core's unused credit, so a STOMP consumer is topped up as a jmspy client tops up
+  itself (seed 004). The window is ``jmspy-flow-limit`` / ``jmspy-flow-threshold`` (percent,
   default 50) when given; else ``activemq.prefetchSize`` with threshold 100 (ActiveMQ keeps
   the window full); else ``prefetch-count`` (RabbitMQ; 0 = no limit); else Artemis's
   ``consumer-window-size`` in *bytes* (see below); else 1000/100. The destination's
@@ -38,7 +48,7 @@ threshold%``). How the session (:mod:`.protocol`) uses it, and why:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from jmspy import twins
 from jmspy.stomp_frames import Frame
@@ -54,7 +64,7 @@ DEFAULT_LIMIT: Final = 1000
 MAX_LIMIT: Final = 2**31 - 1  #: largest window a header may ask for
 _MAX: Final = MAX_LIMIT
 
-_prefetch = twins.prefetch
+_top_up = twins.prefetch.top_up
 
 
 def _header_int(frame: Frame, name: str, low: int, high: int) -> int | None:
@@ -66,12 +76,13 @@ class Subscription:
     """State of one SUBSCRIBE: ids, ack mode, unacked deliveries, credit window."""
 
     __slots__ = (
-        "_buf",
         "_byte_window",
         "_bytes",
         "_limit",
         "_sizes",
         "_threshold",
+        "_unconsumed",
+        "_window",
         "ack_mode",
         "broker_settles",
         "by_message_id",
@@ -93,7 +104,10 @@ class Subscription:
         self.durable_name = durable_name
         self._limit = limit
         self._threshold = threshold
-        self._buf: Any = None
+        #: the Open MQ window applies (client modes, once attached to the core consumer)
+        self._window = False
+        #: delivered as MESSAGE frames and not yet ACKed/NACKed/committed (client modes)
+        self._unconsumed = 0
         #: consumer-window-size (bytes), when that is the window; else None
         self._byte_window = byte_window if ack_mode != AUTO else None
         self._bytes = 0  # bytes of MESSAGE frames delivered and not yet acked (byte window)
@@ -147,42 +161,38 @@ class Subscription:
         self.consumer_id = consumer_id
         if destination_limit is not None:
             self._limit = max(1, min(self._limit, destination_limit))
-        if self.ack_mode != AUTO:
-            self._buf = _prefetch.PrefetchBuffer(self._limit, self._threshold)
+        self._window = self.ack_mode != AUTO
 
     @property
     def byte_window(self) -> int | None:
         """Artemis's ``consumer-window-size`` in bytes, when that is this window."""
         return self._byte_window
 
+    @property
+    def unconsumed(self) -> int:
+        """Deliveries the STOMP client holds unconsumed (client modes)."""
+        return self._unconsumed
+
     def initial_credit(self) -> int:
-        if self._buf is None:
-            return self._limit
-        n: int = self._buf.initial_credit()
-        self._buf.revoked(n)  # counted as outstanding only once granted (see granted())
-        return self.wanted()
+        """Auto mode's first credit: the whole window (client modes ask :meth:`wanted`)."""
+        return self._limit
 
-    def granted(self, n: int) -> None:
-        if self._buf is not None:
-            self._buf.granted(n)
-
-    def wanted(self) -> int:
-        """Credit to give the core now (client modes): the Open MQ top-up, or for a byte
-        window one more message while the unacknowledged bytes are under it."""
-        buf = self._buf
-        if buf is None or self.closed:
+    def wanted(self, credit: int) -> int:
+        """Credit to give the core now (client modes), ``credit`` being the core's unused
+        credit for this subscription: the Open MQ top-up, or for a byte window one more
+        message while the unacknowledged bytes are under it."""
+        if not self._window or self.closed:
             return 0
         if self._byte_window is None:
-            return int(buf.wanted())
-        free = (buf.outstanding == 0 and self._bytes < self._byte_window
-                and buf.unconsumed < self._limit)
+            return _top_up(self._limit, self._threshold, self._unconsumed, credit)
+        free = (credit == 0 and self._bytes < self._byte_window
+                and self._unconsumed < self._limit)
         return 1 if free else 0
 
     def delivered(self, tag: int, message_id: str, size: int) -> None:
-        """Delivery ``tag`` was written as a MESSAGE frame of ``size`` bytes."""
-        buf = self._buf
-        buf.push(tag)
-        buf.pop()
+        """Delivery ``tag`` was written as a MESSAGE frame of ``size`` bytes (client
+        modes; the core has already taken the credit it used)."""
+        self._unconsumed += 1
         self.unacked[tag] = message_id
         self.by_message_id[message_id] = tag
         if self._byte_window is not None:
@@ -191,8 +201,12 @@ class Subscription:
 
     def consumed(self, n: int) -> None:
         """``n`` deliveries left the consumer (acked, committed, nacked)."""
-        if self._buf is not None and n > 0:
-            self._buf.consumed(n)
+        if self._window and n > 0:
+            if n > self._unconsumed:
+                raise ValueError(
+                    f"consumed({n}) but only {self._unconsumed} delivered items are "
+                    "unconsumed")
+            self._unconsumed -= n
 
     def take(self, tag: int) -> list[int]:
         """Remove and return the tags an ACK/NACK of ``tag`` covers (cumulative in

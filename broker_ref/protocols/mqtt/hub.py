@@ -1,0 +1,164 @@
+"""What MQTT sessions of one broker share: retained messages, client ids in use, the
+state of persistent sessions while their client is away, and delayed wills.
+
+Sans-I/O like the sessions: :meth:`MqttHub.process` runs what is due at the broker
+clock's ``now`` (session expiry, delayed wills); the host calls it from a timer.
+A persistent session's subscriptions are durable subscriptions of the core (named after
+their filter, keyed by the MQTT client id as JMS keys them by client id), so the
+messages that arrive while its client is away wait in the core, in its store when they
+are persistent (QoS 1 and 2); expiry deletes those subscriptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ...core import Broker, BrokerError, Delivery, ServerMessage, pattern_matches
+from ...core.security import Principal
+
+
+class ConnectedSession(Protocol):
+    """What the hub needs of a connected session (:class:`~.session.MqttSession`)."""
+
+    def taken_over(self) -> None: ...
+
+
+def durable_name(client_id: str, topic_filter: str) -> str:
+    """The core subscription of a persistent session's subscription: a shared durable
+    one named after client id and filter (the core keys shared subscriptions by name
+    alone, so MQTT's core connections need no JMS client id; the hub keeps MQTT client
+    ids unique)."""
+    return f"mqtt:{client_id}:{topic_filter}"
+
+__all__ = ["ConnectedSession", "MqttHub", "StoredSession", "SubscriptionState", "durable_name"]
+
+
+@dataclass(slots=True)
+class SubscriptionState:
+    """One subscription of a session, as SUBSCRIBE asked for it."""
+
+    topic_filter: str
+    qos: int
+    no_local: bool = False
+    retain_as_published: bool = False
+    subscription_id: int | None = None
+    share: str | None = None
+
+
+@dataclass(slots=True)
+class StoredSession:
+    """A session's state that outlives its connection (persistent sessions)."""
+
+    client_id: str
+    #: seconds after the connection ends (None: never expires; 0: ends with it)
+    expiry: int | None
+    principal: Principal | None = None
+    subscriptions: dict[str, SubscriptionState] = field(default_factory=dict)
+    #: packet ids of QoS 2 PUBLISHes received, routed, and waiting for their PUBREL
+    inbound_qos2: set[int] = field(default_factory=set)
+    expires_at: int | None = None
+
+
+class _Quiet:
+    """The callback of the hub's short-lived core connections (they consume nothing)."""
+
+    def deliver(self, delivery: Delivery) -> None:
+        pass
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        pass
+
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        pass
+
+
+class MqttHub:
+    """The MQTT state of one broker (see the module docstring)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        #: core topic -> the retained message (at most one per topic)
+        self.retained: dict[str, ServerMessage] = {}
+        #: client id -> the session connected under it now
+        self.active: dict[str, ConnectedSession] = {}
+        #: client id -> state of a persistent session (connected or not)
+        self.sessions: dict[str, StoredSession] = {}
+        #: (due, client id, will message, principal) of wills waiting for their delay
+        self.wills: list[tuple[int, str, ServerMessage, Principal | None]] = []
+
+    def retain(self, msg: ServerMessage) -> None:
+        """Keep ``msg`` as its topic's retained message (an empty payload clears it)."""
+        if msg.body in (b"", ""):
+            self.retained.pop(msg.destination, None)
+        else:
+            self.retained[msg.destination] = msg
+
+    def retained_for(self, pattern: str, now: int) -> list[ServerMessage]:
+        out = []
+        for name, msg in list(self.retained.items()):
+            if msg.expiration and msg.expiration <= now:
+                del self.retained[name]
+            elif pattern_matches(pattern, name):
+                out.append(msg)
+        return out
+
+    def cancel_will(self, client_id: str) -> None:
+        """The client came back within its will delay: no will (MQTT 5 3.1.3.2.2)."""
+        self.wills = [w for w in self.wills if w[1] != client_id]
+
+    def next_deadline(self) -> int | None:
+        dues = [w[0] for w in self.wills]
+        dues += [s.expires_at for s in self.sessions.values() if s.expires_at is not None]
+        return min(dues) if dues else None
+
+    def process(self, now: int) -> None:
+        """Publish the wills whose delay is over; end the sessions whose expiry is."""
+        due = [w for w in self.wills if w[0] <= now]
+        if due:
+            self.wills = [w for w in self.wills if w[0] > now]
+            for _, _client_id, msg, principal in due:
+                self.publish(msg, principal)
+        for _client_id, stored in list(self.sessions.items()):
+            if stored.expires_at is not None and stored.expires_at <= now:
+                self.discard(stored)
+
+    def publish(self, msg: ServerMessage, principal: Principal | None) -> None:
+        """Send a will (or any message) on behalf of a client that is gone."""
+        if self.broker.closed:
+            return
+        try:
+            conn = self.broker.connect(_Quiet(), principal=principal)
+        except BrokerError:
+            return
+        try:
+            conn.route_admitted(msg)
+            if msg.properties.get("JMS_jmspy_MQTT_Retain"):
+                self.retain(msg)
+        except BrokerError:
+            pass
+        finally:
+            conn.close()
+
+    def discard(self, stored: StoredSession) -> None:
+        """End a stored session: delete its durable subscriptions from the core."""
+        self.sessions.pop(stored.client_id, None)
+        durable = [s.topic_filter for s in stored.subscriptions.values() if s.share is None]
+        if not durable or self.broker.closed or stored.client_id in self.active:
+            return
+        try:
+            conn = self.broker.connect(_Quiet(), principal=stored.principal)
+        except BrokerError:
+            return
+        try:
+            for name in durable:
+                try:
+                    conn.unsubscribe(durable_name(stored.client_id, name))
+                except BrokerError:
+                    pass
+        finally:
+            conn.close()
+
+    def state(self) -> dict[str, Any]:
+        return {"retained": len(self.retained), "active": len(self.active),
+                "sessions": len(self.sessions), "wills": len(self.wills)}

@@ -1,0 +1,165 @@
+"""asyncio host of the MQTT sessions: one protocol object per socket, a timer for
+keep-alive and the hub's due work (delayed wills, session expiry).
+
+Every call into the core happens on the loop's thread, holding ``core_lock`` (a
+``vm://`` broker's lock when the server is its connector: :mod:`.connector`). A socket
+that congests stops settling QoS 0 deliveries (``written``), so credit stops and at most
+a window per subscription waits in its buffer; a session whose PUBLISHes producer flow
+control holds is not read until they went through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, cast
+
+from ...core import Broker
+from .hub import MqttHub
+from .session import MAX_PACKET_BYTES, MqttSession
+
+__all__ = ["MqttConnection", "MqttServer"]
+
+log = logging.getLogger("jmspy.broker.mqtt")
+
+#: seconds between keep-alive checks
+TICK_S = 0.5
+
+
+class MqttConnection(asyncio.Protocol):
+    """One client socket: bytes to the session, its output to the socket."""
+
+    def __init__(self, server: MqttServer) -> None:
+        self.server = server
+        self.session = MqttSession(server.broker, server.hub,
+                                   max_packet_bytes=server.max_packet_bytes)
+        self.session.wakeup = self._wakeup
+        self.transport: asyncio.Transport | None = None
+        self._congested = False
+        self._paused_reading = False
+        self._flush_due = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.server.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        with self.server.core_lock:
+            try:
+                self.session.receive_data(data)
+            except Exception:
+                log.exception("internal error in an MQTT session; closing it")
+                self.session.connection_lost()
+            self.flush()
+
+    def _wakeup(self) -> None:
+        if not self._flush_due:
+            self._flush_due = True
+            self.server.call_soon(self._flush_locked)
+
+    def _flush_locked(self) -> None:
+        with self.server.core_lock:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the session's output; settle QoS 0 deliveries unless congested."""
+        self._flush_due = False
+        transport, session = self.transport, self.session
+        if transport is None:
+            return
+        for _ in range(64):
+            data = session.data_to_send()
+            if data:
+                transport.write(data)
+            if self._congested or session.closing:
+                break
+            session.written()
+            if not session.has_output():
+                break
+        if session.closing:
+            transport.close()
+            self.transport = None
+            return
+        held = session.reading_held
+        if held and not self._paused_reading:
+            transport.pause_reading()
+            self._paused_reading = True
+        elif not held and self._paused_reading:
+            transport.resume_reading()
+            self._paused_reading = False
+
+    def pause_writing(self) -> None:
+        self._congested = True
+
+    def resume_writing(self) -> None:
+        self._congested = False
+        self._wakeup()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        self.server.connections.discard(self)
+        with self.server.core_lock:
+            self.session.connection_lost()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
+
+class MqttServer:
+    """Serves MQTT for one :class:`Broker` on the running event loop."""
+
+    def __init__(self, broker: Broker, *, hub: MqttHub | None = None,
+                 core_lock: AbstractContextManager[object] | None = None,
+                 max_packet_bytes: int = MAX_PACKET_BYTES) -> None:
+        self.broker = broker
+        self.hub = hub or MqttHub(broker)
+        self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
+        self.max_packet_bytes = max_packet_bytes
+        self.loop = asyncio.get_running_loop()
+        self.call_soon: Any = (self.loop.call_soon if core_lock is None
+                               else self.loop.call_soon_threadsafe)
+        self.connections: set[MqttConnection] = set()
+        self._servers: list[asyncio.Server] = []
+        self._tick: asyncio.TimerHandle | None = None
+
+    async def start(self, host: str = "127.0.0.1", port: int = 1883) -> tuple[str, int]:
+        """Listen; returns the bound (host, port) (port 0: a free one)."""
+        server = await self.loop.create_server(lambda: MqttConnection(self), host, port,
+                                               reuse_address=True, backlog=1024)
+        self._servers.append(server)
+        if self._tick is None:
+            self._tick = self.loop.call_later(TICK_S, self._on_tick)
+        addr = server.sockets[0].getsockname()
+        return str(addr[0]), int(addr[1])
+
+    def _on_tick(self) -> None:
+        self._tick = None
+        with self.core_lock:
+            if self.broker.closed:
+                return
+            now = self.broker.now()
+            for conn in list(self.connections):
+                if conn.session.check_keep_alive(now):
+                    conn.flush()
+            try:
+                self.hub.process(now)
+            except Exception:
+                log.exception("MQTT hub processing failed")
+        self._tick = self.loop.call_later(TICK_S, self._on_tick)
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        with self.core_lock:
+            for conn in list(self.connections):
+                conn.flush()
+                conn.close()
+                conn.session.connection_lost()
+        for server in self._servers:
+            await server.wait_closed()

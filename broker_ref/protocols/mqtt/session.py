@@ -1,0 +1,562 @@
+"""A sans-I/O MQTT 3.1.1/5.0 server session over one core connection (h11 style).
+
+``receive_data(bytes)`` parses and acts on the broker core; ``data_to_send()`` returns
+the bytes to write, and ``written()`` (after the host wrote them) settles what went out
+at QoS 0. The session is the core's ``SessionCallback``, as the STOMP session is.
+
+Credit: each subscription is one core consumer with a window of :data:`CREDIT` messages,
+refilled as deliveries leave (written at QoS 0, PUBACK/PUBCOMP at QoS 1/2); the client's
+Receive Maximum is the core connection's flow limit (Open MQ's connection flow limit),
+so at most that many deliveries are unsettled at once, whichever subscription has them.
+A PUBLISH that producer flow control holds gets its PUBACK/PUBREC when it goes through.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ...core import Broker, BrokerError, Delivery, DestinationKind, ServerConnection, ServerMessage
+from ...core.errors import (
+    AccessDenied,
+    AuthenticationFailed,
+    InvalidClientId,
+    ResourceLimitExceeded,
+)
+from . import codec, messages, topics
+from .codec import V5, MalformedPacket, Packet, PacketParser
+from .hub import MqttHub, StoredSession, SubscriptionState, durable_name
+
+__all__ = ["CREDIT", "MAX_PACKET_BYTES", "TOPIC_ALIAS_MAXIMUM", "MqttSession"]
+
+CREDIT = 64
+MAX_PACKET_BYTES = 1024 * 1024
+TOPIC_ALIAS_MAXIMUM = 16
+_NEVER = 0xFFFFFFFF
+
+
+class _Sub:
+    __slots__ = ("consumer_id", "state")
+
+    def __init__(self, consumer_id: int, state: SubscriptionState) -> None:
+        self.consumer_id = consumer_id
+        self.state = state
+
+
+class MqttSession:
+    """One client's MQTT session (see the module docstring)."""
+
+    def __init__(self, broker: Broker, hub: MqttHub, *,
+                 max_packet_bytes: int = MAX_PACKET_BYTES) -> None:
+        self.broker = broker
+        self.hub = hub
+        self.version = 4
+        self.connected = False
+        self.closing = False  #: the host writes what is pending, then closes
+        self.max_packet_bytes = max_packet_bytes
+        self._parser = PacketParser(max_packet_bytes)
+        self._out: list[bytes] = []
+        self._conn: ServerConnection | None = None
+        self.client_id = ""
+        self.keep_alive = 0  #: seconds (0: off)
+        self.last_in = broker.now()
+        self._stored: StoredSession | None = None
+        self._persistent = False
+        self._subs: dict[str, _Sub] = {}  # filter (with any $share/ prefix) -> sub
+        self._by_consumer: dict[int, _Sub] = {}
+        self._consumer_ids = itertools.count(1)
+        self._pids = itertools.count(1)
+        #: outbound packet id -> (consumer id or 0, delivery tag or 0, qos, PUBREC seen)
+        self._inflight: dict[int, list[int]] = {}
+        self._settle: list[tuple[int, int]] = []  # QoS 0 deliveries: (consumer id, tag)
+        self._will: ServerMessage | None = None
+        self._will_delay = 0
+        self._aliases: dict[int, str] = {}
+        self._client_max_packet = 0
+        self._held = 0  # PUBLISHes producer flow control holds
+        self._msg_seq = itertools.count(1)
+        self._clean_exit = False
+        #: called when output appears outside receive_data (a delivery, a takeover)
+        self.wakeup: Callable[[], None] | None = None
+        self._receiving = False
+
+    # ------------------------------------------------------------------ host interface
+
+    def receive_data(self, data: bytes) -> None:
+        """Parse and act on ``data``. Never raises for client mistakes."""
+        if self.closing:
+            return
+        self.last_in = self.broker.now()
+        self._parser.feed(data)
+        self._receiving = True
+        try:
+            while not self.closing:
+                try:
+                    item = self._parser.next_packet()
+                    if item is None:
+                        break
+                    packet = codec.decode(item[0], item[1], self.version)
+                    self._dispatch(packet)
+                except MalformedPacket as exc:
+                    self._close(exc.reason, str(exc))
+                except topics.TopicError as exc:
+                    self._close(0x90, str(exc))
+                except BrokerError as exc:  # refused by the core (limits, names...)
+                    self._close(0x97 if isinstance(exc, ResourceLimitExceeded) else 0x80,
+                                exc.message)
+                except (IndexError, ValueError, struct.error) as exc:  # a field cut short
+                    self._close(0x81, f"malformed packet: {exc}")
+        finally:
+            self._receiving = False
+            if self.closing:
+                self.connection_lost()
+
+    def data_to_send(self) -> bytes:
+        out, self._out = self._out, []
+        return b"".join(out)
+
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    def written(self) -> None:
+        """What data_to_send gave was written: QoS 0 deliveries are settled, their
+        windows refilled."""
+        settle, self._settle = self._settle, []
+        conn = self._conn
+        if not settle or conn is None or conn.closed:
+            return
+        tags = [tag for _, tag in settle if tag]
+        if tags:
+            conn.ack(tags)
+        self._refill(conn, [cid for cid, _ in settle])
+
+    @property
+    def reading_held(self) -> bool:
+        """Producer flow control holds PUBLISHes: the host stops reading."""
+        return self._held > 0
+
+    def check_keep_alive(self, now: int) -> bool:
+        """Close (and publish the will) after 1.5 keep-alives of silence; True if so."""
+        if self.closing or not self.keep_alive:
+            return False
+        if now - self.last_in > self.keep_alive * 1500:
+            self._close(0x8D, "keep alive timeout: nothing came for 1.5 keep-alive "
+                        "intervals")
+            self.connection_lost()
+            return True
+        return False
+
+    def connection_lost(self) -> None:
+        """The socket is gone or the session ended: will, session state, core. Idempotent."""
+        self.closing = True
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        now = self.broker.now()
+        hub = self.hub
+        if hub.active.get(self.client_id) is self:
+            del hub.active[self.client_id]
+        will, self._will = self._will, None
+        if will is not None and not self._clean_exit:
+            if self._will_delay and self._persistent:
+                hub.wills.append((now + self._will_delay * 1000, self.client_id, will,
+                                  conn.principal))
+            else:
+                hub.publish(will, conn.principal)
+        stored = self._stored
+        if not conn.closed and not self.broker.closed:
+            conn.close()
+        if stored is not None:
+            if stored.expiry == 0:
+                hub.discard(stored)
+            else:
+                stored.expires_at = None if stored.expiry is None else now + stored.expiry * 1000
+
+    # ------------------------------------------------------------------ SessionCallback
+
+    def deliver(self, delivery: Delivery) -> None:
+        self.deliver_many(delivery.consumer_id, delivery.delivery_tag, [delivery.message],
+                          [delivery.delivery_count])
+
+    def deliver_many(self, consumer_id: int, first_tag: int, msgs: list[ServerMessage],
+                     counts: list[int]) -> None:
+        sub = self._by_consumer.get(consumer_id)
+        if sub is None or self.closing:
+            return
+        if not self._out and not self._receiving and self.wakeup is not None:
+            self.wakeup()
+        now = self.broker.now()
+        auto = sub.state.qos == 0
+        for i, msg in enumerate(msgs):
+            tag = first_tag + i
+            qos = min(sub.state.qos, messages.message_qos(msg))
+            retain = (sub.state.retain_as_published
+                      and bool(msg.properties.get(messages.RETAIN_PROPERTY)))
+            data = self._publish(msg, qos, retain, counts[i] > 1, now, sub.state,
+                                 consumer_id, 0 if auto else tag)
+            if data is None or qos == 0:
+                self._settle.append((consumer_id, 0 if auto else tag))
+
+    def _publish(self, msg: ServerMessage, qos: int, retain: bool, dup: bool, now: int,
+                 state: SubscriptionState, consumer_id: int, tag: int) -> bytes | None:
+        v5 = self.version == V5
+        topic, payload, props = messages.to_publish(msg, now, v5)
+        if v5 and state.subscription_id is not None:
+            props["subscription_identifier"] = [state.subscription_id]
+        pid = self._next_pid() if qos else 0
+        data = codec.encode_publish(self.version, topic, payload, qos, pid, retain=retain,
+                                    dup=dup and qos > 0, props=props)
+        if self._client_max_packet and len(data) > self._client_max_packet:
+            return None  # MQTT 5 3.1.2.11.4: a packet too big for the client is dropped
+        if qos:
+            self._inflight[pid] = [consumer_id, tag, qos, 0]
+        self._out.append(data)
+        return data
+
+    def consumer_closed(self, consumer_id: int, reason: str) -> None:
+        self._by_consumer.pop(consumer_id, None)
+
+    def send_done(self, ticket: object, error: BrokerError | None) -> None:
+        """A held PUBLISH went through (its PUBACK/PUBREC now) or failed."""
+        assert isinstance(ticket, tuple)
+        qos, pid = ticket
+        self._held -= 1
+        if self.closing:
+            return
+        if self.wakeup is not None:
+            self.wakeup()
+        if error is not None and self.version != V5:
+            self._close(0x97, error.message)
+            return
+        reason = 0x97 if error is not None else 0
+        why = error.message[:200] if error is not None else None
+        if qos == 1:
+            self._out.append(codec.encode_ack(self.version, codec.PUBACK, pid, reason, why))
+        elif qos == 2:
+            self._out.append(codec.encode_ack(self.version, codec.PUBREC, pid, reason, why))
+
+    # ------------------------------------------------------------------ packets
+
+    def _dispatch(self, p: Packet) -> None:
+        if not self.connected:
+            if p.type != codec.CONNECT:
+                raise MalformedPacket("the first packet must be CONNECT", 0x82)
+            self._on_connect(p.fields)
+            return
+        handler = _HANDLERS.get(p.type)
+        if handler is None:
+            raise MalformedPacket(f"packet type {p.type} after CONNECT", 0x82)
+        handler(self, p.fields)
+
+    def _close(self, reason: int, text: str) -> None:
+        """End the session for a protocol problem: a v5 DISCONNECT saying why (3.1.1
+        has none: the connection just closes), the will is published."""
+        if self.connected and self.version == V5:
+            self._out.append(codec.encode_disconnect(reason, text[:200]))
+        self.closing = True
+
+    def _connack(self, code: int, present: bool = False,
+                 props: dict[str, Any] | None = None) -> None:
+        self._out.append(codec.encode_connack(self.version, present, code, props))
+
+    def _on_connect(self, f: dict[str, Any]) -> None:
+        level = f["level"]
+        self.version = V5 if level == V5 else 4
+        if f.get("unsupported"):
+            self.version = 4 if level != V5 else V5
+            self._connack(0x84 if level == V5 else 0x01)
+            self.closing = True
+            return
+        v5 = self.version == V5
+        props = f["properties"]
+        client_id, assigned = f["client_id"], None
+        if not client_id:
+            if not v5 and not f["clean"]:
+                self._connack(0x02)  # 3.1.1: a persistent session needs a client id
+                self.closing = True
+                return
+            client_id = assigned = "auto-" + uuid.uuid4().hex
+        if v5:
+            expiry: int | None = props.get("session_expiry_interval", 0)
+            if expiry == _NEVER:
+                expiry = None
+        else:
+            expiry = 0 if f["clean"] else None
+        hub = self.hub
+        old = hub.active.get(client_id)
+        if old is not None:
+            old.taken_over()
+        hub.cancel_will(client_id)
+        stored = hub.sessions.get(client_id)
+        if stored is not None and f["clean"]:
+            hub.discard(stored)
+            stored = None
+        password = f["password"]
+        try:
+            conn = self.broker.connect(
+                self, user=f["username"],
+                password=password.decode("utf-8", "replace") if password is not None else None,
+                flow_limit=min(props.get("receive_maximum", 65535), 65535))
+        except AuthenticationFailed:
+            self._connack(0x86 if v5 else 0x04)
+            self.closing = True
+            return
+        except InvalidClientId:
+            self._connack(0x85 if v5 else 0x02)
+            self.closing = True
+            return
+        except BrokerError:
+            self._connack(0x88 if v5 else 0x03)
+            self.closing = True
+            return
+        self._conn = conn
+        self.client_id = client_id
+        self.connected = True
+        self.keep_alive = f["keep_alive"]
+        self._client_max_packet = props.get("maximum_packet_size", 0)
+        hub.active[client_id] = self
+        self._persistent = expiry != 0
+        present = stored is not None
+        if stored is None:
+            stored = StoredSession(client_id, expiry)
+            if self._persistent:
+                hub.sessions[client_id] = stored
+        stored.expiry, stored.expires_at, stored.principal = expiry, None, conn.principal
+        self._stored = stored
+        will = f.get("will")
+        if will is not None:
+            self._will = messages.from_publish(
+                will["topic"], will["payload"], will["qos"], will["retain"],
+                will["properties"], self._message_id(), self.broker.now())
+            self._will_delay = will["properties"].get("will_delay_interval", 0)
+        answer: dict[str, Any] = {}
+        if v5:
+            answer = {"assigned_client_identifier": assigned,
+                      "topic_alias_maximum": TOPIC_ALIAS_MAXIMUM,
+                      "maximum_packet_size": self.max_packet_bytes}
+        self._connack(0, present, answer)
+        for state in list(stored.subscriptions.values()):
+            self._attach(state)
+
+    def taken_over(self) -> None:
+        """Another connection connected with this client id: end this one (v5 0x8E)."""
+        self._close(0x8E, "session taken over by another connection with this client id")
+        self.connection_lost()
+        if self.wakeup is not None:
+            self.wakeup()
+
+    def _message_id(self) -> str:
+        conn_id = self._conn.connection_id if self._conn is not None else 0
+        return f"ID:{self.broker.name}-mqtt-{conn_id}-{next(self._msg_seq)}"
+
+    def _next_pid(self) -> int:
+        for _ in range(65536):
+            pid = next(self._pids) % 65536
+            if pid and pid not in self._inflight:
+                return pid
+        raise MalformedPacket("no free packet id: 65535 messages in flight", 0x93)
+
+    def _on_publish(self, f: dict[str, Any]) -> None:
+        conn = self._conn
+        assert conn is not None
+        qos, pid, props = f["qos"], f["packet_id"], f["properties"]
+        topic = f["topic"]
+        alias = props.get("topic_alias")
+        if alias is not None:
+            if not 0 < alias <= TOPIC_ALIAS_MAXIMUM:
+                raise MalformedPacket(f"topic alias {alias} is over the broker's topic "
+                                      f"alias maximum {TOPIC_ALIAS_MAXIMUM}", 0x94)
+            if topic:
+                self._aliases[alias] = topic
+            elif alias in self._aliases:
+                topic = self._aliases[alias]
+            else:
+                raise MalformedPacket(f"topic alias {alias} was never set", 0x82)
+        stored = self._stored
+        assert stored is not None
+        if qos == 2 and pid in stored.inbound_qos2:  # a resent PUBLISH: routed already
+            self._out.append(codec.encode_ack(self.version, codec.PUBREC, pid))
+            return
+        msg = messages.from_publish(topic, f["payload"], qos, f["retain"], props,
+                                    self._message_id(), self.broker.now())
+        if qos == 2:
+            stored.inbound_qos2.add(pid)
+        try:
+            done = conn.send(msg, None, ticket=(qos, pid))
+        except AccessDenied as exc:
+            if self.version != V5:  # 3.1.1 has no negative PUBACK: acked, dropped
+                done = True
+            else:
+                if qos:
+                    self._out.append(codec.encode_ack(
+                        self.version, codec.PUBACK if qos == 1 else codec.PUBREC, pid, 0x87,
+                        exc.message[:200]))
+                return
+        if f["retain"]:
+            self.hub.retain(msg)
+        if not done:
+            self._held += 1
+            return
+        if qos == 1:
+            self._out.append(codec.encode_ack(self.version, codec.PUBACK, pid))
+        elif qos == 2:
+            self._out.append(codec.encode_ack(self.version, codec.PUBREC, pid))
+
+    def _on_pubrel(self, f: dict[str, Any]) -> None:
+        assert self._stored is not None
+        pid = f["packet_id"]
+        known = pid in self._stored.inbound_qos2
+        self._stored.inbound_qos2.discard(pid)
+        self._out.append(codec.encode_ack(self.version, codec.PUBCOMP, pid,
+                                          0 if known else 0x92))
+
+    def _on_puback(self, f: dict[str, Any]) -> None:
+        entry = self._inflight.get(f["packet_id"])
+        if entry is None or entry[2] != 1:
+            return  # MQTT: an unknown packet id is ignored
+        del self._inflight[f["packet_id"]]
+        self._settled(entry)
+
+    def _on_pubrec(self, f: dict[str, Any]) -> None:
+        pid = f["packet_id"]
+        entry = self._inflight.get(pid)
+        if entry is None or entry[2] != 2:
+            self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid, 0x92))
+            return
+        entry[3] = 1
+        self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid))
+
+    def _on_pubcomp(self, f: dict[str, Any]) -> None:
+        entry = self._inflight.pop(f["packet_id"], None)
+        if entry is not None:
+            self._settled(entry)
+
+    def _settled(self, entry: list[int]) -> None:
+        conn = self._conn
+        consumer_id, tag = entry[0], entry[1]
+        if conn is None or not consumer_id:
+            return
+        if tag:
+            conn.ack([tag])
+        self._refill(conn, [consumer_id])
+
+    def _refill(self, conn: ServerConnection, consumer_ids: list[int]) -> None:
+        counts: dict[int, int] = {}
+        for cid in consumer_ids:
+            counts[cid] = counts.get(cid, 0) + 1
+        conn.release_flow(len(consumer_ids))
+        for cid, n in counts.items():
+            if cid in self._by_consumer:
+                conn.grant_credit(cid, n)
+
+    def _on_subscribe(self, f: dict[str, Any]) -> None:
+        sub_ids = f["properties"].get("subscription_identifier")
+        codes = []
+        retained: list[tuple[SubscriptionState, str]] = []
+        for text, options in f["topics"]:
+            group, topic_filter = topics.split_share(text)
+            state = SubscriptionState(
+                text, options & 3, no_local=bool(options & 4),
+                retain_as_published=bool(options & 8),
+                subscription_id=sub_ids[0] if sub_ids else None, share=group)
+            new = text not in self._subs
+            try:
+                topics.core_filter(topic_filter)
+                self._unsubscribe(text, keep_durable=True)
+                self._attach(state)
+            except topics.TopicError:
+                codes.append(0x8F if self.version == V5 else 0x80)
+                continue
+            except AccessDenied:
+                codes.append(0x87 if self.version == V5 else 0x80)
+                continue
+            except BrokerError:
+                codes.append(0x80)
+                continue
+            assert self._stored is not None
+            self._stored.subscriptions[text] = state
+            codes.append(state.qos)
+            handling = (options >> 4) & 3 if self.version == V5 else 0
+            if group is None and (handling == 0 or (handling == 1 and new)):
+                retained.append((state, topic_filter))
+        self._out.append(codec.encode_suback(self.version, f["packet_id"], codes))
+        for state, topic_filter in retained:
+            self._send_retained(state, topic_filter)
+
+    def _attach(self, state: SubscriptionState) -> None:
+        conn = self._conn
+        assert conn is not None
+        group, topic_filter = topics.split_share(state.topic_filter)
+        pattern = topics.core_filter(topic_filter)
+        cid = next(self._consumer_ids)
+        sub = _Sub(cid, state)
+        self._subs[state.topic_filter] = sub
+        self._by_consumer[cid] = sub
+        durable = self._persistent and group is None
+        try:
+            conn.create_consumer(
+                cid, DestinationKind.TOPIC, pattern, no_local=state.no_local,
+                subscription_name=(durable_name(self.client_id, state.topic_filter)
+                                   if durable else state.topic_filter if group else None),
+                durable=durable, shared=group is not None or durable,
+                auto_ack=state.qos == 0)
+        except BaseException:
+            del self._subs[state.topic_filter], self._by_consumer[cid]
+            raise
+        conn.grant_credit(cid, CREDIT)  # delivers what the subscription holds already
+
+    def _send_retained(self, state: SubscriptionState, topic_filter: str) -> None:
+        now = self.broker.now()
+        for msg in self.hub.retained_for(topics.core_filter(topic_filter), now):
+            qos = min(state.qos, messages.message_qos(msg))
+            self._publish(msg, qos, True, False, now, state, 0, 0)
+
+    def _unsubscribe(self, text: str, keep_durable: bool = False) -> bool:
+        sub = self._subs.pop(text, None)
+        conn = self._conn
+        if sub is None or conn is None:
+            return False
+        self._by_consumer.pop(sub.consumer_id, None)
+        conn.close_consumer(sub.consumer_id)
+        for _pid, entry in list(self._inflight.items()):
+            if entry[0] == sub.consumer_id:
+                entry[0] = entry[1] = 0  # closing the consumer gave them back
+        if self._persistent and sub.state.share is None and not keep_durable:
+            conn.unsubscribe(durable_name(self.client_id, text))
+        return True
+
+    def _on_unsubscribe(self, f: dict[str, Any]) -> None:
+        codes = []
+        for text, _ in f["topics"]:
+            found = self._unsubscribe(text)
+            if self._stored is not None:
+                self._stored.subscriptions.pop(text, None)
+            codes.append(0 if found else 0x11)
+        self._out.append(codec.encode_unsuback(self.version, f["packet_id"], codes))
+
+    def _on_pingreq(self, f: dict[str, Any]) -> None:
+        self._out.append(codec.PINGRESP_BYTES)
+
+    def _on_disconnect(self, f: dict[str, Any]) -> None:
+        """A normal DISCONNECT drops the will (v5 reason 0x04 keeps it)."""
+        self._clean_exit = f.get("reason", 0) != 0x04
+        expiry = f.get("properties", {}).get("session_expiry_interval")
+        if expiry is not None and self._stored is not None and self._persistent:
+            self._stored.expiry = None if expiry == _NEVER else expiry
+        self.closing = True
+
+
+_HANDLERS: dict[int, Callable[[MqttSession, dict[str, Any]], None]] = {
+    codec.PUBLISH: MqttSession._on_publish,
+    codec.PUBACK: MqttSession._on_puback,
+    codec.PUBREC: MqttSession._on_pubrec,
+    codec.PUBREL: MqttSession._on_pubrel,
+    codec.PUBCOMP: MqttSession._on_pubcomp,
+    codec.SUBSCRIBE: MqttSession._on_subscribe,
+    codec.UNSUBSCRIBE: MqttSession._on_unsubscribe,
+    codec.PINGREQ: MqttSession._on_pingreq,
+    codec.DISCONNECT: MqttSession._on_disconnect,
+}

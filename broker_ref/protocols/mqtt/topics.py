@@ -1,0 +1,76 @@
+"""MQTT topic names and filters <-> the broker core's topic names and patterns.
+
+The core separates words with ``.`` and has the wildcards ``*`` (one word) and ``#``
+(the rest, zero words included); MQTT separates with ``/`` and has ``+`` and ``#``. So an
+MQTT publish to ``a/b`` is the core topic ``a.b``, which a JMS subscriber on topic
+``a.b`` and a STOMP subscriber on ``/topic/a.b`` read, and ``a/+/#`` is ``a.*.#``. A
+``.`` inside an MQTT level has no core equivalent and is refused, as is a core word
+``*``/``>``/``#`` in a name an MQTT client would receive (it could not be subscribed to).
+``$share/GROUP/FILTER`` is a shared subscription: the group is the core's shared
+subscription name, so the group's members share its messages like a queue's consumers.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share"]
+
+SHARE = "$share/"
+
+
+class TopicError(ValueError):
+    """A topic name or filter the broker cannot take; the text says why."""
+
+
+def core_topic(topic: str) -> str:
+    """The core topic an MQTT PUBLISH topic name names."""
+    if not topic:
+        raise TopicError("a PUBLISH needs a topic name (or a topic alias)")
+    if "+" in topic or "#" in topic:
+        raise TopicError(f"topic name {topic!r} has a wildcard; only filters may")
+    if topic.startswith("$"):
+        raise TopicError(f"topic {topic!r} starts with '$', reserved for the server "
+                         "($SYS is not served by this broker)")
+    return _words(topic)
+
+
+def _words(text: str) -> str:
+    levels = text.split("/")
+    for level in levels:
+        if "." in level or level in ("*", ">"):
+            raise TopicError(f"{text!r}: level {level!r} has '.' or is '*'/'>', which the "
+                             "broker's topic names use as separators and wildcards; use "
+                             "'/' between levels and '+'/'#' as wildcards")
+        if not level:
+            raise TopicError(f"{text!r} has an empty level (a leading, trailing or double "
+                             "'/'), which the broker's topic names cannot hold")
+    return ".".join(levels)
+
+
+def core_filter(topic_filter: str) -> str:
+    """The core pattern of an MQTT topic filter (not a ``$share/`` one)."""
+    if not topic_filter:
+        raise TopicError("an empty topic filter")
+    levels = topic_filter.split("/")
+    for i, level in enumerate(levels):
+        if "#" in level and (level != "#" or i != len(levels) - 1):
+            raise TopicError(f"filter {topic_filter!r}: '#' must be a whole last level")
+        if "+" in level and level != "+":
+            raise TopicError(f"filter {topic_filter!r}: '+' must be a whole level")
+    if topic_filter.startswith("$"):
+        raise TopicError(f"filter {topic_filter!r}: '$' topics ($SYS) are not served")
+    return _words(topic_filter).replace("+", "*")
+
+
+def split_share(topic_filter: str) -> tuple[str | None, str]:
+    """(group, filter) of a ``$share/GROUP/FILTER``; (None, filter) otherwise."""
+    if not topic_filter.startswith(SHARE):
+        return None, topic_filter
+    parts = topic_filter.split("/", 2)
+    if len(parts) < 3 or not parts[1] or "+" in parts[1] or "#" in parts[1] or not parts[2]:
+        raise TopicError(f"shared subscription {topic_filter!r}: write $share/GROUP/FILTER")
+    return parts[1], parts[2]
+
+
+def mqtt_topic(core_name: str) -> str:
+    """The MQTT topic name a delivery from core topic ``core_name`` carries."""
+    return core_name.replace(".", "/")

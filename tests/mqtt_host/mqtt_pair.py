@@ -1,0 +1,172 @@
+"""MQTT sessions tested without sockets: a broker core on a fake clock and sans-I/O
+:class:`MqttSession`\\ s fed raw client packets; every call returns the packets the
+session wrote back, so "nothing more arrives" is a fact, not a wait."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from broker_core.core_support import FakeClock
+
+from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.mqtt import codec
+from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
+from jmspy.broker_ref.protocols.mqtt.properties import (
+    decode_properties,
+    encode_properties,
+    encode_string,
+    encode_varint,
+    read_string,
+)
+from jmspy.broker_ref.protocols.mqtt.session import MqttSession
+
+__all__ = ["Client", "FakeClock", "MqttPair", "connect_packet", "packet"]
+
+
+def packet(first: int, body: bytes) -> bytes:
+    return bytes([first]) + encode_varint(len(body)) + body
+
+
+def connect_packet(client_id: str, *, version: int = 4, clean: bool = True,
+                   keep_alive: int = 0, props: dict[str, Any] | None = None,
+                   will: tuple[str, bytes, int] | None = None,
+                   will_props: dict[str, Any] | None = None,
+                   user: str | None = None, password: str | None = None) -> bytes:
+    flags = (2 if clean else 0) | (0x80 if user is not None else 0) | (
+        0x40 if password is not None else 0)
+    if will is not None:
+        flags |= 4 | (will[2] << 3)
+    body = encode_string("MQTT") + bytes([version, flags]) + struct.pack("!H", keep_alive)
+    if version == 5:
+        body += encode_properties(props or {})
+    body += encode_string(client_id)
+    if will is not None:
+        if version == 5:
+            body += encode_properties(will_props or {})
+        body += encode_string(will[0]) + struct.pack("!H", len(will[1])) + will[1]
+    if user is not None:
+        body += encode_string(user)
+    if password is not None:
+        body += struct.pack("!H", len(password)) + password.encode()
+    return packet(0x10, body)
+
+
+def decode_server(first: int, body: bytes, version: int) -> dict[str, Any]:
+    """One packet a server sent, as a dict (``type`` and its fields)."""
+    ptype = first >> 4
+    out: dict[str, Any] = {"type": ptype}
+    v5 = version == 5
+    if ptype == codec.CONNACK:
+        out.update(present=bool(body[0] & 1), code=body[1])
+        out["props"] = decode_properties(body, 2)[0] if v5 else {}
+    elif ptype == codec.PUBLISH:
+        qos = (first >> 1) & 3
+        out.update(qos=qos, retain=bool(first & 1), dup=bool(first & 8))
+        out["topic"], pos = read_string(body, 0)
+        out["pid"] = 0
+        if qos:
+            out["pid"], pos = struct.unpack_from("!H", body, pos)[0], pos + 2
+        out["props"], pos = decode_properties(body, pos) if v5 else ({}, pos)
+        out["payload"] = body[pos:]
+    elif ptype in (codec.PUBACK, codec.PUBREC, codec.PUBREL, codec.PUBCOMP):
+        out["pid"] = struct.unpack_from("!H", body, 0)[0]
+        out["code"] = body[2] if len(body) > 2 else 0
+    elif ptype in (codec.SUBACK, codec.UNSUBACK):
+        out["pid"] = struct.unpack_from("!H", body, 0)[0]
+        pos = decode_properties(body, 2)[1] if v5 else 2
+        out["codes"] = list(body[pos:])
+    elif ptype == codec.DISCONNECT:
+        out["code"] = body[0] if body else 0
+        out["props"] = decode_properties(body, 1)[0] if len(body) > 1 else {}
+    return out
+
+
+class Client:
+    """One client: raw packets in, decoded packets out."""
+
+    def __init__(self, pair: MqttPair, version: int = 4) -> None:
+        self.pair = pair
+        self.version = version
+        self.session = MqttSession(pair.broker, pair.hub, max_packet_bytes=pair.max_bytes)
+        self._parser = codec.PacketParser(1 << 28)
+        pair.clients.append(self)
+
+    def send(self, data: bytes) -> list[dict[str, Any]]:
+        self.session.receive_data(data)
+        return self.pair.pump(self)
+
+    def take(self) -> list[dict[str, Any]]:
+        data = self.session.data_to_send()
+        self.session.written()
+        self._parser.feed(data)
+        out = []
+        while (item := self._parser.next_packet()) is not None:
+            out.append(decode_server(item[0], item[1], self.version))
+        return out
+
+    def connect(self, client_id: str, **options: Any) -> dict[str, Any]:
+        answer = self.send(connect_packet(client_id, version=self.version, **options))
+        assert answer and answer[0]["type"] == codec.CONNACK, answer
+        self.pair.seen.setdefault(id(self), []).extend(answer[1:])  # stored deliveries
+        return answer[0]
+
+    def subscribe(self, pid: int, *filters: tuple[str, int],
+                  props: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        body = struct.pack("!H", pid)
+        if self.version == 5:
+            body += encode_properties(props or {})
+        for text, options in filters:
+            body += encode_string(text) + bytes([options])
+        return self.send(packet(0x82, body))
+
+    def publish(self, topic: str, payload: bytes, qos: int = 0, pid: int = 0, *,
+                retain: bool = False, props: dict[str, Any] | None = None,
+                dup: bool = False) -> list[dict[str, Any]]:
+        body = encode_string(topic) + (struct.pack("!H", pid) if qos else b"")
+        if self.version == 5:
+            body += encode_properties(props or {})
+        first = 0x30 | (qos << 1) | (1 if retain else 0) | (8 if dup else 0)
+        return self.send(packet(first, body + payload))
+
+    def ack(self, ptype: int, pid: int) -> list[dict[str, Any]]:
+        return self.send(packet((ptype << 4) | (2 if ptype == codec.PUBREL else 0),
+                                struct.pack("!H", pid)))
+
+
+class MqttPair:
+    """A broker core on a fake clock, its MQTT hub, and clients."""
+
+    def __init__(self, max_bytes: int = 64 * 1024, **broker_options: Any) -> None:
+        self.clock = FakeClock()
+        self.broker = Broker(clock=self.clock, **broker_options)
+        self.hub = MqttHub(self.broker)
+        self.max_bytes = max_bytes
+        self.clients: list[Client] = []
+        #: what other clients received during the last call, by client
+        self.seen: dict[int, list[dict[str, Any]]] = {}
+
+    def client(self, version: int = 4) -> Client:
+        return Client(self, version)
+
+    def pump(self, caller: Client) -> list[dict[str, Any]]:
+        """Collect every client's output; the caller's is returned, the others' kept
+        in :attr:`inbox` until read."""
+        mine: list[dict[str, Any]] = []
+        for _ in range(8):
+            moved = False
+            for c in self.clients:
+                got = c.take()
+                if got:
+                    moved = True
+                    if c is caller:
+                        mine.extend(got)
+                    else:
+                        self.seen.setdefault(id(c), []).extend(got)
+            if not moved:
+                break
+        return mine
+
+    def inbox(self, client: Client) -> list[dict[str, Any]]:
+        got = self.pump(client)
+        return self.seen.pop(id(client), []) + got
