@@ -11,6 +11,11 @@
     idle-spin-us = 100      # after a read the loop polls this long before it sleeps,
                             # adaptively (jmspy/idle_spin.py); 0 = off, at most 1000
 
+    [broker.http]           # /metrics and the management API (jmspy[http])
+    host = "127.0.0.1"      # loopback unless opened up on purpose
+    port = 8161             # what --metrics-port sets; 0 = any free port
+    metrics-auth = true     # with [security]: /metrics needs credentials too
+
     [broker.mqtt]           # MQTT 3.1.1 and 5 beside STOMP (docs/mqtt.md)
     port = 1883             # listen port (0: any free one); unset: no MQTT listener
     max-packet-bytes = 1048576  # largest packet a client may send
@@ -189,6 +194,10 @@ class BrokerConfig:
     mqtt_max_packet_bytes: int = 1024 * 1024
     #: where ``/metrics`` is served (``--metrics-port``, on ``host``); None: not served
     metrics_port: int | None = None
+    #: the HTTP listener's address ([broker.http] host): loopback unless opened up
+    http_host: str = "127.0.0.1"
+    #: with security on, /metrics asks for credentials too ([broker.http] metrics-auth)
+    metrics_auth: bool = True
     source: str = "<default>"
 
     def broker_kwargs(self) -> dict[str, Any]:
@@ -365,12 +374,15 @@ def parse_config(data: dict[str, Any], source: str) -> BrokerConfig:
         if key == "tls":
             cfg.tls = _tls(value, source, has_security="security" in data)
             continue
+        if key == "http":
+            _http(cfg, value, source)
+            continue
         if key == "mqtt":
             _mqtt(cfg, value, source)
             continue
         tp = _BROKER.get(key)
         if tp is None:
-            raise _unknown(key, "broker", source, [*_BROKER, "tls", "mqtt"])
+            raise _unknown(key, "broker", source, [*_BROKER, "tls", "http", "mqtt"])
         setattr(cfg, key.replace("-", "_"), _convert(value, tp, key, "broker", source))
     for key, value in _table(data, "limits", source).items():
         attr = _LIMITS.get(key)
@@ -436,6 +448,28 @@ def check_ports(cfg: BrokerConfig, where: str) -> None:
         raise ConfigError(f"{where} are both {cfg.port}: the plain and the TLS listener "
                           "need a port each; change one (or set [broker.tls] only = true "
                           "to serve TLS alone)")
+
+
+#: [broker.http] key -> (BrokerConfig attribute, type)
+_HTTP: dict[str, tuple[str, type]] = {
+    "host": ("http_host", str), "port": ("metrics_port", int),
+    "metrics-auth": ("metrics_auth", bool),
+}
+
+
+def _http(cfg: BrokerConfig, table: Any, source: str) -> None:
+    """[broker.http]: where /metrics and the management API listen."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [broker] http must be a table ([broker.http])")
+    for key, value in table.items():
+        entry = _HTTP.get(key)
+        if entry is None:
+            raise _unknown(key, "broker.http", source, _HTTP)
+        attr, tp = entry
+        setattr(cfg, attr, _convert(value, tp, key, "broker.http", source))
+    if cfg.metrics_port is not None and not 0 <= cfg.metrics_port <= 65535:
+        raise ConfigError(f"{source}: [broker.http] port = {cfg.metrics_port} must be "
+                          "between 0 (any free port) and 65535")
 
 
 def _mqtt(cfg: BrokerConfig, table: Any, source: str) -> None:

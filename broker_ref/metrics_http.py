@@ -66,20 +66,28 @@ BROKER_GAUGES: tuple[tuple[str, str, str], ...] = (
 class BrokerCollector:
     """A ``prometheus_client`` collector reading one broker on its event loop."""
 
-    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop,
+    def __init__(self, broker: Broker, loop: asyncio.AbstractEventLoop | None,
                  timeout: float = 10.0) -> None:
+        """``loop``: the broker's loop, when scrapes come from another thread; None when
+        they run on that loop already (the aiohttp listener, :mod:`.http`)."""
         self._broker = broker
         self._loop = loop
         self._timeout = timeout
 
-    async def _snapshot(self) -> tuple[list[Any], dict[str, Any], int]:
+    def _read(self) -> tuple[list[Any], dict[str, Any], int]:
         broker = self._broker
-        return broker.all_stats(), broker.usage(), len(broker._connections)
+        return broker.all_stats(), broker.usage(), len(broker.connections())
+
+    async def _snapshot(self) -> tuple[list[Any], dict[str, Any], int]:
+        return self._read()
 
     def collect(self) -> Iterator[Any]:
         core: Any = importlib.import_module("prometheus_client.core")
-        stats, usage, connections = asyncio.run_coroutine_threadsafe(
-            self._snapshot(), self._loop).result(self._timeout)
+        if self._loop is None:
+            stats, usage, connections = self._read()
+        else:
+            stats, usage, connections = asyncio.run_coroutine_threadsafe(
+                self._snapshot(), self._loop).result(self._timeout)
         labels = ["destination", "kind"]
         for suffix, field, text, counter in DESTINATION_METRICS:
             name = f"jmspy_destination_{suffix}"

@@ -162,10 +162,11 @@ def add_commands(sub: Any) -> None:
                         help="serve MQTT 3.1.1 and 5 on this port too (1883 is MQTT's; 0 "
                         "for any free port); overrides [broker.mqtt] port")
     broker.add_argument("--metrics-port", type=port(zero="any free port"),
-                        help="serve /metrics (the Prometheus text format, per destination "
-                        "and broker-wide; needs pip install 'jmspy[metrics]') on this port "
-                        "of the listen host, or 0 for any free port; a \"metrics on\" line "
-                        "names the address; default: not served")
+                        help="serve /metrics (the Prometheus text format) and the "
+                        "management API (/api/, JSON; needs pip install 'jmspy[http]') on "
+                        "this port of [broker.http] host (default 127.0.0.1), or 0 for any "
+                        "free port; a \"metrics on\" line names the address; default: "
+                        "not served")
     broker.add_argument("--tls-only", action="store_true",
                         help="serve STOMP over TLS only, with no plain-text listener "
                         "(overrides [broker.tls] only; needs [broker.tls])")

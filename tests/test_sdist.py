@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".tox", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".mypy_cache",
     ".ruff_cache", ".pytest_cache", ".hypothesis", "results", "jmspy-data")
+#: the broker's web console: HTML that is a source (Cython's annotations are not)
+CONSOLE = "broker_ref/http/console/"
 #: Build products planted in the copy, where in-place builds leave them.
 PLANTED = ("jmspy/_cext/records.cpython-311-x86_64-linux-gnu.so", "cython_ext/records.c",
            "cython_ext/records.html", "broker_ref/core/queue.c",
@@ -68,6 +70,13 @@ def test_the_sdist_holds_every_source_the_build_reads(sdist: tuple[Path, set[str
 
 def test_the_sdist_holds_no_build_products(sdist: tuple[Path, set[str]]) -> None:
     _, names = sdist
-    built = {n for n in names if n.endswith((".c", ".so", ".pyd", ".html", ".pyc", ".o"))}
+    built = {n for n in names if n.endswith((".c", ".so", ".pyd", ".html", ".pyc", ".o"))
+             and not n.startswith(CONSOLE)}
     assert built == set()
     assert not set(PLANTED) & names
+
+
+def test_the_sdist_holds_the_web_console(sdist: tuple[Path, set[str]]) -> None:
+    """The broker's console is static HTML, CSS and JavaScript: sources, not products."""
+    _, names = sdist
+    assert {f"{CONSOLE}{f}" for f in ("index.html", "console.js", "console.css")} <= names

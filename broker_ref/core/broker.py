@@ -468,6 +468,10 @@ class Broker:
                 f"broker {self.name!r} is closed; create a new Broker to continue"
             )
 
+    def connections(self) -> list[ServerConnection]:
+        """The open connections, oldest first (the management API lists them)."""
+        return list(self._connections.values())
+
     def disconnected(self, conn: ServerConnection) -> None:
         """``conn`` closed: forget it and free its client id."""
         self._connections.pop(conn.connection_id, None)

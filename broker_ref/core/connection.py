@@ -97,6 +97,15 @@ class ServerConnection(ConnectionRecord):
     def consumer_ids(self) -> list[int]:
         return list(self._consumers)
 
+    def consumers(self) -> list[ServerConsumer]:
+        """Its open consumers (the management API lists their flow windows)."""
+        return list(self._consumers.values())
+
+    @property
+    def flow_limit(self) -> int | None:
+        """Its connection flow limit (``Broker.connect(flow_limit=)``; None: none)."""
+        return self._gate.limit
+
     # ------------------------------------------------------------------ helpers
 
     def _check_open(self) -> None:

@@ -23,6 +23,8 @@ class Refused(Enum):
     MAX_CONNECTIONS = "connectionsRefusedMaxConnections"
     PER_ADDRESS = "connectionsRefusedPerAddress"
     LOGIN_THROTTLED = "connectionsRefusedLoginThrottled"
+    #: a CONNECT whose credentials did not log in (unknown user, wrong password)
+    AUTHENTICATION = "connectionsRefusedAuthentication"
 
 
 class Closed(Enum):

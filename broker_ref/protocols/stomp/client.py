@@ -151,6 +151,7 @@ _TURNED_AWAY = (
     ("connectionsRefusedMaxConnections", "max-connections"),
     ("connectionsRefusedPerAddress", "per address"),
     ("connectionsRefusedLoginThrottled", "failed logins"),
+    ("connectionsRefusedAuthentication", "wrong credentials"),
     ("connectionsClosedConnectTimeout", "closed: connect-timeout"),
     ("connectionsClosedIdle", "closed: idle-timeout"),
     ("connectionsClosedHeartbeat", "closed: heart-beats missed"),

@@ -214,6 +214,8 @@ class StompConnection(asyncio.Protocol):
         except BrokerError as exc:
             if request.user or request.password:
                 server.throttle.failed(self.address, request.user)
+            with server.core_lock:
+                server.broker.listeners.refuse(Refused.AUTHENTICATION)
             if not self._closed:
                 with server.core_lock:
                     self._refuse_quietly(exc.message.split(";")[0][:200], exc.message,

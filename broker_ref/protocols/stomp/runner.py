@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ...config import BrokerConfig, ConfigError
 from ...core import Broker
@@ -115,14 +115,13 @@ async def serve(
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
         if config.metrics_port is not None:
-            metrics = start_metrics_server(broker, asyncio.get_running_loop(), config.host,
-                                           config.metrics_port)
+            metrics = await _http_listener(config, broker, server)
             if on_metrics_ready is not None:
                 on_metrics_ready(metrics.host, metrics.port)
         await stop.wait()
     finally:
         if metrics is not None:
-            await asyncio.to_thread(metrics.stop)
+            await metrics.stop()
         if mqtt is not None:
             await mqtt.stop()
         await server.stop()  # closes the broker, and so the store
@@ -130,6 +129,48 @@ async def serve(
             data.release()
     if server.failed is not None:
         raise StoreError(f"the broker stopped: {server.failed}")
+
+
+class _Listener(Protocol):
+    host: str
+    port: int
+
+    async def stop(self) -> None: ...
+
+
+class _ThreadListener:
+    """prometheus_client's own server (no aiohttp installed): /metrics only."""
+
+    def __init__(self, config: BrokerConfig, broker: Broker) -> None:
+        self._server = start_metrics_server(broker, asyncio.get_running_loop(),
+                                            config.http_host, config.metrics_port or 0)
+        self.host, self.port = self._server.host, self._server.port
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self._server.stop)
+
+
+async def _http_listener(config: BrokerConfig, broker: Broker,
+                         server: StompServer) -> _Listener:
+    """/metrics and the management API (aiohttp, :mod:`...http`); without aiohttp
+    installed, /metrics alone from prometheus_client's thread -- unless security is on,
+    which that server cannot check (it would serve /metrics to anyone)."""
+    try:
+        importlib.import_module("aiohttp")
+    except ImportError:
+        if broker.security is not None and broker.security.enabled and config.metrics_auth:
+            raise ConfigError("with [security] on, /metrics and the management API need "
+                              "aiohttp to check credentials: pip install 'jmspy[http]' (or "
+                              "set [broker.http] metrics-auth = false to serve /metrics "
+                              "to anyone)") from None
+        return _ThreadListener(config, broker)
+    from ...http.app import start_http_server
+
+    return await start_http_server(broker, config.http_host, config.metrics_port or 0,
+                                   core_lock=server.core_lock,
+                                   close_connection=server.close_connection,
+                                   accepted=lambda: len(server.connections),
+                                   metrics_auth=config.metrics_auth)
 
 
 def _tls_listener(config: BrokerConfig) -> TlsListener | None:

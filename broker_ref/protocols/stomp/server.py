@@ -277,6 +277,16 @@ class StompServer:
             conn.flush()
         self.reschedule_timers()
 
+    def close_connection(self, core: object, reason: str) -> bool:
+        """End the client connection whose core connection is ``core`` (its session is
+        the core connection's callback) with an ERROR saying ``reason``; False when no
+        connection of this server has it (the management API's close)."""
+        for conn in list(self.connections):
+            if conn.session is getattr(core, "callback", None):
+                conn.refuse("connection closed by an administrator", reason)
+                return True
+        return False
+
     async def stop(self) -> None:
         """Close listeners, every connection, then the broker (if this server owns it)."""
         for server in self._servers:

@@ -1,0 +1,107 @@
+"""The web console in a real headless browser (Debian's ``chromium`` and
+``chromium-driver``, driven by Selenium): the page loads, its counters move when messages
+are sent, and "retry" moves a dead letter back to its queue. A screenshot of each step is
+left in the test's temporary directory. A browser that cannot start fails the test."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("selenium")
+
+from mgmt_broker import DEAD_LETTERS, HANG, Running, running_broker
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from jmspy import ConnectionFactory
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Running]:
+    with running_broker(tmp_path, DEAD_LETTERS) as running:
+        yield running
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    if chromium is None or driver_path is None:
+        pytest.fail("headless Chromium is not installed: install Debian's chromium and "
+                    "chromium-driver packages (.ci/setup-debian does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                "--disable-dev-shm-usage", "--window-size=1400,900",
+                f"--user-data-dir={tmp_path / 'chromium'}"):
+        options.add_argument(arg)
+    try:
+        driver = webdriver.Chrome(service=Service(executable_path=driver_path),
+                                  options=options)
+    except Exception as exc:  # the reason the browser did not start is the failure
+        pytest.fail(f"headless Chromium did not start: {exc}")
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _send(broker: Running, queue: str, n: int) -> None:
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
+    with factory.create_connection() as conn:
+        session = conn.create_session()
+        producer = session.create_producer(session.create_queue(queue))
+        for i in range(n):
+            producer.send(session.create_text_message(f"{queue}-{i}"))
+
+
+def _cell(driver: Any, name: str, cls: str) -> str | None:
+    rows = driver.find_elements(By.CSS_SELECTOR, f'#destinations tr[data-name="{name}"]')
+    if not rows:
+        return None
+    text: str = rows[0].find_element(By.CSS_SELECTOR, f"td.{cls}").text
+    return text
+
+
+def test_console_counters_move_and_retry(broker: Running, browser: Any,
+                                         tmp_path: Path) -> None:
+    wait = WebDriverWait(browser, HANG, poll_frequency=0.1)
+    _send(broker, "watched", 1)
+    browser.get(broker.http + "/console/")
+    wait.until(lambda d: _cell(d, "watched", "depth") == "1")
+    browser.save_screenshot(str(tmp_path / "console-destinations.png"))
+    _send(broker, "watched", 3)
+    wait.until(lambda d: _cell(d, "watched", "depth") == "4")
+    assert _cell(browser, "watched", "enqueued") == "4"
+
+    _send(broker, "retry.jobs", 1)
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
+    with factory.create_connection() as conn:
+        conn.start()
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(session.create_queue("retry.jobs"))
+        assert consumer.receive(HANG) is not None
+        session.rollback()  # max-delivery-attempts = 1: to the DLQ
+    browser.get(broker.http + "/console/#queue/DLQ")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tbody tr")) == 1)
+    row = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr")
+    assert "retry.jobs" in row.text
+    browser.save_screenshot(str(tmp_path / "console-dlq.png"))
+    browser.find_element(By.ID, "retry").click()
+    wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#messages tbody tr"))
+    assert "retry.jobs" in browser.find_element(By.ID, "result").text
+    status, page = broker.call("GET", "/api/queues/retry.jobs/messages")
+    assert status == 200 and [m["body"] for m in page["messages"]] == ["retry.jobs-0"]
+
+    browser.get(broker.http + "/console/#connections")
+    wait.until(lambda d: not d.find_element(By.ID, "connections-view").get_attribute(
+        "hidden"))
+    browser.save_screenshot(str(tmp_path / "console-connections.png"))
