@@ -158,6 +158,14 @@ class Acknowledgement:
         #: every send; written only by :class:`LocalTransaction`.
         self.tx: str | None = None
 
+    def wrap_acknowledger(
+            self, wrap: Callable[[Callable[[Message], None]], Callable[[Message], None]]
+    ) -> None:
+        """Run ``message.acknowledge()`` through ``wrap`` (the session's ``settle`` span,
+        when its connection is instrumented); a mode where it does nothing stays so."""
+        if self.acknowledger is not _no_op_ack:
+            self.acknowledger = wrap(self.acknowledger)
+
     # -- a message's way through the application -------------------------------------
     def delivered(self, consumer: MessageConsumer, message: Message) -> None:
         """``message`` is being handed to the application (receive or listener)."""

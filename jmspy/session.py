@@ -99,6 +99,8 @@ class Session(SessionDispatcher, AckModes):
             ),
             dups_batch=connection._properties["dupsOkBatchSize"],
         )
+        if connection._telemetry is not None:
+            self.acknowledgement.wrap_acknowledger(connection._telemetry.settled_by_message)
 
     # -- factories --------------------------------------------------------------------
     def create_queue(self, name: str, *, options: Mapping[str, object] | None = None) -> Queue:

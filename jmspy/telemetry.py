@@ -357,6 +357,17 @@ class Telemetry:
             if self.duration is not None:
                 self.duration.record(time.perf_counter() - start, metric_attrs)
 
+    def settled_by_message(self, acknowledge: Callable[[Message], None]
+                           ) -> Callable[[Message], None]:
+        """``message.acknowledge()`` inside a ``settle`` span named for the message's
+        destination (what the session's acknowledgement runs when instrumented)."""
+        def traced(message: Message) -> None:
+            destination = message.destination
+            with self.settle("ack", [] if destination is None else [destination]):
+                acknowledge(message)
+
+        return traced
+
 
 class TracedListener:
     """A message listener run inside a ``process`` span (what a consumer of an

@@ -14,6 +14,7 @@ import threading
 import uuid
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
@@ -93,8 +94,7 @@ def _listen_and_settle(url: str, exporter: InMemorySpanExporter, *,
         consuming.start()
         psession = producing.create_session()
         psession.create_producer(destination).send(psession.create_text_message("1"))
-        assert got.wait(10)
-        session.acknowledge()
+        assert got.wait(10)  # the listener's message.acknowledge() is the settle
         assert wait_until(lambda: named(exporter, f"process {topic_name}"), 10)
     (send,) = named(exporter, f"send {topic_name}")
     (process,) = named(exporter, f"process {topic_name}")
@@ -131,6 +131,43 @@ def test_the_link_crosses_stomp_to_the_bundled_broker(spans: InMemorySpanExporte
         assert attrs["messaging.system"] == "jmspy"  # from CONNECTED's server header
         assert attrs["server.address"] == "127.0.0.1"
         assert attrs["server.port"] == handle.port
+
+
+@pytest.mark.parametrize("mode", [Session.CLIENT_ACKNOWLEDGE, Session.INDIVIDUAL_ACKNOWLEDGE])
+def test_message_acknowledge_and_session_acknowledge_are_settle_spans(
+        spans: InMemorySpanExporter, mode: int) -> None:
+    """``message.acknowledge()`` (CLIENT and INDIVIDUAL) settles inside a span named for
+    the message's destination, as ``session.acknowledge()`` does for the session's; a
+    mode where ``acknowledge()`` does nothing (AUTO) makes no span."""
+    name = f"acks{uuid.uuid4().hex[:6]}"
+    with ConnectionFactory(_vm()).create_connection() as conn:
+        session = conn.create_session(ack_mode=mode)
+        auto = conn.create_session()
+        queue = session.create_queue(name)
+        producer = auto.create_producer(queue)
+        for text in ("a", "b"):
+            producer.send(auto.create_text_message(text))
+        consumer = session.create_consumer(queue)
+        conn.start()
+        first = consumer.receive(5)
+        assert first is not None
+        first.acknowledge()
+        second = consumer.receive(5)
+        assert second is not None
+        if mode == Session.CLIENT_ACKNOWLEDGE:
+            session.acknowledge()
+        else:
+            second.acknowledge()
+        auto_consumer = auto.create_consumer(auto.create_queue(name + "-auto"))
+        auto.create_producer(auto.create_queue(name + "-auto")).send(
+            auto.create_text_message("c"))
+        received = auto_consumer.receive(5)
+        assert received is not None
+        received.acknowledge()  # AUTO: nothing to settle, no span
+    settles = named(spans, f"settle {name}")
+    assert len(settles) == 2
+    assert all(dict(s.attributes or {})["messaging.operation.name"] == "ack" for s in settles)
+    assert named(spans, f"settle {name}-auto") == []
 
 
 def test_commit_is_a_settle_span(spans: InMemorySpanExporter) -> None:
