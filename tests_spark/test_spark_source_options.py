@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import Broker
+from polling import wait_until
 
 from jmspy import ConnectionFactory, DeliveryMode, Queue, Topic
 from jmspy.errors import InvalidConfigurationException
@@ -225,10 +226,9 @@ def test_a_spark_query_with_a_minimum_batches_at_least_that_many(
 
 # -- failOnDataLoss ---------------------------------------------------------------------
 def _expired(broker: Broker, queue: str, at_least: int) -> None:
-    deadline = time.monotonic() + 30
-    while broker.stats(queue).get("expired", 0) < at_least:
-        assert time.monotonic() < deadline, broker.stats(queue)
-        time.sleep(0.05)  # waits for the broker's expiry timers to fire
+    """The broker's expiry timers have fired for ``at_least`` of the queue's messages."""
+    assert wait_until(lambda: broker.stats(queue).get("expired", 0) >= at_least, 30), \
+        broker.stats(queue)
 
 
 @pytest.mark.parametrize("fail", [False, True])
