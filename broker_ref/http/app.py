@@ -47,7 +47,7 @@ from .handlers import Access, BadRequest, Handlers
 
 __all__ = ["HttpServer", "make_app", "start_http_server"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("jmspy.broker.http")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

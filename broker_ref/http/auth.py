@@ -21,6 +21,8 @@ import hashlib
 import time
 from collections.abc import Callable
 
+from jmspy.errors import JMSException
+
 from ..core.errors import AuthenticationFailed
 from ..core.security import Principal, SecurityPolicy
 
@@ -31,7 +33,7 @@ CACHE_SECONDS = 30.0
 _CACHE_LIMIT = 256
 
 
-class Unauthorized(Exception):
+class Unauthorized(JMSException):
     """No valid credentials (HTTP 401); the message says what to send instead."""
 
 

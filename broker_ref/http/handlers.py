@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from jmspy.errors import JMSException
+
 from ..core import admin
 from ..core.api import ORIGINAL_DESTINATION, DestinationKind, ServerMessage
 from ..core.broker import Broker
@@ -30,7 +32,7 @@ MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 
 
-class BadRequest(Exception):
+class BadRequest(JMSException):
     """The request is malformed (HTTP 400); the message says how to fix it."""
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from jmspy.errors import JMSException
+
 __all__ = ["MalformedPacket", "decode_properties", "decode_varint", "encode_properties",
            "encode_string", "encode_varint", "read_binary", "read_string"]
 
 
-class MalformedPacket(ValueError):
+class MalformedPacket(JMSException, ValueError):
     """A packet that breaks the MQTT encoding rules; ``reason`` is the v5 reason code."""
 
     def __init__(self, message: str, reason: int = 0x81) -> None:

@@ -12,12 +12,14 @@ subscription name, so the group's members share its messages like a queue's cons
 
 from __future__ import annotations
 
+from jmspy.errors import JMSException
+
 __all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share"]
 
 SHARE = "$share/"
 
 
-class TopicError(ValueError):
+class TopicError(JMSException, ValueError):
     """A topic name or filter the broker cannot take; the text says why."""
 
 
