@@ -16,6 +16,7 @@ import mqtt_support
 import pytest
 from brokers import free_port
 from capability_probes import Listened, Rig, check_cell, receive_texts
+from library_paths import needs_paho_hooks
 from mqtt_support import MqttTarget
 from polling import wait_until
 
@@ -77,6 +78,7 @@ def test_send_receive_bodies_and_qos(
         assert m3.text == "fire" and m3.delivery_mode == DeliveryMode.NON_PERSISTENT  # QoS 0
 
 
+@needs_paho_hooks
 def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
