@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import stomp.transport
 import stomp.utils
+from library_paths import needs_stomp_hooks
 
 from jmspy import ConnectionFactory, Session
 from jmspy.transports import library_hooks
@@ -134,6 +135,7 @@ def test_stomp_takes_stomp_pys_own_reading_and_lock_off_a_tested_release(
     assert locks and all(isinstance(stomppy_private.write_lock(t), semaphore) for t in locks)
 
 
+@needs_stomp_hooks
 def test_stomp_uses_its_hooks_on_the_tested_release(
         vm_broker_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(frame: bytes) -> Any:

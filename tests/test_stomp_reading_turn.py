@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from library_paths import needs_stomp_hooks
 from scripted_stomp import ScriptedBroker
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
@@ -107,6 +108,7 @@ def _listen(broker: ScriptedBroker, count: int,
     return threads, errors, conn
 
 
+@needs_stomp_hooks
 @pytest.mark.usefixtures("holder_keeps_turn")
 def test_after_the_first_message_the_session_thread_reads_the_socket_itself(
     broker: ScriptedBroker, readers: Readers,
@@ -119,6 +121,7 @@ def test_after_the_first_message_the_session_thread_reads_the_socket_itself(
     assert readers[1:] == [threads[0]] * 19  # ... which then read every later message
 
 
+@needs_stomp_hooks
 def test_a_listener_waiting_for_a_receipt_gets_it_while_its_thread_holds_the_turn(
     broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -178,6 +181,7 @@ def test_a_listener_busy_past_a_tick_loses_the_turn_and_frames_keep_being_read(
     assert second_read.is_set()
 
 
+@needs_stomp_hooks
 def test_an_idle_holder_gives_the_turn_back_and_the_receiver_reads_again(
     broker: ScriptedBroker, readers: Readers, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -199,6 +203,7 @@ def test_an_idle_holder_gives_the_turn_back_and_the_receiver_reads_again(
     assert readers.turn is not None and readers.turn.lends == 2
 
 
+@needs_stomp_hooks
 @pytest.mark.usefixtures("holder_keeps_turn")
 def test_the_socket_closing_under_the_holder_reaches_the_exception_listener(
     broker: ScriptedBroker, readers: Readers,
@@ -230,6 +235,7 @@ def test_the_socket_closing_under_the_holder_reaches_the_exception_listener(
     assert readers[1].startswith(SESSION)
 
 
+@needs_stomp_hooks
 @pytest.mark.usefixtures("holder_keeps_turn")
 def test_closing_the_connection_while_its_session_thread_reads_returns(
     broker: ScriptedBroker, readers: Readers,
@@ -438,6 +444,7 @@ def test_a_connection_that_starts_streaming_goes_back_to_the_configured_window(
     assert turn.spin.window_s == pytest.approx(100e-6)
 
 
+@needs_stomp_hooks
 @pytest.mark.usefixtures("holder_keeps_turn")
 @pytest.mark.parametrize(("flow_limit", "one_at_a_time"), [(1, True), (1000, False)])
 def test_a_connection_takes_one_message_at_a_time_only_while_its_window_is_one(

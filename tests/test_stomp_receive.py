@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import stomp.transport
 import stomp.utils
+from library_paths import needs_stomp_hooks
 from polling import wait_until
 from scripted_stomp import ScriptedBroker
 
@@ -72,6 +73,7 @@ def _consume(
         conn.close()
 
 
+@needs_stomp_hooks
 def test_many_frames_in_one_write_and_one_byte_at_a_time_arrive_whole_and_in_order(
     broker: ScriptedBroker,
 ) -> None:
@@ -89,6 +91,7 @@ def test_many_frames_in_one_write_and_one_byte_at_a_time_arrive_whole_and_in_ord
     assert errors == []
 
 
+@needs_stomp_hooks
 def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
     broker: ScriptedBroker,
 ) -> None:
@@ -105,6 +108,7 @@ def test_repeated_header_keeps_first_value_and_escapes_and_nul_bodies_survive(
     assert errors == []
 
 
+@needs_stomp_hooks
 def test_malformed_frame_is_reported_and_closes_the_connection(broker: ScriptedBroker) -> None:
     # The bad frame is written once the application holds the good one: prefetched
     # messages of a dropped connection are discarded (the broker redelivers them), so
@@ -124,6 +128,7 @@ def test_malformed_frame_is_reported_and_closes_the_connection(broker: ScriptedB
     assert any(e.error_code == "CONNECTION_LOST" for e in errors), texts
 
 
+@needs_stomp_hooks
 def test_body_over_max_frame_bytes_is_refused_naming_the_limit(broker: ScriptedBroker) -> None:
     def script(b: ScriptedBroker) -> None:
         b.write(b.message(b"x" * 5000, 1))
@@ -144,6 +149,7 @@ def test_bad_max_frame_bytes_in_url_is_a_clear_configuration_error() -> None:
         ConnectionFactory("stomp://127.0.0.1:1?heartbeat=-5").create_connection()
 
 
+@needs_stomp_hooks
 def test_messages_without_heartbeats_keep_a_busy_connection_alive() -> None:
     """Brokers send no heart-beats while MESSAGE frames flow. stomp.py's monitor must hear
     of every read, or it declares a busy consumer's broker dead after 1.5 x the interval."""
@@ -163,6 +169,7 @@ def test_messages_without_heartbeats_keep_a_busy_connection_alive() -> None:
     assert errors == []
 
 
+@needs_stomp_hooks
 def test_silent_broker_is_declared_dead_without_errors_on_stomp_py_threads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -256,6 +263,7 @@ def test_heartbeat_eols_alone_keep_an_idle_connection_alive(
     assert not alive()
 
 
+@needs_stomp_hooks
 def test_an_eol_after_every_frame_reaches_no_stomp_py_listener(
     broker: ScriptedBroker, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

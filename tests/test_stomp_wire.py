@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from library_paths import needs_stomp_hooks
 from stomp import utils as stomp_utils
 
 from jmspy.transports.stomp.stomppy_private import WRITE_LOCK as _WRITE_LOCK
@@ -152,6 +153,7 @@ def _stomp_py_connection() -> Any:
     return stomp.Connection12([("127.0.0.1", 1)], heartbeats=(0, 0))
 
 
+@needs_stomp_hooks
 def test_stomp_py_still_guards_its_socket_with_the_semaphore_we_replace() -> None:
     # Fails when a stomp.py release renames or retypes the lock, so the fallback (its own
     # slower semaphore) never goes unnoticed.
@@ -198,6 +200,7 @@ def test_a_transport_without_the_semaphore_is_left_as_it_is() -> None:
     assert not hasattr(conn.transport, _WRITE_LOCK)
 
 
+@needs_stomp_hooks
 def test_a_stomp_url_connection_writes_under_a_c_lock(
         vm_broker_factory: Callable[..., Any]) -> None:
     from jmspy import ConnectionFactory

@@ -16,6 +16,7 @@ import mqtt_support
 import pytest
 from brokers import free_port
 from capability_probes import Listened, Rig, check_cell, receive_texts
+from library_paths import needs_paho_hooks
 from mqtt_support import MqttTarget
 from polling import wait_until
 
@@ -53,14 +54,19 @@ def test_negotiates_the_protocol_version(mqtt_target: MqttTarget) -> None:
 def test_send_receive_bodies_and_qos(
     mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Also: every PUBLISH is decoded by jmspy (transports/mqtt/receive.py); paho's own
-    decoder is made to fail, so a client still using it would lose the messages."""
+    """Also, on the hooked path: every PUBLISH is decoded by jmspy
+    (paho_private/publish_read.py); paho's own decoder is made to fail, so a client still
+    using it would lose the messages. The public path is paho's decoder: the same bodies
+    and QoS must come out of it."""
     import paho.mqtt._packet as paho_packet
+
+    from jmspy.transports.mqtt import paho_private
 
     def refuse(*args: Any) -> Any:
         raise AssertionError("paho decoded a PUBLISH: jmspy's decoder is not in place")
 
-    monkeypatch.setattr(paho_packet, "decode_publish", refuse)
+    if paho_private.enabled():
+        monkeypatch.setattr(paho_packet, "decode_publish", refuse)
     with mqtt_target.factory().create_connection() as conn:
         s, c, p = _consumer_and_producer(conn)
         p.send(s.create_text_message("héllo"))
@@ -77,6 +83,7 @@ def test_send_receive_bodies_and_qos(
         assert m3.text == "fire" and m3.delivery_mode == DeliveryMode.NON_PERSISTENT  # QoS 0
 
 
+@needs_paho_hooks
 def test_publish_and_puback_leave_on_the_thread_that_makes_them(
     mqtt_target: MqttTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:

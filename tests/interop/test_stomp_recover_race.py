@@ -28,14 +28,28 @@ def _hold_receiver(transport: Any, hold_from: str) -> tuple[threading.Event, lis
     MESSAGE whose body is ``hold_from`` (and so on every frame after it) until the
     returned event is set; the list collects the bodies held so far."""
     gate = threading.Event()
-    reader = transport._reader  # jmspy's frame reader hands each MESSAGE on (stomp/receive.py)
-    original = reader._on_message
     holding: list[bytes] = []
 
-    def on_message(headers: dict[str, str], body: bytes) -> None:
+    def hold(body: bytes) -> None:
         if body == hold_from.encode() or holding:
             holding.append(body)
             gate.wait(30)
+
+    reader = transport._reader  # jmspy's frame reader hands each MESSAGE on (stomp/receive.py)
+    if reader is None:  # the public path: stomp.py hands each MESSAGE to jmspy's listener
+        receiver = transport._conn.get_listener("jmspy")
+        original_frame = receiver.on_message
+
+        def on_frame(frame: Any) -> None:
+            hold(frame.body)
+            original_frame(frame)
+
+        receiver.on_message = on_frame
+        return gate, holding
+    original = reader._on_message
+
+    def on_message(headers: dict[str, str], body: bytes) -> None:
+        hold(body)
         original(headers, body)
 
     reader._on_message = on_message

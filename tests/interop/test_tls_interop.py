@@ -95,12 +95,16 @@ def _round_trip(factory: ConnectionFactory, queue: bool,
 # -- mqtts:// on Mosquitto ---------------------------------------------------------------
 def test_mqtts_round_trip_and_ack_over_tls(tls_mosquitto: TlsMosquitto,
                                             tls_ca: TlsFiles) -> None:
+    from jmspy.transports.mqtt import paho_private
     from jmspy.transports.mqtt.paho_private import buffered_read, direct_write
 
     def stepped_aside(transport: Any) -> None:
-        # the raw-socket paths are installed, and step aside for paho's SSLSocket
+        # the raw-socket paths are installed (on the hooked path; the public path has
+        # none), and step aside for paho's SSLSocket
         client = transport.paho
-        assert direct_write.installed(client) and buffered_read.installed(client)
+        hooked = paho_private.enabled()
+        assert direct_write.installed(client) is hooked
+        assert buffered_read.installed(client) is hooked
         assert isinstance(client.socket(), ssl.SSLSocket)
         assert buffered_read.held(client) == 0  # no block was read past paho
 

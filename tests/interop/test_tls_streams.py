@@ -42,9 +42,11 @@ def _stood_aside(transport: Any) -> None:
     """The fast paths are installed but did not run: the library read over TLS."""
     paho = getattr(transport, "paho", None)
     if paho is not None:
+        from jmspy.transports.mqtt import paho_private
         from jmspy.transports.mqtt.paho_private import buffered_read, direct_write
 
-        assert direct_write.installed(paho) and buffered_read.installed(paho)
+        hooked = paho_private.enabled()  # on the public path none is installed
+        assert direct_write.installed(paho) is hooked and buffered_read.installed(paho) is hooked
         assert isinstance(paho.socket(), ssl.SSLSocket)
         assert buffered_read.held(paho) == 0  # no block was read past paho
     else:

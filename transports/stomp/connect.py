@@ -180,18 +180,35 @@ class ReceiverEvents(Protocol):
 
     def on_message_frame(self, headers: dict[str, str], body: bytes) -> None: ...
 
+    def on_stream_error(self, text: str) -> None:
+        """The broker's bytes stopped being STOMP jmspy accepts (the connection is closing)."""
+
     def on_receipt(self, receipt_id: str, headers: dict[str, str]) -> None: ...
 
     def on_disconnected(self, conn: Any) -> None:
         """The socket of ``conn`` closed (it may be a connection already replaced)."""
 
 
+#: The frame types stomp.py hands its listeners; it logs and drops any other.
+_STOMP_PY_FRAMES = frozenset({"connected", "message", "receipt", "error", "heartbeat"})
+
+
 class Receiver:
     """stomp.py's listener: runs on its receiver thread, only converts and buffers.
-    (MESSAGE frames come here only where jmspy's frame reader could not be installed.)"""
+    (MESSAGE frames come here only where jmspy's frame reader could not be installed.)
 
-    def __init__(self, events: ReceiverEvents) -> None:
+    Where they do, stomp.py parsed them, and this refuses what jmspy's reader refuses
+    (:mod:`.receive`): a body over ``max_frame_bytes``, a header stomp.py could only decode
+    by putting U+FFFD for bytes that are not UTF-8, and (:meth:`check_frames`) a frame
+    whose command is not STOMP, which stomp.py would log and skip. The stream is not to be
+    trusted past such a frame: the handler is told, the socket is shut down, and the drop
+    reaches :meth:`on_disconnected` like any other (a blocked receive() then raises
+    CONNECTION_LOST; with reconnect on, failover opens a new connection)."""
+
+    def __init__(self, events: ReceiverEvents, max_frame_bytes: int = 0) -> None:
         self.events = events
+        self.max_frame_bytes = max_frame_bytes
+        self.broken = False  # a frame was refused: nothing after it is passed on
         self.conn: Any = None  # the stomp.py connection this receiver belongs to
         #: set once the broker answered CONNECT (CONNECTED or ERROR) or the socket closed:
         #: what the connecting thread waits for, at most connect_timeout
@@ -206,7 +223,43 @@ class Receiver:
         self.answered.set()
 
     def on_message(self, frame: Any) -> None:
-        self.events.on_message_frame(dict(frame.headers), frame.body)
+        if self.broken:
+            return
+        body = frame.body
+        limit = self.max_frame_bytes
+        if limit and len(body) > limit:
+            self._refuse(f"a MESSAGE body of {len(body)} bytes is over max_frame_bytes="
+                         f"{limit}; raise max_frame_bytes in the URL to accept it")
+            return
+        headers = dict(frame.headers)
+        if any("\ufffd" in k or "\ufffd" in v for k, v in headers.items()):
+            self._refuse("a MESSAGE header is not valid UTF-8")
+            return
+        self.events.on_message_frame(headers, body)
+
+    def check_frames(self, conn: Any) -> None:
+        """Refuse frames whose command is not STOMP (stomp.py logs and skips them), through
+        the transport's public ``process_frame``, which each parsed frame goes through."""
+        transport = conn.transport
+        process = transport.process_frame
+
+        def checked(frame: Any, frame_str: Any) -> None:
+            if self.broken:
+                return
+            if str(frame.cmd).lower() not in _STOMP_PY_FRAMES:
+                self._refuse(f"a frame with the command {str(frame.cmd)[:40]!r}")
+                return
+            process(frame, frame_str)
+
+        transport.process_frame = checked
+
+    def _refuse(self, what: str) -> None:
+        self.broken = True
+        self.events.on_stream_error(
+            f"the broker sent bytes that are not a valid STOMP frame ({what}); the "
+            "connection is closed and, with reconnect enabled, opened again")
+        if self.conn is not None:
+            shut_down(self.conn)
 
     def on_receipt(self, frame: Any) -> None:
         headers = dict(frame.headers)
@@ -342,7 +395,7 @@ def open_stomp(
         reconnect_attempts_max=1,
         timeout=options.connect_timeout,
     )
-    receiver = Receiver(events)
+    receiver = Receiver(events, options.max_frame_bytes)
     receiver.conn = conn
     conn.set_listener("jmspy", receiver)
     if options.tls is not None and _own_tls(conn, options):
@@ -360,6 +413,8 @@ def open_stomp(
         reader = None
     else:
         reader = install(conn, make_reader)
+    if reader is None:  # stomp.py parses the frames: refuse what jmspy's reader would
+        receiver.check_frames(conn)
     use_c_write_lock(conn)
     headers = {"client-id": credentials.client_id} if credentials.client_id else {}
     if options.connection_flow_limit:

@@ -211,7 +211,7 @@ class StompTransport:
     def _connect(self, version: str) -> bool:
         def reader(stomp_transport: Any) -> FrameReader:
             return FrameReader(stomp_transport, version, self.on_message_frame,
-                               self._on_stream_error,
+                               self.on_stream_error,
                                max_frame_bytes=self.options.max_frame_bytes,
                                idle_spin_us=self.options.idle_spin_us,
                                one_in_flight=self._consumers.one_in_flight)
@@ -392,7 +392,7 @@ class StompTransport:
     def on_message_frame(self, headers: dict[str, str], body: bytes) -> None:
         self._consumers.on_message_frame(headers, body)
 
-    def _on_stream_error(self, text: str) -> None:
+    def on_stream_error(self, text: str) -> None:
         self.report(errors.JMSException(f"STOMP broker at {self.where}: {text}"))
 
     def report(self, error: errors.JMSException) -> None:
