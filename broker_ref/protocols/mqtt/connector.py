@@ -7,18 +7,13 @@ the broker stays open when it stops (its owner closes it).
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
 
 from ...core import Broker
+from ..loop_thread import LoopThread, listener_url
 from .server import MqttServer
 
 __all__ = ["MqttConnector"]
-
-T = TypeVar("T")
 
 
 class MqttConnector:
@@ -28,45 +23,31 @@ class MqttConnector:
                  name: str = "jmspy") -> None:
         self._broker = broker
         self._core_lock = core_lock
-        self._loop = asyncio.new_event_loop()
         self._server: MqttServer | None = None
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"jmspy-mqtt-{name}", daemon=True)
+        self._loop = LoopThread(f"jmspy-mqtt-{name}")
         self.address: tuple[str, int] | None = None
 
     @property
     def url(self) -> str:
         assert self.address is not None, "start() first"
-        host, port = self.address
-        return f"mqtt://[{host}]:{port}" if ":" in host else f"mqtt://{host}:{port}"
-
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return listener_url("mqtt", self.address)
 
     def start(self, host: str, port: int) -> tuple[str, int]:
         async def listen() -> tuple[str, int]:
             self._server = MqttServer(self._broker, core_lock=self._core_lock)
             return await self._server.start(host, port)
 
-        self._thread.start()
+        self._loop.start()
         try:
-            self.address = self._run(listen(), 30.0)
+            self.address = self._loop.run(listen(), 30.0)
         except BaseException:
-            self._halt()
+            self._loop.halt()
             raise
         return self.address
 
     def stop(self) -> None:
         server = self._server
-        if server is not None and self._thread.is_alive():
+        if server is not None and self._loop.alive:
             self._server = None
-            self._run(server.stop(), 30.0)
-        self._halt()
-
-    def _halt(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not threading.current_thread():
-                self._thread.join(30.0)
-        if not self._loop.is_running():
-            self._loop.close()
+            self._loop.run(server.stop(), 30.0)
+        self._loop.halt()

@@ -14,24 +14,20 @@ leaves the broker open when it stops: the broker's owner closes it.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import threading
-from collections.abc import Coroutine
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import Any
 
 from jmspy.errors import InvalidConfigurationException
 from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker
 from ...tls_config import CERT_FIELDS
+from ..loop_thread import LoopThread, listener_url
 from .server import ConnectionLimits, StompServer
 from .tls import TlsListener
 
 __all__ = ["TLS_SCHEMES", "StompConnector", "connector_tls"]
-
-T = TypeVar("T")
 
 
 class StompConnector:
@@ -51,10 +47,8 @@ class StompConnector:
         self._core_lock = core_lock
         self._options: dict[str, Any] = dict(
             limits=limits, heartbeat_ms=heartbeat_ms, connection_limits=connection_limits)
-        self._loop = asyncio.new_event_loop()
         self._server: StompServer | None = None
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name=f"jmspy-connector-{name}", daemon=True)
+        self._loop = LoopThread(f"jmspy-connector-{name}")
         #: the bound address, once :meth:`start` returned
         self.address: tuple[str, int] | None = None
         self._scheme = "stomp"
@@ -64,12 +58,7 @@ class StompConnector:
         """``stomp://HOST:PORT`` (``stomp+ssl://`` for a TLS listener) of the bound
         address, for other processes to connect to."""
         assert self.address is not None, "start() first"
-        host, port = self.address
-        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        return f"{self._scheme}://{where}"
-
-    def _run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return listener_url(self._scheme, self.address)
 
     def start(self, host: str, port: int, *, tls: TlsListener | None = None) -> tuple[str, int]:
         """Listen on ``host:port`` (0: any free port), over TLS with ``tls``; the bound
@@ -83,11 +72,11 @@ class StompConnector:
 
         if tls is not None:
             self._scheme = "stomp+ssl"
-        self._thread.start()
+        self._loop.start()
         try:
-            self.address = self._run(listen(), 30.0)
+            self.address = self._loop.run(listen(), 30.0)
         except BaseException:
-            self._halt()
+            self._loop.halt()
             raise
         return self.address
 
@@ -96,18 +85,10 @@ class StompConnector:
         go back to their queues); the broker stays open. Call it without the broker's
         lock held: the loop needs that lock to close its connections."""
         server = self._server
-        if server is not None and self._thread.is_alive():
+        if server is not None and self._loop.alive:
             self._server = None
-            self._run(server.stop(), 30.0)
-        self._halt()
-
-    def _halt(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not threading.current_thread():
-                self._thread.join(30.0)
-        if not self._loop.is_running():
-            self._loop.close()
+            self._loop.run(server.stop(), 30.0)
+        self._loop.halt()
 
 
 #: connector schemes served over TLS (``stomps`` as the client's alias)
