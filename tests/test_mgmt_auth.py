@@ -23,12 +23,12 @@ ENDPOINTS: list[tuple[str, str, Any, int]] = [
     ("GET", "/console/", None, 200),
     ("GET", "/console/console.js", None, 200),
     ("GET", "/api/destinations", None, 200),
-    ("GET", "/api/destinations/queue/work", None, 200),
-    ("GET", "/api/queues/work/messages?offset=0&limit=10", None, 200),
-    ("DELETE", "/api/queues/work/messages/ID%3Anone", None, 404),
-    ("POST", "/api/queues/work/messages/ID%3Anone/move", {"to": "other"}, 404),
-    ("POST", "/api/queues/work/retry", None, 200),
-    ("DELETE", "/api/queues/work/messages", None, 200),
+    ("GET", "/api/destinations/queue/orders", None, 200),
+    ("GET", "/api/queues/orders/messages?offset=0&limit=10", None, 200),
+    ("DELETE", "/api/queues/orders/messages/ID%3Anone", None, 404),
+    ("POST", "/api/queues/orders/messages/ID%3Anone/move", {"to": "other"}, 404),
+    ("POST", "/api/queues/orders/retry", None, 200),
+    ("DELETE", "/api/queues/orders/messages", None, 200),
     ("GET", "/api/connections", None, 200),
     ("DELETE", "/api/connections/999999", None, 404),
 ]
@@ -36,7 +36,7 @@ ENDPOINTS: list[tuple[str, str, Any, int]] = [
 
 #: what any user with valid credentials may load
 ANY_USER = {"/console/", "/console/console.js"}
-#: what a user who administers some destinations (not "work") may call
+#: what a user who administers some destinations (not "orders") may call
 SCOPED_ALLOWED = {"/metrics", "/console/", "/console/console.js", "/api/destinations",
                   "/api/connections",
                   "/api/connections/999999"}
@@ -48,7 +48,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
         with factory.create_connection("root", "root-pw") as conn:
             session = conn.create_session()
-            for name in ("work", "other"):
+            for name in ("orders", "other"):
                 session.create_producer(session.create_queue(name)).send(
                     session.create_text_message(name))
         yield broker
@@ -88,12 +88,12 @@ def test_scoped_admin_sees_only_its_destinations(secured: Running) -> None:
     status, answer = secured.call("GET", "/api/destinations", auth=("scoped", "scoped-pw"))
     assert status == 200
     names = {d["name"] for d in answer["destinations"]}
-    assert "team.jobs" in names and "work" not in names, names
+    assert "team.jobs" in names and "orders" not in names, names
     status, answer = secured.call("GET", "/api/queues/team.jobs/messages",
                                   auth=("scoped", "scoped-pw"))
     assert status == 200 and answer["total"] == 1, answer
     status, _ = secured.call("POST", "/api/queues/team.jobs/messages/x/move",
-                             {"to": "work"}, auth=("scoped", "scoped-pw"))
+                             {"to": "orders"}, auth=("scoped", "scoped-pw"))
     assert status == 403  # may not administer the target
 
 
