@@ -18,6 +18,8 @@ from typing import Any
 
 from brokers import free_port
 
+from jmspy import ConnectionFactory
+
 HANG = 300
 
 SECURED = """
@@ -77,6 +79,27 @@ class Running:
         if ctype and ctype.startswith("application/json"):
             return status, json.loads(raw)
         return status, raw.decode()
+
+    def send(self, queue: str, n: int) -> None:
+        """``n`` messages ``QUEUE-0``... to ``queue`` over STOMP."""
+        with ConnectionFactory(f"stomp://127.0.0.1:{self.stomp_port}").create_connection() \
+                as conn:
+            session = conn.create_session()
+            producer = session.create_producer(session.create_queue(queue))
+            for i in range(n):
+                producer.send(session.create_text_message(f"{queue}-{i}"))
+
+    def dead_letter_one(self, queue: str) -> None:
+        """Send one message to ``queue`` and roll its only delivery back: with
+        ``DEAD_LETTERS``' max-delivery-attempts = 1 it goes to the DLQ."""
+        self.send(queue, 1)
+        with ConnectionFactory(f"stomp://127.0.0.1:{self.stomp_port}").create_connection() \
+                as conn:
+            conn.start()
+            session = conn.create_session(transacted=True)
+            consumer = session.create_consumer(session.create_queue(queue))
+            assert consumer.receive(HANG) is not None
+            session.rollback()
 
 
 def quote(name: str) -> str:

@@ -24,14 +24,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         yield running
 
 
-def _send(broker: Running, queue: str, n: int) -> None:
-    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
-    with factory.create_connection() as conn:
-        session = conn.create_session()
-        producer = session.create_producer(session.create_queue(queue))
-        for i in range(n):
-            producer.send(session.create_text_message(f"{queue}-{i}"))
-
 
 def _browse(broker: Running, queue: str, offset: int = 0, limit: int = 50) -> dict:
     status, page = broker.call("GET", f"/api/queues/{quote(queue)}/messages"
@@ -41,7 +33,7 @@ def _browse(broker: Running, queue: str, offset: int = 0, limit: int = 50) -> di
 
 
 def test_browse_pages(broker: Running) -> None:
-    _send(broker, "paged", 7)
+    broker.send("paged", 7)
     first, last = _browse(broker, "paged", 0, 5), _browse(broker, "paged", 5, 5)
     assert first["total"] == last["total"] == 7
     bodies = [m["body"] for m in first["messages"] + last["messages"]]
@@ -54,7 +46,7 @@ def test_browse_pages(broker: Running) -> None:
 
 
 def test_destinations_count_and_purge(broker: Running) -> None:
-    _send(broker, "purged", 4)
+    broker.send("purged", 4)
     status, answer = broker.call("GET", "/api/destinations")
     assert status == 200
     row = next(d for d in answer["destinations"] if d["name"] == "purged")
@@ -67,8 +59,8 @@ def test_destinations_count_and_purge(broker: Running) -> None:
 
 
 def test_delete_and_move_one(broker: Running) -> None:
-    _send(broker, "source", 3)
-    _send(broker, "target", 1)
+    broker.send("source", 3)
+    broker.send("target", 1)
     ids = [m["messageId"] for m in _browse(broker, "source")["messages"]]
     status, _ = broker.call("DELETE", f"/api/queues/source/messages/{quote(ids[0])}")
     assert status == 200
@@ -89,14 +81,7 @@ def test_delete_and_move_one(broker: Running) -> None:
 
 
 def test_retry_moves_dead_letters_back(broker: Running) -> None:
-    _send(broker, "retry.jobs", 1)
-    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
-    with factory.create_connection() as conn:
-        conn.start()
-        session = conn.create_session(transacted=True)
-        consumer = session.create_consumer(session.create_queue("retry.jobs"))
-        assert consumer.receive(HANG) is not None
-        session.rollback()  # max-delivery-attempts = 1: to the DLQ
+    broker.dead_letter_one("retry.jobs")  # to the DLQ
     dlq = _browse(broker, "DLQ")
     assert [m["body"] for m in dlq["messages"]] == ["retry.jobs-0"]
     assert dlq["messages"][0]["properties"]["JMS_jmspy_OriginalDestination"] == "retry.jobs"
@@ -110,7 +95,7 @@ def test_retry_moves_dead_letters_back(broker: Running) -> None:
 
 
 def test_connections_and_close(broker: Running) -> None:
-    _send(broker, "watched", 3)
+    broker.send("watched", 3)
     factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
     conn = factory.create_connection(client_id="watcher")
     closed = threading.Event()
@@ -140,7 +125,7 @@ def test_connections_and_close(broker: Running) -> None:
 
 
 def test_metrics_parse_with_connections(broker: Running) -> None:
-    _send(broker, "metered", 2)
+    broker.send("metered", 2)
     status, text = broker.call("GET", "/metrics")
     assert status == 200
     samples = {(s.name, s.labels.get("destination")): s.value

@@ -21,8 +21,6 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from jmspy import ConnectionFactory
-
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Running]:
@@ -54,14 +52,6 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def _send(broker: Running, queue: str, n: int) -> None:
-    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
-    with factory.create_connection() as conn:
-        session = conn.create_session()
-        producer = session.create_producer(session.create_queue(queue))
-        for i in range(n):
-            producer.send(session.create_text_message(f"{queue}-{i}"))
-
 
 def _cell(driver: Any, name: str, cls: str) -> str | None:
     rows = driver.find_elements(By.CSS_SELECTOR, f'#destinations tr[data-name="{name}"]')
@@ -74,22 +64,15 @@ def _cell(driver: Any, name: str, cls: str) -> str | None:
 def test_console_counters_move_and_retry(broker: Running, browser: Any,
                                          tmp_path: Path) -> None:
     wait = WebDriverWait(browser, HANG, poll_frequency=0.1)
-    _send(broker, "watched", 1)
+    broker.send("watched", 1)
     browser.get(broker.http + "/console/")
     wait.until(lambda d: _cell(d, "watched", "depth") == "1")
     browser.save_screenshot(str(tmp_path / "console-destinations.png"))
-    _send(broker, "watched", 3)
+    broker.send("watched", 3)
     wait.until(lambda d: _cell(d, "watched", "depth") == "4")
     assert _cell(browser, "watched", "enqueued") == "4"
 
-    _send(broker, "retry.jobs", 1)
-    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
-    with factory.create_connection() as conn:
-        conn.start()
-        session = conn.create_session(transacted=True)
-        consumer = session.create_consumer(session.create_queue("retry.jobs"))
-        assert consumer.receive(HANG) is not None
-        session.rollback()  # max-delivery-attempts = 1: to the DLQ
+    broker.dead_letter_one("retry.jobs")  # to the DLQ
     browser.get(broker.http + "/console/#queue/DLQ")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tbody tr")) == 1)
     row = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr")
