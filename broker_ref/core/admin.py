@@ -7,16 +7,18 @@ management API) calls these functions on the broker's own thread, like every oth
 core call. Sans-I/O, no security: the caller checks the ``admin`` permission first
 (:meth:`~.security.SecurityPolicy.authorize`).
 
-The actions work on the messages a queue holds *ready in RAM*: a message in delivery
-belongs to its consumer until it is acknowledged or returned, and one paged out to disk
-(seed 002) comes back into RAM as the queue drains. :class:`PurgeResult` says how many
-paged messages a purge left, so an operator knows to purge again; a message looked up
-by id that is paged out is reported as not found with that reason.
+The actions work on the messages a queue holds *ready*, in RAM or paged out to disk
+(seed 002); a message in delivery belongs to its consumer until it is acknowledged or
+returned. A purge or a retry goes through a paged backlog a batch at a time (each batch
+comes into RAM once the one before is dealt with, so RAM holds about one batch whatever
+the backlog); a message looked up by id is searched for on disk a chunk of rows at a
+time without being brought in.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,8 +56,8 @@ class MessageNotFound(BrokerError):
 
 @dataclass(slots=True, frozen=True)
 class PurgeResult:
-    """``removed``: messages the purge deleted; ``paged_left``: paged-out messages it
-    could not reach (purge again once they are paged in)."""
+    """``removed``: messages the purge deleted, in RAM and on disk; ``paged_left``:
+    messages still paged out after it (0 unless others were paged out meanwhile)."""
 
     removed: int
     paged_left: int
@@ -126,32 +128,71 @@ def _space_freed(broker: Broker) -> None:
         flow.resume()
 
 
-def _find(q: Queue, message_id: str) -> MessageRef:
+def _find(q: Queue, message_id: str) -> MessageRef | None:
     for ref in q.levels.ready():
         if ref.message.message_id == message_id:
             return ref
-    paged = (" (the queue has messages paged out to disk: it may be one of them; try "
-             "again once the queue has drained)") if q.paged_count else ""
-    raise MessageNotFound(
+    return None
+
+
+def _not_found(q: Queue, message_id: str) -> MessageNotFound:
+    return MessageNotFound(
         f"no message {message_id!r} is ready on queue {q.name!r}: it was consumed, is "
-        f"in delivery to a consumer, or never was there{paged}; browse the queue for "
-        "the ids it holds")
+        "in delivery to a consumer, or never was there; browse the queue for the ids "
+        "it holds")
+
+
+def _take_id(q: Queue, message_id: str,
+             check: Callable[[ServerMessage], object] | None = None) -> ServerMessage:
+    """Take the ready message ``message_id`` off ``q`` for good, from RAM or from the
+    part paged out to disk (read a chunk at a time, not brought in); ``check(message)``
+    runs first and, if it raises, leaves the message where it was."""
+    ref = _find(q, message_id)
+    if ref is not None:
+        if check is not None:
+            check(ref.message)
+        return _take(q, ref)
+    pages = q.pages
+    message = None if pages is None else pages.take_id(message_id, check)
+    if message is None:
+        raise _not_found(q, message_id)
+    q.removals.unstore(message)
+    return message
+
+
+def _each_ready(q: Queue) -> Iterator[MessageRef]:
+    """Every ready message of ``q`` once, RAM first, then the part on disk a batch at a
+    time (each batch comes into RAM when the caller has dealt with the one before, so an
+    operator's pass over a paged backlog of any size holds about one batch in RAM)."""
+    # refs the caller left in place (a retry skips some) are not met twice; they stay in
+    # the queue meanwhile, so their ids are not reused
+    kept: set[int] = set()
+    while True:
+        for ref in list(q.levels.ready()):
+            if id(ref) not in kept:
+                yield ref
+                if ref.state != GONE:
+                    kept.add(id(ref))
+        pages = q.pages
+        if pages is None or not pages.bring_next():
+            return
 
 
 def purge(broker: Broker, name: str) -> PurgeResult:
-    """Delete every ready message of queue ``name`` (in RAM)."""
+    """Delete every ready message of queue ``name``, in RAM and paged out to disk."""
     q = _queue(broker, name)
-    refs = list(q.levels.ready())
-    for ref in refs:
+    removed = 0
+    for ref in _each_ready(q):
         _take(q, ref)
+        removed += 1
     _space_freed(broker)
-    return PurgeResult(len(refs), q.paged_count)
+    return PurgeResult(removed, q.paged_count)
 
 
 def remove_message(broker: Broker, name: str, message_id: str) -> ServerMessage:
     """Delete the ready message ``message_id`` from queue ``name``; returns it."""
     q = _queue(broker, name)
-    message = _take(q, _find(q, message_id))
+    message = _take_id(q, message_id)
     _space_freed(broker)
     return message
 
@@ -175,16 +216,20 @@ def move_message(broker: Broker, name: str, message_id: str, target: str,
         raise InvalidDestination(
             f"cannot move a message from {name!r} to itself; name another destination")
     q = _queue(broker, name)
-    ref = _find(q, message_id)
     kind = _target_kind(broker, target, kind)
     if kind is DestinationKind.QUEUE and target not in broker.queues:
         raise DestinationNotFound(
             f"no queue named {target!r} to move the message to; create it first (send "
             "to it, or declare it in the broker's configuration)")
-    copy = dataclasses.replace(ref.message, destination=target, kind=kind)
-    broker.post_office.check_routable(copy)  # raises before the source loses it
-    _take(q, ref)
-    broker.post_office.route(copy, None)
+    moved: list[ServerMessage] = []
+
+    def routable(message: ServerMessage) -> None:  # raises before the source loses it
+        copy = dataclasses.replace(message, destination=target, kind=kind)
+        broker.post_office.check_routable(copy)
+        moved.append(copy)
+
+    _take_id(q, message_id, routable)
+    broker.post_office.route(moved[0], None)
     _space_freed(broker)
 
 
@@ -195,11 +240,11 @@ def retry_dead_letters(broker: Broker, name: str) -> RetryResult:
     q = _queue(broker, name)
     moved: dict[str, str] = {}
     skipped: list[str] = []
-    for ref in list(q.levels.ready()):
+    for ref in _each_ready(q):
         message = ref.message
         origin = message.properties.get(ORIGINAL_DESTINATION)
         if not isinstance(origin, str) or not origin or origin == name:
-            skipped.append(message.message_id)
+            skipped.append(message.message_id)  # stays, in RAM: an operator's to see
             continue
         props = {k: v for k, v in message.properties.items()
                  if k not in (ORIGINAL_DESTINATION, DEAD_LETTER_REASON)}

@@ -36,7 +36,7 @@ the two apart.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..store.spool import Spool
@@ -269,6 +269,53 @@ class QueuePages:
 
     def forget(self, consumer: ServerConsumer) -> None:
         self._scan.pop(consumer, None)
+
+    # -- an operator's hand -------------------------------------------------------------
+
+    def take_id(self, message_id: str, check: Callable[[ServerMessage], object] | None = None
+                ) -> Paged | None:
+        """Take the paged message ``message_id`` out of wherever it is on disk (an
+        operator deletes or moves it), reading a chunk of rows at a time; None if no
+        paged message has that id. ``check(message)`` runs before it is taken: if it
+        raises, the message stays where it was. A store row taken this way stays in the
+        store until the caller removes it (as a delivery's row stays until its ack)."""
+        for level in range(PRIORITIES):
+            runs = self._runs[level]
+            for run in list(runs):
+                for seq, row in self._run_rows(run, run.first):
+                    if seq in self._taken or row is None or row.message.message_id != message_id:
+                        continue
+                    if check is not None:
+                        check(row.message)
+                    self._taken.add(seq)
+                    run.count -= 1
+                    self.count -= 1
+                    if run.count <= 0 and runs and runs[0] is run:
+                        self._end_run(runs)
+                    return row.message, run.delivery_count(row.delivery_count), level
+            if self._spooled[level]:
+                found = self._take_spooled_id(level, message_id, check)
+                if found is not None:
+                    return found
+        return None
+
+    def _take_spooled_id(self, level: int, message_id: str,
+                         check: Callable[[ServerMessage], object] | None) -> Paged | None:
+        mark = 0
+        while True:
+            rows = self.spool.scan(self.queue, level, mark, SCAN_CHUNK)
+            for seq, message, count in rows:
+                mark = seq
+                if message is None or message.message_id != message_id:
+                    continue
+                if check is not None:
+                    check(message)
+                self.spool.take_one(seq)
+                self._spooled[level] -= 1
+                self.count -= 1
+                return message, count, level
+            if len(rows) < SCAN_CHUNK:
+                return None
 
     # -- the rest -----------------------------------------------------------------------
 

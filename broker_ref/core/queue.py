@@ -25,17 +25,14 @@ The queue composes one owner per concern beside the ready levels: its settings' 
 messages and timers (:class:`~.queue_timers.QueueTimers`), the outcomes of deliveries
 (:class:`~.queue_deliveries.QueueDeliveries`) and the ways out other than consumption
 (:class:`~.queue_removals.QueueRemovals`: expiry, dead letters, ring replacement). The
-last three are made when first used (the properties ``timers``, ``deliveries`` and
-``removals``): many queues never schedule, expire or dead-letter a message, or see a
-consumer, and a queue holding one message must stay small (issue 17: the three were 184
-bytes of every queue). The ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` /
-``add_head``, the only places messages become ready apart from paging in. Past the
-broker's RAM budget a queue pages its backlog out (seed 002) through a
-:class:`~.queue_paging.QueuePaging` that exists while it has messages on disk; ring and
-AMPS queues are bounded by their own rules and never page. The AMPS-style settings (seed
-001) live in a :class:`~.policy.QueuePolicy` that exists only when a queue sets one of
-them: without it the code below pays one ``is None`` test per operation, never
-per-setting checks.
+last three are made when first used (``timers``, ``deliveries``, ``removals``): a queue
+holding one message must stay small (issue 17: the three were 184 bytes a queue). The
+ring's rules (seed 000, :mod:`.ring`) apply in ``_add_tail`` / ``add_head``, the only
+places messages become ready apart from paging in. Past the broker's RAM budget a queue
+pages its backlog out (seed 002) through a :class:`~.queue_paging.QueuePaging` that
+exists while it has messages on disk; ring and AMPS queues never page. The AMPS-style
+settings (seed 001) live in a :class:`~.policy.QueuePolicy` that exists only when a queue
+sets one of them: without it the code below pays one ``is None`` test per operation.
 """
 
 from __future__ import annotations
@@ -231,6 +228,12 @@ class Queue(QueueRecord):
         """Messages paged out: on disk (store or spool), not in RAM."""
         return 0 if self._pages is None else self._pages.count
 
+    @property
+    def pages(self) -> QueuePaging | None:
+        """The part on disk, while there is one: an operator's purge, delete, move and
+        retry reach paged messages through it (emptied so, the next fill drops it)."""
+        return self._pages
+
     def stats(self) -> DestinationStats:
         """This queue's counters as the broker reports them (:mod:`.queue_stats`)."""
         return queue_stats(self, self._removals)
@@ -321,9 +324,8 @@ class Queue(QueueRecord):
         host.defer(self)
 
     def recover(self, runs: list[PageRun]) -> None:
-        """Take the rows a restarted broker found in the store for this queue (already
-        persisted, not re-counted): left on disk and paged in as consumers need them, or,
-        for a queue that never pages (ring, AMPS), read now."""
+        """Take the rows a restarted broker found in the store for this queue: left on
+        disk and paged in as consumers need them, or read now if it never pages."""
         if not self._pageable():
             store = self.host.store
             assert store is not None
@@ -386,16 +388,14 @@ class Queue(QueueRecord):
     # ------------------------------------------------------------------ paging (seed 002)
 
     def takes_without_ram(self, message: ServerMessage) -> bool:
-        """True when ``message`` would cost this queue no RAM while it has a backlog:
-        persistent, for a durable queue that pages, so it stays in the store (seed 002);
-        producer flow control lets such sends through until ``store-limit``."""
+        """True when ``message`` would cost this queue no RAM while it has a backlog: it
+        stays in the store (seed 002); producer flow control lets it in to ``store-limit``."""
         return message.persistent and self._persist and self._pageable()
 
     def costs_no_ram(self, message: ServerMessage) -> bool:
         """True when ``message`` would not add to this queue's pending RAM: it pages to
         the store (:meth:`takes_without_ram`), or nothing is ready and a consumer is
-        waiting, so it is delivered at once (in flight, not pending). Producer flow
-        control lets such a send through however full the memory is."""
+        waiting, so it is delivered at once. Producer flow control lets it through."""
         if self.takes_without_ram(message):
             return True
         ring = self._ring

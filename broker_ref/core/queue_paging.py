@@ -146,6 +146,32 @@ class QueuePaging:
         self._levels.set_paged(self._pages.levels)
         return found
 
+    def take_id(self, message_id: str, check: Callable[[ServerMessage], object] | None = None
+                ) -> ServerMessage | None:
+        """Take the paged message ``message_id`` off the disk for good (an operator deletes
+        or moves it; :meth:`QueuePages.take_id`); its store row is the caller's to
+        remove. None if no paged message has that id."""
+        found = self._pages.take_id(message_id, check)
+        self._levels.set_paged(self._pages.levels)
+        return None if found is None else found[0]
+
+    def bring_next(self, want: int = PAGE_BATCH) -> bool:
+        """Bring up to ``want`` messages of the highest level on disk into RAM, whatever
+        the queue's page limit: an operator's purge or dead-letter retry works through a
+        backlog on disk a batch at a time, taking each batch before it reads the next.
+        False when nothing was on disk (a part emptied this way is dropped by the
+        queue's next fill)."""
+        pages = self._pages
+        brought = False
+        for level in range(PRIORITIES):
+            batch = pages.take(level, want)
+            if batch:
+                self._bring_in(batch, False)
+                brought = True
+                break
+        self._levels.set_paged(pages.levels)
+        return brought
+
     def browse(self, level: int) -> Iterator[ServerMessage]:
         """The messages of ``level`` on disk, in order."""
         return iter(self._pages.browse(level))
