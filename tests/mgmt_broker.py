@@ -50,6 +50,14 @@ match = "team.#"
 admin = ["team"]
 """
 
+#: failed logins neither delayed nor refused (for tests that log in wrongly on purpose)
+NO_THROTTLE = """
+[limits]
+login-delay-after = 1000
+login-refuse-after = 0
+login-address-refuse-after = 0
+"""
+
 DEAD_LETTERS = """
 [address-settings."retry.#"]
 max-delivery-attempts = 1

@@ -67,10 +67,12 @@ class ThrottleSettings:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What to do with one login attempt: wait ``delay_ms`` first, or refuse it
-    (``refusal`` says why and when to retry) without checking the password."""
+    (``refusal`` says why and when to retry, ``retry_after_s`` when as a number) without
+    checking the password."""
 
     delay_ms: int = 0
     refusal: str | None = None
+    retry_after_s: int = 0
 
 
 class _Window:
@@ -131,19 +133,20 @@ class LoginThrottle:
         spread = self._addresses.recent(address, now)
         if s.address_refuse_after and len(spread) >= s.address_refuse_after:
             self.refused += 1
+            retry = self._addresses.retry_s(spread, now)
             return Verdict(refusal=(
                 f"too many failed logins from {address}: {len(spread)} across user names "
                 f"in the last {window_s} s ([limits] login-address-refuse-after = "
-                f"{s.address_refuse_after}); try again in "
-                f"{self._addresses.retry_s(spread, now)} s with the right credentials"))
+                f"{s.address_refuse_after}); try again in {retry} s with the right "
+                "credentials"), retry_after_s=retry)
         times = self._pairs.recent((address, user), now)
         if s.refuse_after and len(times) >= s.refuse_after:
             self.refused += 1
+            retry = self._pairs.retry_s(times, now)
             return Verdict(refusal=(
                 f"too many failed logins {_who(user)} from {address}: {len(times)} in "
                 f"the last {window_s} s ([limits] login-refuse-after = {s.refuse_after}); "
-                f"try again in {self._pairs.retry_s(times, now)} s with the right "
-                "credentials"))
+                f"try again in {retry} s with the right credentials"), retry_after_s=retry)
         if len(times) >= s.delay_after and s.delay_ms:
             return Verdict(delay_ms=s.delay_ms)
         return Verdict()

@@ -41,8 +41,9 @@ from ..config_error import ConfigError
 from ..core import admin
 from ..core.broker import Broker
 from ..core.errors import AccessDenied, BrokerError, DestinationNotFound, InvalidDestination
+from ..core.throttle import LoginThrottle, ThrottleSettings
 from ..metrics_http import BrokerCollector
-from .auth import Authenticator, Unauthorized
+from .auth import Authenticator, Throttled, Unauthorized
 from .handlers import Access, BadRequest, Handlers
 
 __all__ = ["HttpServer", "make_app", "start_http_server"]
@@ -82,6 +83,11 @@ class _ListenerCollector:
             "credentials", labels=[])
         family.add_metric([], self._auth.refused)
         yield family
+        throttled = core.CounterMetricFamily(
+            "jmspy_http_logins_throttled", "HTTP requests refused by the failed-login "
+            "throttle without a password check (also counted as refused)", labels=[])
+        throttled.add_metric([], self._auth.throttled)
+        yield throttled
         opened = len(self._broker.connections())
         accepted = opened if self._accepted is None else self._accepted()
         states = core.GaugeMetricFamily("jmspy_broker_connections_by_state",
@@ -94,10 +100,13 @@ class _ListenerCollector:
 def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None = None,
              close_connection: Callable[[object, str], bool] | None = None,
              accepted: Callable[[], int] | None = None,
-             metrics_auth: bool = True) -> web.Application:
+             metrics_auth: bool = True,
+             throttle: LoginThrottle | None = None) -> web.Application:
     """The aiohttp application over ``broker`` (it must run on the broker's loop).
     ``close_connection`` ends a protocol host's connection (its client hears why);
-    ``accepted`` counts the host's connections, logged in or not."""
+    ``accepted`` counts the host's connections, logged in or not; ``throttle`` counts
+    failed logins (the STOMP listener's, so both protocols share one budget per
+    address; without one, a throttle of the default ``[limits]`` of its own)."""
     try:
         exposition: Any = importlib.import_module("prometheus_client.exposition")
         registry_mod: Any = importlib.import_module("prometheus_client.registry")
@@ -105,7 +114,8 @@ def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None
         raise ConfigError("the broker's HTTP listener needs prometheus_client: "
                           "pip install 'jmspy[http]'") from None
     lock = core_lock or nullcontext()
-    auth = Authenticator(broker.security)
+    auth = Authenticator(broker.security,
+                         throttle or LoginThrottle(ThrottleSettings(), broker.now))
     registry = registry_mod.CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker, None))
     registry.register(_ListenerCollector(broker, auth, accepted))
@@ -116,11 +126,15 @@ def make_app(broker: Broker, *, core_lock: AbstractContextManager[object] | None
         open_metrics = request.path == "/metrics" and not metrics_auth
         try:
             principal = None if open_metrics else await auth.principal(
-                request.headers.get("Authorization"))
+                request.headers.get("Authorization"), request.remote)
             request["access"] = Access(broker, principal)
             return await handler(request)
         except Unauthorized as exc:
             return _error(401, "unauthorized", str(exc))
+        except Throttled as exc:
+            answer = _error(429, "too-many-failed-logins", str(exc))
+            answer.headers["Retry-After"] = str(exc.retry_after_s)
+            return answer
         except AccessDenied as exc:
             return _error(403, "forbidden", exc.message)
         except _NOT_FOUND as exc:
@@ -182,11 +196,12 @@ async def start_http_server(broker: Broker, host: str, port: int, *,
                             core_lock: AbstractContextManager[object] | None = None,
                             close_connection: Callable[[object, str], bool] | None = None,
                             accepted: Callable[[], int] | None = None,
-                            metrics_auth: bool = True) -> HttpServer:
+                            metrics_auth: bool = True,
+                            throttle: LoginThrottle | None = None) -> HttpServer:
     """Serve ``/metrics`` and the API on ``http://host:port`` (port 0: a free one), on
     the running loop, which must be the broker's."""
     app = make_app(broker, core_lock=core_lock, close_connection=close_connection,
-                   accepted=accepted, metrics_auth=metrics_auth)
+                   accepted=accepted, metrics_auth=metrics_auth, throttle=throttle)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

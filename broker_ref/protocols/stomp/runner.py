@@ -170,7 +170,8 @@ async def _http_listener(config: BrokerConfig, broker: Broker,
                                    core_lock=server.core_lock,
                                    close_connection=server.close_connection,
                                    accepted=lambda: len(server.connections),
-                                   metrics_auth=config.metrics_auth)
+                                   metrics_auth=config.metrics_auth,
+                                   throttle=server.throttle)
 
 
 def _tls_listener(config: BrokerConfig) -> TlsListener | None:
