@@ -101,6 +101,8 @@ class Connection:
         #: the one check the send, receive, listener and settle paths make
         self._telemetry: telemetry.Telemetry | None = telemetry.for_connection(transport)
         transport.open(self, Credentials(self.client_id, user, password))
+        if self._telemetry is not None:
+            self._telemetry.connected()
         log.debug("connection %d: connected to %s (%s, connection flow limit %s)",
                   self._instance, self.where, type(transport).__name__,
                   self._flow.limit if self._flow.enabled else "off")

@@ -97,6 +97,22 @@ def _configured_globals() -> tuple[Any, Any]:
             None if metrics is None else metrics.get_meter_provider())
 
 
+#: ``messaging.system`` values, found as a word of a broker's self-description
+_SYSTEMS = ("mosquitto", "emqx", "hivemq", "vernemq", "rabbitmq", "activemq", "artemis",
+            "jmspy")
+
+
+def _system_of(described: str) -> str:
+    """The ``messaging.system`` value for a broker's self-description (MQTT's
+    ``$SYS/broker/version``: "mosquitto version 2.0.11" -> "mosquitto"): a known name in
+    it, else its first word in lower case, else ""."""
+    text = described.strip().lower()
+    for name in _SYSTEMS:
+        if name in text:
+            return name
+    return text.split()[0] if text else ""
+
+
 def for_connection(transport: Transport) -> Telemetry | None:
     """A new connection's telemetry, or None when nothing would record it (the usual
     case: no provider configured, or only no-op ones)."""
@@ -175,6 +191,14 @@ class Telemetry:
         """Observe ``consumer``'s flow window in the gauges (held weakly)."""
         self._consumers.add(consumer)
 
+    def connected(self) -> None:
+        """Learn ``messaging.system`` now that the transport is open, so the round trip an
+        MQTT broker's identification costs is the connect's, not the first send span's."""
+        try:
+            self.system  # noqa: B018 - computed and cached by the property
+        except JMSException:
+            pass  # the connection went away: spans will say so themselves
+
     # -- attributes ---------------------------------------------------------------------
     @property
     def system(self) -> str:
@@ -188,8 +212,10 @@ class Telemetry:
                 system = "jmspy"
             elif family and getattr(profile, "server", ""):
                 system = str(family).lower()
-            elif ".mqtt" in module:
-                return "mqtt"  # not cached: nothing better to learn later
+            elif callable(identify := getattr(transport, "identify", None)):
+                # MQTT names no server at CONNECT: the broker's $SYS/broker/version does
+                # (transports/mqtt/identify.py), asked once; "mqtt" if it has none
+                system = _system_of(identify()) or "mqtt"
             else:
                 return "stomp" if ".stomp" in module else "jmspy"
             self._system = system

@@ -133,6 +133,70 @@ def test_the_link_crosses_stomp_to_the_bundled_broker(spans: InMemorySpanExporte
         assert attrs["server.port"] == handle.port
 
 
+def test_over_mqtt_the_bundled_broker_names_itself_in_sys_broker_version(
+        spans: InMemorySpanExporter, vm_broker_factory: Any) -> None:
+    """MQTT's CONNACK names no server: messaging.system comes from the broker's retained
+    $SYS/broker/version (as Mosquitto's), asked once at connect."""
+    host, _ = vm_broker_factory()
+    url = host.add_connector("mqtt://127.0.0.1:0")
+    send, process = _listen_and_settle(url, spans, shared=True)
+    for span in (send, process):
+        assert dict(span.attributes or {})["messaging.system"] == "jmspy"
+
+
+class _SilentBroker:
+    """paho's client face, for a broker that grants (or refuses) the $SYS filter and
+    publishes nothing there: its SUBACK and UNSUBACK codes come back in order."""
+
+    def __init__(self, sub_codes: list[Any] | None) -> None:
+        self.sub_codes = sub_codes
+        self.callbacks: dict[str, Any] = {}
+        self.sent: list[str] = []
+
+    def message_callback_add(self, topic: str, callback: Any) -> None:
+        self.callbacks[topic] = callback
+
+    def message_callback_remove(self, topic: str) -> None:
+        del self.callbacks[topic]
+
+    def subscribe(self, topic: str, qos: int) -> tuple[int, int]:
+        self.sent.append(f"SUBSCRIBE {topic}")
+        return 0, 1
+
+    def unsubscribe(self, topic: str) -> tuple[int, int]:
+        self.sent.append(f"UNSUBSCRIBE {topic}")
+        return 0, 2
+
+    def wait(self, rc: int, mid: int, timeout: float) -> list[Any] | None:
+        return self.sub_codes if mid == 1 else []
+
+
+class _Code:
+    def __init__(self, failure: bool) -> None:
+        self.is_failure = failure
+
+
+@pytest.mark.parametrize("codes", [[_Code(False)], [_Code(True)], None],
+                         ids=["granted-but-silent", "refused", "no-suback"])
+def test_a_broker_without_a_version_topic_leaves_it_empty_and_cleans_up(
+        codes: list[Any] | None) -> None:
+    from jmspy.transports.mqtt.identify import VERSION_TOPIC, broker_version
+
+    broker = _SilentBroker(codes)
+    assert broker_version(broker, broker.wait, 5.0) == ""
+    assert broker.sent == [f"SUBSCRIBE {VERSION_TOPIC}", f"UNSUBSCRIBE {VERSION_TOPIC}"]
+    assert broker.callbacks == {}  # the connection's own dispatch is as before
+
+
+@pytest.mark.parametrize(("described", "system"), [
+    ("mosquitto version 2.0.11", "mosquitto"), ("jmspy-broker_ref/0.1", "jmspy"),
+    ("EMQX 5.8.1", "emqx"), ("HiveMQ Edge 2024.1", "hivemq"), ("nanomq 0.21", "nanomq"),
+    ("", "")])
+def test_a_broker_self_description_maps_to_the_conventions_system_name(
+        described: str, system: str) -> None:
+    assert telemetry._system_of(described) == system
+
+
 @pytest.mark.parametrize("mode", [Session.CLIENT_ACKNOWLEDGE, Session.INDIVIDUAL_ACKNOWLEDGE])
 def test_message_acknowledge_and_session_acknowledge_are_settle_spans(
         spans: InMemorySpanExporter, mode: int) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import struct
+
+import pytest
 from mqtt_pair import MqttPair, packet
 
 from jmspy.broker_ref.protocols.mqtt import codec
+from jmspy.broker_ref.protocols.mqtt.codec import encode_string
 
 
 def test_connack_and_qos0_round_trip_v311() -> None:
@@ -214,6 +218,30 @@ def test_bad_filter_is_refused_in_the_suback() -> None:
     c = pair.client()
     c.connect("c")
     assert c.subscribe(1, ("a/#/b", 0))[0]["codes"] == [0x80]
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_sys_broker_version_answers_each_subscriber_with_a_retained_message(
+        version: int) -> None:
+    """The one $SYS topic served: Mosquitto's $SYS/broker/version, so a client (its
+    messaging.system) can tell which broker it reached; answered, never stored."""
+    pair = MqttPair()
+    c = pair.client(version)
+    c.connect("c")
+    suback, version_msg = c.subscribe(1, ("$SYS/broker/version", 0))
+    assert suback == {"type": codec.SUBACK, "pid": 1, "codes": [0]}
+    assert version_msg["topic"] == "$SYS/broker/version" and version_msg["retain"]
+    assert version_msg["payload"].startswith(b"jmspy")
+    assert c.subscribe(2, ("$SYS/broker/version", 0))[1]["payload"] == version_msg["payload"]
+    unsubscribe = struct.pack("!H", 3) + (b"\x00" if version == 5 else b"")
+    (unsuback,) = c.send(packet(0xA2, unsubscribe + encode_string("$SYS/broker/version")))
+    assert unsuback["type"] == codec.UNSUBACK and unsuback["codes"] in ([], [0])
+    other = c.subscribe(4, ("$SYS/broker/uptime", 0), ("$SYS/#", 0))[0]
+    assert other["codes"] == [0x8F if version == 5 else 0x80] * 2
+    # a client may not publish there: the session ends (v5: DISCONNECT, topic name invalid)
+    out = c.publish("$SYS/broker/version", b"spoofed", qos=1, pid=5)
+    assert c.session.closing
+    assert [p["code"] for p in out] == ([0x90] if version == 5 else [])
 
 
 def test_random_bytes_never_raise_out_of_the_session() -> None:

@@ -70,6 +70,11 @@ class MqttSubscriptions:
         """paho's ``on_subscribe`` and ``on_unsubscribe`` (its network thread)."""
         self._subacks.on_suback(client, userdata, mid, reasons, props)
 
+    def wait_ack(self, rc: int, mid: int, timeout: float) -> list[Any] | None:
+        """The reason codes of the SUBACK or UNSUBACK for packet ``mid`` (None: none came
+        within ``timeout`` s), for a SUBSCRIBE made outside the consumers' (identify.py)."""
+        return self._subacks.wait(rc, mid, timeout)
+
     def create_consumer(self, spec: ConsumerSpec) -> RemoteConsumer:
         host = self._host
         dest = spec.destination

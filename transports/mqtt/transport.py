@@ -63,6 +63,7 @@ from jmspy.transport import (
 from ..broker_errors import for_user
 from ..capabilities import native_features, refusal, require
 from .disconnect import disconnect_reason
+from .identify import broker_version
 from .inbound import Inbound
 from .mapping import check_v311, options_detail, unsupported_in_message
 from .outbound import Done, Outbound
@@ -85,17 +86,12 @@ def _props(packet_type: int) -> Any:
     """paho's Properties for one packet type (untyped in paho, hence Any)."""
     return _Properties(packet_type)  # type: ignore[no-untyped-call]
 
-
 __all__ = ["MqttTransport"]
 
 log = transport_logger("mqtt")
 
-_SECURITY_REASONS = (
-    "bad user name or password",
-    "not authorized",
-    "banned",
-    "bad authentication method",
-)
+_SECURITY_REASONS = ("bad user name or password", "not authorized", "banned",
+                     "bad authentication method")
 
 
 def _stop_loop(old: Any) -> None:
@@ -148,7 +144,7 @@ class MqttTransport:
             "imqConnectionFlowLimit" if properties.get("imqConnectionFlowLimitEnabled")
             else "imqConsumerFlowLimit")
         self.receive_maximum = min(65535, max(1, int(properties.get(source, 1000))))
-        self.server = ""
+        self.server = ""  # the broker's $SYS/broker/version, once identify() asked
         self._persistent_session = False
         self._client: Any = None
         self._listener: TransportListener | None = None
@@ -196,6 +192,13 @@ class MqttTransport:
 
     def describe(self) -> str:
         return f"MQTT {self.version} broker at {self.where}"
+
+    def identify(self) -> str:
+        """The broker's name and version, asked once (identify.py): "" if it has none."""
+        if not self.server:
+            self.server = broker_version(self.client(), self.subscriptions.wait_ack,
+                                         self.connect_timeout)
+        return self.server
 
     def require(self, feature: Feature, detail: str = "") -> None:
         """Raise the capability matrix's refusal when this protocol version cannot carry

@@ -456,7 +456,12 @@ class MqttSession:
         sub_ids = f["properties"].get("subscription_identifier")
         codes = []
         retained: list[tuple[SubscriptionState, str]] = []
+        version_asked = False
         for text, options in f["topics"]:
+            if text == topics.SYS_VERSION:
+                version_asked = True
+                codes.append(0)
+                continue
             group, topic_filter = topics.split_share(text)
             state = SubscriptionState(
                 text, options & 3, no_local=bool(options & 4),
@@ -483,6 +488,10 @@ class MqttSession:
             if group is None and (handling == 0 or (handling == 1 and new)):
                 retained.append((state, topic_filter))
         self._out.append(codec.encode_suback(self.version, f["packet_id"], codes))
+        if version_asked:
+            self._out.append(codec.encode_publish(
+                self.version, topics.SYS_VERSION, topics.SYS_VERSION_TEXT.encode(), 0, 0,
+                retain=True))
         for state, topic_filter in retained:
             self._send_retained(state, topic_filter)
 
@@ -531,7 +540,7 @@ class MqttSession:
     def _on_unsubscribe(self, f: dict[str, Any]) -> None:
         codes = []
         for text, _ in f["topics"]:
-            found = self._unsubscribe(text)
+            found = self._unsubscribe(text) or text == topics.SYS_VERSION
             if self._stored is not None:
                 self._stored.subscriptions.pop(text, None)
             codes.append(0 if found else 0x11)

@@ -19,6 +19,13 @@ __all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share
 SHARE = "$share/"
 
 
+#: the one ``$SYS`` topic served: the broker's name and version, as Mosquitto publishes
+#: it (a retained message to each subscriber), so a client can tell which broker it
+#: reached (jmspy's ``messaging.system``); a subscription to it is answered, never stored
+SYS_VERSION = "$SYS/broker/version"
+SYS_VERSION_TEXT = "jmspy-broker_ref/0.1"
+
+
 class TopicError(JMSException, ValueError):
     """A topic name or filter the broker cannot take; the text says why."""
 
@@ -31,7 +38,7 @@ def core_topic(topic: str) -> str:
         raise TopicError(f"topic name {topic!r} has a wildcard; only filters may")
     if topic.startswith("$"):
         raise TopicError(f"topic {topic!r} starts with '$', reserved for the server "
-                         "($SYS is not served by this broker)")
+                         "(clients may not publish to $SYS)")
     return _words(topic)
 
 
@@ -59,7 +66,8 @@ def core_filter(topic_filter: str) -> str:
         if "+" in level and level != "+":
             raise TopicError(f"filter {topic_filter!r}: '+' must be a whole level")
     if topic_filter.startswith("$"):
-        raise TopicError(f"filter {topic_filter!r}: '$' topics ($SYS) are not served")
+        raise TopicError(f"filter {topic_filter!r}: '$' topics are not served (of $SYS only "
+                         f"{SYS_VERSION}, to subscribers)")
     return _words(topic_filter).replace("+", "*")
 
 
