@@ -96,7 +96,8 @@ def test_retry_moves_dead_letters_back(broker: Running) -> None:
 
 def test_connections_and_close(broker: Running) -> None:
     broker.send("watched", 3)
-    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}")
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}",
+                                imqConsumerFlowLimit=7, imqConsumerFlowThreshold=40)
     conn = factory.create_connection(client_id="watcher")
     closed = threading.Event()
     conn.set_exception_listener(lambda exc: closed.set())
@@ -111,6 +112,10 @@ def test_connections_and_close(broker: Running) -> None:
         (window,) = mine["consumers"]
         assert window["queue"] == "watched"
         assert window["delivering"] >= 1 and window["limitSetBy"] == "client"
+        # the client's own window, as the STOMP host keeps it from the SUBSCRIBE
+        assert (window["limit"], window["clientLimit"], window["threshold"],
+                window["askedBy"]) == (7, 7, 40, "jmspy-flow-limit")
+        assert 1 <= window["unconsumed"] <= 3
         status, answer = broker.call("DELETE", f"/api/connections/{mine['id']}")
         assert status == 200, answer
         assert closed.wait(HANG), "the client never heard its connection close"

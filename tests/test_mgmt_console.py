@@ -21,6 +21,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from jmspy import ConnectionFactory, Session
+
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Running]:
@@ -61,6 +63,14 @@ def _cell(driver: Any, name: str, cls: str) -> str | None:
     return text
 
 
+def _connection_row(driver: Any, client_id: str) -> str:
+    for row in driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr"):
+        if client_id in row.text:
+            text: str = row.text
+            return text
+    return ""
+
+
 def test_console_counters_move_and_retry(broker: Running, browser: Any,
                                          tmp_path: Path) -> None:
     wait = WebDriverWait(browser, HANG, poll_frequency=0.1)
@@ -84,7 +94,16 @@ def test_console_counters_move_and_retry(broker: Running, browser: Any,
     status, page = broker.call("GET", "/api/queues/retry.jobs/messages")
     assert status == 200 and [m["body"] for m in page["messages"]] == ["retry.jobs-0"]
 
-    browser.get(broker.http + "/console/#connections")
-    wait.until(lambda d: not d.find_element(By.ID, "connections-view").get_attribute(
-        "hidden"))
-    browser.save_screenshot(str(tmp_path / "console-connections.png"))
+    factory = ConnectionFactory(f"stomp://127.0.0.1:{broker.stomp_port}",
+                                imqConsumerFlowLimit=7, imqConsumerFlowThreshold=40)
+    with factory.create_connection(client_id="console-watcher") as conn:
+        conn.start()
+        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(session.create_queue("watched"))
+        assert consumer.receive(HANG) is not None
+        browser.get(broker.http + "/console/#connections")
+        # the consumer's window: the client asked 7 at 40 %, and holds what it was sent
+        wait.until(lambda d: "7 (jmspy-flow-limit)" in _connection_row(d, "console-watcher"))
+        row_text = _connection_row(browser, "console-watcher")
+        assert "40 %" in row_text and "watched" in row_text and "client" in row_text
+        browser.save_screenshot(str(tmp_path / "console-connections.png"))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from .api import DEAD_LETTER_REASON, ORIGINAL_DESTINATION, DestinationKind, ServerMessage
 from .consumer import GONE, MessageRef
 from .errors import BrokerError, DestinationNotFound, InvalidDestination
+from .windows import ConsumerWindow, consumer_windows
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -70,25 +71,6 @@ class RetryResult:
 
     moved: dict[str, str]
     skipped: list[str]
-
-
-@dataclass(slots=True, frozen=True)
-class ConsumerWindow:
-    """One consumer's flow window as the broker sees it.
-
-    ``credit`` is what the client granted and has not been used yet (its prefetch
-    window); ``delivering`` the messages out and unacknowledged; ``limit`` the most it
-    may hold unacknowledged and ``limit_set_by`` who set that limit (``destination``: the
-    destination's ``consumer_flow_limit``; ``client``: no broker limit, the client's
-    credit is the only bound)."""
-
-    consumer_id: int
-    queue: str
-    credit: int
-    delivering: int
-    limit: int | None
-    limit_set_by: str
-    has_selector: bool
 
 
 @dataclass(slots=True, frozen=True)
@@ -258,26 +240,11 @@ def retry_dead_letters(broker: Broker, name: str) -> RetryResult:
     return RetryResult(moved, skipped)
 
 
-def _windows(conn: ServerConnection) -> list[ConsumerWindow]:
-    return [
-        ConsumerWindow(
-            consumer_id=c.consumer_id,
-            queue=c.queue.name,
-            credit=c.credit,
-            delivering=len(c.delivering),
-            limit=c.flow_limit,
-            limit_set_by="destination" if c.flow_limit is not None else "client",
-            has_selector=c.filter is not None,
-        )
-        for c in conn.consumers()
-    ]
-
-
 def connection_info(broker: Broker) -> list[ConnectionInfo]:
     """Every open connection with its consumers' flow windows."""
     return [
         ConnectionInfo(conn.connection_id, conn.user, conn.client_id, conn.flow_limit,
-                       _windows(conn))
+                       consumer_windows(conn))
         for conn in broker.connections()
     ]
 

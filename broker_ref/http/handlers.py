@@ -223,7 +223,9 @@ class Handlers:
                 "consumers": [
                     {"id": c.consumer_id, "queue": c.queue, "credit": c.credit,
                      "delivering": c.delivering, "limit": c.limit,
-                     "limitSetBy": c.limit_set_by, "selector": c.has_selector}
+                     "limitSetBy": c.limit_set_by, "selector": c.has_selector,
+                     "clientLimit": c.client_limit, "threshold": c.threshold,
+                     "unconsumed": c.unconsumed, "askedBy": c.asked_by}
                     for c in info.consumers if access.may(DestinationKind.QUEUE, c.queue)],
             })
         return web.json_response({"connections": out})

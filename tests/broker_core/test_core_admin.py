@@ -16,6 +16,7 @@ from jmspy.broker_ref.core import (
     admin,
 )
 from jmspy.broker_ref.core.api import ORIGINAL_DESTINATION
+from jmspy.broker_ref.core.windows import ClientWindow
 
 Q = DestinationKind.QUEUE
 
@@ -92,6 +93,40 @@ def test_retry_dead_letters_back_to_their_origin(clock: object) -> None:
     assert _bodies(conn, "DLQ") == ["stray"]
     (back,) = conn.browse("jobs")
     assert back.body == "work" and ORIGINAL_DESTINATION not in back.properties
+
+
+class _WindowKeeper(Recorder):
+    """A host that keeps its consumers' windows (as the STOMP host does)."""
+
+    def __init__(self, windows: dict[int, ClientWindow]) -> None:
+        super().__init__()
+        self.windows = windows
+
+    def client_window(self, consumer_id: int) -> ClientWindow | None:
+        return self.windows.get(consumer_id)
+
+
+def test_connection_info_joins_the_window_the_host_keeps_for_its_client(
+        clock: object) -> None:
+    broker = Broker(settings={"limited": AddressSettings(consumer_flow_limit=4)})
+    host = _WindowKeeper({1: ClientWindow(10, 50, 3, "jmspy-flow-limit"),
+                          2: ClientWindow(3, 100, 0, "activemq.prefetchSize")})
+    conn = broker.connect(host)
+    conn.create_consumer(1, Q, "limited", credit=4)
+    conn.create_consumer(2, Q, "limited", credit=3)
+    conn.create_consumer(3, Q, "limited", credit=1)  # a window the host does not keep
+    (info,) = admin.connection_info(broker)
+    by_id = {w.consumer_id: w for w in info.consumers}
+    # the destination's 4 is lower than the client's 10: the destination set the limit
+    assert (by_id[1].limit, by_id[1].limit_set_by, by_id[1].client_limit) == (
+        4, "destination", 10)
+    assert (by_id[1].threshold, by_id[1].unconsumed, by_id[1].asked_by) == (
+        50, 3, "jmspy-flow-limit")
+    # the client's 3 is lower: the client set it
+    assert (by_id[2].limit, by_id[2].limit_set_by, by_id[2].asked_by) == (
+        3, "client", "activemq.prefetchSize")
+    assert (by_id[3].limit, by_id[3].limit_set_by, by_id[3].client_limit,
+            by_id[3].unconsumed) == (4, "destination", None, None)
 
 
 def test_connection_info_shows_windows(clock: object) -> None:

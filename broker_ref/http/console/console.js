@@ -109,6 +109,13 @@ async function showQueue() {
   }
 }
 
+// A window's size: "none" when unknown, "unbounded" for the largest a header can ask
+// (prefetch-count 0, consumer-window-size: the bound is elsewhere or nowhere).
+function count(n) {
+  if (n === null || n === undefined) return "none";
+  return n >= 2147483647 ? "unbounded" : n;
+}
+
 async function showConnections() {
   const data = await api("GET", "/api/connections");
   const body = document.querySelector("#connections tbody");
@@ -122,10 +129,13 @@ async function showConnections() {
       cell(row, c.clientId);
       cell(row, w && w.id, "num");
       cell(row, w && w.queue);
+      cell(row, w ? count(w.limit) : c.flowLimit, "num");
+      cell(row, w && w.limitSetBy);
+      cell(row, w && w.clientLimit !== null ? `${count(w.clientLimit)} (${w.askedBy})` : "");
+      cell(row, w && w.threshold !== null ? `${w.threshold} %` : "", "num");
+      cell(row, w && w.unconsumed, "num");
       cell(row, w && w.credit, "num");
       cell(row, w && w.delivering, "num");
-      cell(row, w ? (w.limit === null ? "none" : w.limit) : c.flowLimit, "num");
-      cell(row, w && w.limitSetBy);
       const close = document.createElement("button");
       close.textContent = "Close";
       close.onclick = () => act("DELETE", `/api/connections/${c.id}`);

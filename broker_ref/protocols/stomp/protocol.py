@@ -33,15 +33,9 @@ from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
 
-from ...core import (
-    BodyType,
-    Broker,
-    BrokerError,
-    Delivery,
-    ServerConnection,
-    ServerMessage,
-)
+from ...core import BodyType, Broker, BrokerError, Delivery, ServerConnection, ServerMessage
 from ...core.security import Principal
+from ...core.windows import ClientWindow
 from . import mapping
 from .connect import CONNECTION_FLOW_LIMIT, LoginRequest, read_connect
 from .credit import SessionCredit
@@ -276,6 +270,11 @@ class StompSession(SessionRecord):
             conn.close()
 
     # ------------------------------------------------------------------ SessionCallback
+
+    def client_window(self, consumer_id: int) -> ClientWindow | None:
+        """A consumer's window as its client asked (core/windows.py: WindowReporter)."""
+        sub = self._by_consumer.get(consumer_id)
+        return None if sub is None else sub.client_window()
 
     def deliver(self, delivery: Delivery) -> None:
         self.deliver_many(delivery.consumer_id, delivery.delivery_tag, [delivery.message],

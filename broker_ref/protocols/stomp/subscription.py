@@ -53,6 +53,7 @@ from typing import Final
 from jmspy import twins
 from jmspy.stomp_frames import Frame
 
+from ...core.windows import ClientWindow
 from .mapping import header_int
 
 __all__ = ["AUTO", "CLIENT", "DEFAULT_LIMIT", "INDIVIDUAL", "MAX_LIMIT", "Subscription"]
@@ -84,6 +85,8 @@ class Subscription:
         "_unconsumed",
         "_window",
         "ack_mode",
+        "asked",
+        "asked_by",
         "broker_settles",
         "by_message_id",
         "closed",
@@ -104,6 +107,10 @@ class Subscription:
         self.durable_name = durable_name
         self._limit = limit
         self._threshold = threshold
+        #: the window the client asked for (before the destination's limit), and the
+        #: header it came from (the management API shows both: core/windows.py)
+        self.asked = limit
+        self.asked_by = "default"
         #: the Open MQ window applies (client modes, once attached to the core consumer)
         self._window = False
         #: delivered as MESSAGE frames and not yet ACKed/NACKed/committed (client modes)
@@ -131,26 +138,32 @@ class Subscription:
         kept full as that peer does: ``activemq.prefetchSize`` (ActiveMQ; 0 means pull,
         served as 1), ``prefetch-count`` (RabbitMQ; 0 means no limit) or
         ``consumer-window-size`` (Artemis; bytes, -1 means no limit)."""
-        limit = _header_int(frame, "jmspy-flow-limit", 0, _MAX)
+        asked_by = "jmspy-flow-limit"
+        limit = _header_int(frame, asked_by, 0, _MAX)
         threshold = _header_int(frame, "jmspy-flow-threshold", 0, 100)
         byte_window: int | None = None
         if limit is None:
-            limit = _header_int(frame, "activemq.prefetchSize", 0, _MAX)
+            asked_by = "activemq.prefetchSize"
+            limit = _header_int(frame, asked_by, 0, _MAX)
             if limit is None:
-                limit = _header_int(frame, "prefetch-count", 0, _MAX)
+                asked_by = "prefetch-count"
+                limit = _header_int(frame, asked_by, 0, _MAX)
                 if limit == 0:
                     limit = _MAX
             if limit is None:
-                window = _header_int(frame, "consumer-window-size", -1, _MAX)
+                asked_by = "consumer-window-size"
+                window = _header_int(frame, asked_by, -1, _MAX)
                 if window is not None:
                     limit = _MAX
                     byte_window = None if window == -1 else max(window, 1)
             if threshold is None:
                 threshold = 100  # the peers keep the prefetch window full
         if limit is None:
-            limit = DEFAULT_LIMIT
-        return cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
-                   durable_name, byte_window)
+            limit, asked_by = DEFAULT_LIMIT, "default"
+        sub = cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
+                  durable_name, byte_window)
+        sub.asked_by = asked_by
+        return sub
 
     @property
     def limit(self) -> int:
@@ -162,6 +175,11 @@ class Subscription:
         if destination_limit is not None:
             self._limit = max(1, min(self._limit, destination_limit))
         self._window = self.ack_mode != AUTO
+
+    def client_window(self) -> ClientWindow:
+        """The window as its client asked for it, with what the client holds now."""
+        return ClientWindow(self.asked, None if self._byte_window is not None
+                            else self._threshold, self._unconsumed, self.asked_by)
 
     @property
     def byte_window(self) -> int | None:
