@@ -282,9 +282,15 @@ class Telemetry:
         if tracer is None:
             self._sent(send, attrs, start)
             return
+        # A message made from one received (a Spark row's properties, a copy in a
+        # pipeline) may carry its producer's context: the send links to it, and is its
+        # child when nothing else is current, so the trace goes on through the copy.
+        carried, links = self._link(message)
+        current = self._trace.get_current_span().get_span_context().is_valid
         with tracer.start_as_current_span(f"send {destination.name}",
+                                          context=None if current else carried,
                                           kind=self._trace.SpanKind.PRODUCER,
-                                          attributes=attrs) as span:
+                                          attributes=attrs, links=links) as span:
             carrier: dict[str, str] = {}
             self._inject(carrier)
             try:
