@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "SEND_TIMEOUT_HEADER"]
+__all__ = ["DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "NACK_MORE", "SEND_TIMEOUT_HEADER"]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
@@ -19,6 +19,12 @@ SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
 #: ``jmspy-flow-limit``; the client reports which of the two set the window
 #: (``FlowStats.limited_by``).
 DESTINATION_FLOW_LIMIT: Final = "jmspy-destination-flow-limit"
+
+#: On a NACK: ``true`` when more NACKs of the same batch follow (a ``session.recover()``
+#: hands back several messages, one NACK each). jmspy's broker holds a batch until its
+#: last NACK (the one without the header) and returns it in one step, so the queue gets
+#: its order back and no window refills in the middle (protocols/stomp/settling.py).
+NACK_MORE: Final = "jmspy-nack-more"
 
 #: The message property that carries a message's duplicate-detection id (Artemis's name,
 #: so clients written for Artemis work unchanged): a broker with duplicate detection drops

@@ -22,6 +22,7 @@ from jmspy.capabilities import Feature
 from jmspy.logs import transport_logger
 from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, RemoteConsumer, TransportListener
+from jmspy.wire.headers import NACK_MORE
 
 from .admin import StompAdmin
 from .connect import ConnectOptions
@@ -324,9 +325,10 @@ class StompConsumers:
         else:
             host.connection(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
-    def send_nack(self, ack_id: str, sid: str) -> None:
+    def send_nack(self, ack_id: str, sid: str, *, more: bool = False) -> None:
         host = self._host
+        extra = {NACK_MORE: "true"} if more else {}
         if host.version == "1.2":
-            host.connection(wait=False).nack(ack_id)
+            host.connection(wait=False).nack(ack_id, **extra)
         else:
-            host.connection(wait=False).nack(ack_id, sid)
+            host.connection(wait=False).nack(ack_id, sid, **extra)

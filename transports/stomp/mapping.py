@@ -61,7 +61,8 @@ class BrokerProfile:
 
     ``window``: the SUBSCRIBE header carrying the consumer window ("" = none).
     ``cancel``: how unacknowledged messages go back for redelivery: "nack" (RabbitMQ
-    requeues at the original position; jmspy's broker puts them back at the head) or
+    requeues at the original position; jmspy's broker puts a batch back at the head, in
+    order: ``nack_batches``) or
     "resubscribe" (ActiveMQ 5 turns a NACK into a poison ack and dead-letters the message,
     so the transport re-subscribes instead: the broker then redelivers every unacked
     message of the subscription, in order, marked ``redelivered:true``).
@@ -93,6 +94,9 @@ class BrokerProfile:
     #: Prefix of the shared-subscription headers (``<prefix>-subscription``,
     #: ``<prefix>-durable-subscription``): only jmspy's broker has them ("" = refused).
     shared_header: str = ""
+    #: NACKs of one hand-back go as a batch (``jmspy-nack-more`` on all but the last),
+    #: which the broker returns in one step: only jmspy's broker reads the header.
+    nack_batches: bool = False
 
 
 _AMQ_NAME: Final = "activemq.subscriptionName"  # ActiveMQ 5; Artemis and jmspy accept it too
@@ -102,7 +106,7 @@ _PROFILES: Final = {
     "jmspy": BrokerProfile(
         "jmspy", "", "jmspy-flow-limit", False, True, "nack", "asc", True,
         "jmspy-delivery-delay", "expires", True, True, True, _AMQ_NAME, _AMQ_NO_LOCAL,
-        shared_header="jmspy-shared",
+        shared_header="jmspy-shared", nack_batches=True,
     ),
     "artemis": BrokerProfile(
         "Artemis", "", "consumer-window-size", True, True, "nack", "asc", False,

@@ -1,7 +1,8 @@
 """Handing deliveries back on ``stomp://`` (recover, rollback, a failing listener).
 
 Each broker family takes messages back its own way (``BrokerProfile.cancel``): a NACK
-that requeues at the original position (RabbitMQ, jmspy's broker), a re-SUBSCRIBE that
+that requeues at the original position (RabbitMQ) or, a batch at a time, at the head in
+the original order (jmspy's broker, ``jmspy-nack-more``), a re-SUBSCRIBE that
 makes the broker redeliver every unacknowledged message of the subscription in order
 (ActiveMQ 5, where a NACK dead-letters), or -- for an ActiveMQ non-durable topic
 subscription, which a re-SUBSCRIBE would replace -- redelivery from the client's own copy.
@@ -30,7 +31,8 @@ class RedeliveryHost(Protocol):
     def resubscribe(self, sub: StompSubscription) -> None:
         """UNSUBSCRIBE, then SUBSCRIBE again with a new id."""
 
-    def send_nack(self, ack_id: str, sid: str) -> None: ...
+    def send_nack(self, ack_id: str, sid: str, *, more: bool = False) -> None:
+        """NACK ``ack_id``; ``more``: others of its batch follow (``jmspy-nack-more``)."""
 
     def release(self, sub: StompSubscription) -> None:
         """Hand ``sub``'s stash to the core as its credit allows."""
@@ -147,12 +149,17 @@ class Redelivery:
         what was handed back (expired, dead-lettered). Left open: an older message that
         was itself a redelivery and is still on its way lifts the fence early.
         """
-        sent = False
+        ack_ids = []
         for tag in tags:
             ack_id = sub.unacked.pop(tag, None)
             self._deliveries.forget(tag)
             if ack_id is not None and not sub.stream:  # a stream's are freed by UNSUBSCRIBE
-                self._host.send_nack(ack_id, sub.sub_id)
-                sent = True
-        if fence and sent:
+                ack_ids.append(ack_id)
+        # one batch for a broker that takes them as one (jmspy's: each but the last says
+        # more follow, so it returns them in one step, in order, and refills once)
+        batch = self._host.profile.nack_batches
+        last = len(ack_ids) - 1
+        for i, ack_id in enumerate(ack_ids):
+            self._host.send_nack(ack_id, sub.sub_id, more=batch and i < last)
+        if fence and ack_ids:
             sub.fence = True

@@ -45,6 +45,7 @@ from .mapping import HeaderError
 from .message_frame import encode_message
 from .refusals import CLOSED, ProtocolError, check_echoable, frame_problem
 from .send_path import SessionRecord
+from .settling import SessionSettling
 from .subscribing import SessionSubscribing
 from .subscription import AUTO, Subscription
 from .transactions import SessionTransactions
@@ -113,6 +114,8 @@ class StompSession(SessionRecord):
         self._tag_owner: dict[int, Subscription] = {}  # unacked delivery tag -> subscription
         self._subscribing = SessionSubscribing(  # SUBSCRIBE, UNSUBSCRIBE
             self._subs, self._by_consumer, self._tag_owner, self._destinations, self._credit)
+        self._settling = SessionSettling(  # ACK, NACK (and NACK batches)
+            self._subs, self._tag_owner, self._credit, self._transactions)
         self.frames_in = 0
         self._held = HeldSends()  # SENDs/COMMITs parked by producer flow control
         #: called when output appears outside receive_data (another connection's send,
@@ -334,6 +337,7 @@ class StompSession(SessionRecord):
         sub = self._by_consumer.pop(consumer_id, None)
         if sub is not None:
             sub.closed = True
+            self._settling.forget(sub)  # the core took its deliveries back already
             self._subs.pop(sub.id, None)
             self._error("subscription closed by the broker",
                         f"subscription {sub.id!r} was closed by the broker: {reason}")
@@ -352,9 +356,12 @@ class StompSession(SessionRecord):
         if handler is None:
             raise ProtocolError(f"unexpected {command} frame", f"{command} is not valid "
                                 "after CONNECTED; a session connects once")
-        if command == "NACK" and self.version == "1.0":
-            raise ProtocolError("NACK needs STOMP 1.1", "NACK does not exist in STOMP 1.0; "
-                                "connect with accept-version:1.1 or 1.2")
+        if command == "NACK":
+            if self.version == "1.0":
+                raise ProtocolError("NACK needs STOMP 1.1", "NACK does not exist in STOMP "
+                                    "1.0; connect with accept-version:1.1 or 1.2")
+        elif self._settling.holding:  # a NACK batch ends at the client's next other frame
+            self._settling.end_batch(self._core)
         handler(self, frame, headers)
         if self._held.take_withheld():  # parked by producer flow control: send_done answers
             return
@@ -503,57 +510,11 @@ class StompSession(SessionRecord):
     def _on_unsubscribe(self, frame: Frame, headers: dict[str, str]) -> None:
         self._subscribing.unsubscribe(headers, self._core)
 
-    def _find(self, frame: Frame, headers: dict[str, str]) -> tuple[Subscription, int]:
-        if self.version == "1.2":
-            ack_id = headers.get("id")
-            if ack_id is None or not ack_id.isdigit():
-                raise ProtocolError("missing or invalid id header", f"{frame.command} in STOMP "
-                                    "1.2 needs id: the value of the MESSAGE's ack header")
-            tag = int(ack_id)
-            owner = self._tag_owner.get(tag)
-            if owner is not None:
-                return owner, tag
-            raise ProtocolError("unknown ack id", f"ack id {ack_id} names no unacknowledged "
-                                "message on this connection (already acked, or auto mode?)")
-        mid = headers.get("message-id")
-        sid = headers.get("subscription")
-        subs = [self._subs[sid]] if sid in self._subs else list(self._subs.values())
-        for sub in subs:
-            tag2 = sub.by_message_id.get(mid or "")
-            if tag2 is not None:
-                return sub, tag2
-        raise ProtocolError("unknown message-id", f"message-id {mid!r} (subscription {sid!r})"
-                            " names no unacknowledged message on this connection")
-
-    def _take(self, sub: Subscription, tag: int) -> list[int]:
-        tags = sub.take(tag)
-        owners = self._tag_owner
-        for t in tags:
-            del owners[t]
-        return tags
-
     def _on_ack(self, frame: Frame, headers: dict[str, str]) -> None:
-        sub, tag = self._find(frame, headers)
-        tags = self._take(sub, tag)
-        tx = self._transactions.named(headers)
-        if sub.broker_settles:  # at-most-once: already settled when it was sent
-            self._credit.consumed(sub, len(tags))
-            return
-        self._core.ack(tags, tx)
-        if tx is not None:
-            self._transactions.acked(tx, sub, len(tags))
-        else:
-            self._credit.consumed(sub, len(tags))
+        self._settling.ack(frame, headers, self._core, self.version)
 
     def _on_nack(self, frame: Frame, headers: dict[str, str]) -> None:
-        sub, tag = self._find(frame, headers)
-        tags = self._take(sub, tag)
-        if not sub.broker_settles:  # at-most-once messages are gone: nothing to requeue
-            if headers.get("requeue") == "false":  # RabbitMQ: dead-letter, not redeliver
-                self._core.reject(tags, "rejected by the consumer (NACK with requeue:false)")
-            else:
-                self._core.cancel(tags, redelivered=True)
-        self._credit.consumed(sub, len(tags))
+        self._settling.nack(frame, headers, self._core, self.version)
 
     def _on_begin(self, frame: Frame, headers: dict[str, str]) -> None:
         self._transactions.begin(self._core, headers)
