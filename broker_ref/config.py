@@ -19,6 +19,7 @@
     [broker.mqtt]           # MQTT 3.1.1 and 5 beside STOMP (docs/mqtt.md)
     port = 1883             # listen port (0: any free one); unset: no MQTT listener
     max-packet-bytes = 1048576  # largest packet a client may send
+    max-keep-alive = 0      # longest keep-alive a client may ask, s (0: any)
 
     [broker.tls]            # a TLS listener beside (or, only = true, instead of) the
                             # plain one: broker_ref/tls_config.py lists its keys
@@ -192,6 +193,8 @@ class BrokerConfig:
     mqtt_port: int | None = None
     #: the largest packet an MQTT client may send ([broker.mqtt] max-packet-bytes)
     mqtt_max_packet_bytes: int = 1024 * 1024
+    #: [broker.mqtt] max-keep-alive: the longest keep-alive a client may ask (s; 0: any)
+    mqtt_max_keep_alive: int = 0
     #: where ``/metrics`` is served (``--metrics-port``, on ``host``); None: not served
     metrics_port: int | None = None
     #: the HTTP listener's address ([broker.http] host): loopback unless opened up
@@ -474,14 +477,21 @@ def _http(cfg: BrokerConfig, table: Any, source: str) -> None:
 
 def _mqtt(cfg: BrokerConfig, table: Any, source: str) -> None:
     """``[broker.mqtt]``: ``port`` (the MQTT listener, on [broker] host) and
-    ``max-packet-bytes`` (the largest packet a client may send)."""
+    ``max-packet-bytes`` (the largest packet a client may send) and ``max-keep-alive``
+    (the longest keep-alive a client may ask, as Mosquitto's ``max_keepalive``)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [broker] mqtt must be a table ([broker.mqtt])")
     for key, value in table.items():
-        if key not in ("port", "max-packet-bytes"):
-            raise _unknown(key, "broker.mqtt", source, ["port", "max-packet-bytes"])
+        if key not in ("port", "max-packet-bytes", "max-keep-alive"):
+            raise _unknown(key, "broker.mqtt", source,
+                           ["port", "max-packet-bytes", "max-keep-alive"])
         number = _convert(value, int, key, "broker.mqtt", source)
-        if key == "port":
+        if key == "max-keep-alive":
+            if not 0 <= number <= 65535:
+                raise ConfigError(f"{source}: [broker.mqtt] max-keep-alive = {number} must be "
+                                  "between 0 (clients choose) and 65535 seconds")
+            cfg.mqtt_max_keep_alive = number
+        elif key == "port":
             if not 0 <= number <= 65535:
                 raise ConfigError(f"{source}: [broker.mqtt] port = {number} must be between "
                                   "0 (any free port) and 65535 (MQTT's is 1883)")

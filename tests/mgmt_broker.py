@@ -68,6 +68,7 @@ max-delivery-attempts = 1
 class Running:
     stomp_port: int
     http: str  # http://host:port
+    mqtt_port: int | None = None  # with running_broker(mqtt=True)
 
     def call(self, method: str, path: str, body: Any = None,
              auth: tuple[str, str] | None = None) -> tuple[int, Any]:
@@ -115,11 +116,12 @@ def quote(name: str) -> str:
 
 
 @contextmanager
-def running_broker(tmp: Path, config: str = "") -> Iterator[Running]:
-    """``jmspy broker --in-memory --metrics-port 0`` with ``config`` as its file."""
+def running_broker(tmp: Path, config: str = "", *, mqtt: bool = False) -> Iterator[Running]:
+    """``jmspy broker --in-memory --metrics-port 0`` with ``config`` as its file (and an
+    MQTT listener on a free port with ``mqtt``)."""
     port = free_port()
     args = [sys.executable, "-m", "jmspy", "broker", "--port", str(port), "--in-memory",
-            "--metrics-port", "0"]
+            "--metrics-port", "0"] + (["--mqtt-port", "0"] if mqtt else [])
     if config:
         (tmp / "broker.toml").write_text(config)
         args += ["--config", str(tmp / "broker.toml")]
@@ -127,11 +129,17 @@ def running_broker(tmp: Path, config: str = "") -> Iterator[Running]:
                             cwd=tmp)
     try:
         assert proc.stdout is not None
-        first, second = proc.stdout.readline(), proc.stdout.readline()
+        first = proc.stdout.readline()
         assert first.startswith("jmspy broker listening"), (
             first, proc.stderr.read() if proc.stderr else "")
+        mqtt_port = None
+        if mqtt:  # "jmspy broker listening on HOST:PORT for MQTT 3.1.1 and 5"
+            line = proc.stdout.readline()
+            assert "for MQTT" in line, line
+            mqtt_port = int(line.split()[4].rsplit(":", 1)[1])
+        second = proc.stdout.readline()
         assert second.startswith("jmspy broker metrics on http://127.0.0.1:"), second
-        yield Running(port, second.split()[-1].removesuffix("/metrics"))
+        yield Running(port, second.split()[-1].removesuffix("/metrics"), mqtt_port)
     finally:
         proc.terminate()
         proc.communicate(timeout=HANG)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
 from mgmt_broker import DEAD_LETTERS, HANG, Running, quote, running_broker
+from polling import wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from jmspy import ConnectionFactory, Session
@@ -143,3 +146,40 @@ def test_metrics_parse_with_connections(broker: Running) -> None:
 def test_unknown_route_is_json(broker: Running) -> None:
     status, answer = broker.call("GET", "/api/nothing")
     assert status == 404 and answer["error"]
+
+
+def test_closing_an_mqtt_connection_ends_its_socket_with_the_reason(tmp_path: Path) -> None:
+    """The management API's close reaches the MQTT host too: the client gets a v5
+    DISCONNECT 0x98 (administrative action) and the socket closes."""
+    import paho.mqtt.client as paho
+
+    with running_broker(tmp_path, mqtt=True) as running:
+        assert running.mqtt_port is not None
+        gone = threading.Event()
+        reasons: list[Any] = []
+
+        def on_disconnect(client: Any, userdata: Any, flags: Any, reason: Any,
+                          props: Any) -> None:
+            reasons.append(reason)
+            gone.set()
+
+        client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="device-7",
+                             protocol=paho.MQTTv5)
+        client.on_disconnect = on_disconnect
+
+        def ids() -> set[int]:
+            return {c["id"] for c in running.call("GET", "/api/connections")[1]["connections"]}
+
+        before = ids()
+        client.connect("127.0.0.1", running.mqtt_port)
+        client.loop_start()
+        try:
+            assert wait_until(lambda: ids() - before, HANG)
+            (mine,) = ids() - before
+            status, answer = running.call("DELETE", f"/api/connections/{mine}")
+            assert status == 200, answer
+            assert gone.wait(HANG), "the MQTT client never heard its connection close"
+            assert getattr(reasons[0], "value", reasons[0]) == 0x98
+            assert mine not in ids()
+        finally:
+            client.loop_stop()

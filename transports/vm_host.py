@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import ssl
 
     from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
+    from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
     from jmspy.broker_ref.protocols.stomp.connector import StompConnector
 
 __all__ = ["BrokerHost", "HostedTransport", "get_broker", "start_broker", "stop_broker"]
@@ -64,6 +65,9 @@ class BrokerHost:
         #: open vm connections, told by stop() that the broker went away
         self.transports: set[HostedTransport] = set()
         self._connectors: list[StompConnector | MqttConnector] = []
+        #: the MQTT state every MQTT connector of this broker shares (retained messages,
+        #: sessions, wills), as one Mosquitto's listeners do; made by the first one
+        self._mqtt_hub: MqttHub | None = None
         self._timer = threading.Thread(
             target=self._run_timers, name=f"jmspy-vm-timers-{name}", daemon=True
         )
@@ -166,6 +170,7 @@ class BrokerHost:
                             user_from_cert: str | None) -> str:
         """``mqtt://HOST:PORT``: serve this broker over MQTT 3.1.1 and 5 as well."""
         from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
+        from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
 
         try:
             port = parts.port
@@ -181,7 +186,11 @@ class BrokerHost:
                 f"connector {url!r}: MQTT connectors do not serve TLS yet; leave out "
                 "ssl_context and user_from_cert")
         host = parts.hostname or "127.0.0.1"
-        connector = MqttConnector(self.broker, self.lock, name=self.name)
+        with self.lock:
+            if self._mqtt_hub is None:
+                self._mqtt_hub = MqttHub(self.broker)
+            hub = self._mqtt_hub
+        connector = MqttConnector(self.broker, self.lock, name=self.name, hub=hub)
         try:
             connector.start(host, port)
         except OSError as exc:

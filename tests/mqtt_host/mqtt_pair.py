@@ -88,7 +88,8 @@ class Client:
     def __init__(self, pair: MqttPair, version: int = 4) -> None:
         self.pair = pair
         self.version = version
-        self.session = MqttSession(pair.broker, pair.hub, max_packet_bytes=pair.max_bytes)
+        self.session = MqttSession(pair.broker, pair.hub, max_packet_bytes=pair.max_bytes,
+                                   max_keep_alive=pair.max_keep_alive)
         self._parser = codec.PacketParser(1 << 28)
         pair.clients.append(self)
 
@@ -137,7 +138,9 @@ class Client:
 class MqttPair:
     """A broker core on a fake clock, its MQTT hub, and clients."""
 
-    def __init__(self, max_bytes: int = 64 * 1024, **broker_options: Any) -> None:
+    def __init__(self, max_bytes: int = 64 * 1024, max_keep_alive: int = 0,
+                 **broker_options: Any) -> None:
+        self.max_keep_alive = max_keep_alive
         self.clock = FakeClock()
         self.broker = Broker(clock=self.clock, **broker_options)
         self.hub = MqttHub(self.broker)

@@ -136,3 +136,44 @@ def test_a_silent_client_is_closed_after_one_and_a_half_keep_alives(
         sock.sendall(connect_packet("silent", keep_alive=1))
         assert sock.recv(4) == b"\x20\x02\x00\x00"  # CONNACK, accepted
         assert sock.recv(16) == b""  # closed by the server
+
+
+def test_two_mqtt_connectors_of_one_broker_share_retained_messages_and_sessions(
+        vm_broker_factory: Callable[..., Any]) -> None:
+    """As one Mosquitto's listeners do: what one connector keeps, the other serves."""
+    host, _ = vm_broker_factory()
+    first = host.add_connector("mqtt://127.0.0.1:0")
+    second = host.add_connector("mqtt://127.0.0.1:0")
+    assert first != second
+    pub = Paho(first, paho.MQTTv5, "pub")
+    pub.client.publish("shared/status", b"up", qos=1, retain=True).wait_for_publish(WAIT)
+    pub.close()
+    sub = Paho(second, paho.MQTTv5, "sub")
+    try:
+        sub.subscribe("shared/#", 1)
+        msg = sub.messages.get(timeout=WAIT)
+        assert (msg.payload, msg.retain) == (b"up", True)
+    finally:
+        sub.close()
+    # a persistent session made through the first connector is found through the second
+    present: list[bool] = []
+    for url in (first, second):
+        client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="roamer",
+                             protocol=paho.MQTTv311, clean_session=False)
+        connected = threading.Event()
+
+        def on_connect(c: Any, u: Any, flags: Any, reason: Any, props: Any,
+                       done: threading.Event = connected) -> None:
+            present.append(bool(flags.session_present))
+            done.set()
+
+        client.on_connect = on_connect
+        parts = urlsplit(url)
+        client.connect(parts.hostname or "127.0.0.1", parts.port or 1883)
+        client.loop_start()
+        try:
+            assert connected.wait(WAIT)
+        finally:
+            client.disconnect()
+            client.loop_stop()
+    assert present == [False, True]

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 
 from ...core import Broker
 from ..loop_thread import LoopThread, listener_url
+from .hub import MqttHub
 from .server import MqttServer
 
 __all__ = ["MqttConnector"]
@@ -20,8 +21,9 @@ class MqttConnector:
     """Serves MQTT for a broker that others also call, from a thread of its own."""
 
     def __init__(self, broker: Broker, core_lock: AbstractContextManager[object], *,
-                 name: str = "jmspy") -> None:
+                 name: str = "jmspy", hub: MqttHub | None = None) -> None:
         self._broker = broker
+        self._hub = hub  # shared with the broker's other MQTT connectors (None: its own)
         self._core_lock = core_lock
         self._server: MqttServer | None = None
         self._loop = LoopThread(f"jmspy-mqtt-{name}")
@@ -34,7 +36,7 @@ class MqttConnector:
 
     def start(self, host: str, port: int) -> tuple[str, int]:
         async def listen() -> tuple[str, int]:
-            self._server = MqttServer(self._broker, core_lock=self._core_lock)
+            self._server = MqttServer(self._broker, core_lock=self._core_lock, hub=self._hub)
             return await self._server.start(host, port)
 
         self._loop.start()

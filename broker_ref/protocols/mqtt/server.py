@@ -33,7 +33,8 @@ class MqttConnection(asyncio.Protocol):
     def __init__(self, server: MqttServer) -> None:
         self.server = server
         self.session = MqttSession(server.broker, server.hub,
-                                   max_packet_bytes=server.max_packet_bytes)
+                                   max_packet_bytes=server.max_packet_bytes,
+                                   max_keep_alive=server.max_keep_alive)
         self.session.wakeup = self._wakeup
         self.transport: asyncio.Transport | None = None
         self._congested = False
@@ -113,9 +114,10 @@ class MqttServer:
 
     def __init__(self, broker: Broker, *, hub: MqttHub | None = None,
                  core_lock: AbstractContextManager[object] | None = None,
-                 max_packet_bytes: int = MAX_PACKET_BYTES) -> None:
+                 max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0) -> None:
         self.broker = broker
         self.hub = hub or MqttHub(broker)
+        self.max_keep_alive = max_keep_alive
         self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
         self.max_packet_bytes = max_packet_bytes
         self.loop = asyncio.get_running_loop()
@@ -149,6 +151,17 @@ class MqttServer:
             except Exception:
                 log.exception("MQTT hub processing failed")
         self._tick = self.loop.call_later(TICK_S, self._on_tick)
+
+    def close_connection(self, core: object, reason: str) -> bool:
+        """End the client connection whose core connection is ``core`` (its session is
+        the core connection's callback), its client told why; False when no connection
+        of this server has it (the management API's close)."""
+        for conn in list(self.connections):
+            if conn.session is getattr(core, "callback", None):
+                conn.session.close_by_operator(reason)
+                conn.flush()  # the DISCONNECT goes out, then the socket closes
+                return True
+        return False
 
     async def stop(self) -> None:
         for server in self._servers:

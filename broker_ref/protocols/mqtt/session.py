@@ -50,9 +50,13 @@ class MqttSession:
     """One client's MQTT session (see the module docstring)."""
 
     def __init__(self, broker: Broker, hub: MqttHub, *,
-                 max_packet_bytes: int = MAX_PACKET_BYTES) -> None:
+                 max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0) -> None:
         self.broker = broker
         self.hub = hub
+        #: the longest keep-alive a client may ask (s; 0: any), as Mosquitto's
+        #: max_keepalive: a v5 client asking more (or none) is told the Server Keep Alive,
+        #: a 3.1.1 client asking more is refused (it cannot be told)
+        self.max_keep_alive = max_keep_alive
         self.version = 4
         self.connected = False
         self.closing = False  #: the host writes what is pending, then closes
@@ -137,6 +141,13 @@ class MqttSession:
     def reading_held(self) -> bool:
         """Producer flow control holds PUBLISHes: the host stops reading."""
         return self._held > 0
+
+    def close_by_operator(self, reason: str) -> None:
+        """The management API closed this connection: a v5 DISCONNECT 0x98
+        (administrative action) saying ``reason``, the will published, the session
+        ended; the host closes the socket on its next flush."""
+        self._close(0x98, reason)
+        self.connection_lost()
 
     def check_keep_alive(self, now: int) -> bool:
         """Close (and publish the will) after 1.5 keep-alives of silence; True if so."""
@@ -294,6 +305,12 @@ class MqttSession:
         if stored is not None and f["clean"]:
             hub.discard(stored)
             stored = None
+        keep_alive, most = f["keep_alive"], self.max_keep_alive
+        if most and not v5 and keep_alive > most:
+            self._connack(0x02)  # what Mosquitto answers: identifier rejected
+            self.closing = True
+            return
+        server_keep_alive = v5 and most and (keep_alive == 0 or keep_alive > most)
         password = f["password"]
         try:
             conn = self.broker.connect(
@@ -315,7 +332,7 @@ class MqttSession:
         self._conn = conn
         self.client_id = client_id
         self.connected = True
-        self.keep_alive = f["keep_alive"]
+        self.keep_alive = most if server_keep_alive else keep_alive
         self._client_max_packet = props.get("maximum_packet_size", 0)
         hub.active[client_id] = self
         self._persistent = expiry != 0
@@ -337,6 +354,8 @@ class MqttSession:
             answer = {"assigned_client_identifier": assigned,
                       "topic_alias_maximum": TOPIC_ALIAS_MAXIMUM,
                       "maximum_packet_size": self.max_packet_bytes}
+            if server_keep_alive:
+                answer["server_keep_alive"] = most
         self._connack(0, present, answer)
         for state in list(stored.subscriptions.values()):
             self._attach(state)

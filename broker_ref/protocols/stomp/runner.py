@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...config import BrokerConfig, ConfigError
 from ...core import Broker
@@ -19,6 +19,9 @@ from ...store.sqlite_store import StoreError
 from ...tls_config import TlsConfig, server_context
 from .server import ConnectionLimits, StompServer
 from .tls import TlsListener
+
+if TYPE_CHECKING:
+    from ..mqtt.server import MqttServer
 
 __all__ = ["StoreError", "loop_factory", "run_broker", "serve"]
 
@@ -95,14 +98,15 @@ async def serve(
         raise
     server.on_failed = stop.set  # an unusable store: stop for real, then say why
     metrics = None
-    mqtt = None
+    mqtt: MqttServer | None = None
     try:
         if on_ready is not None:
             on_ready(host, port)
         if config.mqtt_port is not None:
             from ..mqtt.server import MqttServer
 
-            mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes)
+            mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
+                              max_keep_alive=config.mqtt_max_keep_alive)
             try:
                 mqtt_host, mqtt_port = await mqtt.start(config.host, config.mqtt_port)
             except OSError as exc:
@@ -115,7 +119,7 @@ async def serve(
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
         if config.metrics_port is not None:
-            metrics = await _http_listener(config, broker, server)
+            metrics = await _http_listener(config, broker, server, mqtt)
             if on_metrics_ready is not None:
                 on_metrics_ready(metrics.host, metrics.port)
         await stop.wait()
@@ -150,8 +154,8 @@ class _ThreadListener:
         await asyncio.to_thread(self._server.stop)
 
 
-async def _http_listener(config: BrokerConfig, broker: Broker,
-                         server: StompServer) -> _Listener:
+async def _http_listener(config: BrokerConfig, broker: Broker, server: StompServer,
+                         mqtt: MqttServer | None) -> _Listener:
     """/metrics and the management API (aiohttp, :mod:`...http`); without aiohttp
     installed, /metrics alone from prometheus_client's thread -- unless security is on,
     which that server cannot check (it would serve /metrics to anyone)."""
@@ -168,7 +172,10 @@ async def _http_listener(config: BrokerConfig, broker: Broker,
 
     return await start_http_server(broker, config.http_host, config.metrics_port or 0,
                                    core_lock=server.core_lock,
-                                   close_connection=server.close_connection,
+                                   close_connection=lambda core, reason: (
+                                       server.close_connection(core, reason) or (
+                                           mqtt is not None
+                                           and mqtt.close_connection(core, reason))),
                                    accepted=lambda: len(server.connections),
                                    metrics_auth=config.metrics_auth,
                                    throttle=server.throttle)

@@ -1,0 +1,119 @@
+"""The MQTT host's per-subscription and per-connection options, with raw packets in
+memory (mqtt_pair.py): retain handling and retain-as-published (MQTT 5 3.8.3.1), the
+client's Maximum Packet Size (3.1.2.11.4), Server Keep Alive (3.2.2.3.14, Mosquitto's
+max_keepalive), and producer flow control holding a QoS 1 PUBACK."""
+
+from __future__ import annotations
+
+import pytest
+from mqtt_pair import MqttPair, packet
+
+from jmspy.broker_ref.protocols.mqtt import codec
+
+RETAIN_AS_PUBLISHED = 8
+
+
+def _retained(pair: MqttPair) -> None:
+    pub = pair.client(5)
+    pub.connect("pub")
+    pub.publish("status/door", b"open", qos=1, pid=1, retain=True)
+
+
+@pytest.mark.parametrize(("handling", "first", "again"), [
+    (0, [b"open"], [b"open"]),  # at every SUBSCRIBE
+    (1, [b"open"], []),  # only when the subscription is new
+    (2, [], []),  # never
+])
+def test_retain_handling_decides_when_the_retained_message_comes(
+        handling: int, first: list[bytes], again: list[bytes]) -> None:
+    pair = MqttPair()
+    _retained(pair)
+    sub = pair.client(5)
+    sub.connect("sub")
+    options = 1 | (handling << 4)
+    assert [m["payload"] for m in sub.subscribe(1, ("status/#", options))[1:]] == first
+    assert [m["payload"] for m in sub.subscribe(2, ("status/#", options))[1:]] == again
+
+
+@pytest.mark.parametrize(("options", "flag"), [(1, False), (1 | RETAIN_AS_PUBLISHED, True)])
+def test_retain_as_published_keeps_the_flag_on_live_messages(options: int, flag: bool) -> None:
+    pair = MqttPair()
+    sub, pub = pair.client(5), pair.client(5)
+    sub.connect("sub")
+    pub.connect("pub")
+    sub.subscribe(1, ("live/#", options))
+    pub.publish("live/a", b"x", qos=1, pid=1, retain=True)
+    (live,) = pair.inbox(sub)
+    # a live message goes out with RETAIN 0 unless the subscription keeps it as published
+    assert (live["payload"], live["retain"]) == (b"x", flag)
+
+
+def test_a_packet_over_the_clients_maximum_packet_size_is_not_sent() -> None:
+    pair = MqttPair()
+    sub, pub = pair.client(5), pair.client(5)
+    sub.connect("small", props={"maximum_packet_size": 64})
+    pub.connect("pub")
+    sub.subscribe(1, ("m/#", 0))
+    pub.publish("m/big", b"b" * 200)
+    pub.publish("m/small", b"s")
+    # MQTT 5 3.1.2.11.4: the broker drops what the client said it cannot take
+    assert [m["payload"] for m in pair.inbox(sub)] == [b"s"]
+
+
+def test_a_v5_client_asking_more_keep_alive_than_the_cap_is_told_the_cap() -> None:
+    pair = MqttPair(max_keep_alive=60)
+    for asked in (120, 0):
+        c = pair.client(5)
+        connack = c.connect(f"c{asked}", keep_alive=asked)
+        assert connack["code"] == 0 and connack["props"]["server_keep_alive"] == 60
+        assert c.session.keep_alive == 60
+    modest = pair.client(5)
+    connack = modest.connect("modest", keep_alive=30)
+    assert "server_keep_alive" not in connack["props"] and modest.session.keep_alive == 30
+
+
+def test_the_capped_keep_alive_is_the_one_enforced() -> None:
+    pair = MqttPair(max_keep_alive=60)
+    c = pair.client(5)
+    c.connect("c", keep_alive=0)  # asked for none: held to the cap
+    pair.clock.advance(89_000)
+    assert not c.session.check_keep_alive(pair.broker.now())
+    pair.clock.advance(1_001)  # 1.5 x 60 s of silence
+    assert c.session.check_keep_alive(pair.broker.now())
+
+
+def test_a_v311_client_asking_more_keep_alive_than_the_cap_is_refused() -> None:
+    pair = MqttPair(max_keep_alive=60)
+    c = pair.client()
+    assert c.connect("old", keep_alive=120)["code"] == 0x02  # as Mosquitto answers
+    assert c.session.closing
+    ok = pair.client()
+    assert ok.connect("fine", keep_alive=60)["code"] == 0
+
+
+def test_producer_flow_control_holds_the_puback_until_memory_frees() -> None:
+    pair = MqttPair(memory_limit=6_000, destination_memory_percent=100)
+    sub = pair.client()
+    sub.connect("sub", clean=False)
+    sub.subscribe(1, ("jobs", 1))
+    sub.send(packet(0xE0, b""))  # DISCONNECT: the session and its subscription stay
+    pub = pair.client()
+    pub.connect("pub")
+    acks = []
+    for pid in range(1, 21):
+        acks.extend(p["pid"] for p in pub.publish("jobs", b"j" * 900, qos=1, pid=pid)
+                    if p["type"] == codec.PUBACK)
+        if pub.session.reading_held:
+            break
+    held_at = pid
+    assert held_at > 2  # some went through before the limit
+    assert pub.session.reading_held and held_at not in acks  # no PUBACK for the held one
+    assert acks == list(range(1, held_at))
+    back = pair.client()
+    connack = back.connect("sub", clean=False)
+    assert connack["present"]
+    for m in back.take() + pair.inbox(back):
+        if m["type"] == codec.PUBLISH:
+            back.ack(codec.PUBACK, m["pid"])  # consumed: memory frees
+    assert held_at in [p["pid"] for p in pair.inbox(pub) if p["type"] == codec.PUBACK]
+    assert not pub.session.reading_held
