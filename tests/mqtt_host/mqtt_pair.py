@@ -98,6 +98,8 @@ class Client:
         return self.pair.pump(self)
 
     def take(self) -> list[dict[str, Any]]:
+        if self.session.input_waiting and not self.session.reading_held:
+            self.session.receive_data(b"")  # as the host does (server.py flush)
         data = self.session.data_to_send()
         self.session.written()
         self._parser.feed(data)

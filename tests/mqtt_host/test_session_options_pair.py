@@ -9,6 +9,7 @@ import pytest
 from mqtt_pair import MqttPair, packet
 
 from jmspy.broker_ref.protocols.mqtt import codec
+from jmspy.broker_ref.protocols.mqtt.codec import encode_string
 
 RETAIN_AS_PUBLISHED = 8
 
@@ -117,3 +118,34 @@ def test_producer_flow_control_holds_the_puback_until_memory_frees() -> None:
             back.ack(codec.PUBACK, m["pid"])  # consumed: memory frees
     assert held_at in [p["pid"] for p in pair.inbox(pub) if p["type"] == codec.PUBACK]
     assert not pub.session.reading_held
+
+
+def test_publishes_and_a_disconnect_behind_a_held_publish_wait_and_none_is_lost() -> None:
+    """One read holding a burst of QoS 0 PUBLISHes and the DISCONNECT: producer flow
+    control holds one midway; what follows waits in the parser (in order) instead of being
+    acted on, so the DISCONNECT does not end the connection with the held ones dropped."""
+    pair = MqttPair(memory_limit=6_000, destination_memory_percent=100)
+    sub = pair.client()
+    sub.connect("sub", clean=False)
+    sub.subscribe(1, ("burst", 1))
+    sub.send(packet(0xE0, b""))  # away: its messages wait in the core
+    pub = pair.client()
+    pub.connect("pub")
+    burst = b"".join(packet(0x30, encode_string("burst") + f"{i:04d}".encode().ljust(900, b"."))
+                     for i in range(20))
+    pub.send(burst + packet(0xE0, b""))
+    assert pub.session.reading_held and not pub.session.closing
+    back = pair.client()
+    back.connect("sub", clean=False)
+    got: list[bytes] = []
+    for _ in range(100):  # consume; each PUBACK frees memory, which lets more through
+        fresh = [m for m in back.take() + pair.inbox(back) if m["type"] == codec.PUBLISH]
+        if not fresh and not pub.session.reading_held:
+            break
+        for m in fresh:
+            got.append(m["payload"][:4])
+            if m["qos"]:
+                back.ack(codec.PUBACK, m["pid"])
+        pair.pump(pub)  # the publisher's host acts on what waited
+    assert got == [f"{i:04d}".encode() for i in range(20)]
+    assert pub.session.closing  # its DISCONNECT, acted on last

@@ -69,6 +69,8 @@ class MqttConnection(asyncio.Protocol):
         transport, session = self.transport, self.session
         if transport is None:
             return
+        if session.input_waiting and not session.reading_held:
+            session.receive_data(b"")  # what waited behind a held PUBLISH, in order
         for _ in range(64):
             data = session.data_to_send()
             if data:

@@ -8,7 +8,8 @@ Credit: each subscription is one core consumer with a window of :data:`CREDIT` m
 refilled as deliveries leave (written at QoS 0, PUBACK/PUBCOMP at QoS 1/2); the client's
 Receive Maximum is the core connection's flow limit (Open MQ's connection flow limit),
 so at most that many deliveries are unsettled at once, whichever subscription has them.
-A PUBLISH that producer flow control holds gets its PUBACK/PUBREC when it goes through.
+A held PUBLISH (producer flow control) gets its PUBACK/PUBREC when it goes through; the
+packets behind it wait in the parser till then (a DISCONNECT behind it does not drop it).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class MqttSession:
         #: called when output appears outside receive_data (a delivery, a takeover)
         self.wakeup: Callable[[], None] | None = None
         self._receiving = False
+        #: packets wait behind a held PUBLISH: the host calls receive_data(b"") once free
+        self.input_waiting = False
 
     # ------------------------------------------------------------------ host interface
 
@@ -96,8 +99,14 @@ class MqttSession:
         self.last_in = self.broker.now()
         self._parser.feed(data)
         self._receiving = True
+        self.input_waiting = False
         try:
             while not self.closing:
+                if self._held:
+                    # a PUBLISH is held: what follows (PUBLISHes, a DISCONNECT that
+                    # would drop the held one) waits in the parser until send_done
+                    self.input_waiting = self._parser.buffered > 0
+                    break
                 try:
                     item = self._parser.next_packet()
                     if item is None:
@@ -143,16 +152,15 @@ class MqttSession:
         return self._held > 0
 
     def close_by_operator(self, reason: str) -> None:
-        """The management API closed this connection: a v5 DISCONNECT 0x98
-        (administrative action) saying ``reason``, the will published, the session
-        ended; the host closes the socket on its next flush."""
+        """The management API closed it: v5 DISCONNECT 0x98 (administrative action)
+        saying ``reason``, the will out; the host closes the socket on its next flush."""
         self._close(0x98, reason)
         self.connection_lost()
 
     def check_keep_alive(self, now: int) -> bool:
         """Close (and publish the will) after 1.5 keep-alives of silence; True if so."""
-        if self.closing or not self.keep_alive:
-            return False
+        if self.closing or not self.keep_alive or self._held:
+            return False  # held: the host is not reading, so silence is ours
         if now - self.last_in > self.keep_alive * 1500:
             self._close(0x8D, "keep alive timeout: nothing came for 1.5 keep-alive "
                         "intervals")
@@ -237,6 +245,8 @@ class MqttSession:
         self._held -= 1
         if self.closing:
             return
+        if not self._held and self._parser.buffered:
+            self.input_waiting = True  # the host acts on what waited (receive_data(b""))
         if self.wakeup is not None:
             self.wakeup()
         if error is not None and self.version != V5:
