@@ -17,6 +17,12 @@ for absent subscribers). What differs between the pairs is the producer:
   the last PUBACK.
 
 Goal: jmspy over paho in the same round >= 0.9x (issues 5 and 17).
+
+The ``host`` rows turn it around: the same raw paho pair (MQTT 5) against the bundled
+broker's MQTT host (``jmspy broker --mqtt-port``) and against Mosquitto, at QoS 0 and at
+QoS 1 with ``WINDOW`` in flight (the consumer acknowledging each). Goal: the bundled
+broker >= 0.8x Mosquitto's throughput on both (issue 51; Mosquitto is C, the host is
+Python on the broker's event loop).
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ def _paho_connect(client: Any, spec: Spec) -> None:
 def paho_producer(spec: Spec) -> dict[str, Any]:
     client = _paho(spec, f"bench-pub-{spec['dest']}")
     _paho_connect(client, spec)
-    return paho_publish(client, spec, _payload, qos=1, sync=spec["mode"] == "sync")
+    return paho_publish(client, spec, _payload, qos=spec.get("qos", 1),
+                        sync=spec["mode"] == "sync")
 
 
 def paho_consumer(spec: Spec) -> dict[str, Any]:
@@ -97,13 +104,14 @@ def paho_consumer(spec: Spec) -> dict[str, Any]:
 
     def on_message(c: Any, userdata: Any, msg: Any) -> None:
         stamp = _stamp(msg.payload)
-        c.ack(msg.mid, msg.qos)
+        if msg.qos:
+            c.ack(msg.mid, msg.qos)
         sink.hit(stamp)
 
     client.on_subscribe = lambda *a: subscribed.set()
     client.on_message = on_message
     _paho_connect(client, spec)
-    client.subscribe(spec["dest"], qos=1)
+    client.subscribe(spec["dest"], qos=spec.get("qos", 1))
     client.loop_start()
     if not subscribed.wait(10):
         return {"error": "no SUBACK within 10s"}
@@ -191,6 +199,40 @@ def _runner(peers: Peers, client: str, mode: str, version: str, count: int) -> A
     return run
 
 
+def _host_runner(peers: Peers, broker: str, qos: int, count: int) -> Any:
+    """The raw paho pair (MQTT 5) against ``broker`` (``mosquitto`` or ``jmspy-mqtt``)."""
+    def run(_rnd: int) -> dict[str, Any]:
+        ep = peers.get(broker)
+        if isinstance(ep, str):
+            return {"error": ep}
+        spec: Spec = {"host": ep.host, "port": ep.mqtt_port, "count": count, "timeout": 180,
+                      "version": "5", "mode": "window", "inflight": WINDOW, "qos": qos,
+                      "dest": f"bench/{uuid.uuid4().hex[:12]}"}
+        return run_pair("part_d_mqtt", {**spec, "role": "paho-consumer"},
+                        {**spec, "role": "paho-producer"})
+
+    return run
+
+
+def host_configs(quick: bool, peers: Peers) -> list[Config]:
+    """paho -> jmspy broker vs paho -> Mosquitto (see the module docstring)."""
+    out: list[Config] = []
+    for qos in (0, 1):
+        count = 5_000 if quick else 50_000
+        what = "QoS 0" if qos == 0 else f"QoS 1, {WINDOW} in flight"
+        cfg = f"raw paho, MQTT 5, {what}, {count:,} msgs"
+        key = f"d/host/qos{qos}"
+        out.append(Config(Row("d", f"{key}/jmspy", "paho -> jmspy broker (MQTT host)", cfg,
+                              baseline=f"{key}/mosquitto", short=f"host, {what}",
+                              goals=[Goal(0.8, over=f"{key}/mosquitto", label="vs Mosquitto",
+                                          issue=51)]),
+                          _host_runner(peers, "jmspy-mqtt", qos, count)))
+        out.append(Config(Row("d", f"{key}/mosquitto", "paho -> Mosquitto", cfg,
+                              short=f"host, {what}"),
+                          _host_runner(peers, "mosquitto", qos, count)))
+    return out
+
+
 def configs(quick: bool, peers: Peers) -> list[Config]:
     out: list[Config] = []
     pairs = [("sync", "5"), ("sync", "3.1.1"), ("window", "5")]
@@ -211,7 +253,7 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
                           _runner(peers, "jmspy", mode, version, count)))
         out.append(Config(Row("d", f"{key}/paho", f"{pname} -> Mosquitto", cfg, short=short),
                           _runner(peers, "paho", mode, version, count)))
-    return out
+    return out + host_configs(quick, peers)
 
 
 def run(quick: bool, runs: int, progress: Progress, peers: Peers) -> list[Row]:

@@ -100,6 +100,26 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
                         env=env)
 
 
+def start_jmspy_mqtt() -> Any:
+    """``python -m jmspy broker`` as installed (uvloop, in memory) with its MQTT listener
+    on a second free port (``--mqtt-port``): the MQTT rows' bundled broker."""
+    brokers = _interop()
+    work = Path(tempfile.mkdtemp(prefix="jmspy-bench-jmspy-mqtt-"))
+    port, mqtt_port = brokers.free_port(), brokers.free_port()
+    log = work / "jmspy-mqtt.log"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1", "--port",
+             str(port), "--mqtt-port", str(mqtt_port), "--loop", loop, "--in-memory"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=worker_env(), cwd=neutral_dir(), start_new_session=True)
+    broker = brokers.BrokerProcess("jmspy-mqtt", brokers.HOST, port, mqtt_port, proc, work,
+                                   log)
+    broker.wait_ready([port, mqtt_port], 30)
+    return broker
+
+
 def ensure_coilmq(log: Callable[[str], None]) -> str:
     """Path of the ``coilmq`` script, installing CoilMQ from PyPI first if missing."""
     script = shutil.which("coilmq") or str(Path(sys.executable).parent / "coilmq")
@@ -138,6 +158,8 @@ class Peers:
             return lambda: start_jmspy("uvloop", idle_spin_us=0)
         if name == "jmspy-persistent":  # as installed: the default loop
             return lambda: start_jmspy("uvloop", persistent=True)
+        if name == "jmspy-mqtt":
+            return start_jmspy_mqtt
         if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)
             return lambda: _interop().ActiveMQ(persistent=True).start()
         if name == "coilmq":

@@ -20,6 +20,7 @@
     port = 1883             # listen port (0: any free one); unset: no MQTT listener
     max-packet-bytes = 1048576  # largest packet a client may send
     max-keep-alive = 0      # longest keep-alive a client may ask, s (0: any)
+    tls-port = 8883         # MQTT over TLS with [broker.tls]'s certificate; unset: none
 
     [broker.tls]            # a TLS listener beside (or, only = true, instead of) the
                             # plain one: broker_ref/tls_config.py lists its keys
@@ -195,6 +196,8 @@ class BrokerConfig:
     mqtt_max_packet_bytes: int = 1024 * 1024
     #: [broker.mqtt] max-keep-alive: the longest keep-alive a client may ask (s; 0: any)
     mqtt_max_keep_alive: int = 0
+    #: [broker.mqtt] tls-port: MQTT over TLS with [broker.tls]'s certificate (None: none)
+    mqtt_tls_port: int | None = None
     #: where ``/metrics`` is served (``--metrics-port``, on ``host``); None: not served
     metrics_port: int | None = None
     #: the HTTP listener's address ([broker.http] host): loopback unless opened up
@@ -482,11 +485,16 @@ def _mqtt(cfg: BrokerConfig, table: Any, source: str) -> None:
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [broker] mqtt must be a table ([broker.mqtt])")
     for key, value in table.items():
-        if key not in ("port", "max-packet-bytes", "max-keep-alive"):
+        if key not in ("port", "tls-port", "max-packet-bytes", "max-keep-alive"):
             raise _unknown(key, "broker.mqtt", source,
-                           ["port", "max-packet-bytes", "max-keep-alive"])
+                           ["port", "tls-port", "max-packet-bytes", "max-keep-alive"])
         number = _convert(value, int, key, "broker.mqtt", source)
-        if key == "max-keep-alive":
+        if key == "tls-port":
+            if not 0 <= number <= 65535:
+                raise ConfigError(f"{source}: [broker.mqtt] tls-port = {number} must be "
+                                  "between 0 (any free port) and 65535 (MQTT's is 8883)")
+            cfg.mqtt_tls_port = number
+        elif key == "max-keep-alive":
             if not 0 <= number <= 65535:
                 raise ConfigError(f"{source}: [broker.mqtt] max-keep-alive = {number} must be "
                                   "between 0 (clients choose) and 65535 seconds")

@@ -53,6 +53,8 @@ def _broker(args: argparse.Namespace) -> int:
         config.metrics_port = args.metrics_port
     if args.mqtt_port is not None:
         config.mqtt_port = args.mqtt_port
+    if args.mqtt_tls_port is not None:
+        config.mqtt_tls_port = args.mqtt_tls_port
     if args.idle_spin_us is not None:
         config.idle_spin_us = args.idle_spin_us
         config_mod.check_idle_spin(config, "--idle-spin-us")
@@ -161,6 +163,11 @@ def add_commands(sub: Any) -> None:
     broker.add_argument("--mqtt-port", type=port(zero="any free port"),
                         help="serve MQTT 3.1.1 and 5 on this port too (1883 is MQTT's; 0 "
                         "for any free port); overrides [broker.mqtt] port")
+    broker.add_argument("--mqtt-tls-port", type=port(zero="any free port"),
+                        help="serve MQTT over TLS on this port too (8883 is MQTT's; 0 for "
+                        "any free port), with the certificate and client-certificate rules "
+                        "of [broker.tls] in the --config file; overrides [broker.mqtt] "
+                        "tls-port")
     broker.add_argument("--metrics-port", type=port(zero="any free port"),
                         help="serve /metrics (the Prometheus text format) and the "
                         "management API (/api/, JSON; needs pip install 'jmspy[http]') on "

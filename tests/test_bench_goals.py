@@ -75,8 +75,10 @@ def test_issue_17_rows_declare_their_goals() -> None:
     memory = _goals([cf.row for cf in broker_memory.configs(False)])
     assert memory == {"c/jmspy/rss-message": [(1.5, None)], "c/jmspy/rss-queue": [(2.0, None)]}
     d = _goals([cf.row for cf in part_d_mqtt.configs(False, Peers())])
-    assert d == {f"d/{m}/{v}/jmspy": [(0.9, f"d/{m}/{v}/paho")]
-                 for m, v in (("sync", "5"), ("sync", "3.1.1"), ("window", "5"))}
+    assert d == {**{f"d/{m}/{v}/jmspy": [(0.9, f"d/{m}/{v}/paho")]
+                    for m, v in (("sync", "5"), ("sync", "3.1.1"), ("window", "5"))},
+                 **{f"d/host/qos{q}/jmspy": [(0.8, f"d/host/qos{q}/mosquitto")]
+                    for q in (0, 1)}}
 
 
 def test_part_a_listener_path_has_its_ratio_and_rate_goals() -> None:

@@ -134,7 +134,7 @@ class BrokerHost:
         )
 
         parts = urlsplit(url)
-        if parts.scheme.lower() == "mqtt":
+        if parts.scheme.lower() in ("mqtt", "mqtts", "mqtt+ssl"):
             return self._add_mqtt_connector(url, parts, ssl_context, user_from_cert)
         try:
             port = parts.port
@@ -168,7 +168,8 @@ class BrokerHost:
     def _add_mqtt_connector(self, url: str, parts: SplitResult,
                             ssl_context: ssl.SSLContext | None,
                             user_from_cert: str | None) -> str:
-        """``mqtt://HOST:PORT``: serve this broker over MQTT 3.1.1 and 5 as well."""
+        """``mqtt://HOST:PORT``: serve this broker over MQTT 3.1.1 and 5 as well
+        (``mqtts://`` or ``mqtt+ssl://``: over TLS, with ``ssl_context``)."""
         from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
         from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
 
@@ -179,12 +180,22 @@ class BrokerHost:
         if (port is None or port < 0 or parts.path.strip("/") or parts.query
                 or parts.fragment):
             raise errors.InvalidConfigurationException(
-                f"connector {url!r}: give mqtt://HOST:PORT (port 0 picks a free one), "
-                "e.g. mqtt://127.0.0.1:1883, without options")
-        if ssl_context is not None or user_from_cert is not None:
+                f"connector {url!r}: give mqtt://HOST:PORT or mqtts://HOST:PORT (port 0 "
+                "picks a free one), e.g. mqtt://127.0.0.1:1883, without options")
+        over_tls = parts.scheme.lower() != "mqtt"
+        if over_tls and ssl_context is None:
             raise errors.InvalidConfigurationException(
-                f"connector {url!r}: MQTT connectors do not serve TLS yet; leave out "
-                "ssl_context and user_from_cert")
+                f"connector {url!r}: MQTT over TLS needs ssl_context=, a server-side "
+                "ssl.SSLContext holding the broker's certificate and key")
+        if not over_tls and ssl_context is not None:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: ssl_context= is for mqtts:// connectors; use "
+                "mqtts://HOST:PORT to serve MQTT over TLS")
+        if user_from_cert is not None:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: MQTT connectors do not log users in from client "
+                "certificates yet; leave out user_from_cert (passwords and the "
+                "certificate check of ssl_context still apply)")
         host = parts.hostname or "127.0.0.1"
         with self.lock:
             if self._mqtt_hub is None:
@@ -192,7 +203,7 @@ class BrokerHost:
             hub = self._mqtt_hub
         connector = MqttConnector(self.broker, self.lock, name=self.name, hub=hub)
         try:
-            connector.start(host, port)
+            connector.start(host, port, ssl_context=ssl_context)
         except OSError as exc:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "

@@ -41,7 +41,7 @@ def test_serve_listens_for_mqtt_beside_stomp() -> None:
         nonlocal stop
         stop = asyncio.Event()
 
-        def on_mqtt(host: str, port: int) -> None:
+        def on_mqtt(host: str, port: int, tls: bool) -> None:
             ready["mqtt"] = port
             up.set()
 

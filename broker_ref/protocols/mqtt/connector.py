@@ -7,6 +7,7 @@ the broker stays open when it stops (its owner closes it).
 
 from __future__ import annotations
 
+import ssl
 from contextlib import AbstractContextManager
 
 from ...core import Broker
@@ -28,17 +29,26 @@ class MqttConnector:
         self._server: MqttServer | None = None
         self._loop = LoopThread(f"jmspy-mqtt-{name}")
         self.address: tuple[str, int] | None = None
+        self._tls = False
 
     @property
     def url(self) -> str:
         assert self.address is not None, "start() first"
-        return listener_url("mqtt", self.address)
+        return listener_url("mqtts" if self._tls else "mqtt", self.address)
 
-    def start(self, host: str, port: int) -> tuple[str, int]:
+    def start(self, host: str, port: int, *,
+              ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
+        """Listen on ``host:port`` (over TLS with ``ssl_context``)."""
         async def listen() -> tuple[str, int]:
             self._server = MqttServer(self._broker, core_lock=self._core_lock, hub=self._hub)
-            return await self._server.start(host, port)
+            tls = None
+            if ssl_context is not None:
+                from ..stomp.tls import TlsListener
 
+                tls = TlsListener(ssl_context)
+            return await self._server.start(host, port, tls=tls)
+
+        self._tls = ssl_context is not None
         self._loop.start()
         try:
             self.address = self._loop.run(listen(), 30.0)

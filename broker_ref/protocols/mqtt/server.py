@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ...core import Broker
 from .hub import MqttHub
 from .session import MAX_PACKET_BYTES, MqttSession
+
+if TYPE_CHECKING:  # the listener is the STOMP host's, passed in (runner.py)
+    from ..stomp.tls import TlsListener
 
 __all__ = ["MqttConnection", "MqttServer"]
 
@@ -126,18 +129,31 @@ class MqttServer:
         self.call_soon: Any = (self.loop.call_soon if core_lock is None
                                else self.loop.call_soon_threadsafe)
         self.connections: set[MqttConnection] = set()
-        self._servers: list[asyncio.Server] = []
+        self._servers: list[asyncio.Server | TlsListener] = []
+        self._tls: list[TlsListener] = []
         self._tick: asyncio.TimerHandle | None = None
 
-    async def start(self, host: str = "127.0.0.1", port: int = 1883) -> tuple[str, int]:
-        """Listen; returns the bound (host, port) (port 0: a free one)."""
+    async def start(self, host: str = "127.0.0.1", port: int = 1883, *,
+                    tls: TlsListener | None = None) -> tuple[str, int]:
+        """Listen (again for each listener: plain, or MQTT over TLS with ``tls``, the
+        STOMP host's TLS listener: the handshake done before a session starts); returns
+        the bound (host, port) (port 0: a free one)."""
+        if tls is not None:
+            self._servers.append(tls)
+            self._tls.append(tls)
+            bound = await tls.listen(host, port, lambda: MqttConnection(self))
+            self._start_tick()
+            return bound
         server = await self.loop.create_server(lambda: MqttConnection(self), host, port,
                                                reuse_address=True, backlog=1024)
         self._servers.append(server)
-        if self._tick is None:
-            self._tick = self.loop.call_later(TICK_S, self._on_tick)
+        self._start_tick()
         addr = server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
+
+    def _start_tick(self) -> None:
+        if self._tick is None:
+            self._tick = self.loop.call_later(TICK_S, self._on_tick)
 
     def _on_tick(self) -> None:
         self._tick = None
@@ -176,5 +192,7 @@ class MqttServer:
                 conn.flush()
                 conn.close()
                 conn.session.connection_lost()
+            for tls in self._tls:
+                tls.abort_sockets()
         for server in self._servers:
             await server.wait_closed()

@@ -32,7 +32,7 @@ async def serve(
     on_ready: Callable[[str, int], None] | None = None,
     on_tls_ready: Callable[[str, int], None] | None = None,
     on_metrics_ready: Callable[[str, int], None] | None = None,
-    on_mqtt_ready: Callable[[str, int], None] | None = None,
+    on_mqtt_ready: Callable[[str, int, bool], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set, then close listeners, connections and the broker.
 
@@ -102,20 +102,8 @@ async def serve(
     try:
         if on_ready is not None:
             on_ready(host, port)
-        if config.mqtt_port is not None:
-            from ..mqtt.server import MqttServer
-
-            mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
-                              max_keep_alive=config.mqtt_max_keep_alive)
-            try:
-                mqtt_host, mqtt_port = await mqtt.start(config.host, config.mqtt_port)
-            except OSError as exc:
-                raise ConfigError(f"cannot listen for MQTT on {config.host}:"
-                                  f"{config.mqtt_port}: {exc.strerror}; pick another "
-                                  "[broker.mqtt] port or --mqtt-port (0 picks a free one)"
-                                  ) from exc
-            if on_mqtt_ready is not None:
-                on_mqtt_ready(mqtt_host, mqtt_port)
+        if config.mqtt_port is not None or config.mqtt_tls_port is not None:
+            mqtt = await _mqtt(config, broker, on_mqtt_ready)
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
         if config.metrics_port is not None:
@@ -181,6 +169,34 @@ async def _http_listener(config: BrokerConfig, broker: Broker, server: StompServ
                                    throttle=server.throttle)
 
 
+async def _mqtt(config: BrokerConfig, broker: Broker,
+                on_ready: Callable[[str, int, bool], None] | None) -> MqttServer:
+    """The MQTT listeners: plain on [broker.mqtt] port, over TLS on its tls-port (with
+    [broker.tls]'s certificate and client-certificate rules)."""
+    from ..mqtt.server import MqttServer
+
+    if config.mqtt_tls_port is not None and config.tls is None:
+        raise ConfigError("[broker.mqtt] tls-port (--mqtt-tls-port) needs the certificate "
+                          "of [broker.tls]: add that table with cert and key")
+    mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
+                      max_keep_alive=config.mqtt_max_keep_alive)
+    for port, tls in ((config.mqtt_port, None),
+                      (config.mqtt_tls_port, _tls_listener(config))):
+        if port is None:
+            continue
+        try:
+            bound = await mqtt.start(config.host, port, tls=tls)
+        except OSError as exc:
+            await mqtt.stop()
+            which = "tls-port or --mqtt-tls-port" if tls else "port or --mqtt-port"
+            raise ConfigError(f"cannot listen for MQTT{' over TLS' if tls else ''} on "
+                              f"{config.host}:{port}: {exc.strerror}; pick another "
+                              f"[broker.mqtt] {which} (0 picks a free one)") from exc
+        if on_ready is not None:
+            on_ready(*bound, tls is not None)
+    return mqtt
+
+
 def _tls_listener(config: BrokerConfig) -> TlsListener | None:
     if config.tls is None:
         return None
@@ -232,8 +248,9 @@ def run_broker(config: BrokerConfig) -> int:
         print(f"jmspy broker listening on {host}:{port} for STOMP over TLS ({certs}{extra})",
               flush=True)
 
-    def mqtt_ready(host: str, port: int) -> None:
-        print(f"jmspy broker listening on {host}:{port} for MQTT 3.1.1 and 5", flush=True)
+    def mqtt_ready(host: str, port: int, tls: bool) -> None:
+        print(f"jmspy broker listening on {host}:{port} for MQTT 3.1.1 and 5"
+              f"{' over TLS' if tls else ''}", flush=True)
 
     def metrics_ready(host: str, port: int) -> None:
         print(f"jmspy broker metrics on http://{host}:{port}/metrics", flush=True)
