@@ -158,7 +158,7 @@ def _mqtt(v5: bool) -> dict[Feature, Cell]:
 TARGETS: Final[tuple[Column, ...]] = (
     Column("vm", "embedded", "in-process broker", _VM),
     *(Column("stomp", key, name, stomp_cells(key)) for key, name in STOMP_TARGETS.items()),
-    Column("mqtt", "5", "MQTT 5", _mqtt(True), "Mosquitto 2"),
+    Column("mqtt", "5", "MQTT 5", _mqtt(True), "Mosquitto 2, jmspy broker"),
     Column("mqtt", "3.1.1", "MQTT 3.1.1", _mqtt(False), "ActiveMQ 5, RabbitMQ"),
 )
 _BY_KEY: Final = {(c.transport, c.key): c for c in TARGETS}

@@ -8,13 +8,18 @@ the tail of its log: interop tests are never skipped.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from brokers import (
+    HOST,
     BrokerProcess,
+    _spawn,
+    _workdir,
+    free_port,
     start_activemq,
     start_mosquitto,
     start_rabbitmq,
@@ -60,6 +65,23 @@ def rabbitmq() -> Iterator[BrokerProcess]:
 def mosquitto() -> Iterator[BrokerProcess]:
     yield from _session_broker("mosquitto", start_mosquitto)
     _stop("mosquitto")
+
+
+@pytest.fixture(scope="session")
+def jmspy_mqtt() -> Iterator[BrokerProcess]:
+    """``jmspy broker --mqtt-port`` as a user starts it (in memory), the fourth MQTT
+    target: the interop suite and the capability matrix's MQTT 5 column run on it."""
+    work = _workdir("jmspy-mqtt")
+    port, mqtt_port = free_port(), free_port()
+    log = work / "jmspy-broker.log"
+    proc = _spawn([sys.executable, "-m", "jmspy", "broker", "--in-memory", "--port", str(port),
+                   "--mqtt-port", str(mqtt_port)], log, cwd=work)
+    broker = BrokerProcess("jmspy-mqtt", HOST, port, mqtt_port, proc, work, log)
+    broker.wait_ready([port, mqtt_port], 30)
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from brokers import HOST, BrokerProcess, _spawn, _workdir, free_port
 
-MQTT_TARGETS = ["mqtt-mosquitto", "mqtt-activemq", "mqtt-rabbitmq"]
-_FIXTURE = {"mqtt-mosquitto": "mosquitto", "mqtt-activemq": "activemq", "mqtt-rabbitmq": "rabbitmq"}
+MQTT_TARGETS = ["mqtt-mosquitto", "mqtt-activemq", "mqtt-rabbitmq", "mqtt-jmspy"]
+_FIXTURE = {"mqtt-mosquitto": "mosquitto", "mqtt-activemq": "activemq",
+            "mqtt-rabbitmq": "rabbitmq", "mqtt-jmspy": "jmspy_mqtt"}
 #: What each broker speaks (the transport negotiates it: 5 first, then 3.1.1).
-_VERSION = {"mqtt-mosquitto": "5", "mqtt-activemq": "3.1.1", "mqtt-rabbitmq": "3.1.1"}
+_VERSION = {"mqtt-mosquitto": "5", "mqtt-activemq": "3.1.1", "mqtt-rabbitmq": "3.1.1",
+            "mqtt-jmspy": "5"}
 
 
 @dataclass
