@@ -16,6 +16,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
 from ...core import Broker
+from ...core.listener_stats import Closed, Refused
+from ..stomp.connection_limits import ConnectionLimits
 from .hub import MqttHub
 from .session import MAX_PACKET_BYTES, MqttSession
 
@@ -46,7 +48,14 @@ class MqttConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
-        self.server.connections.add(self)
+        peer = transport.get_extra_info("peername")
+        self.address: str | None = peer[0] if isinstance(peer, tuple) else None
+        self.opened_at = self.server.broker.now()
+        refusal = self.server.admit(self)
+        if refusal is not None:  # MQTT has nothing to say before CONNECT: the socket closes
+            log.warning("MQTT connection from %s refused: %s", self.address, refusal)
+            self.transport.close()
+            self.transport = None
 
     def data_received(self, data: bytes) -> None:
         with self.server.core_lock:
@@ -104,7 +113,7 @@ class MqttConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
-        self.server.connections.discard(self)
+        self.server.release(self)
         with self.server.core_lock:
             self.session.connection_lost()
 
@@ -119,10 +128,15 @@ class MqttServer:
 
     def __init__(self, broker: Broker, *, hub: MqttHub | None = None,
                  core_lock: AbstractContextManager[object] | None = None,
-                 max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0) -> None:
+                 max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0,
+                 limits: ConnectionLimits | None = None) -> None:
         self.broker = broker
         self.hub = hub or MqttHub(broker)
         self.max_keep_alive = max_keep_alive
+        #: [limits] as on the STOMP listener: max-connections and the per-address cap
+        #: (counted over this server's MQTT connections), connect-timeout for CONNECT
+        self.limits = limits or ConnectionLimits()
+        self._per_address: dict[str | None, int] = {}
         self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
         self.max_packet_bytes = max_packet_bytes
         self.loop = asyncio.get_running_loop()
@@ -151,6 +165,31 @@ class MqttServer:
         addr = server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
 
+    def admit(self, conn: MqttConnection) -> str | None:
+        """Count a new connection in, or say why it may not come in (and count that)."""
+        limits = self.limits
+        if limits.max_connections and len(self.connections) >= limits.max_connections:
+            self.broker.listeners.refuse(Refused.MAX_CONNECTIONS)
+            return (f"{len(self.connections)} MQTT connections already, the [limits] "
+                    "max-connections; try again later")
+        same, cap = self._per_address.get(conn.address, 0), limits.per_address_cap
+        if cap and same >= cap:
+            self.broker.listeners.refuse(Refused.PER_ADDRESS)
+            return (f"{same} MQTT connections from {conn.address} already, the [limits] "
+                    f"max-connections-per-address = {cap}")
+        self.connections.add(conn)
+        self._per_address[conn.address] = same + 1
+        return None
+
+    def release(self, conn: MqttConnection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            left = self._per_address.get(conn.address, 1) - 1
+            if left > 0:
+                self._per_address[conn.address] = left
+            else:
+                self._per_address.pop(conn.address, None)
+
     def _start_tick(self) -> None:
         if self._tick is None:
             self._tick = self.loop.call_later(TICK_S, self._on_tick)
@@ -161,8 +200,16 @@ class MqttServer:
             if self.broker.closed:
                 return
             now = self.broker.now()
+            deadline = now - int(self.limits.connect_timeout * 1000)
             for conn in list(self.connections):
-                if conn.session.check_keep_alive(now):
+                session = conn.session
+                if (self.limits.connect_timeout and not session.connected
+                        and not session.closing and conn.opened_at < deadline):
+                    # no CONNECT in time (a half-open or idle socket): nothing to answer
+                    self.broker.listeners.close(Closed.CONNECT_TIMEOUT)
+                    session.connection_lost()
+                    conn.flush()
+                elif session.check_keep_alive(now):
                     conn.flush()
             try:
                 self.hub.process(now)
