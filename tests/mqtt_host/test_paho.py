@@ -19,21 +19,28 @@ WAIT = 10.0
 class Paho:
     """A paho client whose messages and connect answer land in queues."""
 
-    def __init__(self, url: str, protocol: Any, client_id: str) -> None:
+    def __init__(self, url: str, protocol: Any, client_id: str, *,
+                 clean_session: bool | None = None) -> None:
         parts = urlsplit(url)
         self.client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=client_id,
-                                  protocol=protocol)
+                                  protocol=protocol, clean_session=clean_session)
+        #: CONNACK's session-present flag
+        self.session_present: bool | None = None
         self.messages: queue.Queue[Any] = queue.Queue()
         self.connected = threading.Event()
         self.subscribed = threading.Event()
         self.published: queue.Queue[int] = queue.Queue()
-        self.client.on_connect = lambda *a: self.connected.set()
+        self.client.on_connect = self._on_connect
         self.client.on_message = lambda c, u, msg: self.messages.put(msg)
         self.client.on_subscribe = lambda *a: self.subscribed.set()
         self.client.on_publish = lambda c, u, mid, *a: self.published.put(mid)
         self.client.connect(parts.hostname or "127.0.0.1", parts.port or 1883)
         self.client.loop_start()
         assert self.connected.wait(WAIT)
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, *rest: Any) -> None:
+        self.session_present = bool(getattr(flags, "session_present", False))
+        self.connected.set()
 
     def subscribe(self, topic: str, qos: int) -> None:
         self.subscribed.clear()
@@ -69,18 +76,24 @@ def test_paho_round_trip(mqtt_url: tuple[str, Any], version: str, qos: int) -> N
         pub.close()
 
 
-def test_paho_retained_message(mqtt_url: tuple[str, Any]) -> None:
-    url, _ = mqtt_url
-    pub = Paho(url, paho.MQTTv5, "pub")
+def _retained_message_reaches(publish_at: str, subscribe_at: str) -> None:
+    """A retained message published through ``publish_at`` goes to a later subscriber
+    connected through ``subscribe_at``."""
+    pub = Paho(publish_at, paho.MQTTv5, "pub")
     pub.client.publish("status/door", b"open", qos=1, retain=True).wait_for_publish(WAIT)
-    sub = Paho(url, paho.MQTTv5, "sub")
+    pub.close()
+    sub = Paho(subscribe_at, paho.MQTTv5, "sub")
     try:
         sub.subscribe("status/#", 1)
         msg = sub.messages.get(timeout=WAIT)
         assert (msg.payload, msg.retain) == (b"open", True)
     finally:
         sub.close()
-        pub.close()
+
+
+def test_paho_retained_message(mqtt_url: tuple[str, Any]) -> None:
+    url, _ = mqtt_url
+    _retained_message_reaches(url, url)
 
 
 def test_mqtt_publish_reaches_a_jms_topic_subscriber_and_back(
@@ -145,35 +158,11 @@ def test_two_mqtt_connectors_of_one_broker_share_retained_messages_and_sessions(
     first = host.add_connector("mqtt://127.0.0.1:0")
     second = host.add_connector("mqtt://127.0.0.1:0")
     assert first != second
-    pub = Paho(first, paho.MQTTv5, "pub")
-    pub.client.publish("shared/status", b"up", qos=1, retain=True).wait_for_publish(WAIT)
-    pub.close()
-    sub = Paho(second, paho.MQTTv5, "sub")
-    try:
-        sub.subscribe("shared/#", 1)
-        msg = sub.messages.get(timeout=WAIT)
-        assert (msg.payload, msg.retain) == (b"up", True)
-    finally:
-        sub.close()
+    _retained_message_reaches(first, second)
     # a persistent session made through the first connector is found through the second
-    present: list[bool] = []
+    present = []
     for url in (first, second):
-        client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id="roamer",
-                             protocol=paho.MQTTv311, clean_session=False)
-        connected = threading.Event()
-
-        def on_connect(c: Any, u: Any, flags: Any, reason: Any, props: Any,
-                       done: threading.Event = connected) -> None:
-            present.append(bool(flags.session_present))
-            done.set()
-
-        client.on_connect = on_connect
-        parts = urlsplit(url)
-        client.connect(parts.hostname or "127.0.0.1", parts.port or 1883)
-        client.loop_start()
-        try:
-            assert connected.wait(WAIT)
-        finally:
-            client.disconnect()
-            client.loop_stop()
+        roamer = Paho(url, paho.MQTTv311, "roamer", clean_session=False)
+        present.append(roamer.session_present)
+        roamer.close()
     assert present == [False, True]

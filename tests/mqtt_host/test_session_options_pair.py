@@ -5,6 +5,8 @@ max_keepalive), and producer flow control holding a QoS 1 PUBACK."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from mqtt_pair import MqttPair, packet
 
@@ -92,14 +94,22 @@ def test_a_v311_client_asking_more_keep_alive_than_the_cap_is_refused() -> None:
     assert ok.connect("fine", keep_alive=60)["code"] == 0
 
 
-def test_producer_flow_control_holds_the_puback_until_memory_frees() -> None:
+def _publisher_to_an_absent_subscriber(topic: str) -> tuple[MqttPair, Any]:
+    """A broker with room for about six 900-byte messages, a persistent session "sub"
+    subscribed to ``topic`` at QoS 1 and gone (DISCONNECT: the session and its
+    subscription stay, so what is published waits in the core), and a connected "pub"."""
     pair = MqttPair(memory_limit=6_000, destination_memory_percent=100)
     sub = pair.client()
     sub.connect("sub", clean=False)
-    sub.subscribe(1, ("jobs", 1))
-    sub.send(packet(0xE0, b""))  # DISCONNECT: the session and its subscription stay
+    sub.subscribe(1, (topic, 1))
+    sub.send(packet(0xE0, b""))
     pub = pair.client()
     pub.connect("pub")
+    return pair, pub
+
+
+def test_producer_flow_control_holds_the_puback_until_memory_frees() -> None:
+    pair, pub = _publisher_to_an_absent_subscriber("jobs")
     acks = []
     for pid in range(1, 21):
         acks.extend(p["pid"] for p in pub.publish("jobs", b"j" * 900, qos=1, pid=pid)
@@ -124,13 +134,7 @@ def test_publishes_and_a_disconnect_behind_a_held_publish_wait_and_none_is_lost(
     """One read holding a burst of QoS 0 PUBLISHes and the DISCONNECT: producer flow
     control holds one midway; what follows waits in the parser (in order) instead of being
     acted on, so the DISCONNECT does not end the connection with the held ones dropped."""
-    pair = MqttPair(memory_limit=6_000, destination_memory_percent=100)
-    sub = pair.client()
-    sub.connect("sub", clean=False)
-    sub.subscribe(1, ("burst", 1))
-    sub.send(packet(0xE0, b""))  # away: its messages wait in the core
-    pub = pair.client()
-    pub.connect("pub")
+    pair, pub = _publisher_to_an_absent_subscriber("burst")
     burst = b"".join(packet(0x30, encode_string("burst") + f"{i:04d}".encode().ljust(900, b"."))
                      for i in range(20))
     pub.send(burst + packet(0xE0, b""))

@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
 from ...core import Broker
-from ...core.listener_stats import Closed, Refused
-from ..stomp.connection_limits import ConnectionLimits
+from ...core.listener_stats import Closed
+from ..stomp.connection_limits import Admission, ConnectionLimits
 from .hub import MqttHub
 from .session import MAX_PACKET_BYTES, MqttSession
 
@@ -136,13 +136,14 @@ class MqttServer:
         #: [limits] as on the STOMP listener: max-connections and the per-address cap
         #: (counted over this server's MQTT connections), connect-timeout for CONNECT
         self.limits = limits or ConnectionLimits()
-        self._per_address: dict[str | None, int] = {}
+        self._admission: Admission[MqttConnection] = Admission(
+            self.limits, broker.listeners, "MQTT connections")
         self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
         self.max_packet_bytes = max_packet_bytes
         self.loop = asyncio.get_running_loop()
         self.call_soon: Any = (self.loop.call_soon if core_lock is None
                                else self.loop.call_soon_threadsafe)
-        self.connections: set[MqttConnection] = set()
+        self.connections = self._admission.connections
         self._servers: list[asyncio.Server | TlsListener] = []
         self._tls: list[TlsListener] = []
         self._tick: asyncio.TimerHandle | None = None
@@ -167,28 +168,10 @@ class MqttServer:
 
     def admit(self, conn: MqttConnection) -> str | None:
         """Count a new connection in, or say why it may not come in (and count that)."""
-        limits = self.limits
-        if limits.max_connections and len(self.connections) >= limits.max_connections:
-            self.broker.listeners.refuse(Refused.MAX_CONNECTIONS)
-            return (f"{len(self.connections)} MQTT connections already, the [limits] "
-                    "max-connections; try again later")
-        same, cap = self._per_address.get(conn.address, 0), limits.per_address_cap
-        if cap and same >= cap:
-            self.broker.listeners.refuse(Refused.PER_ADDRESS)
-            return (f"{same} MQTT connections from {conn.address} already, the [limits] "
-                    f"max-connections-per-address = {cap}")
-        self.connections.add(conn)
-        self._per_address[conn.address] = same + 1
-        return None
+        return self._admission.admit(conn)
 
     def release(self, conn: MqttConnection) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            left = self._per_address.get(conn.address, 1) - 1
-            if left > 0:
-                self._per_address[conn.address] = left
-            else:
-                self._per_address.pop(conn.address, None)
+        self._admission.release(conn)
 
     def _start_tick(self) -> None:
         if self._tick is None:

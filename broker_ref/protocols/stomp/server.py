@@ -29,10 +29,9 @@ from jmspy.stomp_frames import CodecLimits
 
 from ...core import Broker
 from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES
-from ...core.listener_stats import Refused
 from ...core.throttle import LoginThrottle
 from .connection import HIGH_WATER, LINGER_S, StompConnection
-from .connection_limits import ConnectionLimits
+from .connection_limits import Admission, ConnectionLimits
 from .loop_polling import LoopPolling
 from .tls import TlsListener
 
@@ -77,11 +76,12 @@ class StompServer:
         #: One thread checks passwords: the loop keeps the other core, and a flood of
         #: logins queues there instead of stalling everyone.
         self.login_pool = ThreadPoolExecutor(1, thread_name_prefix="jmspy-login")
-        self.connections: set[StompConnection] = set()
+        self._admission: Admission[StompConnection] = Admission(
+            self.connection_limits, broker.listeners)
+        self.connections = self._admission.connections
         #: sockets of closed connections still read until the client closes (at most
         #: LINGER_S), so that an ERROR before the close is not lost to a RST
         self.lingering: set[asyncio.Transport] = set()
-        self._per_address: dict[str | None, int] = {}
         self.loop = asyncio.get_running_loop()
         #: schedules a connection's flush; from another thread when the core is shared
         self.call_soon: Callable[[Callable[[], object]], object] = (
@@ -160,30 +160,10 @@ class StompServer:
 
     def admit(self, conn: StompConnection) -> str | None:
         """Count a new connection in, or say why it may not come in (and count that)."""
-        limits = self.connection_limits
-        if limits.max_connections and len(self.connections) >= limits.max_connections:
-            self.broker.listeners.refuse(Refused.MAX_CONNECTIONS)
-            return (f"this broker already serves {len(self.connections)} connections, its "
-                    f"[limits] max-connections; try again later")
-        same = self._per_address.get(conn.address, 0)
-        cap = limits.per_address_cap
-        if cap and same >= cap:
-            self.broker.listeners.refuse(Refused.PER_ADDRESS)
-            return (f"{same} connections from {conn.address} already, the [limits] "
-                    f"max-connections-per-address = {cap}; close some first, or raise "
-                    "max-connections-per-address in the broker's config")
-        self.connections.add(conn)
-        self._per_address[conn.address] = same + 1
-        return None
+        return self._admission.admit(conn)
 
     def release(self, conn: StompConnection) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            left = self._per_address.get(conn.address, 1) - 1
-            if left > 0:
-                self._per_address[conn.address] = left
-            else:
-                self._per_address.pop(conn.address, None)
+        self._admission.release(conn)
 
     def protocol(self, user_from_cert: str | None = None) -> asyncio.Protocol:
         """A new client connection's protocol object, as the listening socket makes one
