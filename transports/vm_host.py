@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import SplitResult, urlsplit
 
@@ -155,8 +156,15 @@ class BrokerHost:
         tls = connector_tls(url, scheme, ssl_context, user_from_cert)
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)
+        return self._listening(url, connector, host, port,
+                               lambda: connector.start(host, port, tls=tls))
+
+    def _listening(self, url: str, connector: StompConnector | MqttConnector, host: str,
+                   port: int, start: Callable[[], object]) -> str:
+        """Start ``connector`` (``start()``), keep it to stop with the broker; its URL.
+        A port that cannot be bound is the caller's configuration mistake, said so."""
         try:
-            connector.start(host, port, tls=tls)
+            start()
         except OSError as exc:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
@@ -202,15 +210,8 @@ class BrokerHost:
                 self._mqtt_hub = MqttHub(self.broker)
             hub = self._mqtt_hub
         connector = MqttConnector(self.broker, self.lock, name=self.name, hub=hub)
-        try:
-            connector.start(host, port, ssl_context=ssl_context)
-        except OSError as exc:
-            raise errors.InvalidConfigurationException(
-                f"connector {url!r}: cannot listen on {host}:{port}: {exc.strerror or exc}; "
-                "pick another port (0 picks a free one)") from exc
-        with self.lock:
-            self._connectors.append(connector)
-        return connector.url
+        return self._listening(url, connector, host, port,
+                               lambda: connector.start(host, port, ssl_context=ssl_context))
 
     def stop(self) -> None:
         """Close the broker. Its connectors close first (their STOMP connections'

@@ -44,6 +44,16 @@ class LoopThread:
         """Run ``coro`` on the loop and wait (at most ``timeout`` s) for its result."""
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
+    def start_with(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Start the thread and run ``coro`` (a listener's start) on the loop; if it
+        raises (a port that cannot be bound), halt again, so no thread is left behind."""
+        self.start()
+        try:
+            return self.run(coro, timeout)
+        except BaseException:
+            self.halt()
+            raise
+
     def halt(self) -> None:
         """Stop the loop and join its thread (unless called on it), then close the loop."""
         if self._thread.is_alive():

@@ -108,6 +108,21 @@ def test_a_revoked_window_hands_nothing_over_until_the_accounting_grants_again(
     assert len(hand_overs.credit_before) == 3
 
 
+def _four_sent_three_seen_recovered(conn: Connection, name: str) -> tuple[Any, Any, list[str]]:
+    """t0..t3 sent to queue ``name``; a CLIENT_ACKNOWLEDGE consumer received three of
+    them, then the session recovered: (session, consumer, the three texts seen)."""
+    session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
+    queue = session.create_queue(name)
+    producer = session.create_producer(queue)
+    for i in range(4):
+        producer.send(session.create_text_message(f"t{i}"))
+    consumer = session.create_consumer(queue)
+    conn.start()
+    seen = _receive_texts(consumer, 3)
+    session.recover()
+    return session, consumer, seen
+
+
 def _receive_texts(consumer: Any, n: int) -> list[str]:
     out = []
     for _ in range(n):
@@ -130,20 +145,13 @@ def test_one_window_over_thresholds_recover_and_a_reconnect(
                                 imqReconnectInterval=50)
     conn: Connection = factory.create_connection()
     try:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        queue = session.create_queue("flow.owner")
-        producer = session.create_producer(queue)
-        for i in range(4):
-            producer.send(session.create_text_message(f"t{i}"))
-        consumer = session.create_consumer(queue)
-        conn.start()
-        seen = _receive_texts(consumer, 3)
-        session.recover()
-        # the same three again (in which order: see the xfail test below)
+        session, consumer, seen = _four_sent_three_seen_recovered(conn, "flow.owner")
+        # the same three again (in which order: the test below)
         assert sorted(_receive_texts(consumer, 3)) == seen == ["t0", "t1", "t2"]
         last = consumer.receive(WAIT)
         assert last is not None and last.text == "t3"
         last.acknowledge()  # t0..t3 consumed
+        producer = session.create_producer(session.create_queue("flow.owner"))
         for i in range(4, 30):
             producer.send(session.create_text_message(f"t{i}"))
         # the broker has the ACK before the drop (else it redelivers t0..t3 after it)
@@ -204,13 +212,5 @@ def test_a_recover_with_a_small_window_redelivers_in_order(server: Any) -> None:
     factory = ConnectionFactory(f"stomp://{server.host}:{server.port}",
                                 imqConsumerFlowLimit=5, imqConsumerFlowThreshold=40)
     with factory.create_connection() as conn:
-        session = conn.create_session(ack_mode=Session.CLIENT_ACKNOWLEDGE)
-        queue = session.create_queue("flow.recover")
-        producer = session.create_producer(queue)
-        for i in range(4):
-            producer.send(session.create_text_message(f"t{i}"))
-        consumer = session.create_consumer(queue)
-        conn.start()
-        seen = _receive_texts(consumer, 3)
-        session.recover()
+        _, consumer, seen = _four_sent_three_seen_recovered(conn, "flow.recover")
         assert _receive_texts(consumer, 3) == seen

@@ -49,12 +49,7 @@ class MqttConnector:
             return await self._server.start(host, port, tls=tls)
 
         self._tls = ssl_context is not None
-        self._loop.start()
-        try:
-            self.address = self._loop.run(listen(), 30.0)
-        except BaseException:
-            self._loop.halt()
-            raise
+        self.address = self._loop.start_with(listen(), 30.0)
         return self.address
 
     def stop(self) -> None:

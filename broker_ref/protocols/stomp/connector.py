@@ -72,12 +72,7 @@ class StompConnector:
 
         if tls is not None:
             self._scheme = "stomp+ssl"
-        self._loop.start()
-        try:
-            self.address = self._loop.run(listen(), 30.0)
-        except BaseException:
-            self._loop.halt()
-            raise
+        self.address = self._loop.start_with(listen(), 30.0)
         return self.address
 
     def stop(self) -> None:
