@@ -107,11 +107,16 @@ def start_jmspy_mqtt() -> Any:
     work = Path(tempfile.mkdtemp(prefix="jmspy-bench-jmspy-mqtt-"))
     port, mqtt_port = brokers.free_port(), brokers.free_port()
     log = work / "jmspy-mqtt.log"
+    # no connection caps, as Mosquitto has none by default: the idle-connection figure
+    # opens thousands from one address (the [limits] default lets 100 in per address)
+    config = work / "broker.toml"
+    config.write_text("[limits]\nmax-connections = 0\nmax-connections-per-address = 0\n")
     loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1", "--port",
-             str(port), "--mqtt-port", str(mqtt_port), "--loop", loop, "--in-memory"],
+             str(port), "--mqtt-port", str(mqtt_port), "--loop", loop, "--in-memory",
+             "--config", str(config)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=worker_env(), cwd=neutral_dir(), start_new_session=True)
     broker = brokers.BrokerProcess("jmspy-mqtt", brokers.HOST, port, mqtt_port, proc, work,
