@@ -151,8 +151,8 @@ class BrokerHost:
                 or parts.path.strip("/")):
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: give stomp://HOST:PORT or stomp+ssl://HOST:PORT (port 0 "
-                "picks a free one), e.g. stomp://127.0.0.1:61613, or mqtt://HOST:PORT for "
-                "MQTT 3.1.1 and 5")
+                "picks a free one), e.g. stomp://127.0.0.1:61613, or mqtt://HOST:PORT "
+                "(mqtts:// over TLS) for MQTT 3.1.1 and 5")
         tls = connector_tls(url, scheme, ssl_context, user_from_cert)
         host = parts.hostname or "127.0.0.1"
         connector = StompConnector(self.broker, self.lock, name=self.name)

@@ -292,3 +292,19 @@ def test_v5_will_delay_and_a_return_within_it() -> None:
     pair.clock.advance(10_000)
     pair.hub.process(pair.broker.now())
     assert pair.inbox(watcher) == []  # it came back within the delay: no will
+
+
+def test_empty_levels_are_topic_levels_of_their_own() -> None:
+    """"/TopicA", "a//b" are valid MQTT topics (4.7.1.3: an empty level is a level); "+"
+    matches an empty level and "#" everything (the Paho interoperability suite's
+    topics). A will on "/TopicA" is accepted too."""
+    pair = MqttPair()
+    sub, pub = pair.client(), pair.client()
+    sub.connect("s")
+    assert pub.connect("p", will=("/TopicA", b"bye", 0))["code"] == 0
+    assert sub.subscribe(1, ("/+", 0), ("+/+", 0), ("a//b", 0))[0]["codes"] == [0, 0, 0]
+    pub.publish("/TopicA", b"1")
+    pub.publish("a//b", b"2")
+    got = pair.inbox(sub)
+    assert sorted((m["topic"], m["payload"]) for m in got) == [
+        ("/TopicA", b"1"), ("/TopicA", b"1"), ("a//b", b"2")]  # "/+" and "+/+" both match

@@ -73,7 +73,7 @@ def test_a_connector_logs_a_certificate_user_in_under_the_policy(
     ("stomp://127.0.0.1:0", {"ssl_context": "ctx"}, "write stomp+ssl://HOST:PORT"),
     ("stomp+ssl://127.0.0.1:0", {"ssl_context": "ctx", "user_from_cert": "cn"},
      "user_from_cert='cn' is not a subject field"),
-    ("mqtts://127.0.0.1:0", {}, "give stomp://HOST:PORT or stomp+ssl://HOST:PORT"),
+    ("amqp://127.0.0.1:0", {}, "give stomp://HOST:PORT or stomp+ssl://HOST:PORT"),
 ])
 def test_a_connector_that_cannot_be_served_is_refused_saying_why(
         vm_broker_factory: Callable[..., Any], tls_ca: Any, url: str,

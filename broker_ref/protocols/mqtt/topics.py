@@ -49,9 +49,8 @@ def _words(text: str) -> str:
             raise TopicError(f"{text!r}: level {level!r} has '.' or is '*'/'>', which the "
                              "broker's topic names use as separators and wildcards; use "
                              "'/' between levels and '+'/'#' as wildcards")
-        if not level:
-            raise TopicError(f"{text!r} has an empty level (a leading, trailing or double "
-                             "'/'), which the broker's topic names cannot hold")
+    # an empty level (a leading, trailing or double '/': "/TopicA") is a word of its
+    # own, the empty one, as MQTT says (4.7.1.3); '+' matches it, as the core's '*' does
     return ".".join(levels)
 
 
