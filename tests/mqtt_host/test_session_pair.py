@@ -144,6 +144,26 @@ def test_persistent_session_keeps_subscription_and_qos1_messages() -> None:
     assert again.connect("dev", clean=True)["present"] is False
 
 
+def test_a_v5_session_resumed_without_an_expiry_gets_what_waited_then_ends() -> None:
+    """MQTT 5: a reconnect with Clean Start 0 and no Session Expiry Interval (so 0)
+    resumes the stored session, its messages included, and the session ends when this
+    connection does (the Paho interoperability suite's offline-queueing case)."""
+    pair = MqttPair()
+    dev, pub = pair.client(5), pair.client(5)
+    dev.connect("dev", props={"session_expiry_interval": 99999})
+    dev.subscribe(1, ("cmd/+", 2))
+    dev.send(packet(0xE0, b"\x00"))  # DISCONNECT: the session stays for 99999 s
+    pub.connect("p")
+    pub.publish("cmd/a", b"one", qos=1, pid=1)
+    pub.publish("cmd/b", b"two", qos=2, pid=2)
+    back = pair.client(5)
+    assert back.connect("dev", clean=False)["present"] is True
+    assert sorted(m["payload"] for m in pair.inbox(back)
+                  if m["type"] == codec.PUBLISH) == [b"one", b"two"]
+    back.send(packet(0xE0, b"\x00"))  # its expiry was 0: the session is gone now
+    assert pair.client(5).connect("dev", clean=False)["present"] is False
+
+
 def test_v5_session_expiry_ends_a_stored_session() -> None:
     pair = MqttPair()
     dev = pair.client(5)

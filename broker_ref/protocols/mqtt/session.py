@@ -135,8 +135,7 @@ class MqttSession:
         return bool(self._out)
 
     def written(self) -> None:
-        """What data_to_send gave was written: QoS 0 deliveries are settled, their
-        windows refilled."""
+        """What data_to_send gave was written: QoS 0 deliveries settle, windows refill."""
         settle, self._settle = self._settle, []
         conn = self._conn
         if not settle or conn is None or conn.closed:
@@ -152,8 +151,7 @@ class MqttSession:
         return self._held > 0
 
     def close_by_operator(self, reason: str) -> None:
-        """The management API closed it: v5 DISCONNECT 0x98 (administrative action)
-        saying ``reason``, the will out; the host closes the socket on its next flush."""
+        """The management API closed it: v5 DISCONNECT 0x98 (administrative action)."""
         self._close(0x98, reason)
         self.connection_lost()
 
@@ -345,8 +343,10 @@ class MqttSession:
         self.keep_alive = most if server_keep_alive else keep_alive
         self._client_max_packet = props.get("maximum_packet_size", 0)
         hub.active[client_id] = self
-        self._persistent = expiry != 0
         present = stored is not None
+        # a resumed session's subscriptions stay durable whatever this connection's
+        # expiry (v5 without the property: 0, the session ends with this connection)
+        self._persistent = expiry != 0 or present
         if stored is None:
             stored = StoredSession(client_id, expiry)
             if self._persistent:
