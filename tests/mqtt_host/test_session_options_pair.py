@@ -153,3 +153,19 @@ def test_publishes_and_a_disconnect_behind_a_held_publish_wait_and_none_is_lost(
         pair.pump(pub)  # the publisher's host acts on what waited
     assert got == [f"{i:04d}".encode() for i in range(20)]
     assert pub.session.closing  # its DISCONNECT, acted on last
+
+
+def test_more_unreleased_qos2_publishes_than_the_receive_maximum_end_the_session() -> None:
+    """The broker's CONNACK gives a v5 client its Receive Maximum; the client that sends
+    one QoS 2 PUBLISH more without releasing them (no PUBREL) is disconnected with 0x93,
+    so a client cannot make the broker hold QoS 2 state without bound."""
+    from jmspy.broker_ref.protocols.mqtt.session import RECEIVE_MAXIMUM
+
+    pair = MqttPair()
+    c = pair.client(5)
+    assert c.connect("flood")["props"]["receive_maximum"] == RECEIVE_MAXIMUM
+    for pid in range(1, RECEIVE_MAXIMUM + 1):  # each answered PUBREC, none released
+        assert c.publish("q2/flood", b"x", qos=2, pid=pid)[0]["type"] == codec.PUBREC
+    (last,) = c.publish("q2/flood", b"x", qos=2, pid=RECEIVE_MAXIMUM + 1)
+    assert (last["type"], last["code"]) == (codec.DISCONNECT, 0x93)
+    assert c.session.closing

@@ -31,11 +31,13 @@ from . import codec, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, StoredSession, SubscriptionState, durable_name
 
-__all__ = ["CREDIT", "MAX_PACKET_BYTES", "TOPIC_ALIAS_MAXIMUM", "MqttSession"]
+__all__ = ["CREDIT", "MAX_PACKET_BYTES", "RECEIVE_MAXIMUM", "TOPIC_ALIAS_MAXIMUM", "MqttSession"]
 
 CREDIT = 64
 MAX_PACKET_BYTES = 1024 * 1024
 TOPIC_ALIAS_MAXIMUM = 16
+#: a v5 client's QoS 2 PUBLISHes not yet released (PUBREL) at once; told in CONNACK
+RECEIVE_MAXIMUM = 1000
 _NEVER = 0xFFFFFFFF
 
 
@@ -263,18 +265,21 @@ class MqttSession:
         if not self.connected:
             if p.type != codec.CONNECT:
                 raise MalformedPacket("the first packet must be CONNECT", 0x82)
-            self._on_connect(p.fields)
-            return
+            return self._on_connect(p.fields)
         handler = _HANDLERS.get(p.type)
         if handler is None:
             raise MalformedPacket(f"packet type {p.type} after CONNECT", 0x82)
         handler(self, p.fields)
 
     def _close(self, reason: int, text: str) -> None:
-        """End the session for a protocol problem: a v5 DISCONNECT saying why (3.1.1
-        has none: the connection just closes), the will is published."""
+        """End the session for a protocol problem: a v5 DISCONNECT saying why."""
         if self.connected and self.version == V5:
             self._out.append(codec.encode_disconnect(reason, text[:200]))
+        self.closing = True
+
+    def _refuse(self, code: int) -> None:
+        """A CONNACK refusing the connection (``code``); then the session closes."""
+        self._connack(code)
         self.closing = True
 
     def _connack(self, code: int, present: bool = False,
@@ -286,9 +291,7 @@ class MqttSession:
         self.version = V5 if level == V5 else 4
         if f.get("unsupported"):
             self.version = 4 if level != V5 else V5
-            self._connack(0x84 if level == V5 else 0x01)
-            self.closing = True
-            return
+            return self._refuse(0x84 if level == V5 else 0x01)
         v5 = self.version == V5
         props = f["properties"]
         client_id, assigned = f["client_id"], None
@@ -326,17 +329,11 @@ class MqttSession:
                 password=password.decode("utf-8", "replace") if password is not None else None,
                 flow_limit=min(props.get("receive_maximum", 65535), 65535))
         except AuthenticationFailed:
-            self._connack(0x86 if v5 else 0x04)
-            self.closing = True
-            return
+            return self._refuse(0x86 if v5 else 0x04)
         except InvalidClientId:
-            self._connack(0x85 if v5 else 0x02)
-            self.closing = True
-            return
+            return self._refuse(0x85 if v5 else 0x02)
         except BrokerError:
-            self._connack(0x88 if v5 else 0x03)
-            self.closing = True
-            return
+            return self._refuse(0x88 if v5 else 0x03)
         self._conn = conn
         self.client_id = client_id
         self.connected = True
@@ -363,7 +360,8 @@ class MqttSession:
         if v5:
             answer = {"assigned_client_identifier": assigned,
                       "topic_alias_maximum": TOPIC_ALIAS_MAXIMUM,
-                      "maximum_packet_size": self.max_packet_bytes}
+                      "maximum_packet_size": self.max_packet_bytes,
+                      "receive_maximum": RECEIVE_MAXIMUM}
             if server_keep_alive:
                 answer["server_keep_alive"] = most
         self._connack(0, present, answer)
@@ -391,8 +389,7 @@ class MqttSession:
     def _on_publish(self, f: dict[str, Any]) -> None:
         conn = self._conn
         assert conn is not None
-        qos, pid, props = f["qos"], f["packet_id"], f["properties"]
-        topic = f["topic"]
+        qos, pid, props, topic = f["qos"], f["packet_id"], f["properties"], f["topic"]
         alias = props.get("topic_alias")
         if alias is not None:
             if not 0 < alias <= TOPIC_ALIAS_MAXIMUM:
@@ -409,6 +406,9 @@ class MqttSession:
         if qos == 2 and pid in stored.inbound_qos2:  # a resent PUBLISH: routed already
             self._out.append(codec.encode_ack(self.version, codec.PUBREC, pid))
             return
+        if qos and self.version == V5 and len(stored.inbound_qos2) >= RECEIVE_MAXIMUM:
+            raise MalformedPacket(f"more QoS 2 PUBLISHes unreleased than the Receive "
+                                  f"Maximum of {RECEIVE_MAXIMUM} this broker gave", 0x93)
         msg = messages.from_publish(topic, f["payload"], qos, f["retain"], props,
                                     self._message_id(), self.broker.now())
         if qos == 2:
