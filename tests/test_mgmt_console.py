@@ -17,6 +17,7 @@ pytest.importorskip("selenium")
 
 from mgmt_broker import DEAD_LETTERS, HANG, Running, running_broker
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -73,20 +74,23 @@ def _connection_row(driver: Any, client_id: str) -> str:
 
 def test_console_counters_move_and_retry(broker: Running, browser: Any,
                                          tmp_path: Path) -> None:
-    wait = WebDriverWait(browser, HANG, poll_frequency=0.1)
+    # the page rebuilds its tables every second: an element found just before a rebuild
+    # is stale by the time it is read, and the next poll finds the new one
+    wait = WebDriverWait(browser, HANG, poll_frequency=0.1,
+                         ignored_exceptions=(StaleElementReferenceException,))
     broker.send("watched", 1)
     browser.get(broker.http + "/console/")
     wait.until(lambda d: _cell(d, "watched", "depth") == "1")
     browser.save_screenshot(str(tmp_path / "console-destinations.png"))
     broker.send("watched", 3)
     wait.until(lambda d: _cell(d, "watched", "depth") == "4")
-    assert _cell(browser, "watched", "enqueued") == "4"
+    wait.until(lambda d: _cell(d, "watched", "enqueued") == "4")
 
     broker.dead_letter_one("retry.jobs")  # to the DLQ
     browser.get(broker.http + "/console/#queue/DLQ")
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages tbody tr")) == 1)
-    row = browser.find_element(By.CSS_SELECTOR, "#messages tbody tr")
-    assert "retry.jobs" in row.text
+    wait.until(lambda d: "retry.jobs" in d.find_element(By.CSS_SELECTOR,
+                                                        "#messages tbody tr").text)
     browser.save_screenshot(str(tmp_path / "console-dlq.png"))
     browser.find_element(By.ID, "retry").click()
     wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#messages tbody tr"))
@@ -103,7 +107,6 @@ def test_console_counters_move_and_retry(broker: Running, browser: Any,
         assert consumer.receive(HANG) is not None
         browser.get(broker.http + "/console/#connections")
         # the consumer's window: the client asked 7 at 40 %, and holds what it was sent
-        wait.until(lambda d: "7 (jmspy-flow-limit)" in _connection_row(d, "console-watcher"))
-        row_text = _connection_row(browser, "console-watcher")
-        assert "40 %" in row_text and "watched" in row_text and "client" in row_text
+        wanted = ("7 (jmspy-flow-limit)", "40 %", "watched", "client")
+        wait.until(lambda d: all(w in _connection_row(d, "console-watcher") for w in wanted))
         browser.save_screenshot(str(tmp_path / "console-connections.png"))
