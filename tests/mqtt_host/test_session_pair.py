@@ -328,3 +328,22 @@ def test_empty_levels_are_topic_levels_of_their_own() -> None:
     got = pair.inbox(sub)
     assert sorted((m["topic"], m["payload"]) for m in got) == [
         ("/TopicA", b"1"), ("/TopicA", b"1"), ("a//b", b"2")]  # "/+" and "+/+" both match
+
+
+def test_a_session_that_ends_before_the_will_delay_sends_the_will_then() -> None:
+    """MQTT 5 3.1.3.2.2: the will waits for its delay or the session's end, whichever
+    comes first: a 5 s delay on a session that expires after 2 s goes out at 2 s."""
+    pair = MqttPair()
+    watcher = pair.client()
+    watcher.connect("w")
+    watcher.subscribe(1, ("wills/#", 0))
+    dev = pair.client(5)
+    dev.connect("dev", props={"session_expiry_interval": 2},
+                will=("wills/dev", b"gone", 0), will_props={"will_delay_interval": 5})
+    dev.session.connection_lost()
+    pair.clock.advance(1_900)
+    pair.hub.process(pair.broker.now())
+    assert pair.inbox(watcher) == []  # neither the delay nor the session is over
+    pair.clock.advance(200)
+    pair.hub.process(pair.broker.now())  # the session expired: its will goes with it
+    assert [m["payload"] for m in pair.inbox(watcher)] == [b"gone"]

@@ -141,8 +141,15 @@ class MqttHub:
             conn.close()
 
     def discard(self, stored: StoredSession) -> None:
-        """End a stored session: delete its durable subscriptions from the core."""
+        """End a stored session: a will still waiting for its delay goes out now (MQTT 5
+        3.1.3.2.2: the delay or the session's end, whichever comes first), and its
+        durable subscriptions are deleted from the core."""
         self.sessions.pop(stored.client_id, None)
+        ending = [w for w in self.wills if w[1] == stored.client_id]
+        if ending:
+            self.wills = [w for w in self.wills if w[1] != stored.client_id]
+            for _, _client_id, msg, principal in ending:
+                self.publish(msg, principal)
         durable = [s.topic_filter for s in stored.subscriptions.values() if s.share is None]
         if not durable or self.broker.closed or stored.client_id in self.active:
             return
