@@ -12,7 +12,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["Subacks"]
+__all__ = ["KEPT", "Subacks"]
+
+#: answers kept for a waiter that has not asked yet: the oldest goes past this many (a
+#: waiter asks within its timeout, long before 1,024 later packets were acknowledged)
+KEPT = 1024
 
 
 class Subacks:
@@ -28,6 +32,8 @@ class Subacks:
         """paho's ``on_subscribe`` / ``on_unsubscribe`` (its network thread)."""
         with self._cond:
             self._codes[mid] = list(codes) if isinstance(codes, list) else []
+            if len(self._codes) > KEPT:  # UNSUBACKs of closed consumers: nobody asks
+                del self._codes[next(iter(self._codes))]
             self._cond.notify_all()
 
     def wait(self, rc: int, mid: int, timeout: float) -> list[Any] | None:
