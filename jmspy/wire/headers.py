@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "NACK_MORE", "SEND_TIMEOUT_HEADER"]
+__all__ = ["BROKER_NAME", "DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "MQTT_VERSION_TOPIC",
+           "NACK_MORE", "SEND_TIMEOUT_HEADER"]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
@@ -19,6 +20,15 @@ SEND_TIMEOUT_HEADER: Final = "jmspy-send-timeout"
 #: ``jmspy-flow-limit``; the client reports which of the two set the window
 #: (``FlowStats.limited_by``).
 DESTINATION_FLOW_LIMIT: Final = "jmspy-destination-flow-limit"
+
+#: How jmspy's broker names itself: STOMP's CONNECTED ``server`` header, and the retained
+#: message of MQTT's :data:`MQTT_VERSION_TOPIC`; the client's ``messaging.system`` (and
+#: its STOMP broker profile) reads "jmspy" in it.
+BROKER_NAME: Final = "jmspy-broker_ref/0.1"
+
+#: The MQTT topic whose retained message names the broker and its version (Mosquitto's,
+#: served by jmspy's broker too): the client asks it for ``messaging.system``.
+MQTT_VERSION_TOPIC: Final = "$SYS/broker/version"
 
 #: On a NACK: ``true`` when more NACKs of the same batch follow (a ``session.recover()``
 #: hands back several messages, one NACK each). jmspy's broker holds a batch until its

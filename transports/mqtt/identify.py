@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["VERSION_TOPIC", "broker_version"]
+from jmspy.wire.headers import MQTT_VERSION_TOPIC as VERSION_TOPIC
 
-#: where brokers publish their name and version (a retained message)
-VERSION_TOPIC = "$SYS/broker/version"
+__all__ = ["VERSION_TOPIC", "broker_version"]
 
 
 def broker_version(client: Any, wait: Callable[[int, int, float], list[Any] | None],
@@ -41,13 +40,10 @@ def broker_version(client: Any, wait: Callable[[int, int, float], list[Any] | No
     client.message_callback_add(VERSION_TOPIC, on_version)
     try:
         rc, mid = client.subscribe(VERSION_TOPIC, qos=0)
-        sub_codes = wait(rc, mid, timeout)
-        refused = sub_codes is None or any(getattr(c, "is_failure", False) for c in sub_codes)
-        urc, umid = client.unsubscribe(VERSION_TOPIC)
+        urc, umid = client.unsubscribe(VERSION_TOPIC)  # at once: one round trip
         # in-order delivery: anything retained for the filter came before this answer
         wait(urc, umid, timeout)
-        if refused and not answer:
-            return ""
+        wait(rc, mid, 0.0)  # the SUBACK came first: take its codes (granted or refused)
     finally:
         client.message_callback_remove(VERSION_TOPIC)
     return answer[0].strip() if answer else ""

@@ -13,6 +13,7 @@ subscription name, so the group's members share its messages like a queue's cons
 from __future__ import annotations
 
 from jmspy.errors import JMSException
+from jmspy.wire.headers import BROKER_NAME, MQTT_VERSION_TOPIC
 
 __all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share"]
 
@@ -22,8 +23,8 @@ SHARE = "$share/"
 #: the one ``$SYS`` topic served: the broker's name and version, as Mosquitto publishes
 #: it (a retained message to each subscriber), so a client can tell which broker it
 #: reached (jmspy's ``messaging.system``); a subscription to it is answered, never stored
-SYS_VERSION = "$SYS/broker/version"
-SYS_VERSION_TEXT = "jmspy-broker_ref/0.1"
+SYS_VERSION = MQTT_VERSION_TOPIC
+SYS_VERSION_TEXT = BROKER_NAME
 
 
 class TopicError(JMSException, ValueError):

@@ -32,6 +32,7 @@ from typing import Any
 from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
+from jmspy.wire.headers import BROKER_NAME
 
 from ...core import BodyType, Broker, BrokerError, Delivery, ServerConnection, ServerMessage
 from ...core.security import Principal
@@ -54,7 +55,6 @@ __all__ = ["HELD_BYTES_READ_LIMIT", "HELD_FRAMES_READ_LIMIT", "TURN_BYTES", "TUR
            "TURN_SECONDS", "HeldSend", "ProtocolError", "StompSession"]
 
 _codec = twins.stomp_codec
-_SERVER = "jmspy-broker_ref/0.1"
 
 #: Fair turns (the asyncio host's bounds): frames of one client acted on per call, the
 #: body bytes after which a call stops early, and the seconds of full-path frames (a
@@ -446,7 +446,7 @@ class StompSession(SessionRecord):
             f"ID:{self.broker.name}-{self.broker.run_id}-{self._conn.connection_id}-")
         self._parser.set_version(version)
         self.connected = True
-        headers = [("version", version), ("server", _SERVER),
+        headers = [("version", version), ("server", BROKER_NAME),
                    ("session", f"{self.broker.name}-{self._conn.connection_id}")]
         self._credit.attach(self._conn, request.flow_limit)
         if request.flow_limit:  # echoed: the client knows the cap is enforced here
