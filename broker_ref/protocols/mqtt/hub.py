@@ -11,6 +11,7 @@ are persistent (QoS 1 and 2); expiry deletes those subscriptions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,14 +115,18 @@ class MqttHub:
 
     def process(self, now: int) -> None:
         """Publish the wills whose delay is over; end the sessions whose expiry is."""
-        due = [w for w in self.wills if w[0] <= now]
-        if due:
-            self.wills = [w for w in self.wills if w[0] > now]
-            for _, _client_id, msg, principal in due:
-                self.publish(msg, principal)
+        self._send_wills(lambda due, _client_id: due <= now)
         for _client_id, stored in list(self.sessions.items()):
             if stored.expires_at is not None and stored.expires_at <= now:
                 self.discard(stored)
+
+    def _send_wills(self, picks: Callable[[int, str], bool]) -> None:
+        """Publish (and forget) the waiting wills ``picks(due, client_id)`` names."""
+        going = [w for w in self.wills if picks(w[0], w[1])]
+        if going:
+            self.wills = [w for w in self.wills if not picks(w[0], w[1])]
+            for _, _client_id, msg, principal in going:
+                self.publish(msg, principal)
 
     def publish(self, msg: ServerMessage, principal: Principal | None) -> None:
         """Send a will (or any message) on behalf of a client that is gone."""
@@ -145,11 +150,7 @@ class MqttHub:
         3.1.3.2.2: the delay or the session's end, whichever comes first), and its
         durable subscriptions are deleted from the core."""
         self.sessions.pop(stored.client_id, None)
-        ending = [w for w in self.wills if w[1] == stored.client_id]
-        if ending:
-            self.wills = [w for w in self.wills if w[1] != stored.client_id]
-            for _, _client_id, msg, principal in ending:
-                self.publish(msg, principal)
+        self._send_wills(lambda _due, client_id: client_id == stored.client_id)
         durable = [s.topic_filter for s in stored.subscriptions.values() if s.share is None]
         if not durable or self.broker.closed or stored.client_id in self.active:
             return

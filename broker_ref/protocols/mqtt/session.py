@@ -297,9 +297,7 @@ class MqttSession:
         client_id, assigned = f["client_id"], None
         if not client_id:
             if not v5 and not f["clean"]:
-                self._connack(0x02)  # 3.1.1: a persistent session needs a client id
-                self.closing = True
-                return
+                return self._refuse(0x02)  # 3.1.1: a persistent session needs a client id
             client_id = assigned = "auto-" + uuid.uuid4().hex
         if v5:
             expiry: int | None = props.get("session_expiry_interval", 0)
@@ -318,9 +316,7 @@ class MqttSession:
             stored = None
         keep_alive, most = f["keep_alive"], self.max_keep_alive
         if most and not v5 and keep_alive > most:
-            self._connack(0x02)  # what Mosquitto answers: identifier rejected
-            self.closing = True
-            return
+            return self._refuse(0x02)  # what Mosquitto answers: identifier rejected
         server_keep_alive = v5 and most and (keep_alive == 0 or keep_alive > most)
         password = f["password"]
         try:

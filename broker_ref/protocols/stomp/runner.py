@@ -180,10 +180,10 @@ async def _mqtt(config: BrokerConfig, broker: Broker, limits: ConnectionLimits,
                           "of [broker.tls]: add that table with cert and key")
     mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
                       max_keep_alive=config.mqtt_max_keep_alive, limits=limits)
-    for port, tls in ((config.mqtt_port, None),
-                      (config.mqtt_tls_port, _tls_listener(config))):
+    for port, over_tls in ((config.mqtt_port, False), (config.mqtt_tls_port, True)):
         if port is None:
             continue
+        tls = _tls_listener(config) if over_tls else None  # the certificate read when asked
         try:
             bound = await mqtt.start(config.host, port, tls=tls)
         except OSError as exc:

@@ -100,7 +100,7 @@ class Subscription:
 
     def __init__(
         self, sid: str, ack_mode: str, limit: int, threshold: int, durable_name: str | None,
-        byte_window: int | None = None,
+        byte_window: int | None = None, asked_by: str = "default",
     ) -> None:
         self.id = sid
         self.ack_mode = ack_mode
@@ -110,7 +110,7 @@ class Subscription:
         #: the window the client asked for (before the destination's limit), and the
         #: header it came from (the management API shows both: core/windows.py)
         self.asked = limit
-        self.asked_by = "default"
+        self.asked_by = asked_by
         #: the Open MQ window applies (client modes, once attached to the core consumer)
         self._window = False
         #: delivered as MESSAGE frames and not yet ACKed/NACKed/committed (client modes)
@@ -160,10 +160,8 @@ class Subscription:
                 threshold = 100  # the peers keep the prefetch window full
         if limit is None:
             limit, asked_by = DEFAULT_LIMIT, "default"
-        sub = cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
-                  durable_name, byte_window)
-        sub.asked_by = asked_by
-        return sub
+        return cls(sid, ack_mode, max(limit, 1), 50 if threshold is None else threshold,
+                   durable_name, byte_window, asked_by)
 
     @property
     def limit(self) -> int:
