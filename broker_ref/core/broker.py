@@ -41,6 +41,7 @@ from .errors import (
     IllegalBrokerState,
     InvalidClientId,
 )
+from .leases import ReadingLeases
 from .listener_stats import ListenerStats
 from .postoffice import PostOffice
 from .producer_flow import ProducerFlow
@@ -175,6 +176,8 @@ class Broker:
         self.closed = False
         #: what the protocol hosts refused or closed, and the frame bytes being read
         self.listeners = ListenerStats()
+        #: deliveries lent to reading-lease tokens (.leases): settled by any connection
+        self.leases = ReadingLeases()
         if store is not None:
             self.post_office.recover(store)
 
@@ -402,7 +405,8 @@ class Broker:
             s.memory_limit is not None for s in (registry.default, *registry.patterns().values()))
 
     def process_timers(self) -> None:
-        """Expire and release scheduled messages that are due by the clock."""
+        """Expire and release scheduled messages that are due by the clock, and give
+        back the deliveries of reading leases that ran out."""
         now = self._clock()
         heap = self._timers
         due: dict[Queue, list[MessageRef]] = {}
@@ -412,6 +416,9 @@ class Broker:
                 due.setdefault(queue, []).append(ref)
         for queue, refs in due.items():
             queue.release(refs)
+        for queue in self.leases.expire(now):
+            if not queue.deleted:
+                queue.dispatch()
         flow = self.flow
         if flow.parked:
             flow.expire(now)
@@ -423,6 +430,9 @@ class Broker:
         while heap and not heap[0][3].timers.is_live(heap[0][2], heap[0][4]):
             heapq.heappop(heap)
         due = heap[0][0] if heap else None
+        lease = self.leases.next_deadline()
+        if lease is not None and (due is None or lease < due):
+            due = lease
         if self.flow.parked:
             parked = self.flow.next_deadline()
             if parked is not None and (due is None or parked < due):

@@ -21,12 +21,9 @@ from .api import (
     SessionCallback,
 )
 from .consumer import ConnectionRecord
-from .errors import (
-    AccessDenied,
-    IllegalBrokerState,
-    InvalidSubscription,
-)
+from .errors import AccessDenied, IllegalBrokerState, InvalidSubscription
 from .flow_gate import ConnectionGate
+from .leases import ConnectionLeases
 from .queue import DeliveryChannel, ServerConsumer, compile_filter, effective_flow_limit
 from .records import QueueRef
 from .settings import is_wildcard
@@ -59,7 +56,7 @@ class ServerConnection(ConnectionRecord):
     _broker: ConnectionBroker[ServerConnection]  # the record types it by what the common send reads
     __slots__ = (
         "_channel", "_consumer_subs", "_consumers", "_gate", "_temps", "_transactions",
-        "callback", "client_id", "principal", "user",
+        "callback", "client_id", "leases", "principal", "user",
     )  # fmt: skip
 
     def __init__(
@@ -89,6 +86,10 @@ class ServerConnection(ConnectionRecord):
         self._consumer_subs: dict[int, Subscription] = {}
         self._transactions = Transactions(self, broker, self._channel.tags, self._cancel_tags)
         self._temps = TemporaryQueues(broker.post_office, connection_id)
+        #: reading leases (.leases): lend its deliveries, settle or release any token
+        self.leases = ConnectionLeases(broker.leases, self._channel, self._check_open,
+                                       self._check_tags, self._authorize, broker.now,
+                                       self._space_may_be_free)
 
     @property
     def connection_id(self) -> int:

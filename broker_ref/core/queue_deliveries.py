@@ -1,5 +1,6 @@
 """A delivery's life in a queue: handed to a consumer, then acknowledged, cancelled back,
-rejected, or returned by a rollback or a lease running out.
+rejected, lent to a reading lease (:mod:`.leases`), or returned by a rollback or a lease
+running out.
 
 A :class:`~.queue.Queue` composes one :class:`QueueDeliveries`. Every delivery made
 outside the dispatch twins' runs goes through :meth:`QueueDeliveries.deliver` (the
@@ -154,6 +155,35 @@ class QueueDeliveries:
         if not c.closed:
             q.offer(c)
         return ref
+
+    def lend(self, c: ServerConsumer, tag: int) -> MessageRef:
+        """Take delivery ``tag`` off ``c`` for a reading lease (:mod:`.leases`): it
+        stays in delivery (counted, stored) but is no longer ``c``'s, so closing ``c``
+        does not return it. Queues with a policy are refused before this."""
+        ref = c.delivering.pop(tag)
+        if not c.closed:
+            self._queue.offer(c)
+        return ref
+
+    def settle_lent(self, ref: MessageRef) -> None:
+        """A lent delivery's lease was settled: consumed, as an acknowledgement."""
+        q = self._queue
+        q.delivering_count -= 1
+        ref.state = GONE
+        if q.deleted:
+            return
+        q.dequeued += 1
+        q.removals.unstore(ref.message)
+
+    def return_lent(self, ref: MessageRef) -> None:
+        """A lent delivery's lease was released or ran out: back on the head, marked
+        redelivered (the caller returns a lease's deliveries last first)."""
+        q = self._queue
+        q.delivering_count -= 1
+        if q.deleted:
+            ref.state = GONE
+            return
+        self.requeue(ref, True, True)
 
     def reject(self, c: ServerConsumer, tag: int, reason: str) -> None:
         """Dead-letter one delivery because its consumer refused it (RabbitMQ's NACK with

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BROKER_NAME", "DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "MQTT_VERSION_TOPIC",
+__all__ = ["BROKER_NAME", "DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "LEASE", "LEASES_DESTINATION",
+           "LEASE_COUNT", "LEASE_RELEASE", "LEASE_SETTLE", "LEASE_TTL", "MQTT_VERSION_TOPIC",
            "NACK_MORE", "SEND_TIMEOUT_HEADER"]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
@@ -40,3 +41,16 @@ NACK_MORE: Final = "jmspy-nack-more"
 #: so clients written for Artemis work unchanged): a broker with duplicate detection drops
 #: a second message with the same id at the same address.
 DUPLICATE_ID: Final = "_AMQ_DUPL_ID"
+
+#: Reading leases (jmspy's broker; broker_ref/core/leases.py). On an ACK: lend the
+#: delivery to this token instead of consuming it (``jmspy-lease-ttl``: for how many ms;
+#: the broker's default when absent). Any connection may then SEND to
+#: :data:`LEASES_DESTINATION`, with a receipt, ``jmspy-lease-settle`` (consume) or
+#: ``jmspy-lease-release`` (redeliver) naming comma-separated tokens; the RECEIPT's
+#: ``jmspy-lease-count`` says how many messages that settled or released.
+LEASE: Final = "jmspy-lease"
+LEASE_TTL: Final = "jmspy-lease-ttl"
+LEASES_DESTINATION: Final = "/jmspy/leases"
+LEASE_SETTLE: Final = "jmspy-lease-settle"
+LEASE_RELEASE: Final = "jmspy-lease-release"
+LEASE_COUNT: Final = "jmspy-lease-count"

@@ -32,7 +32,7 @@ from typing import Any
 from jmspy import twins
 from jmspy.stomp_frames import HEARTBEAT, CodecLimits, Frame, FrameError, header_dict
 from jmspy.wire.error_codes import ERROR_CODE_HEADER
-from jmspy.wire.headers import BROKER_NAME
+from jmspy.wire.headers import BROKER_NAME, LEASES_DESTINATION
 
 from ...core import BodyType, Broker, BrokerError, Delivery, ServerConnection, ServerMessage
 from ...core.security import Principal
@@ -42,6 +42,7 @@ from .connect import CONNECTION_FLOW_LIMIT, LoginRequest, read_connect
 from .credit import SessionCredit
 from .destinations import SessionDestinations
 from .held import HELD_BYTES_READ_LIMIT, HELD_FRAMES_READ_LIMIT, HeldSend, HeldSends, send_timeout
+from .leasing import lease_request
 from .mapping import HeaderError
 from .message_frame import encode_message
 from .refusals import CLOSED, ProtocolError, check_echoable, frame_problem
@@ -97,6 +98,8 @@ class StompSession(SessionRecord):
         self._parser: Any = _codec.FrameParser("1.2", self._limits, True)
         self._fed = 0  # bytes the parser took in since it was made (PARSER_RENEW_BYTES)
         self._out: list[bytes] = []
+        #: headers the RECEIPT of the frame being handled carries (a lease request's)
+        self._answer: list[tuple[str, str]] = []
         self._conn: ServerConnection | None = None
         self._subs: dict[str, Subscription] = {}
         self._by_consumer: dict[int, Subscription] = {}
@@ -367,7 +370,8 @@ class StompSession(SessionRecord):
             return
         receipt = headers.get("receipt")
         if receipt is not None and not self.closing and command != "SUBSCRIBE":
-            self._emit(Frame("RECEIPT", [("receipt-id", receipt)]))
+            answer, self._answer = self._answer, []
+            self._emit(Frame("RECEIPT", [("receipt-id", receipt), *answer]))
         if command == "DISCONNECT":
             self.closing = True
 
@@ -469,6 +473,9 @@ class StompSession(SessionRecord):
         dest = headers.get("destination")
         if dest == mapping.STATS_DESTINATION:
             self._send_stats(headers)
+            return
+        if dest == LEASES_DESTINATION:
+            self._answer = lease_request(headers, self._core)
             return
         conn = self._core
         destinations = self._destinations

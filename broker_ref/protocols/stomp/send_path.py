@@ -26,6 +26,7 @@ from jmspy import twins
 from jmspy.broker_ref.core import BodyType, ServerMessage
 from jmspy.stomp_frames import Frame
 from jmspy.stomp_jms_header import HEADER as JMS_HEADER
+from jmspy.wire.headers import LEASES_DESTINATION
 
 from .held import HeldSend, HeldSends
 from .mapping import _RESERVED, STATS_DESTINATION
@@ -76,7 +77,7 @@ class SessionRecord:
             if name not in _RESERVED:
                 props[name] = text
         dest = headers.get("destination")
-        if dest is None or dest == STATS_DESTINATION:
+        if dest is None or dest in (STATS_DESTINATION, LEASES_DESTINATION):
             return False
         target = self._destinations.cached(dest)
         if target is None:  # first use (parsed and remembered there), or a temp queue

@@ -17,7 +17,7 @@ messages as it returns every unacknowledged one.
 from __future__ import annotations
 
 from jmspy.stomp_frames import Frame
-from jmspy.wire.headers import NACK_MORE
+from jmspy.wire.headers import LEASE, LEASE_TTL, NACK_MORE
 
 from ...core import ServerConnection
 from .credit import SessionCredit
@@ -52,6 +52,10 @@ class SessionSettling:
     def ack(self, frame: Frame, headers: dict[str, str], core: ServerConnection,
             version: str) -> None:
         sub, tag = self._find(frame, headers, version)
+        token = headers.get(LEASE)
+        if token is not None:
+            self._lend(sub, tag, token, headers, core)
+            return
         tags = self._take(sub, tag)
         tx = self._transactions.named(headers)
         if sub.broker_settles:  # at-most-once: already settled when it was sent
@@ -62,6 +66,28 @@ class SessionSettling:
             self._transactions.acked(tx, sub, len(tags))
         else:
             self._credit.consumed(sub, len(tags))
+
+    def _lend(self, sub: Subscription, tag: int, token: str, headers: dict[str, str],
+              core: ServerConnection) -> None:
+        """An ACK with ``jmspy-lease``: the delivery goes to a reading lease
+        (core/leases.py), which the consumer's window counts as consumed."""
+        if sub.broker_settles:
+            raise ProtocolError("lease on an ack:auto subscription", "only a delivery that "
+                                "waits for its ACK can be lent; subscribe with ack:client-"
+                                "individual")
+        if "transaction" in headers:
+            raise ProtocolError("lease in a transaction", f"an ACK with {LEASE} cannot be "
+                                "part of a transaction; send it without transaction:")
+        ttl_text = headers.get(LEASE_TTL)
+        ttl = None
+        if ttl_text is not None:
+            if not ttl_text.isdigit():
+                raise ProtocolError(f"invalid {LEASE_TTL}", f"{LEASE_TTL} must be a whole "
+                                    f"number of milliseconds, got {ttl_text!r}")
+            ttl = int(ttl_text)
+        tags = self._take(sub, tag)
+        core.leases.lend(tags, token, ttl)
+        self._credit.consumed(sub, len(tags))
 
     def nack(self, frame: Frame, headers: dict[str, str], core: ServerConnection,
              version: str) -> None:
