@@ -386,6 +386,19 @@ class IndividualAcknowledge(Acknowledgement):
         out in one write and each consumer's credit comes back once (a Spark micro-batch
         acknowledges tens of thousands at its commit; one call each cost a lock, a
         ``sendall`` and a credit top-up per message)."""
+        self._settle_messages(messages, self._host._transport.ack)
+
+    def lend_messages(self, messages: Iterable[Message], token: str,
+                      ttl_ms: int | None) -> None:
+        """Lend these messages to the reading lease ``token`` (``Session.lend_messages``):
+        for this session they are settled, as by an acknowledgement."""
+        transport = self._host._transport
+        self._settle_messages(messages, lambda tags: transport.lend(tags, token, ttl_ms))
+
+    def _settle_messages(self, messages: Iterable[Message],
+                         settle: Callable[[list[int]], None]) -> None:
+        """Forget these messages' deliveries, ``settle`` their tags in one call, and give
+        their consumers the credit back."""
         self._host._check_open()
         items: list[Delivered] = []
         with self._lock:
@@ -398,7 +411,7 @@ class IndividualAcknowledge(Acknowledgement):
         dead = self._host._connection._dead  # a dropped connection's tags: nothing to ack
         items = [item for item in items if not dead(item[1])]
         if items:
-            self._host._transport.ack(_held_tags(items))
+            settle(_held_tags(items))
             self._count_consumed(items)
 
     def take_unacknowledged(self) -> list[Delivered]:

@@ -55,6 +55,7 @@ class Feature(enum.Enum):
     TEMPORARY_QUEUES = "temporary queues"
     DESTINATION_STATS = "destination stats"
     DESTINATION_OPTIONS = "destination options (`orders?x-queue-type=quorum`)"
+    READING_LEASES = "reading leases (lend, then settle from any connection)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,16 +12,19 @@ import itertools
 import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from . import api_twins, telemetry, twins
+from .capabilities import Feature
 from .destinations import TEMP_TOPIC_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from .errors import (
     IllegalStateException,
     InvalidClientIDException,
+    InvalidConfigurationException,
     InvalidDestinationException,
     JMSException,
+    UnsupportedFeatureException,
 )
 from .flow import ConnectionFlow
 from .logs import client_logger
@@ -167,6 +170,39 @@ class Connection:
         """The broker's counters for a destination (messageCount, deliveringCount...)."""
         self._check_open()
         return self._transport.destination_stats(destination)
+
+    def settle_leases(self, tokens: Iterable[str]) -> int:
+        """Consume what the reading leases ``tokens`` hold (``Session.lend_messages``,
+        from any connection of the broker); returns how many messages that was. Tokens
+        that hold nothing (never lent, settled already, run out) count nothing."""
+        return self._leases(tokens, release=False)
+
+    def release_leases(self, tokens: Iterable[str]) -> int:
+        """Give what the reading leases ``tokens`` hold back to their queues, to be
+        redelivered (marked); returns how many messages that was."""
+        return self._leases(tokens, release=True)
+
+    def _leases(self, tokens: Iterable[str], *, release: bool) -> int:
+        self._check_open()
+        self._require_leases()
+        names = list(tokens)
+        if isinstance(tokens, str) or not all(isinstance(t, str) and t for t in names):
+            raise InvalidConfigurationException(
+                f"lease tokens must be a list of non-empty strings, got {tokens!r}")
+        return self._transport.settle_leases(names, release=release)
+
+    def _require_leases(self) -> None:
+        """Refuse, before any effect, where the broker has no reading leases: with the
+        capability matrix's refusal where the transport has one (``require``)."""
+        transport = self._transport
+        if Feature.READING_LEASES not in transport.capabilities:
+            require = getattr(transport, "require", None)
+            if require is not None:
+                require(Feature.READING_LEASES)
+            raise UnsupportedFeatureException(
+                f"reading leases need jmspy broker (vm://, or stomp:// to jmspy broker), and "
+                f"{self.where} is not one; acknowledge messages on the connection that "
+                "received them instead")
 
     def flow_stats(self) -> dict[str, Any]:
         """Connection-wide flow control: the cap and what is buffered against it."""

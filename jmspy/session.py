@@ -360,6 +360,23 @@ class Session(SessionDispatcher, AckModes):
                 "CLIENT_ACKNOWLEDGE use session.acknowledge()")
         ack.acknowledge_messages(messages)
 
+    def lend_messages(self, messages: Iterable[Message], token: str,
+                      ttl_ms: int | None = None) -> None:
+        """INDIVIDUAL_ACKNOWLEDGE, jmspy broker only: lend these messages to the reading
+        lease ``token`` instead of acknowledging them. For this session they are settled
+        (as by an acknowledgement), but the broker keeps them, counted as in delivery,
+        until any connection settles the token (:meth:`Connection.settle_leases`: they
+        are consumed) or releases it, or ``ttl_ms`` passes (the broker's default, ten
+        minutes, when None): then they are redelivered, marked. How Spark's executors
+        read a micro-batch that only the driver commits (docs/spark.md)."""
+        self._check_open()
+        self._connection._require_leases()
+        ack = self.acknowledgement
+        if not isinstance(ack, IndividualAcknowledge):
+            raise IllegalStateException(
+                "lend_messages() needs an INDIVIDUAL_ACKNOWLEDGE session")
+        ack.lend_messages(messages, token, ttl_ms)
+
     def _connection_interrupted(self) -> None:
         """Drop the ack bookkeeping of the dropped connection (see Connection)."""
         self.acknowledgement.connection_interrupted()

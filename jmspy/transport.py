@@ -209,6 +209,14 @@ class Transport(Protocol):
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         """Hand unacknowledged deliveries back for redelivery, in delivery order."""
 
+    def lend(self, delivery_tags: list[int], token: str, ttl_ms: int | None) -> None:
+        """Lend deliveries to the reading lease ``token`` (``Session.lend_messages``).
+        Called only where :attr:`capabilities` has ``Feature.READING_LEASES``; others
+        raise the matrix's refusal."""
+
+    def settle_leases(self, tokens: list[str], *, release: bool = False) -> int:
+        """Consume (or, with ``release``, redeliver) what ``tokens`` hold; how many."""
+
     def begin(self, tx: str) -> None: ...
 
     def commit(self, tx: str) -> None: ...

@@ -200,6 +200,31 @@ def destination_stats(rig: Rig) -> None:
         assert (stats["messageCount"], stats["enqueued"]) == (3, 3), stats
 
 
+def reading_leases(rig: Rig) -> None:
+    """Two of three messages lent to a token outlive their reader's connection; another
+    connection settles them, and only the third is left to consume."""
+    token = f"probe-{uuid.uuid4().hex[:10]}"
+    with rig.factory().create_connection() as conn:
+        assert conn.settle_leases([token]) == 0  # nothing lent yet (refused: raises here)
+        s = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
+        q = s.create_queue(rig.name("leases"))
+        p = s.create_producer(q)
+        for i in range(3):
+            p.send(s.create_text_message(str(i)))
+        c = s.create_consumer(q)
+        conn.start()
+        got = [c.receive(WAIT) for _ in range(2)]
+        assert [m.text if m else None for m in got] == ["0", "1"]
+        s.lend_messages([m for m in got if m is not None], token)
+    with rig.factory().create_connection() as driver:
+        assert driver.settle_leases([token]) == 2
+        s = driver.create_session()
+        c = s.create_consumer(q)
+        driver.start()
+        assert receive_texts(c, 1) == ["2"]
+        assert c.receive(0.3) is None
+
+
 # -- selectors ------------------------------------------------------------------------------
 def _selective_send(rig: Rig, s: Any, dest: Any) -> tuple[str, list[str], list[str]]:
     """Send four messages, two matching; returns (selector, matching, others)."""
@@ -497,6 +522,7 @@ PROBES: dict[Feature, Callable[[Rig], None]] = {
     Feature.TEMPORARY_QUEUES: temporary_queues,
     Feature.DESTINATION_STATS: destination_stats,
     Feature.DESTINATION_OPTIONS: destination_options,
+    Feature.READING_LEASES: reading_leases,
 }
 
 

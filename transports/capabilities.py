@@ -92,7 +92,12 @@ _VM: Final = {
     _F.TEMPORARY_QUEUES: native(),
     _F.DESTINATION_STATS: native("needs the `admin` permission"),
     _F.DESTINATION_OPTIONS: destination_options.cell("vm", "embedded"),
+    _F.READING_LEASES: native("the broker core's leases"),
 }
+
+#: what to do where a broker has no reading leases (jmspy.spark reads on the driver then)
+_LEASES_INSTEAD = ("acknowledge on the connection that received the message, or use "
+                   "jmspy broker (vm:// or stomp://)")
 
 _NO_TX = refused(
     "MQTT has no transactions", "use AUTO_ACKNOWLEDGE or CLIENT_ACKNOWLEDGE sessions")
@@ -151,6 +156,8 @@ def _mqtt(v5: bool) -> dict[Feature, Cell]:
         _F.DESTINATION_STATS: refused("MQTT has no per-topic counters",
                                       "use the broker's management tools"),
         _F.DESTINATION_OPTIONS: destination_options.cell("mqtt", "5" if v5 else "3.1.1"),
+        _F.READING_LEASES: refused("MQTT acknowledges a message only on the connection it "
+                                   "came on", _LEASES_INSTEAD),
     }
 
 

@@ -144,6 +144,9 @@ _connection_ids = itertools.count(1)
 _DIED_WITH_THE_BROKER: Mapping[str, Any] = {
     "close_consumer": None, "revoke_credit": 0, "ack": None, "cancel": None,
     "release_flow": None,
+    # the broker that held the leases is gone, and its messages with them (or they come
+    # back from its store as ready ones): nothing is lent or left to settle
+    "lend": None, "settle": 0, "release": 0,
 }
 
 
@@ -426,6 +429,14 @@ class VmTransport:
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         self._call(self._conn.cancel, delivery_tags, redelivered=redelivered)
+
+    def lend(self, delivery_tags: list[int], token: str, ttl_ms: int | None) -> None:
+        self._call(self._conn.leases.lend, delivery_tags, token, ttl_ms)
+
+    def settle_leases(self, tokens: list[str], *, release: bool = False) -> int:
+        leases = self._conn.leases
+        count: int = self._call(leases.release if release else leases.settle, tokens)
+        return count
 
     def begin(self, tx: str) -> None:
         self._call(self._conn.begin, tx)

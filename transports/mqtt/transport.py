@@ -586,6 +586,12 @@ class MqttTransport:
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         raise self.refusal(Feature.DESTINATION_STATS)
 
+    def lend(self, delivery_tags: list[int], token: str, ttl_ms: int | None) -> None:
+        raise self.refusal(Feature.READING_LEASES)
+
+    def settle_leases(self, tokens: list[str], *, release: bool = False) -> int:
+        raise self.refusal(Feature.READING_LEASES)
+
     # -- introspection --------------------------------------------------------------------
     def flow_state(self) -> dict[str, Any]:
         """Connection-level counters: Receive Maximum and what the broker has in flight."""

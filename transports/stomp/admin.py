@@ -19,6 +19,7 @@ from jmspy import errors
 from jmspy.capabilities import Feature
 from jmspy.destinations import Destination, Queue
 from jmspy.message import Message
+from jmspy.wire.headers import LEASE_COUNT, LEASE_RELEASE, LEASE_SETTLE, LEASES_DESTINATION
 
 from .mapping import TEMP_QUEUE_PREFIX, BrokerProfile, stomp_destination
 from .receipts import Receipts
@@ -163,6 +164,21 @@ class StompAdmin:
         prefix = f"/amq/queue/{TEMP_QUEUE_PREFIX}"
         if self._host.profile.family == "RabbitMQ" and name.startswith(prefix):
             self._rabbit_queue_op(name[len("/amq/queue/"):], _RABBIT_TEMPORARY, delete=True)
+
+    def settle_leases(self, tokens: list[str], release: bool) -> int:
+        """SEND to ``/jmspy/leases`` (jmspy broker), waiting for the RECEIPT that says
+        how many messages the tokens held."""
+        op = LEASE_RELEASE if release else LEASE_SETTLE
+        receipt, event = self._receipts.expect(keep_answer=True)
+        conn = self._host.connection()
+        try:
+            conn.send(LEASES_DESTINATION, b"", headers={op: ",".join(tokens),
+                                                        "receipt": receipt})
+            self._receipts.wait(receipt, event, conn, what="the lease request")
+        finally:
+            answer = self._receipts.answer(receipt)
+        count = answer.get(LEASE_COUNT, "")
+        return int(count) if count.isdigit() else 0
 
     def destination_stats(self, destination: Destination) -> dict[str, Any]:
         self._host.require(Feature.DESTINATION_STATS)

@@ -438,6 +438,11 @@ def stomp_cells(key: str) -> dict[Feature, Cell]:
             _NO_STATS.get(key, "STOMP has no statistics request"),
             "use the broker's management tools"),
         Feature.DESTINATION_OPTIONS: destination_options.cell("stomp", key),
+        Feature.READING_LEASES: native("ACK with `jmspy-lease`, SEND to `/jmspy/leases`")
+        if p.family == "jmspy" else refused(
+            "an ACK settles a message only on the connection it came on",
+            "acknowledge on the connection that received the message, or use jmspy "
+            "broker"),
     }
 
 

@@ -58,7 +58,7 @@ from jmspy.transport import (
 )
 from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
 from jmspy.wire.error_text import error_text
-from jmspy.wire.headers import SEND_TIMEOUT_HEADER
+from jmspy.wire.headers import LEASE, LEASE_TTL, SEND_TIMEOUT_HEADER
 
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
@@ -400,12 +400,14 @@ class StompTransport:
             self._listener.on_transport_error(error)
 
     # -- acknowledgement ------------------------------------------------------------------
-    def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
+    def ack(self, delivery_tags: list[int], tx: str | None = None,
+            extra: tuple[tuple[str, str], ...] = ()) -> None:
         """The bookkeeping under the lock, the ACK frames after it: stomp.py's receiver
         thread needs the lock for every MESSAGE, and a socket write under it made the
         receiver wait for this thread's syscalls (measured: the lock was the hottest spot
         of a client-ack consumer). The frames still go out before this returns, in the
-        order given, so an acknowledged message is never redelivered."""
+        order given, so an acknowledged message is never redelivered. ``extra``: headers
+        of every ACK frame (:meth:`lend`'s)."""
         settle = self._deliveries.settle
         with self._lock:
             conn = self._conn
@@ -426,9 +428,20 @@ class StompTransport:
         if tx is not None:
             self._transactions.check(tx, conn)
         try:
-            self._writer_for(conn).ack(out, tx)
+            self._writer_for(conn).ack(out, tx, extra)
         except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
             raise self.write_failed(conn, exc, "acknowledging") from exc
+
+    def lend(self, delivery_tags: list[int], token: str, ttl_ms: int | None) -> None:
+        """ACKs that lend the deliveries to ``token`` (jmspy broker's reading leases)."""
+        self.require(Feature.READING_LEASES)
+        extra = ((LEASE, token),) if ttl_ms is None else (
+            (LEASE, token), (LEASE_TTL, str(ttl_ms)))
+        self.ack(delivery_tags, None, extra)
+
+    def settle_leases(self, tokens: list[str], *, release: bool = False) -> int:
+        self.require(Feature.READING_LEASES)
+        return self._admin.settle_leases(tokens, release)
 
     def try_ack(self, delivery_tags: list[int]) -> bool:
         """Never declines: the lock above is held only for bookkeeping, not for another
