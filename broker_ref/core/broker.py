@@ -416,9 +416,9 @@ class Broker:
                 due.setdefault(queue, []).append(ref)
         for queue, refs in due.items():
             queue.release(refs)
-        for queue in self.leases.expire(now):
-            if not queue.deleted:
-                queue.dispatch()
+        for lent_from in self.leases.expire(now):
+            if not lent_from.deleted:
+                lent_from.dispatch()
         flow = self.flow
         if flow.parked:
             flow.expire(now)

@@ -12,9 +12,12 @@ needs the ``clientID`` property), ``maxMessagesPerTrigger``, ``minMessagesPerTri
 ``maxTriggerDelay`` (how long a trigger may wait for that many, Kafka's
 ``minOffsetsPerTrigger``: ``"15m"``, ``"30s"``, ``"500ms"`` or milliseconds; default 15
 minutes), ``failOnDataLoss`` (fail the query when messages of its destinations expire or
-are dead-lettered; default false: only counted, :mod:`.data_loss`), ``jobId`` (the sink's
-stable write id, :mod:`.sink`), ``user`` / ``password``, and any ConnectionFactory property
-by its name (``imqConsumerFlowLimit``...).
+are dead-lettered; default false: only counted, :mod:`.data_loss`), ``numPartitions``
+(or ``minPartitions``, Kafka's name: read each micro-batch of queues on the executors in
+that many tasks, under jmspy broker's reading leases, :mod:`.leased`) with
+``leaseTimeout`` (how long the broker keeps a task's messages for the batch's commit;
+default 10 minutes), ``jobId`` (the sink's stable write id, :mod:`.sink`), ``user`` /
+``password``, and any ConnectionFactory property by its name (``imqConsumerFlowLimit``...).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from jmspy.errors import InvalidConfigurationException
 from jmspy.factory import ConnectionFactory
 from jmspy.properties import PROPERTIES
 
-__all__ = ["DEFAULT_MAX_TRIGGER_DELAY_MS", "DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS",
-           "SourceOptions", "parse_options"]
+__all__ = ["DEFAULT_LEASE_TIMEOUT_MS", "DEFAULT_MAX_TRIGGER_DELAY_MS",
+           "DEFAULT_STREAM_FLOW_LIMIT", "READER_DEFAULTS", "SourceOptions", "parse_options"]
 
 #: The consumer's flow limit when the options do not set ``imqConsumerFlowLimit``.
 DEFAULT_STREAM_FLOW_LIMIT = 50_000
@@ -40,8 +43,10 @@ DEFAULT_STREAM_FLOW_LIMIT = 50_000
 READER_DEFAULTS: dict[str, Any] = {"imqReconnectEnabled": True}
 
 _OWN = ("url", "destination", "selector", "subscriptionName", "maxMessagesPerTrigger",
-        "minMessagesPerTrigger", "maxTriggerDelay", "failOnDataLoss", "jobId", "user",
-        "password", "path")
+        "minMessagesPerTrigger", "maxTriggerDelay", "failOnDataLoss", "numPartitions",
+        "minPartitions", "leaseTimeout", "jobId", "user", "password", "path")
+#: How long the broker keeps an executor task's messages for its batch's commit.
+DEFAULT_LEASE_TIMEOUT_MS = 10 * 60 * 1000
 #: Kafka's default maxTriggerDelay: a trigger short of minMessagesPerTrigger runs anyway
 #: after this long since the last batch.
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
@@ -72,6 +77,9 @@ class SourceOptions:
     min_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     fail_on_data_loss: bool = False
+    #: numPartitions: read on the executors in this many tasks (None: on the driver)
+    num_partitions: int | None = None
+    lease_timeout_ms: int = DEFAULT_LEASE_TIMEOUT_MS
 
     @property
     def destination(self) -> Destination:
@@ -142,6 +150,15 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         delay = _duration_ms("maxTriggerDelay", given["maxTriggerDelay"])
     fail_on_loss = (_typed("failOnDataLoss", given["failOnDataLoss"], bool)
                     if "failOnDataLoss" in given else False)
+    partitions = _partitions(given, kind, more)
+    lease_ms = DEFAULT_LEASE_TIMEOUT_MS
+    if "leaseTimeout" in given:
+        if partitions is None:
+            raise _fail("leaseTimeout is how long the broker keeps the messages executors "
+                        "read: set numPartitions too (or leave leaseTimeout out)")
+        lease_ms = _duration_ms("leaseTimeout", given["leaseTimeout"])
+        if not 1_000 <= lease_ms <= 86_400_000:
+            raise _fail(f"leaseTimeout={given['leaseTimeout']!r} must be from 1s to 24h")
     subscription = given.get("subscriptionName")
     if subscription and (kind != "topic" or more):
         raise _fail("subscriptionName names a durable subscription: use one topic:// "
@@ -166,12 +183,28 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     opts = SourceOptions(url, kind, name, given.get("selector") or None, subscription or None,
                          max_per_trigger, given.get("user"), given.get("password"), properties,
                          given.get("jobId") or None, more, min_per_trigger, delay,
-                         fail_on_loss)
+                         fail_on_loss, partitions, lease_ms)
     try:
         opts.factory()  # the factory validates every property's range
     except InvalidConfigurationException as exc:
         raise _fail(str(exc)) from exc
     return opts
+
+
+def _partitions(given: Mapping[str, str], kind: str,
+                more: tuple[tuple[str, str], ...]) -> int | None:
+    """numPartitions (or minPartitions): tasks per micro-batch on the executors."""
+    counts = {o: _count(given, o) for o in ("numPartitions", "minPartitions") if o in given}
+    if len(set(counts.values())) > 1:
+        raise _fail(f"numPartitions and minPartitions are one option under two names, and "
+                    f"they differ ({counts}); give one")
+    if not counts:
+        return None
+    if kind != "queue" or any(k != "queue" for k, _ in more):
+        raise _fail("numPartitions reads queues on the executors (each task takes its share "
+                    "of the queue); a topic's messages go to each subscriber, so a topic is "
+                    "read on the driver: leave numPartitions out")
+    return next(iter(counts.values()))
 
 
 def _destinations(target: str) -> list[tuple[str, str]]:

@@ -50,6 +50,7 @@ from jmspy.message import Message
 from jmspy.session import Session
 
 from .data_loss import LossWatch
+from .leased import LeasedBatches, LeasedPartition, read_share
 from .options import READER_DEFAULTS, SourceOptions
 from .receiving import Receivers
 from .rows import fields_of, row_from
@@ -148,14 +149,33 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: from there; the reader's start counts as one)
         self._clock = time.monotonic
         self._last_batch_at: float | None = None
+        #: numPartitions: the executors read under reading leases (.leased) when the
+        #: broker has them; decided once per process (None: not yet)
+        self._leased: LeasedBatches | None = None
+        self._leasing: bool | None = None
+        self._lease_losses: LossWatch | None = None
+        #: availableNow with leases: messages still to plan (None: no fixed end)
+        self._now_left: int | None = None
 
     def _state(self) -> _Live:
         if self._live is None:
             self._live = _Live(self.options)
         return self._live
 
+    def _leases(self) -> LeasedBatches | None:
+        """The leased planner when the executors read (numPartitions on a broker with
+        reading leases), else None: the driver reads."""
+        if self._leasing is None:
+            self._leasing = False
+            if self.options.num_partitions is not None:
+                self._leased = LeasedBatches(self.options)
+                self._leasing = self._leased.supported()
+        return self._leased if self._leasing else None
+
     # -- offsets ---------------------------------------------------------------------------
-    def initialOffset(self) -> dict[str, int]:
+    def initialOffset(self) -> dict[str, Any]:
+        if self._leases() is not None:
+            return LeasedBatches.initial()
         return {"seq": 0, "tick": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -170,6 +190,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         already holds is the number still to take; messages sent after this moment wait
         for the next run (Kafka's source fixes its end offsets the same way)."""
         self._available_now = True
+        leased = self._leases()
+        if leased is not None:  # the executors read: plan no more than is there now
+            self._now_left = leased.available()
+            self._dry = not self._now_left
+            return
         live = self._state()
         depths = self._depths(live)
         if depths is None:
@@ -206,7 +231,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             depths.append(count)
         return depths
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        if "lease" in start:
+            return self._latest_leased(start, limit)
         live = self._state()
         seq, tick = int(start.get("seq", 0)), int(start.get("tick", 0))
         lost = live.losses.offset_fields(start)
@@ -233,6 +260,38 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return {"seq": seq, "tick": tick + 1, **lost}
         return {"seq": seq, "tick": tick, **lost}
 
+    def _latest_leased(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """latestOffset when the executors read (.leased): plan from the queues' depth."""
+        leased = self._leases()
+        if leased is None:
+            raise JMSException(
+                f"jmspy data source: the checkpoint's offsets were made by executors reading "
+                f"under reading leases, and {self.options.describe()} now has none (another "
+                "broker, or numPartitions left out): use jmspy broker with numPartitions, "
+                "or a new checkpoint location")
+        if self._lease_losses is None:
+            options = self.options
+            self._lease_losses = LossWatch(options.destinations, leased.conn.destination_stats,
+                                           options.fail_on_data_loss)
+        lost = self._lease_losses.offset_fields(start)
+        base = {k: start[k] for k in ("lease", "batch", "parts", "planned", "tick")}
+        room = limit.max_rows if isinstance(limit, ReadMaxRows) else (
+            self.options.max_per_trigger or 10**9)
+        count = 0 if self._dry else min(room, leased.available())
+        if self._now_left is not None:
+            count = min(count, self._now_left)
+            if not count:
+                self._dry = True
+        if count and not self._short_of_minimum(count, limit):
+            self._last_batch_at = self._clock()
+            if self._now_left is not None:
+                self._now_left -= count
+                self._dry = not self._now_left
+            return {**leased.next_offset(base, count), **lost}
+        if leased.unsettled(base):  # the flush tick: planning it commits the last batch
+            return {**base, "tick": int(base["tick"]) + 1, **lost}
+        return {**base, **lost}
+
     def _short_of_minimum(self, ahead: int, limit: ReadLimit) -> bool:
         """minMessagesPerTrigger: fewer than that are in hand and maxTriggerDelay has not
         passed since the last batch (or the reader's start), so no batch yet: the messages
@@ -251,7 +310,11 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None if live is None else {"seq": live.last_seq + len(live.pending), "tick": 0}
 
     # -- planning and reading --------------------------------------------------------------
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        if "lease" in end:
+            leased = self._leases()
+            assert leased is not None  # latestOffset refused the offsets otherwise
+            return leased.partitions(start, end)
         first, last = int(start.get("seq", 0)), int(end.get("seq", 0))
         if last <= first:
             return []
@@ -265,12 +328,20 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for i in range(0, len(rows), ROWS_PER_PARTITION)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        if isinstance(partition, LeasedPartition):  # on an executor, over its connection
+            yield from read_share(self.options, partition, self.options.lease_timeout_ms)
+            return
         for fields in partition.value:  # the conversions run here, on the executors
             yield row_from(fields)
 
     # -- acknowledging ----------------------------------------------------------------------
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Spark committed everything up to ``end``: acknowledge those messages."""
+        if "lease" in end:
+            leased = self._leases()
+            if leased is not None:
+                leased.commit(end)
+            return
         live = self._live
         if live is None:
             return
@@ -287,3 +358,5 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live, self._live = self._live, None
         if live is not None:
             live.conn.close()
+        if self._leased is not None:  # unsettled leases: replayed (released) or run out
+            self._leased.stop()
