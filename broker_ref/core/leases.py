@@ -227,18 +227,19 @@ class ConnectionLeases:
     def settle(self, tokens: list[str]) -> int:
         """Consume what ``tokens`` hold (unknown or spent tokens hold nothing)."""
         self._authorize_tokens(tokens)
-        count, touched = self._leases.settle(tokens)
-        for queue in touched:
-            if not queue.deleted:
-                queue.dispatch()
+        count = self._dispatched(*self._leases.settle(tokens))
         if count:
-            self._resume()
+            self._resume()  # messages left the broker: parked producers may go on
         return count
 
     def release(self, tokens: list[str]) -> int:
         """Give what ``tokens`` hold back to their queues, marked redelivered."""
         self._authorize_tokens(tokens)
-        count, touched = self._leases.release(tokens)
+        return self._dispatched(*self._leases.release(tokens))
+
+    @staticmethod
+    def _dispatched(count: int, touched: set[QueueOps]) -> int:
+        """Dispatch the queues a settle or release touched; returns ``count``."""
         for queue in touched:
             if not queue.deleted:
                 queue.dispatch()
