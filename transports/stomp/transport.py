@@ -428,7 +428,11 @@ class StompTransport:
         if tx is not None:
             self._transactions.check(tx, conn)
         try:
-            self._writer_for(conn).ack(out, tx, extra)
+            writer = self._writer_for(conn)
+            if extra:
+                writer.ack(out, tx, extra)
+            else:
+                writer.ack(out, tx)
         except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
             raise self.write_failed(conn, exc, "acknowledging") from exc
 
