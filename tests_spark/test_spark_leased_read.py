@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Broker
 from test_spark_source import Collected, stream
 
@@ -61,23 +62,28 @@ def test_a_task_failing_mid_read_is_retried_and_nothing_is_lost_or_unmarked_twic
     assert stats["messageCount"] == 0 and stats["deliveringCount"] == 0
 
 
+@pytest.mark.parametrize("sink_reads", [True, False], ids=["read-then-fail", "fail-unread"])
 def test_a_query_stopped_before_its_commit_is_replayed_from_the_same_leases(
-        spark: Any, broker: Broker, tmp_path: Path) -> None:
-    """The first run's sink fails its second batch: that batch is planned (its leases
-    taken) but never committed. The restart from the checkpoint replays it under the same
-    tokens, each task releasing before it reads, so every message arrives, the replayed
-    ones marked."""
+        spark: Any, broker: Broker, tmp_path: Path, sink_reads: bool) -> None:
+    """The first run's sink fails its second batch, after reading it or before: that batch
+    is planned but never committed. The restart from the checkpoint replays it under the
+    same tokens, each task releasing before it reads, so every message arrives once in the
+    sink; what the first run's tasks read comes again marked redelivered, and what they
+    never read is not marked (nothing the readers prefetched beyond their shares is)."""
     n = 4_000
-    broker.fill("replayed", n)
+    queue = f"replayed-{sink_reads}"
+    broker.fill(queue, n)
     ckpt = str(tmp_path / "ckpt")
     first = Collected()
 
     def failing(df: Any, batch_id: int) -> None:
         if batch_id == 1:
+            if sink_reads:
+                assert len(df.collect()) == 1000  # the tasks read and lend the batch
             raise RuntimeError("injected: the sink fails batch 1")
         first(df, batch_id)
 
-    query = (stream(spark, broker, "replayed", numPartitions="2",
+    query = (stream(spark, broker, queue, numPartitions="2",
                     maxMessagesPerTrigger="1000")
              .writeStream.foreachBatch(failing).option("checkpointLocation", ckpt)
              .trigger(availableNow=True).start())
@@ -86,17 +92,18 @@ def test_a_query_stopped_before_its_commit_is_replayed_from_the_same_leases(
     except Exception as exc:  # the query fails with the injected error
         assert "injected" in str(exc)
     second = Collected()
-    query = (stream(spark, broker, "replayed", numPartitions="2",
+    query = (stream(spark, broker, queue, numPartitions="2",
                     maxMessagesPerTrigger="1000")
              .writeStream.foreachBatch(second).option("checkpointLocation", ckpt)
              .trigger(availableNow=True).start())
     query.awaitTermination()
     got = first.texts() + second.texts()
     assert sorted(map(int, got)) == list(range(n))
-    replayed = [t for b, t, redelivered in second.rows if b == 1]
-    assert len(replayed) == 1000
-    assert all(redelivered for b, _, redelivered in second.rows if b == 1)
-    stats = broker.settled("replayed")
+    marks = [redelivered for b, _, redelivered in second.rows if b == 1]
+    assert len(marks) == 1000
+    assert marks == [sink_reads] * 1000
+    assert not any(redelivered for b, _, redelivered in first.rows + second.rows if b != 1)
+    stats = broker.settled(queue)
     assert stats["messageCount"] == 0 and stats["deliveringCount"] == 0
 
 

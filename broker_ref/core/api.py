@@ -22,6 +22,7 @@ Rules every host relies on:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -373,17 +374,22 @@ class CoreConnection(Protocol):
     def ack(self, delivery_tags: list[int], tx: str | None = None) -> None:
         """Acknowledge deliveries: the messages are consumed (or staged in ``tx``)."""
 
-    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True,
+               unseen: Collection[int] = ()) -> None:
         """Return unacknowledged deliveries to the head of their queue, in reverse order.
 
         The next delivery of each has ``delivery_count`` one higher; a message past its
         ``max_delivery_attempts`` is dead-lettered instead. ``redelivered=False`` means the
         client never showed the message to the application (it was only prefetched): the
-        count is not raised.
+        count is not raised. ``unseen`` names the tags of a marked hand-back that are such
+        prefetched ones (Open MQ's redeliver with "delivered" flags): one call keeps the
+        queue's order for a batch of both kinds.
         """
 
-    def close_consumer(self, consumer_id: int) -> None:
-        """Detach a consumer; its unacknowledged deliveries are cancelled (redelivered)."""
+    def close_consumer(self, consumer_id: int, *, unseen: Collection[int] = ()) -> None:
+        """Detach a consumer; its unacknowledged deliveries are cancelled (redelivered),
+        but for the tags in ``unseen``, which its client never showed the application
+        (see :meth:`cancel`)."""
 
     def unsubscribe(self, subscription_name: str) -> None:
         """Delete a durable subscription (error if it has an active consumer)."""

@@ -32,6 +32,8 @@ from .topic import Subscription, SubscriptionKey, Topic
 from .transactions import Transactions
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from .connection_broker import ConnectionBroker
     from .security import Action, Principal
 
@@ -153,14 +155,15 @@ class ServerConnection(ConnectionRecord):
                 )
             seen.add(tag)
 
-    def _cancel_tags(self, tags: list[int], redelivered: bool) -> set[QueueRef]:
+    def _cancel_tags(self, tags: list[int], redelivered: bool,
+                     unseen: Collection[int] = ()) -> set[QueueRef]:
         """Cancel in descending tag order so each queue gets its original order back."""
         touched: set[QueueRef] = set()
         owners = self._channel.tags
         with self._broker.post_office.batch():
             for tag in sorted(tags, reverse=True):
                 c = owners.pop(tag)
-                c.queue.cancel(c, tag, redelivered)
+                c.queue.cancel(c, tag, redelivered and tag not in unseen)
                 touched.add(c.queue)
         return touched
 
@@ -404,7 +407,7 @@ class ServerConnection(ConnectionRecord):
         c.credit = 0  # the consumer leaves the dispatch ring lazily
         return unused
 
-    def close_consumer(self, consumer_id: int) -> None:
+    def close_consumer(self, consumer_id: int, *, unseen: Collection[int] = ()) -> None:
         c = self._consumer(consumer_id)
         del self._consumers[consumer_id]
         c.closed = True
@@ -412,7 +415,7 @@ class ServerConnection(ConnectionRecord):
         # returns them (Artemis keeps transactional acks of a closed consumer the same way)
         staged = self._transactions.staged
         tags = [t for t in c.delivering if t not in staged]
-        self._cancel_tags(tags, True)
+        self._cancel_tags(tags, True, unseen)
         self._detach(consumer_id, c)
         c.queue.dispatch()
         self._space_may_be_free()
@@ -479,10 +482,11 @@ class ServerConnection(ConnectionRecord):
             q.dispatch()
         self._space_may_be_free()
 
-    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
+    def cancel(self, delivery_tags: list[int], *, redelivered: bool = True,
+               unseen: Collection[int] = ()) -> None:
         self._check_open()
         self._check_tags(delivery_tags)
-        for q in self._cancel_tags(delivery_tags, redelivered):
+        for q in self._cancel_tags(delivery_tags, redelivered, unseen):
             q.dispatch()
 
     def reject(self, delivery_tags: list[int], reason: str) -> None:

@@ -9,7 +9,7 @@ from typing import Final
 
 __all__ = ["BROKER_NAME", "DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "LEASE", "LEASES_DESTINATION",
            "LEASE_COUNT", "LEASE_RELEASE", "LEASE_SETTLE", "LEASE_TTL", "MQTT_VERSION_TOPIC",
-           "NACK_MORE", "SEND_TIMEOUT_HEADER"]
+           "NACK_MORE", "NACK_UNSEEN", "SEEN_THROUGH", "SEND_TIMEOUT_HEADER"]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
@@ -36,6 +36,16 @@ MQTT_VERSION_TOPIC: Final = "$SYS/broker/version"
 #: last NACK (the one without the header) and returns it in one step, so the queue gets
 #: its order back and no window refills in the middle (protocols/stomp/settling.py).
 NACK_MORE: Final = "jmspy-nack-more"
+
+#: On a NACK: ``true`` when the client never gave the message to its application (it was
+#: prefetched, or arrived for a consumer that was closing). jmspy's broker returns it
+#: unmarked, its delivery count not raised (Open MQ's redeliver of undelivered messages).
+NACK_UNSEEN: Final = "jmspy-unseen"
+
+#: On an UNSUBSCRIBE: the ack id of the last of the subscription's messages the client gave
+#: its application (``0``: none). jmspy's broker returns the later ones -- prefetched, or
+#: still on their way when the consumer closed -- unmarked, the earlier ones redelivered.
+SEEN_THROUGH: Final = "jmspy-seen-through"
 
 #: The message property that carries a message's duplicate-detection id (Artemis's name,
 #: so clients written for Artemis work unchanged): a broker with duplicate detection drops

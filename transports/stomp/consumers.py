@@ -22,7 +22,7 @@ from jmspy.capabilities import Feature
 from jmspy.logs import transport_logger
 from jmspy.message import Message, selector_getter
 from jmspy.transport import ConsumerSpec, RemoteConsumer, TransportListener
-from jmspy.wire.headers import NACK_MORE
+from jmspy.wire.headers import NACK_MORE, NACK_UNSEEN, SEEN_THROUGH
 
 from .admin import StompAdmin
 from .connect import ConnectOptions
@@ -150,11 +150,12 @@ class StompConsumers:
         host.connection(wait=False).subscribe(
             destination, id=sub.sub_id, ack="client-individual", headers=headers)
 
-    def _unsubscribe(self, sub: StompSubscription) -> None:
+    def _unsubscribe(self, sub: StompSubscription, headers: dict[str, str] | None = None
+                     ) -> None:
         # No ``durable`` header: on RabbitMQ an UNSUBSCRIBE with ``durable:true`` deletes
         # the subscription's queue, and closing a durable consumer must keep it.
         self._by_sid.pop(sub.sub_id, None)
-        self._host.connection(wait=False).unsubscribe(id=sub.sub_id)
+        self._host.connection(wait=False).unsubscribe(id=sub.sub_id, headers=headers)
 
     def resubscribe(self, sub: StompSubscription) -> None:
         """(Redelivery, lock held) UNSUBSCRIBE and SUBSCRIBE again: the broker then
@@ -176,11 +177,20 @@ class StompConsumers:
                 self._by_sid.pop(sub.sub_id, None)  # already
                 return
             try:
-                if self._host.profile.cancel == "nack":
-                    # RabbitMQ keeps a cancelled consumer's unacked messages on the channel
-                    # until it closes: hand them back explicitly first.
-                    self._redelivery.nack(sub, list(sub.unacked))
-                self._unsubscribe(sub)
+                profile = self._host.profile
+                if profile.nack_batches:
+                    # jmspy's broker returns them all at the UNSUBSCRIBE, in one step and
+                    # with no window refilled meanwhile; it is told which ones the app
+                    # saw, so that what was only prefetched (or still on the wire) goes
+                    # back unmarked
+                    seen = sub.seen_through()
+                    self._unsubscribe(sub, None if seen is None else {SEEN_THROUGH: seen})
+                else:
+                    if profile.cancel == "nack":
+                        # RabbitMQ keeps a cancelled consumer's unacked messages on the
+                        # channel until it closes: hand them back explicitly first.
+                        self._redelivery.nack(sub, list(sub.unacked))
+                    self._unsubscribe(sub)
             except OSError:  # the socket died before stomp.py told us: so did the
                 self._by_sid.pop(sub.sub_id, None)  # subscription, on the broker too
             for tag in list(sub.unacked):
@@ -269,25 +279,33 @@ class StompConsumers:
         with self._lock:
             sub = self._by_sid.get(sid)
             if sub is None:
-                # A subscription we dropped: ActiveMQ has it back already (unsubscribe
-                # returns unacked messages); elsewhere hand it back explicitly.
+                # A subscription we dropped: ActiveMQ and jmspy's broker have it back
+                # already (unsubscribe returns unacked messages); elsewhere (RabbitMQ)
+                # hand it back explicitly.
                 host = self._host
-                if host.profile.cancel == "nack" and host.live is not None and ack_id:
+                profile = host.profile
+                if (profile.cancel == "nack" and not profile.nack_batches
+                        and host.live is not None and ack_id):
                     self.send_nack(ack_id, sid)
                 key = jms_message_id(headers)
                 if key:
                     deliveries.never_seen(key)
                 return
-            if sub.fence and headers.get("redelivered", "").lower() == "true":
-                sub.fence = False  # the broker is past our NACKs: nothing older follows
-            elif sub.fence:
-                # Sent before the broker took our NACKs back: it is younger than them in
-                # the queue, so it goes back too (to its own place) or it would overtake.
-                self.send_nack(ack_id, sid)
+            if sub.fence:
                 key = jms_message_id(headers)
-                if key:
-                    deliveries.never_seen(sub.count_key(key))
-                return
+                count_key = sub.count_key(key) if key else None
+                if sub.lifts_fence(count_key,
+                                   headers.get("redelivered", "").lower() == "true"):
+                    sub.lift_fence()  # the broker is past our NACKs: nothing older follows
+                else:
+                    # Sent before the broker took our NACKs back: it is younger than them
+                    # in the queue, so it goes back too (to its own place) or it would
+                    # overtake; the app never saw it.
+                    self.send_nack(ack_id, sid, unseen=True)
+                    if count_key is not None:
+                        deliveries.never_seen(count_key)
+                        sub.fenced.add(count_key)  # its return lifts the fence too
+                    return
             if message is None:
                 self._host.report(errors.MessageFormatException(
                     f"unreadable STOMP MESSAGE {headers.get('message-id')} from "
@@ -325,9 +343,12 @@ class StompConsumers:
         else:
             host.connection(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
-    def send_nack(self, ack_id: str, sid: str, *, more: bool = False) -> None:
+    def send_nack(self, ack_id: str, sid: str, *, more: bool = False,
+                  unseen: bool = False) -> None:
         host = self._host
         extra = {NACK_MORE: "true"} if more else {}
+        if unseen and host.profile.nack_batches:  # only jmspy's broker reads it
+            extra[NACK_UNSEEN] = "true"
         if host.version == "1.2":
             host.connection(wait=False).nack(ack_id, **extra)
         else:

@@ -31,8 +31,10 @@ class RedeliveryHost(Protocol):
     def resubscribe(self, sub: StompSubscription) -> None:
         """UNSUBSCRIBE, then SUBSCRIBE again with a new id."""
 
-    def send_nack(self, ack_id: str, sid: str, *, more: bool = False) -> None:
-        """NACK ``ack_id``; ``more``: others of its batch follow (``jmspy-nack-more``)."""
+    def send_nack(self, ack_id: str, sid: str, *, more: bool = False,
+                  unseen: bool = False) -> None:
+        """NACK ``ack_id``; ``more``: others of its batch follow (``jmspy-nack-more``);
+        ``unseen``: the application never saw it (``jmspy-unseen``, where read)."""
 
     def release(self, sub: StompSubscription) -> None:
         """Hand ``sub``'s stash to the core as its credit allows."""
@@ -68,6 +70,8 @@ class Redelivery:
                 else:
                     deliveries.never_seen(key)
             sub.pending_cancel.add(tag)
+            if not redelivered:
+                sub.pending_unseen.add(tag)
             if sub not in touched:
                 touched.append(sub)
         for sub in touched:
@@ -80,8 +84,10 @@ class Redelivery:
         if not sub.pending_cancel:
             return
         deliveries = self._deliveries
-        tags = set(sub.pending_cancel) | {t for t, _, _ in sub.stash}
+        unseen = sub.unseen_tags()
+        tags = set(sub.pending_cancel) | unseen
         sub.pending_cancel.clear()
+        sub.pending_unseen.clear()
         for t, _, _ in sub.stash:
             key = deliveries.key(t)
             if key is not None:
@@ -101,7 +107,7 @@ class Redelivery:
             self._host.resubscribe(sub)
         else:
             self.nack(sub, sorted(tags, reverse=self._host.profile.nack_order == "desc"),
-                      fence=True)
+                      fence=True, unseen=unseen)
 
     def _redeliver_copies(self, sub: StompSubscription, tags: list[int]) -> None:
         """Hand ``tags`` (delivery order) back from the client's own copies.
@@ -131,9 +137,12 @@ class Redelivery:
             sub.stash.append((tag, message, deliveries.delivery_count(key, headers)))
         self._host.release(sub)
 
-    def nack(self, sub: StompSubscription, tags: list[int], *, fence: bool = False) -> None:
-        """NACK ``tags`` (lock held). With ``fence``, MESSAGEs for ``sub`` that are not
-        redeliveries are NACKed too, until the first redelivery arrives.
+    def nack(self, sub: StompSubscription, tags: list[int], *, fence: bool = False,
+             unseen: set[int] | frozenset[int] = frozenset()) -> None:
+        """NACK ``tags`` (lock held); those in ``unseen`` the application never saw, and a
+        broker that reads ``jmspy-unseen`` returns them unmarked. With ``fence``,
+        MESSAGEs for ``sub`` that are not redeliveries are NACKed too, until the first
+        redelivery arrives.
 
         Why: the broker may have sent more messages before it took our NACKs (still in
         the socket, in stomp.py's receiver thread, or -- on RabbitMQ -- between its queue
@@ -147,19 +156,26 @@ class Redelivery:
         at the original position, so the queue order holds. A message NACKed here
         comes back as a redelivery itself, so the fence lifts even when the broker drops
         what was handed back (expired, dead-lettered). Left open: an older message that
-        was itself a redelivery and is still on its way lifts the fence early.
+        was itself a redelivery and is still on its way lifts the fence early. Where the
+        broker returns unseen messages unmarked (jmspy's), the arrival of any message the
+        hand-back returned (by its count key) lifts the fence as well.
         """
-        ack_ids = []
+        ack_ids: list[tuple[str, bool]] = []
+        deliveries = self._deliveries
         for tag in tags:
             ack_id = sub.unacked.pop(tag, None)
-            self._deliveries.forget(tag)
+            key = deliveries.key(tag)
+            deliveries.forget(tag)
             if ack_id is not None and not sub.stream:  # a stream's are freed by UNSUBSCRIBE
-                ack_ids.append(ack_id)
+                ack_ids.append((ack_id, tag in unseen))
+                if fence and key is not None:
+                    sub.fenced.add(key)
         # one batch for a broker that takes them as one (jmspy's: each but the last says
         # more follow, so it returns them in one step, in order, and refills once)
         batch = self._host.profile.nack_batches
         last = len(ack_ids) - 1
-        for i, ack_id in enumerate(ack_ids):
-            self._host.send_nack(ack_id, sub.sub_id, more=batch and i < last)
+        for i, (ack_id, never_seen) in enumerate(ack_ids):
+            self._host.send_nack(ack_id, sub.sub_id, more=batch and i < last,
+                                 unseen=never_seen)
         if fence and ack_ids:
             sub.fence = True

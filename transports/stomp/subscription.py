@@ -78,11 +78,16 @@ class StompSubscription:
     stash: deque[tuple[int, Message, int]] = field(default_factory=deque)
     unacked: dict[int, str] = field(default_factory=dict)  # tag -> ack id, delivery order
     pending_cancel: set[int] = field(default_factory=set)
+    #: those of ``pending_cancel`` the application never saw (cancelled unmarked)
+    pending_unseen: set[int] = field(default_factory=set)
     in_flight_max: int = 0  # most deliveries ever unacked at once (what the broker sent)
     selector_dropped: int = 0
     client_selector: Any = None
     #: set by a hand-back (see Redelivery.nack) until the first redelivery for it arrives
     fence: bool = False
+    #: the count keys of what the fenced hand-backs returned: one arriving again lifts the
+    #: fence as a ``redelivered:true`` does (a broker returns unseen ones unmarked)
+    fenced: set[str] = field(default_factory=set)
     #: tag -> (headers, body) of each unacked delivery, kept only where recover() must
     #: redeliver from the client's copy (ActiveMQ non-durable topic subscriptions)
     copies: dict[int, tuple[dict[str, str], bytes]] | None = None
@@ -215,8 +220,37 @@ class StompSubscription:
         self.unacked.clear()
         self.stash.clear()
         self.pending_cancel.clear()
+        self.pending_unseen.clear()
         self.paused = True  # what the core granted died too: wait for its new grant
-        self.fence = False  # the broker redelivers everything after a reconnect
+        self.lift_fence()  # the broker redelivers everything after a reconnect
+
+    def unseen_tags(self) -> set[int]:
+        """Unacked deliveries the application never saw: the stash, and those the core
+        cancelled unmarked (prefetched in its buffer)."""
+        return self.pending_unseen | {t for t, _, _ in self.stash}
+
+    def seen_through(self) -> str | None:
+        """For an UNSUBSCRIBE (``jmspy-seen-through``): the ack id of the last unacked
+        delivery the application was given, "0" for none; None where ack ids are not
+        numbers (STOMP 1.0/1.1 acks by message id). The app is given each subscription's
+        deliveries in arrival order, so everything after it is unseen."""
+        unseen = self.unseen_tags()
+        last = "0"
+        for tag, ack_id in self.unacked.items():
+            if not ack_id.isdigit():
+                return None
+            if tag not in unseen:
+                last = ack_id
+        return last
+
+    def lifts_fence(self, key: str | None, redelivered: bool) -> bool:
+        """Whether an arrival ends the fence (see Redelivery.nack): a redelivery, or one of
+        the messages the fenced hand-back returned."""
+        return redelivered or (key is not None and key in self.fenced)
+
+    def lift_fence(self) -> None:
+        self.fence = False
+        self.fenced.clear()
 
     def state(self) -> dict[str, int]:
         """Counters for tests and troubleshooting (the credit is the core's: see

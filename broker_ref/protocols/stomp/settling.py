@@ -12,12 +12,19 @@ and, on the last, hands the whole batch back in one core call (which restores th
 order) and then refills the windows once. Any other frame first ends a batch left open,
 so nothing is held past the client's next frame, and a dropped connection returns held
 messages as it returns every unacknowledged one.
+
+A NACK may also say the client never gave the message to its application
+(``jmspy-unseen:true``, :data:`~jmspy.wire.headers.NACK_UNSEEN`): it was only prefetched,
+or arrived for a consumer already closing. The broker puts it back unmarked, its delivery
+count not raised, as Open MQ's redeliver does for undelivered messages and as a ``vm://``
+client's prefetched messages go back; otherwise every consumer that closes with a full
+window would mark messages nobody has read as redelivered.
 """
 
 from __future__ import annotations
 
 from jmspy.stomp_frames import Frame
-from jmspy.wire.headers import LEASE, LEASE_TTL, NACK_MORE
+from jmspy.wire.headers import LEASE, LEASE_TTL, NACK_MORE, NACK_UNSEEN
 
 from ...core import ServerConnection
 from .credit import SessionCredit
@@ -41,8 +48,9 @@ class SessionSettling:
         self._tag_owner = tag_owner
         self._credit = credit
         self._transactions = transactions
-        #: NACKed tags held for the rest of their batch, each with its subscription
-        self._held: list[tuple[Subscription, list[int]]] = []
+        #: NACKed tags held for the rest of their batch, each with its subscription and
+        #: whether the client says it never showed them to the application
+        self._held: list[tuple[Subscription, list[int], bool]] = []
 
     @property
     def holding(self) -> bool:
@@ -99,7 +107,7 @@ class SessionSettling:
             core.reject(tags, "rejected by the consumer (NACK with requeue:false)")
             self._credit.consumed(sub, len(tags))
         else:
-            self._held.append((sub, tags))
+            self._held.append((sub, tags, headers.get(NACK_UNSEEN) == "true"))
         if headers.get(NACK_MORE) != "true":
             self.end_batch(core)
 
@@ -108,15 +116,16 @@ class SessionSettling:
         held, self._held = self._held, []
         if not held:
             return
-        core.cancel([t for _, tags in held for t in tags], redelivered=True)
+        core.cancel([t for _, tags, _ in held for t in tags], redelivered=True,
+                    unseen={t for _, tags, unseen in held if unseen for t in tags})
         credit = self._credit
-        for sub, tags in held:
+        for sub, tags, _ in held:
             credit.consumed(sub, len(tags))
 
     def forget(self, sub: Subscription) -> None:
         """``sub``'s consumer was closed by the broker, which took back its deliveries:
         the batch no longer holds any of them."""
-        self._held = [(s, tags) for s, tags in self._held if s is not sub]
+        self._held = [held for held in self._held if held[0] is not sub]
 
     def _find(self, frame: Frame, headers: dict[str, str],
               version: str) -> tuple[Subscription, int]:

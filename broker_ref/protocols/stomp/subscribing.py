@@ -16,7 +16,7 @@ import itertools
 
 from jmspy import twins
 from jmspy.stomp_frames import Frame
-from jmspy.wire.headers import DESTINATION_FLOW_LIMIT
+from jmspy.wire.headers import DESTINATION_FLOW_LIMIT, SEEN_THROUGH
 
 from ...core import Broker, DestinationKind, ServerConnection
 from .browse import browse_frames
@@ -117,6 +117,7 @@ class SessionSubscribing:
 
     def unsubscribe(self, headers: dict[str, str], core: ServerConnection) -> None:
         sid = headers.get("id") or headers.get("destination")
+        seen_through = _seen_through(headers)
         if sid in self._browsers:
             self._browsers.discard(sid)
             return
@@ -126,12 +127,30 @@ class SessionSubscribing:
             raise ProtocolError("unknown subscription", f"no subscription with id {sid!r} "
                                 "on this connection")
         if sub is not None:
+            # what the client never gave its application goes back unmarked
+            unseen = [] if seen_through is None else [t for t in sub.unacked
+                                                      if t > seen_through]
             sub.closed = True
             del self._by_consumer[sub.consumer_id]
-            core.close_consumer(sub.consumer_id)
+            core.close_consumer(sub.consumer_id, unseen=unseen)
             returned = sub.drop_unacked()
             for tag in returned:
                 self._tag_owner.pop(tag, None)
             self._credit.closed(sub, len(returned))
         if name is not None:  # ActiveMQ: naming the subscription on UNSUBSCRIBE deletes it
             core.unsubscribe(name)
+
+
+def _seen_through(headers: dict[str, str]) -> int | None:
+    """``jmspy-seen-through``: the ack id of the last of the subscription's messages its
+    client gave the application. The client hands them over in delivery order, so the later
+    ones (prefetched, stashed, or still on the wire) are the unseen. None without the
+    header: then all were seen, as for any other client."""
+    value = headers.get(SEEN_THROUGH)
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise ProtocolError(f"invalid {SEEN_THROUGH}", f"{SEEN_THROUGH} must be the ack id "
+                            "of the last message the application was given (0: none), got "
+                            f"{value!r}")
+    return int(value)
