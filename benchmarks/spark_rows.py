@@ -30,6 +30,11 @@ Rows (medians over ``--runs``):
   executors' Python workers unpickle the rows and hand them to the JVM as Arrow),
   ``walCommit`` (the offset log, and the reader's ``commit()``: acknowledging the batch
   before, one ACK per message) and the rest (``commitOffsets``, ``getBatch``, gaps).
+* *leased*: the same with ``numPartitions`` ``--leased`` (default 2): each micro-batch read
+  by that many tasks on the executors under jmspy broker's reading leases, settled at the
+  commit (docs/spark.md, "Reading on the executors"); on ``local[2]`` the tasks share the
+  driver's two cores, so this measures the leased path's cost more than its spread
+  (``benchmarks.spark_cluster_rows`` measures one executor against two).
 * *batch 100*: the same with ``maxMessagesPerTrigger`` 100 over ``--tiny`` messages: the
   median ``triggerExecution`` of a micro-batch of 100 messages, the first excluded, in
   ms, and that minus 100 x the per-message cost of the 20,000 row (what a micro-batch
@@ -164,15 +169,18 @@ def _end(progress: dict[str, Any]) -> float:
 
 
 def stream(spark: Any, broker: Broker, queue: str, count: int, per_trigger: int,
-           work: Path, flow_limit: int | None = None, timeout: float = 600.0
-           ) -> dict[str, Any]:
-    """Fill ``queue``, stream it into ``noop``; steady-state rate and batch timings."""
+           work: Path, flow_limit: int | None = None, timeout: float = 600.0,
+           partitions: int | None = None) -> dict[str, Any]:
+    """Fill ``queue``, stream it into ``noop``; steady-state rate and batch timings.
+    ``partitions``: read on the executors in that many tasks (``numPartitions``)."""
     broker.fill(queue, count)
     reader = (spark.readStream.format("jmspy").option("url", broker.url)
               .option("destination", f"queue://{queue}")
               .option("maxMessagesPerTrigger", str(per_trigger)))
     if flow_limit:
         reader = reader.option("imqConsumerFlowLimit", str(flow_limit))
+    if partitions:
+        reader = reader.option("numPartitions", str(partitions))
     query = (reader.load().writeStream.format("noop").queryName(queue)
              .option("checkpointLocation", str(work / f"ckpt-{queue}")).start())
     deadline = time.monotonic() + timeout
@@ -247,7 +255,7 @@ def warm_up(spark: Any, log: Any) -> None:
 
 
 def one_run(spark: Any, run: int, count: int, tiny: int, per_triggers: Sequence[int],
-            flow_limit: int | None, log: Any) -> dict[str, Any]:
+            flow_limit: int | None, log: Any, leased: int = 0) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="jmspy-bench-spark-"))
     broker = Broker(work)
     out: dict[str, Any] = {}
@@ -258,6 +266,13 @@ def one_run(spark: Any, run: int, count: int, tiny: int, per_triggers: Sequence[
             log(f"run {run}: stream maxMessagesPerTrigger={m:,}: {r['rate']:,.0f} msgs/s "
                 f"steady ({r['batches']} batches, first {r['first_s']:.1f} s; median batch "
                 f"{r['triggerExecution']:.0f} ms: {_parts(r)})")
+            if leased:
+                r = stream(spark, broker, f"leased{run}m{m}", count, m, work, flow_limit,
+                           partitions=leased)
+                out[f"leased{m}"] = r
+                log(f"run {run}: leased numPartitions={leased} maxMessagesPerTrigger={m:,}: "
+                    f"{r['rate']:,.0f} msgs/s steady ({r['batches']} batches; median batch "
+                    f"{r['triggerExecution']:.0f} ms: {_parts(r)})")
         r = stream(spark, broker, f"tiny{run}", tiny, 100, work)
         out["tiny"] = r
         log(f"run {run}: stream maxMessagesPerTrigger=100: median batch "
@@ -278,6 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="messages streamed 100 per micro-batch (default 4000)")
     parser.add_argument("--per-trigger", default="20000,50000",
                         help="maxMessagesPerTrigger values, comma-separated")
+    parser.add_argument("--leased", type=int, default=2, metavar="N",
+                        help="also stream each row read on the executors under reading "
+                             "leases in N tasks (numPartitions; 0: not; default 2)")
     parser.add_argument("--flow-limit", type=int, default=None,
                         help="imqConsumerFlowLimit for the stream rows (default: the "
                              "source's, max(50,000, 2 x maxMessagesPerTrigger))")
@@ -293,8 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         warm_up(spark, log)
-        runs = [one_run(spark, i, args.count, args.tiny, per_triggers, args.flow_limit, log)
-                for i in range(args.runs)]
+        runs = [one_run(spark, i, args.count, args.tiny, per_triggers, args.flow_limit, log,
+                        args.leased) for i in range(args.runs)]
     finally:
         spark.stop()
 
@@ -326,6 +344,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         goal = "goal >= 50,000: " + ("met" if med(key, "rate") >= 50_000 else "MISSED")
         print(f"  {f'stream, maxMessagesPerTrigger={m:,}':<38}{med(key, 'rate'):>10,.0f} msg/s"
               f"{parts(key)}   {goal}")
+        if args.leased:
+            key = f"leased{m}"
+            goal = "goal >= 50,000: " + ("met" if med(key, "rate") >= 50_000 else "MISSED")
+            label = f"  leased, numPartitions={args.leased}"
+            print(f"  {label:<38}{med(key, 'rate'):>10,.0f} msg/s{parts(key)}   {goal}")
     print(f"  {'stream, maxMessagesPerTrigger=100':<38}{tiny_ms:>13.0f} ms{parts('tiny')}")
     print(f"  {'  minus 100 x per-message cost':<38}{tiny_ms - 100 * per_message_ms:>13.0f} ms"
           f"  (a message costs {per_message_ms * 1e3:.1f} us at {base:,} per trigger)")

@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from brokers import free_port
 from conftest import Broker
-from standalone import StandaloneCluster, loopback_env
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # the checkout: benchmarks/
+from benchmarks.spark_standalone import StandaloneCluster, loopback_env
 
 N, PARTS, PER_TRIGGER = 6_000, 2, 2_000
 SHARE = PER_TRIGGER // PARTS
@@ -24,7 +27,7 @@ SHARE = PER_TRIGGER // PARTS
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[StandaloneCluster]:
     (tmp_path / "cluster").mkdir()
-    c = StandaloneCluster(tmp_path / "cluster", workers=2, cores=1)
+    c = StandaloneCluster(tmp_path / "cluster", free_port, workers=2, cores=1)
     yield c
     c.stop()
 

@@ -29,6 +29,7 @@ from typing import Final
 from jmspy.capabilities import Cell, Feature, RefusedFeatureException, native, refused
 from jmspy.destinations import Destination, DestinationOptions, Queue
 from jmspy.errors import InvalidDestinationException
+from jmspy.wire.headers import MAX_MESSAGES
 
 __all__ = ["OPTION_TARGETS", "OptionSpec", "Resolved", "cell", "known_options", "resolve"]
 
@@ -115,6 +116,9 @@ class Resolved:
     #: in-process broker: the queue's ring size and queue expiration to set
     ring_size: int | None = None
     expiration_ms: int | None = None
+    #: the most messages the consumer is to be sent in all (``consumer.maxMessages``),
+    #: where the transport enforces it itself; None = no end
+    max_messages: int | None = None
 
 
 _PREFETCH_HOW = "the destination's consumer flow limit: the lower of it and " \
@@ -163,8 +167,13 @@ _ACTIVEMQ: Final = (
 _CLASSIC_ONLY: Final = OptionSpec(
     "x-queue-type", _choice("classic"), "`classic` only (what its queues are)")
 
+_MAX_MESSAGES_HOW = "the most messages the consumer is sent in all: its window is not " \
+    "refilled past them (a reader that wants N gets N, and nothing sits prefetched)"
+
 _EMBEDDED: Final = (
     _prefetch(""),
+    OptionSpec("consumer.maxMessages", _int(1), _MAX_MESSAGES_HOW, setting="max_messages",
+               queues_only=False),
     _CLASSIC_ONLY,
     OptionSpec("x-max-length", _int(1), "ring size: the head-most ready message is dropped "
                "when a send finds the queue full (RabbitMQ's drop-head)", setting="ring_size"),
@@ -175,7 +184,11 @@ _EMBEDDED: Final = (
                setting="expiration_ms"),
 )
 
-_JMSPY_STOMP: Final = (_prefetch("jmspy-flow-limit"), _CLASSIC_ONLY)
+_JMSPY_STOMP: Final = (
+    _prefetch("jmspy-flow-limit"), _CLASSIC_ONLY,
+    OptionSpec("consumer.maxMessages", _int(1), _MAX_MESSAGES_HOW, header=MAX_MESSAGES,
+               queues_only=False),
+)
 
 #: (transport, matrix column) -> the options that target takes, and the broker's name
 OPTION_TARGETS: Final[dict[tuple[str, str], tuple[str, tuple[OptionSpec, ...]]]] = {
@@ -304,7 +317,7 @@ def _resolve(transport: str, key: str, is_queue: bool,
                        "too (RabbitMQ refuses a queue declared with other arguments than "
                        "it has)")
     return Resolved(send, subscribe, settings.get("flow_limit"), settings.get("ring_size"),
-                    settings.get("expiration_ms"))
+                    settings.get("expiration_ms"), settings.get("max_messages"))
 
 
 # -- docs/destination-options.md ---------------------------------------------------------
@@ -315,6 +328,8 @@ END: Final = "<!-- end of destination options -->"
 def _carried(spec: OptionSpec) -> str:
     if spec.setting == "flow_limit":
         return "the consumer window" + (f" (`{spec.header}`)" if spec.header else "")
+    if spec.setting == "max_messages":
+        return "the consumer's credit, capped by the transport"
     if spec.setting:
         return f"the queue's `{spec.setting.replace('_', '-')}`, set in the broker"
     if not spec.header:

@@ -169,6 +169,8 @@ class VmTransport:
         self._conn: Any = None
         self.reconnect = ReconnectPolicy.from_properties(properties)
         self._specs: dict[int, ConsumerSpec] = {}  # re-created on the restarted broker
+        #: consumer id -> credit it may still be granted (``consumer.maxMessages``)
+        self._budgets: dict[int, int] = {}
         self._opened_with: tuple[TransportListener, Credentials] | None = None
         self._settled = threading.Event()  # set unless a stopped broker is awaited
         self._resume_tag = 1  # the first delivery tag after a reconnect
@@ -363,16 +365,26 @@ class VmTransport:
                   self.where)
         self._specs[spec.consumer_id] = spec
         limit = info.destination_flow_limit
-        option = resolve("vm", "embedded", spec.destination, where=self.where).flow_limit
+        resolved = resolve("vm", "embedded", spec.destination, where=self.where)
+        if resolved.max_messages is not None:
+            self._budgets[spec.consumer_id] = resolved.max_messages
+        option = resolved.flow_limit
         if option is not None and (limit is None or option < limit):
             limit = option  # consumer.prefetchSize: the lower of it and the queue's
         return RemoteConsumer(destination_flow_limit=limit)
 
     def close_consumer(self, consumer_id: int) -> None:
         self._specs.pop(consumer_id, None)
+        self._budgets.pop(consumer_id, None)
         self._call(self._conn.close_consumer, consumer_id)
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
+        budget = self._budgets.get(consumer_id)
+        if budget is not None:  # consumer.maxMessages: no credit past it
+            credits = min(credits, budget)
+            self._budgets[consumer_id] = budget - credits
+            if credits <= 0:
+                return
         self._call(self._conn.grant_credit, consumer_id, credits)
 
     def _release_flow(self, count: int) -> None:
@@ -380,6 +392,8 @@ class VmTransport:
 
     def revoke_credit(self, consumer_id: int) -> int:
         returned: int = self._call(self._conn.revoke_credit, consumer_id)
+        if consumer_id in self._budgets:  # credit taken back unused: still to be had
+            self._budgets[consumer_id] += returned
         return returned
 
     def _send_failed(self, exc: Exception, conn: Any, message: Message,

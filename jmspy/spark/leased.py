@@ -46,6 +46,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from jmspy.connection import Connection
+from jmspy.destinations import Destination
 from jmspy.errors import UnsupportedFeatureException
 from jmspy.factory import ConnectionFactory
 from jmspy.message import Message
@@ -58,6 +59,9 @@ from .rows import row_of
 __all__ = ["FIRST_WAIT", "NEXT_WAIT", "LeasedBatches", "LeasedPartition", "read_share"]
 
 log = logging.getLogger("jmspy.client.spark")
+
+#: The destination option that caps what a consumer is sent in all.
+MAX_MESSAGES_OPTION = "consumer.maxMessages"
 
 #: How long a task waits for the first message of its share, then between messages
 #: (seconds): the planner saw these messages ready, so they come at once unless another
@@ -167,8 +171,9 @@ def read_share(options: SourceOptions, partition: LeasedPartition, lease_ttl_ms:
     share, lend it, close; then the rows."""
     window = max(1, min(partition.share, int(options.properties.get(
         "imqConsumerFlowLimit", partition.share))))
-    # the window is the share, refilled only once it is all taken (threshold 0): the
-    # broker sends no more than the task reads, but for the refill of its last message
+    # the window is the share, and each consumer is sent no more than the share in all
+    # (consumer.maxMessages): none of the queue's next messages waits in a task's window
+    # while it lends and closes, where another task of the batch could not have it
     factory = ConnectionFactory(options.url, **{
         **READER_DEFAULTS, **options.properties, "imqConsumerFlowLimit": window,
         "imqConsumerFlowThreshold": 0})
@@ -176,7 +181,7 @@ def read_share(options: SourceOptions, partition: LeasedPartition, lease_ttl_ms:
     with factory.create_connection(options.user, options.password) as conn:
         conn.release_leases([partition.token])
         session = conn.create_session(ack_mode=Session.INDIVIDUAL_ACKNOWLEDGE)
-        consumers = [session.create_consumer(d, options.selector)
+        consumers = [session.create_consumer(_at_most(d, partition.share), options.selector)
                      for d in options.destinations]
         receivers = Receivers(consumers)
         conn.start()
@@ -193,3 +198,11 @@ def read_share(options: SourceOptions, partition: LeasedPartition, lease_ttl_ms:
         for consumer in consumers:  # what it prefetched beyond them: back, not marked
             consumer.close()
     yield from rows
+
+
+def _at_most(destination: Destination, share: int) -> Destination:
+    """``destination`` with ``consumer.maxMessages`` at most ``share``."""
+    options = dict(destination.options)
+    given = options.get(MAX_MESSAGES_OPTION)
+    options[MAX_MESSAGES_OPTION] = str(min(share, int(given)) if given else share)
+    return type(destination)(destination.name, options)

@@ -7,9 +7,23 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BROKER_NAME", "DESTINATION_FLOW_LIMIT", "DUPLICATE_ID", "LEASE", "LEASES_DESTINATION",
-           "LEASE_COUNT", "LEASE_RELEASE", "LEASE_SETTLE", "LEASE_TTL", "MQTT_VERSION_TOPIC",
-           "NACK_MORE", "NACK_UNSEEN", "SEEN_THROUGH", "SEND_TIMEOUT_HEADER"]
+__all__ = [
+           "BROKER_NAME",
+           "DESTINATION_FLOW_LIMIT",
+           "DUPLICATE_ID",
+           "LEASE",
+           "LEASES_DESTINATION",
+           "LEASE_COUNT",
+           "LEASE_RELEASE",
+           "LEASE_SETTLE",
+           "LEASE_TTL",
+           "MAX_MESSAGES",
+           "MQTT_VERSION_TOPIC",
+           "NACK_MORE",
+           "NACK_UNSEEN",
+           "SEEN_THROUGH",
+           "SEND_TIMEOUT_HEADER",
+]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
 #: it the broker answers with an ERROR naming the limit (the jmspy client's sendTimeout).
@@ -46,6 +60,12 @@ NACK_UNSEEN: Final = "jmspy-unseen"
 #: its application (``0``: none). jmspy's broker returns the later ones -- prefetched, or
 #: still on their way when the consumer closed -- unmarked, the earlier ones redelivered.
 SEEN_THROUGH: Final = "jmspy-seen-through"
+
+#: On a SUBSCRIBE: deliver at most this many messages to the subscription in all, its
+#: window never refilled past them (AMQP's link credit without a refill; the destination
+#: option ``consumer.maxMessages``): a reader that wants N messages gets N, and none that
+#: another consumer could have had sit in its window while it finishes.
+MAX_MESSAGES: Final = "jmspy-max-messages"
 
 #: The message property that carries a message's duplicate-detection id (Artemis's name,
 #: so clients written for Artemis work unchanged): a broker with duplicate detection drops

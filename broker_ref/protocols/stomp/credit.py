@@ -147,13 +147,15 @@ class SessionCredit:
         if self._paused:
             sub.owed += n
             return
-        self._grant(sub.consumer_id, n)
+        n = sub.capped(n)
+        if n > 0:
+            self._grant(sub.consumer_id, n)
 
     def _top_up(self, sub: Subscription) -> None:
         """Client modes: grant what ``sub``'s window wants (the connection's gate, not
         credit, holds the connection flow limit)."""
         if self._paused or self._conn is None:
             return  # recomputed on resume
-        n = sub.wanted(self._unused(sub))
+        n = sub.capped(sub.wanted(self._unused(sub)))
         if n > 0:
             self._grant(sub.consumer_id, n)

@@ -16,7 +16,7 @@ import itertools
 
 from jmspy import twins
 from jmspy.stomp_frames import Frame
-from jmspy.wire.headers import DESTINATION_FLOW_LIMIT, SEEN_THROUGH
+from jmspy.wire.headers import DESTINATION_FLOW_LIMIT, MAX_MESSAGES, SEEN_THROUGH
 
 from ...core import Broker, DestinationKind, ServerConnection
 from .browse import browse_frames
@@ -84,6 +84,12 @@ class SessionSubscribing:
             raise ProtocolError("invalid jmspy-backlog", f"jmspy-backlog:{backlog!r} must be "
                                 "a whole number >= 1 (the unacked messages this subscriber "
                                 "asks to hold; the queue's max_per_subscription_backlog caps it)")
+        budget = headers.get(MAX_MESSAGES)
+        if budget is not None and (not budget.isdigit() or int(budget) < 1):
+            raise ProtocolError(f"invalid {MAX_MESSAGES}", f"{MAX_MESSAGES}:{budget!r} must be "
+                                "a whole number >= 1 (the most messages this subscription "
+                                "is to be sent); leave it out for no limit")
+        sub.budget = None if budget is None else int(budget)
         cid = next(self._consumer_ids)
         info = core.create_consumer(
             cid, target.kind, target.name,

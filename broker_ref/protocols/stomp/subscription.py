@@ -88,6 +88,7 @@ class Subscription:
         "asked",
         "asked_by",
         "broker_settles",
+        "budget",
         "by_message_id",
         "closed",
         "consumer_id",
@@ -129,6 +130,9 @@ class Subscription:
         #: the queue is at-most-once: the core settled each message when it was sent, so
         #: client ACKs/NACKs only move this subscription's window (nothing to settle)
         self.broker_settles = False
+        #: deliveries the subscription may still be given credit for (``jmspy-max-messages``;
+        #: None: no end)
+        self.budget: int | None = None
 
     @classmethod
     def from_headers(
@@ -204,6 +208,15 @@ class Subscription:
         free = (credit == 0 and self._bytes < self._byte_window
                 and self._unconsumed < self._limit)
         return 1 if free else 0
+
+    def capped(self, credit: int) -> int:
+        """Of ``credit`` about to be granted, what the budget allows (and spends)."""
+        budget = self.budget
+        if budget is None:
+            return credit
+        credit = min(credit, budget)
+        self.budget = budget - credit
+        return credit
 
     def delivered(self, tag: int, message_id: str, size: int) -> None:
         """Delivery ``tag`` was written as a MESSAGE frame of ``size`` bytes (client

@@ -1,4 +1,5 @@
-"""A Spark standalone cluster on loopback for the tests: a master and workers started with
+"""A Spark standalone cluster on loopback (for benchmarks/spark_rows.py's ``--cluster`` rows and
+tests_spark/test_spark_cluster.py): a master and workers started with
 PySpark's own ``spark-class`` (the wheel ships the jars), every port chosen at run time,
 every listener on 127.0.0.1 (``SPARK_LOCAL_IP``; the master's REST submission server,
 which would take the fixed port 6066, is off). Each worker runs in a session of its own, so
@@ -14,10 +15,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from brokers import free_port
 
 #: How long a JVM may take to come up on a loaded 2-core machine.
 START_TIMEOUT = 120.0
@@ -43,8 +43,9 @@ def loopback_env(tmp: Path) -> dict[str, str]:
 class StandaloneCluster:
     """``workers`` workers of ``cores`` cores each under one master, on loopback."""
 
-    def __init__(self, tmp: Path, workers: int = 2, cores: int = 1,
-                 memory: str = "768m") -> None:
+    def __init__(self, tmp: Path, free_port: Callable[[], int], workers: int = 2,
+                 cores: int = 1, memory: str = "768m") -> None:
+        """``free_port``: a loopback port nobody listens on (each call a new one)."""
         self.tmp = tmp
         self.env = loopback_env(tmp)
         self.port, self.ui_port = free_port(), free_port()
