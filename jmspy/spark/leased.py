@@ -46,7 +46,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from jmspy.connection import Connection
-from jmspy.destinations import Destination
+from jmspy.destinations import Destination, DestinationOptions
 from jmspy.errors import UnsupportedFeatureException
 from jmspy.factory import ConnectionFactory
 from jmspy.message import Message
@@ -202,7 +202,7 @@ def read_share(options: SourceOptions, partition: LeasedPartition, lease_ttl_ms:
 
 def _at_most(destination: Destination, share: int) -> Destination:
     """``destination`` with ``consumer.maxMessages`` at most ``share``."""
-    options = dict(destination.options)
-    given = options.get(MAX_MESSAGES_OPTION)
-    options[MAX_MESSAGES_OPTION] = str(min(share, int(given)) if given else share)
-    return type(destination)(destination.name, options)
+    items = dict(destination.options)
+    given = items.get(MAX_MESSAGES_OPTION)
+    items[MAX_MESSAGES_OPTION] = str(min(share, int(given)) if given else share)
+    return type(destination)(destination.name, DestinationOptions(tuple(items.items())))
