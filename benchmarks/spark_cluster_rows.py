@@ -1,7 +1,8 @@
 """Reading on the executors of a Spark standalone cluster: one executor against two.
 
 ``python -m benchmarks.spark_cluster_rows [--count 200000] [--runs 3] [--per-trigger 50000]
-[--partitions 4] [--cores 2]`` (pyspark 4.2+ and Java 17; ~4 min with the defaults). It
+[--partitions 4] [--cores 2]`` (pyspark 4.2+ and Java 17; ~5 min with the defaults; on a
+2-CPU machine ``--cores 1 --partitions 2`` is the largest shape that fits). It
 starts a master and two workers of ``--cores`` cores each on loopback
 (:mod:`benchmarks.spark_standalone`) and ``jmspy broker --in-memory``, then streams a queue of
 ``--count`` messages (100-byte text bodies, filled with raw STOMP frames, not measured)
@@ -52,6 +53,7 @@ def session(cluster: StandaloneCluster, executors: int, cores: int) -> Any:
              .config("spark.executor.memory", "1g")
              .config("spark.pyspark.python", sys.executable)
              .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
