@@ -19,7 +19,8 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from jmspy import ConnectionFactory, JMSException
+from jmspy import ConnectionFactory
+from jmspy.errors import MessageFormatException
 from jmspy.transports.mqtt.disconnect import disconnect_reason
 
 
@@ -76,15 +77,88 @@ def small_packets(tmp_path: Path) -> Iterator[int]:
         proc.wait(10)
 
 
-def test_a_send_the_broker_drops_for_its_size_fails_with_the_brokers_reason(
+def test_a_send_larger_than_the_brokers_maximum_packet_is_refused_before_it_is_sent(
     small_packets: int,
 ) -> None:
+    """MQTT 5: the CONNACK says the broker's Maximum Packet Size, and a client must not
+    send a larger packet (MQTT-3.2.2-15; the broker would drop the connection with
+    DISCONNECT 149, whose reason a socket reset can lose). The send fails at once naming
+    both sizes, nothing reaches the broker, and the connection stays up."""
     factory = ConnectionFactory(f"mqtt://127.0.0.1:{small_packets}?version=5")
     with factory.create_connection() as conn:
         session = conn.create_session()
-        producer = session.create_producer(session.create_topic("big"))
-        with pytest.raises(JMSException) as raised:
+        topic = session.create_topic("big")
+        consumer = session.create_consumer(topic)
+        conn.start()
+        producer = session.create_producer(topic)
+        with pytest.raises(MessageFormatException) as raised:
             producer.send(session.create_text_message("x" * 5000))
+        producer.send(session.create_text_message("small"))  # the connection still works
+        got = consumer.receive(10)
+        assert got is not None and got.text == "small"
+        assert consumer.receive_no_wait() is None  # the large one never went out
     text = str(raised.value)
-    assert "Packet too large (reason code 149)" in text and "sendTimeout" not in text
-    assert "Errno" not in text
+    assert "Packet too large" in text and "2,000" in text and "5,0" in text
+    assert "sendTimeout" not in text and "Errno" not in text
+
+
+def _packet(conn: socket.socket) -> bytes:
+    """One MQTT packet off ``conn``: its fixed header, remaining length and body."""
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            assert chunk, "the client closed"
+            data += chunk
+        return data
+
+    head = exactly(1)
+    length, shift, digits = 0, 0, b""
+    while True:
+        digit = exactly(1)
+        digits += digit
+        length |= (digit[0] & 0x7F) << shift
+        shift += 7
+        if not digit[0] & 0x80:
+            break
+    return head + digits + exactly(length)
+
+
+@pytest.mark.parametrize(("payload", "qos"), [(b"", 0), (b"x" * 200, 1), (b"y" * 20_000, 1)])
+def test_the_publish_size_counted_is_the_packet_paho_writes(payload: bytes, qos: int) -> None:
+    """Counted against what paho really writes on a socket (a listener here plays the
+    broker: a CONNACK, then it keeps the PUBLISH)."""
+    import threading
+
+    from paho.mqtt.client import Client, MQTTv5
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    from jmspy.transports.mqtt.outbound import publish_size
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    seen: list[bytes] = []
+
+    def broker() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            _packet(conn)  # CONNECT
+            conn.sendall(bytes([0x20, 3, 0, 0, 0]))  # CONNACK v5: accepted, no properties
+            seen.append(_packet(conn))
+
+    thread = threading.Thread(target=broker, daemon=True)
+    thread.start()
+    props = Properties(PacketTypes.PUBLISH)
+    props.UserProperty = ("JMSType", "order")
+    props.ContentType = "text/plain"
+    client = Client(CallbackAPIVersion.VERSION2, protocol=MQTTv5)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    try:
+        client.publish("a/b", payload, qos=qos, properties=props)
+        thread.join(10)
+    finally:
+        client.loop_stop()
+        listener.close()
+    assert seen and seen[0][0] >> 4 == 3  # a PUBLISH
+    assert publish_size("a/b", payload, qos, props) == len(seen[0])

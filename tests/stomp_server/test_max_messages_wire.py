@@ -53,12 +53,12 @@ def test_a_consumer_is_sent_no_more_than_its_maximum_and_the_rest_stay_queued(
 def test_a_bad_maximum_is_refused_when_the_consumer_is_made(factory: Any, value: str) -> None:
     with factory.create_connection() as conn:
         session = conn.create_session()
-        with pytest.raises(InvalidDestinationException, match="consumer.maxMessages"):
+        with pytest.raises(InvalidDestinationException, match=r"consumer\.maxMessages"):
             session.create_consumer(Queue(f"capped?consumer.maxMessages={value}"))
 
 
 def test_a_broker_without_the_option_refuses_it_by_name() -> None:
     from jmspy.transports.destination_options import resolve
 
-    with pytest.raises(RefusedFeatureException, match="consumer.maxMessages"):
+    with pytest.raises(RefusedFeatureException, match=r"consumer\.maxMessages"):
         resolve("stomp", "activemq", Queue("q?consumer.maxMessages=5"), where="ActiveMQ")

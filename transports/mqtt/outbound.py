@@ -87,6 +87,10 @@ class OutboundHost(Protocol):
     def send_timeout_ms(self) -> int:
         """sendTimeout (ms): how long it waits (0: 30 s)."""
 
+    @property
+    def max_packet_size(self) -> int | None:
+        """The broker's Maximum Packet Size from its MQTT 5 CONNACK (None: not said)."""
+
 
 class Outbound:
     """PUBLISH and the asynchronous-send window of one transport."""
@@ -174,6 +178,16 @@ class Outbound:
             payload, properties = to_publish_v5(message)
         else:
             payload = payload_of(message)[0]
+        limit = self._host.max_packet_size
+        if limit is not None:
+            size = publish_size(topic, payload, qos, properties)
+            if size > limit:  # MQTT-3.2.2-15: the client must not send it
+                raise errors.MessageFormatException(
+                    f"Packet too large: message {message.message_id} to {topic!r} makes a "
+                    f"PUBLISH of {size:,} bytes and the {self._host.describe()} takes "
+                    f"packets up to {limit:,} (the Maximum Packet Size of its CONNACK); it "
+                    "was not sent, and the connection stays up. Send a smaller body, or "
+                    "raise the broker's max_packet_size")
         info = self._host.client().publish(topic, payload, qos=qos, retain=False,
                                            properties=properties)
         if info.rc != 0:
@@ -289,3 +303,16 @@ class Outbound:
                 entry.done(entry.error)
             except Exception:  # the core's hand-off only queues; never stop the others
                 pass
+
+
+def publish_size(topic: str, payload: bytes, qos: int, properties: Any) -> int:
+    """The bytes of the PUBLISH packet paho will write: fixed header (type byte and the
+    remaining length's variable-length integer), topic, packet id (QoS > 0), the v5
+    properties with their length (``properties`` None: MQTT 3.1.1, none), payload."""
+    remaining = 2 + len(topic.encode("utf-8")) + (2 if qos else 0) + len(payload)
+    if properties is not None:
+        remaining += len(properties.pack())
+    length_bytes = 1
+    while remaining >= 128 ** length_bytes:
+        length_bytes += 1
+    return 1 + length_bytes + remaining

@@ -158,6 +158,8 @@ class MqttTransport:
         self.reconnect = ReconnectPolicy.from_properties(properties)
         #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
         self.send_timeout_ms = int(properties.get("sendTimeout", 30_000))
+        #: the broker's Maximum Packet Size (its MQTT 5 CONNACK; None: unlimited)
+        self.max_packet_size: int | None = None
         self._credentials = Credentials()
         self._settled = threading.Event()  # connected, or given up: waiting calls wake
         self._lost: str | None = None
@@ -337,6 +339,7 @@ class MqttTransport:
 
     def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
         self._connack = (reason, not reason.is_failure)
+        self.max_packet_size = getattr(props, "MaximumPacketSize", None)
         self._connected.set()
 
     def _on_disconnect(
