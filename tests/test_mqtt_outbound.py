@@ -40,6 +40,7 @@ class _Paho:
 
 class _Host:
     version = "3.1.1"
+    max_packet_size = None  # a 3.1.1 broker says none
 
     def __init__(self) -> None:
         self.paho = _Paho()
