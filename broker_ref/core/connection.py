@@ -8,6 +8,7 @@ transactions are a :class:`~.transactions.Transactions` it composes; queue-level
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from jmspy.broker_ref.core import run_twins
@@ -32,8 +33,6 @@ from .topic import Subscription, SubscriptionKey, Topic
 from .transactions import Transactions
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
-
     from .connection_broker import ConnectionBroker
     from .security import Action, Principal
 

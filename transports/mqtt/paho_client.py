@@ -13,7 +13,7 @@ from typing import Any
 
 from . import paho_private
 
-__all__ = ["new_client"]
+__all__ = ["connect_options", "new_client"]
 
 
 def new_client(paho: Any, version: str, client_id: str | None) -> Any:
@@ -35,3 +35,21 @@ def new_client(paho: Any, version: str, client_id: str | None) -> Any:
     )
     paho_private.install(client)
     return client
+
+
+def connect_options(version: str, client_id: str | None, receive_maximum: int,
+                    session_expiry: int) -> dict[str, Any]:
+    """The keyword arguments of paho's ``connect`` beyond host, port and keepalive: for
+    MQTT 5 the CONNECT's Receive Maximum, a named client's Session Expiry Interval and
+    Clean Start (a client the broker names keeps no session); none for 3.1.1 (its clean
+    session is the client's, see :func:`new_client`)."""
+    if version != "5":
+        return {}
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    props: Any = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+    props.ReceiveMaximum = receive_maximum
+    if client_id is not None:
+        props.SessionExpiryInterval = session_expiry
+    return {"clean_start": client_id is None, "properties": props}

@@ -67,24 +67,17 @@ from .identify import broker_version
 from .inbound import Inbound
 from .mapping import check_v311, options_detail, unsupported_in_message
 from .outbound import Done, Outbound
-from .paho_client import new_client
+from .paho_client import connect_options, new_client
 from .subscriptions import MqttSubscriptions
 from .url_options import URL_OPTIONS, list_options
 
 _paho: Any
 try:
     import paho.mqtt.client as _paho_client
-    from paho.mqtt.packettypes import PacketTypes as _PacketTypes
-    from paho.mqtt.properties import Properties as _Properties
 
     _paho = _paho_client
 except ImportError:  # pragma: no cover - exercised by the packaging test
     _paho = None
-
-
-def _props(packet_type: int) -> Any:
-    """paho's Properties for one packet type (untyped in paho, hence Any)."""
-    return _Properties(packet_type)  # type: ignore[no-untyped-call]
 
 __all__ = ["MqttTransport"]
 
@@ -257,13 +250,8 @@ class MqttTransport:
             client.username_pw_set(user, password)
         self._connected.clear()
         self._connack = None
-        connect_kwargs: dict[str, Any] = {}
-        if v5:
-            props = _props(_PacketTypes.CONNECT)
-            props.ReceiveMaximum = self.receive_maximum
-            if client_id is not None:
-                props.SessionExpiryInterval = self.session_expiry
-            connect_kwargs = {"clean_start": client_id is None, "properties": props}
+        connect_kwargs = connect_options(version, client_id, self.receive_maximum,
+                                         self.session_expiry)
         client.connect_timeout = self.connect_timeout  # paho's, for TCP and the handshake
         if self.tls is not None:
             # a context per connect: a renewed certificate file is read again. paho's
