@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .spark_rows import HOST, Broker, free_port, stream
+from .spark_rows import session as spark_session
 from .spark_standalone import StandaloneCluster, loopback_env
 
 GOAL = 1.7
@@ -40,25 +41,11 @@ GOAL = 1.7
 def session(cluster: StandaloneCluster, executors: int, cores: int) -> Any:
     """An application on ``cluster`` that gets ``executors`` executors of ``cores`` each."""
     os.environ.update(loopback_env(cluster.tmp))
-    from pyspark.sql import SparkSession
-
-    from jmspy.spark import register
-
-    spark = (SparkSession.builder.master(cluster.url)
-             .appName(f"jmspy-bench-cluster-{executors}")
-             .config("spark.ui.enabled", "false")
-             .config("spark.driver.host", HOST).config("spark.driver.bindAddress", HOST)
-             .config("spark.executor.cores", str(cores))
-             .config("spark.cores.max", str(executors * cores))
-             .config("spark.executor.memory", "1g")
-             .config("spark.pyspark.python", sys.executable)
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
     name, want = f"jmspy-bench-cluster-{executors}", executors * cores
+    spark = spark_session(cluster.url, name, **{
+        "spark.driver.host": HOST, "spark.driver.bindAddress": HOST,
+        "spark.executor.cores": str(cores), "spark.cores.max": str(want),
+        "spark.executor.memory": "1g", "spark.pyspark.python": sys.executable})
     deadline = time.monotonic() + 120
     while _granted(cluster, name) < want and time.monotonic() < deadline:
         time.sleep(0.2)  # waits for the master to launch the executors

@@ -144,19 +144,24 @@ class Broker:
                 self.proc.communicate()
 
 
-def session() -> Any:
+def session(master: str = "local[2]", name: str = "jmspy-bench-spark-rows",
+            **conf: str) -> Any:
+    """The benchmark's SparkSession on ``master`` (``conf``: more settings), with the
+    jmspy data source registered; UI and progress bar off, every progress kept."""
     os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's workers run this interpreter
     os.environ.setdefault("SPARK_LOCAL_IP", HOST)
     from pyspark.sql import SparkSession
 
     from jmspy.spark import register
 
-    spark = (SparkSession.builder.master("local[2]").appName("jmspy-bench-spark-rows")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-             .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.streaming.numRecentProgressUpdates", "100000"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark

@@ -38,6 +38,21 @@ def server(server_factory: Callable[..., ServerHandle]) -> ServerHandle:
     return server_factory()
 
 
+@pytest.fixture(params=["vm", "stomp"])
+def bundled(request: pytest.FixtureRequest, vm_factory: Any,
+            server_factory: Callable[..., ServerHandle]) -> Callable[..., Any]:
+    """``bundled(**properties)``: a ConnectionFactory for this test's fresh bundled broker,
+    once over ``vm://`` and once over ``stomp://`` (the two must behave alike)."""
+    from jmspy import ConnectionFactory
+
+    if request.param == "vm":
+        url = vm_factory.url
+    else:
+        handle = server_factory()
+        url = f"stomp://{handle.host}:{handle.port}"
+    return lambda **properties: ConnectionFactory(url, **properties)
+
+
 def _open(h: ServerHandle, version: str = "1.2", heartbeats: tuple[int, int] = (0, 0),
           **headers: str) -> tuple[Any, Collector]:
     """A stomp.py connection to ``h``, CONNECTed, with a Collector as its listener."""

@@ -9,18 +9,14 @@ from typing import Any
 
 import pytest
 
-from jmspy import ConnectionFactory, Queue, Session
+from jmspy import Queue, Session
 from jmspy.capabilities import RefusedFeatureException
 from jmspy.errors import InvalidDestinationException
 
 
-@pytest.fixture(params=["vm", "stomp"])
-def factory(request: pytest.FixtureRequest, vm_factory: Any,
-            server_factory: Callable[..., Any]) -> Any:
-    if request.param == "vm":
-        return ConnectionFactory(vm_factory.url, imqConsumerFlowLimit=2)
-    server = server_factory()
-    return ConnectionFactory(f"stomp://{server.host}:{server.port}", imqConsumerFlowLimit=2)
+@pytest.fixture
+def factory(bundled: Callable[..., Any]) -> Any:
+    return bundled(imqConsumerFlowLimit=2)
 
 
 def _fill(conn: Any, n: int) -> None:

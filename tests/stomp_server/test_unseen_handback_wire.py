@@ -13,16 +13,12 @@ from typing import Any
 
 import pytest
 
-from jmspy import ConnectionFactory, Message, Session
+from jmspy import Message, Session
 
 
-@pytest.fixture(params=["vm", "stomp"])
-def factory(request: pytest.FixtureRequest, vm_factory: Any,
-            server_factory: Callable[..., Any]) -> Any:
-    if request.param == "vm":
-        return ConnectionFactory(vm_factory.url, imqConsumerFlowLimit=10)
-    server = server_factory()
-    return ConnectionFactory(f"stomp://{server.host}:{server.port}", imqConsumerFlowLimit=10)
+@pytest.fixture
+def factory(bundled: Callable[..., Any]) -> Any:
+    return bundled(imqConsumerFlowLimit=10)
 
 
 def _fill(conn: Any, queue: str, n: int) -> None:
