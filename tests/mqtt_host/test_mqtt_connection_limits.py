@@ -11,8 +11,8 @@ from broker_core.core_support import FakeClock
 from mqtt_pair import connect_packet
 
 from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.protocols.connection_limits import ConnectionLimits
 from jmspy.broker_ref.protocols.mqtt.server import TICK_S, MqttServer
-from jmspy.broker_ref.protocols.stomp.connection_limits import ConnectionLimits
 
 WAIT = 10.0
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ...core import Broker
 from ...core.listener_stats import Closed
-from ..stomp.connection_limits import Admission, ConnectionLimits
+from ..connection_limits import Admission, ConnectionLimits
 from .hub import MqttHub
 from .session import MAX_PACKET_BYTES, MqttSession
 

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     from ...core import Broker
     from ...core.throttle import LoginThrottle
-    from .connection_limits import ConnectionLimits
+    from ..connection_limits import ConnectionLimits
     from .loop_polling import LoopPolling
 
 __all__ = ["HIGH_WATER", "LINGER_S", "ConnectionServer", "StompConnection"]

@@ -21,7 +21,7 @@ from .read_pauses import Pause, ReadPauses
 
 if TYPE_CHECKING:
     from ...core import Broker
-    from .connection_limits import ConnectionLimits
+    from ..connection_limits import ConnectionLimits
     from .protocol import StompSession
 
 

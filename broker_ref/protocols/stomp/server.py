@@ -30,8 +30,8 @@ from jmspy.stomp_frames import CodecLimits
 from ...core import Broker
 from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES
 from ...core.throttle import LoginThrottle
+from ..connection_limits import Admission, ConnectionLimits
 from .connection import HIGH_WATER, LINGER_S, StompConnection
-from .connection_limits import Admission, ConnectionLimits
 from .loop_polling import LoopPolling
 from .tls import TlsListener
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from ...core.listener_stats import ListenerStats, Refused
-from ...core.throttle import ThrottleSettings
+from ..core.listener_stats import ListenerStats, Refused
+from ..core.throttle import ThrottleSettings
 
 __all__ = ["Admission", "ConnectionLimits"]
 
