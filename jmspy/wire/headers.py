@@ -14,6 +14,7 @@ __all__ = [
            "LEASE",
            "LEASES_DESTINATION",
            "LEASE_COUNT",
+           "LEASE_FROM",
            "LEASE_RELEASE",
            "LEASE_SETTLE",
            "LEASE_TTL",
@@ -80,6 +81,9 @@ DUPLICATE_ID: Final = "_AMQ_DUPL_ID"
 #: ``jmspy-lease-count`` says how many messages that settled or released.
 LEASE: Final = "jmspy-lease"
 LEASE_TTL: Final = "jmspy-lease-ttl"
+#: With ``jmspy-lease``, on a STOMP 1.2 ACK: lend every unacknowledged delivery of the
+#: subscription from this ack id to the ACK's own, in one frame (a reader's whole share).
+LEASE_FROM: Final = "jmspy-lease-from"
 LEASES_DESTINATION: Final = "/jmspy/leases"
 LEASE_SETTLE: Final = "jmspy-lease-settle"
 LEASE_RELEASE: Final = "jmspy-lease-release"

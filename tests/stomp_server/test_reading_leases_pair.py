@@ -11,6 +11,7 @@ from jmspy.stomp_frames import Frame, header_dict
 from jmspy.wire.headers import (
     LEASE,
     LEASE_COUNT,
+    LEASE_FROM,
     LEASE_RELEASE,
     LEASE_SETTLE,
     LEASE_TTL,
@@ -125,3 +126,31 @@ def test_a_bad_lease_time_to_live_is_refused() -> None:
     answer = reader.ack(reader.messages[0], **{LEASE: "t", LEASE_TTL: "soon"})
     (error,) = [f for f in answer if f.command == "ERROR"]
     assert LEASE_TTL in header_dict(error.headers)["message"]
+
+
+def test_one_ack_with_lease_from_lends_the_subscriptions_run_between_the_two_ids() -> None:
+    """``jmspy-lease-from``: every unacked delivery of the subscription from that ack id
+    to the ACK's own, in one frame; the deliveries outside the run stay unacked."""
+    pair = StompPair()
+    pair.client().send("/queue/q", "a", "b", "c", "d")
+    reader = pair.client()
+    reader.subscribe("/queue/q", "s", ack=INDIVIDUAL)
+    a, b, c, d = reader.messages
+    first = header_dict(b.headers)["ack"]
+    assert reader.ack(c, **{LEASE: "run:1", LEASE_FROM: first}) == []
+    assert pair.broker.leases.held("run:1") == 2  # b and c
+    reader.close()  # a and d were not lent: they go back
+    assert request(pair.client(), **{LEASE_SETTLE: "run:1"})[LEASE_COUNT] == "2"
+    assert bodies(pair.client().subscribe("/queue/q", "s", ack=INDIVIDUAL)) == ["a", "d"]
+
+
+@pytest.mark.parametrize("first", ["x", "-1", "99"])
+def test_a_lease_from_that_is_no_ack_id_before_the_acks_own_is_refused(first: str) -> None:
+    pair = StompPair()
+    pair.client().send("/queue/q", "a", "b")
+    reader = pair.client()
+    reader.subscribe("/queue/q", "s", ack=INDIVIDUAL)
+    answer = reader.ack(reader.messages[0], **{LEASE: "run:2", LEASE_FROM: first})
+    errors = [f for f in answer if f.command == "ERROR"]
+    assert errors and LEASE_FROM in header_dict(errors[0].headers)["message"]
+    assert pair.broker.leases.held("run:2") == 0

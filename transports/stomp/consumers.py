@@ -343,6 +343,33 @@ class StompConsumers:
         else:
             host.connection(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
+    def lend_runs(self, delivery_tags: list[int]) -> list[tuple[str, str, str]]:
+        """(Lock held) Settle ``delivery_tags`` here and return them as runs to lend:
+        (first ack id, last ack id, subscription id), each run a stretch of one
+        subscription's unacked deliveries, in delivery order, that are all lent (the
+        broker lends every unacked delivery of the subscription between the two ids)."""
+        deliveries = self._deliveries
+        lent: dict[StompSubscription, set[int]] = {}
+        for tag in delivery_tags:
+            sub = deliveries.owner(tag)
+            if sub is not None:  # else handed back meanwhile
+                lent.setdefault(sub, set()).add(tag)
+        runs: list[tuple[str, str, str]] = []
+        for sub, tags in lent.items():
+            first = last = ""
+            for tag, ack_id in sub.unacked.items():
+                if tag in tags:
+                    first, last = first or ack_id, ack_id
+                elif first:
+                    runs.append((first, last, sub.sub_id))
+                    first = last = ""
+            if first:
+                runs.append((first, last, sub.sub_id))
+            for tag in tags:
+                deliveries.settle(tag)
+                sub.unacked.pop(tag, None)
+        return runs
+
     def send_nack(self, ack_id: str, sid: str, *, more: bool = False,
                   unseen: bool = False) -> None:
         host = self._host

@@ -58,7 +58,7 @@ from jmspy.transport import (
 )
 from jmspy.wire.error_codes import RESOURCE_LIMIT_EXCEEDED
 from jmspy.wire.error_text import error_text
-from jmspy.wire.headers import LEASE, LEASE_TTL, SEND_TIMEOUT_HEADER
+from jmspy.wire.headers import LEASE, LEASE_FROM, LEASE_TTL, SEND_TIMEOUT_HEADER
 
 from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
@@ -437,11 +437,29 @@ class StompTransport:
             raise self.write_failed(conn, exc, "acknowledging") from exc
 
     def lend(self, delivery_tags: list[int], token: str, ttl_ms: int | None) -> None:
-        """ACKs that lend the deliveries to ``token`` (jmspy broker's reading leases)."""
+        """ACKs that lend the deliveries to ``token`` (jmspy broker's reading leases): on
+        STOMP 1.2 one per run of a subscription's deliveries (``jmspy-lease-from``), so a
+        reader's whole share goes in one frame."""
         self.require(Feature.READING_LEASES)
         extra = ((LEASE, token),) if ttl_ms is None else (
             (LEASE, token), (LEASE_TTL, str(ttl_ms)))
-        self.ack(delivery_tags, None, extra)
+        if self.version != "1.2":  # acks by message id: one ACK each
+            self.ack(delivery_tags, None, extra)
+            return
+        with self._lock:
+            conn = self._conn
+            runs = self._consumers.lend_runs(delivery_tags)
+        if not runs:
+            return
+        if conn is None:
+            conn = self.connection(wait=False)  # raises: closed, or down
+        try:
+            writer = self._writer_for(conn)
+            for first, last, sid in runs:
+                writer.ack([(last, sid)], None, extra if first == last
+                           else (*extra, (LEASE_FROM, first)))
+        except Exception as exc:  # ConnectionResetError, BrokenPipeError, stomp.py's own
+            raise self.write_failed(conn, exc, "lending") from exc
 
     def settle_leases(self, tokens: list[str], *, release: bool = False) -> int:
         self.require(Feature.READING_LEASES)

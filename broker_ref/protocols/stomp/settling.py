@@ -24,7 +24,7 @@ window would mark messages nobody has read as redelivered.
 from __future__ import annotations
 
 from jmspy.stomp_frames import Frame
-from jmspy.wire.headers import LEASE, LEASE_TTL, NACK_MORE, NACK_UNSEEN
+from jmspy.wire.headers import LEASE, LEASE_FROM, LEASE_TTL, NACK_MORE, NACK_UNSEEN
 
 from ...core import ServerConnection
 from .credit import SessionCredit
@@ -93,7 +93,15 @@ class SessionSettling:
                 raise ProtocolError(f"invalid {LEASE_TTL}", f"{LEASE_TTL} must be a whole "
                                     f"number of milliseconds, got {ttl_text!r}")
             ttl = int(ttl_text)
-        tags = self._take(sub, tag)
+        first = headers.get(LEASE_FROM)
+        if first is None:
+            tags = self._take(sub, tag)
+        elif not first.isdigit() or int(first) > tag:
+            raise ProtocolError(f"invalid {LEASE_FROM}", f"{LEASE_FROM} must be the ack id "
+                                f"of the first delivery to lend (at most the ACK's id {tag}), "
+                                f"got {first!r}")
+        else:
+            tags = self._take_range(sub, int(first), tag)
         core.leases.lend(tags, token, ttl)
         self._credit.consumed(sub, len(tags))
 
@@ -151,7 +159,12 @@ class SessionSettling:
                             " names no unacknowledged message on this connection")
 
     def _take(self, sub: Subscription, tag: int) -> list[int]:
-        tags = sub.take(tag)
+        return self._forget(sub.take(tag))
+
+    def _take_range(self, sub: Subscription, first: int, last: int) -> list[int]:
+        return self._forget(sub.take_range(first, last))
+
+    def _forget(self, tags: list[int]) -> list[int]:
         owners = self._tag_owner
         for t in tags:
             del owners[t]

@@ -249,6 +249,14 @@ class Subscription:
                 tags.append(t)
                 if t == tag:
                     break
+        return self._taken(tags)
+
+    def take_range(self, first: int, last: int) -> list[int]:
+        """Remove and return every unacked tag from ``first`` to ``last`` (both in)."""
+        return self._taken([t for t in self.unacked if first <= t <= last])
+
+    def _taken(self, tags: list[int]) -> list[int]:
+        unacked = self.unacked
         for t in tags:
             self.by_message_id.pop(unacked.pop(t), None)
         if self._byte_window is not None:
