@@ -135,7 +135,7 @@ def test_one_ack_with_lease_from_lends_the_subscriptions_run_between_the_two_ids
     pair.client().send("/queue/q", "a", "b", "c", "d")
     reader = pair.client()
     reader.subscribe("/queue/q", "s", ack=INDIVIDUAL)
-    a, b, c, d = reader.messages
+    _a, b, c, _d = reader.messages
     first = header_dict(b.headers)["ack"]
     assert reader.ack(c, **{LEASE: "run:1", LEASE_FROM: first}) == []
     assert pair.broker.leases.held("run:1") == 2  # b and c
