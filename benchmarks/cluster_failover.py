@@ -210,22 +210,22 @@ def configs(cluster: Any, count: int) -> list[Config]:
     out: list[Config] = []
     kill = _SharedKill(cluster, count)
     for client in CLIENTS:
-        row = Row("f", f"f/failover/{client}", LABEL[client],
+        row = Row("g", f"g/failover/{client}", LABEL[client],
                   f"RabbitMQ 3-node cluster, quorum queues, one SIGKILL of the consumers' "
                   f"node (also the leader) under both clients, {count:,} msgs 2 ms apart",
                   short="failover s")
         if client == "jmspy":
-            row.baseline = "f/failover/raw"
+            row.baseline = "g/failover/raw"
             row.goals = [Goal(1.2, over=row.baseline, label="vs raw stomp.py",
                               metric="failover_s", at_most=True, issue=44)]
         out.append(Config(row, lambda r, c=client: kill.result(c, r)))
     for client in CLIENTS:
-        row = Row("f", f"f/quorum/{client}", LABEL[client],
+        row = Row("g", f"g/quorum/{client}", LABEL[client],
                   f"RabbitMQ 3-node cluster, quorum queue, consumer on the leader, producer "
                   f"on another node, prefetch {WINDOW}, {count * 5:,} msgs",
                   short="quorum msgs/s")
         if client == "jmspy":
-            row.baseline = "f/quorum/raw"
+            row.baseline = "g/quorum/raw"
             row.goals = [Goal(1.0, over=row.baseline, label="vs raw stomp.py", issue=44)]
         out.append(Config(row, lambda _r, c=client: _rate_run(cluster, c, count * 5)))
     return out

@@ -27,8 +27,8 @@ def test_each_round_kills_once_and_every_client_reads_that_kill(
 
     monkeypatch.setattr(cluster_failover, "_paired_kill", fake_kill)
     configs = cluster_failover.configs(cluster=None, count=800)
-    failover = [c for c in configs if c.row.key.startswith("f/failover/")]
-    assert [c.row.key for c in failover] == [f"f/failover/{c}" for c in cluster_failover.CLIENTS]
+    failover = [c for c in configs if c.row.key.startswith("g/failover/")]
+    assert [c.row.key for c in failover] == [f"g/failover/{c}" for c in cluster_failover.CLIENTS]
     seen = [[cfg.run(rnd)["failover_s"] for cfg in failover] for rnd in range(3)]
     assert kills == [800, 800, 800]  # one kill a round, under every client
     assert seen == [[1.0, 1.1], [2.0, 2.1], [3.0, 3.1]]

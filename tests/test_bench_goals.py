@@ -122,9 +122,9 @@ def test_cluster_rows_declare_their_goals() -> None:
     rows = [c.row for c in cluster_failover.configs(None, 1000)]  # no cluster: rows only
     goals = {r.key: [(g.bound, g.over, g.metric, g.at_most) for g in r.goals] for r in rows}
     assert goals == {
-        "f/failover/raw": [], "f/quorum/raw": [],
-        "f/failover/jmspy": [(1.2, "f/failover/raw", "failover_s", True)],
-        "f/quorum/jmspy": [(1.0, "f/quorum/raw", "rate", False)],
+        "g/failover/raw": [], "g/quorum/raw": [],
+        "g/failover/jmspy": [(1.2, "g/failover/raw", "failover_s", True)],
+        "g/quorum/jmspy": [(1.0, "g/quorum/raw", "rate", False)],
     }
 
 
@@ -133,8 +133,8 @@ def test_a_failover_goal_is_met_by_a_shorter_time_and_missed_by_a_longer_one() -
 
     rows = [c.row for c in cluster_failover.configs(None, 1000)]
     by_key = {r.key: r for r in rows}
-    by_key["f/failover/raw"].runs = [{"failover_s": 0.10}, {"failover_s": 0.20}]
-    jmspy = by_key["f/failover/jmspy"]
+    by_key["g/failover/raw"].runs = [{"failover_s": 0.10}, {"failover_s": 0.20}]
+    jmspy = by_key["g/failover/jmspy"]
     jmspy.runs = [{"failover_s": 0.11}, {"failover_s": 0.22}]  # 1.1x the raw time
     assert report.goals_text(jmspy, by_key) == "vs raw stomp.py: 1.10x <= 1.2x ok"
     jmspy.runs = [{"failover_s": 0.15}, {"failover_s": 0.30}]  # 1.5x
