@@ -56,7 +56,8 @@ def small_packets(tmp_path: Path) -> Iterator[int]:
     answer a larger PUBLISH with DISCONNECT "Packet too large")."""
     binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
     if not Path(binary).exists():
-        pytest.skip("mosquitto is not installed")
+        pytest.fail("mosquitto is not installed: apt-get install mosquitto (.ci/run does), "
+                    "or put its binary on PATH")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
