@@ -167,13 +167,18 @@ _ACTIVEMQ: Final = (
 _CLASSIC_ONLY: Final = OptionSpec(
     "x-queue-type", _choice("classic"), "`classic` only (what its queues are)")
 
-_MAX_MESSAGES_HOW = "the most messages the consumer is sent in all: its window is not " \
-    "refilled past them (a reader that wants N gets N, and nothing sits prefetched)"
+def _max_messages(header: str = "") -> OptionSpec:
+    """``consumer.maxMessages``: the most messages the consumer is sent in all, carried
+    in ``header`` where the broker enforces it, else capped by the transport itself."""
+    return OptionSpec("consumer.maxMessages", _int(1), "the most messages the consumer is "
+                      "sent in all: its window is not refilled past them (a reader that "
+                      "wants N gets N, and nothing sits prefetched)", header=header,
+                      setting="" if header else "max_messages", queues_only=False)
+
 
 _EMBEDDED: Final = (
     _prefetch(""),
-    OptionSpec("consumer.maxMessages", _int(1), _MAX_MESSAGES_HOW, setting="max_messages",
-               queues_only=False),
+    _max_messages(),
     _CLASSIC_ONLY,
     OptionSpec("x-max-length", _int(1), "ring size: the head-most ready message is dropped "
                "when a send finds the queue full (RabbitMQ's drop-head)", setting="ring_size"),
@@ -185,9 +190,7 @@ _EMBEDDED: Final = (
 )
 
 _JMSPY_STOMP: Final = (
-    _prefetch("jmspy-flow-limit"), _CLASSIC_ONLY,
-    OptionSpec("consumer.maxMessages", _int(1), _MAX_MESSAGES_HOW, header=MAX_MESSAGES,
-               queues_only=False),
+    _prefetch("jmspy-flow-limit"), _CLASSIC_ONLY, _max_messages(MAX_MESSAGES),
 )
 
 #: (transport, matrix column) -> the options that target takes, and the broker's name

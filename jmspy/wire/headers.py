@@ -8,22 +8,22 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
-           "BROKER_NAME",
-           "DESTINATION_FLOW_LIMIT",
-           "DUPLICATE_ID",
-           "LEASE",
-           "LEASES_DESTINATION",
-           "LEASE_COUNT",
-           "LEASE_FROM",
-           "LEASE_RELEASE",
-           "LEASE_SETTLE",
-           "LEASE_TTL",
-           "MAX_MESSAGES",
-           "MQTT_VERSION_TOPIC",
-           "NACK_MORE",
-           "NACK_UNSEEN",
-           "SEEN_THROUGH",
-           "SEND_TIMEOUT_HEADER",
+    "BROKER_NAME",
+    "DESTINATION_FLOW_LIMIT",
+    "DUPLICATE_ID",
+    "LEASE",
+    "LEASES_DESTINATION",
+    "LEASE_COUNT",
+    "LEASE_FROM",
+    "LEASE_RELEASE",
+    "LEASE_SETTLE",
+    "LEASE_TTL",
+    "MAX_MESSAGES",
+    "MQTT_VERSION_TOPIC",
+    "NACK_MORE",
+    "NACK_UNSEEN",
+    "SEEN_THROUGH",
+    "SEND_TIMEOUT_HEADER",
 ]
 
 #: A SEND's (or COMMIT's) longest wait, in ms, while producer flow control holds it; past
