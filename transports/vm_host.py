@@ -180,6 +180,7 @@ class BrokerHost:
         (``mqtts://`` or ``mqtt+ssl://``: over TLS, with ``ssl_context``)."""
         from jmspy.broker_ref.protocols.mqtt.connector import MqttConnector
         from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
+        from jmspy.broker_ref.tls_config import CERT_FIELDS
 
         try:
             port = parts.port
@@ -199,11 +200,14 @@ class BrokerHost:
             raise errors.InvalidConfigurationException(
                 f"connector {url!r}: ssl_context= is for mqtts:// connectors; use "
                 "mqtts://HOST:PORT to serve MQTT over TLS")
-        if user_from_cert is not None:
+        if user_from_cert is not None and not over_tls:
             raise errors.InvalidConfigurationException(
-                f"connector {url!r}: MQTT connectors do not log users in from client "
-                "certificates yet; leave out user_from_cert (passwords and the "
-                "certificate check of ssl_context still apply)")
+                f"connector {url!r}: user_from_cert= reads client certificates, which "
+                "only mqtts:// connectors see; use mqtts://HOST:PORT with ssl_context=")
+        if user_from_cert is not None and user_from_cert not in CERT_FIELDS:
+            raise errors.InvalidConfigurationException(
+                f"connector {url!r}: user_from_cert={user_from_cert!r} is not a subject field "
+                f"the broker reads; use one of {', '.join(CERT_FIELDS)}")
         host = parts.hostname or "127.0.0.1"
         with self.lock:
             if self._mqtt_hub is None:
@@ -211,7 +215,8 @@ class BrokerHost:
             hub = self._mqtt_hub
         connector = MqttConnector(self.broker, self.lock, name=self.name, hub=hub)
         return self._listening(url, connector, host, port,
-                               lambda: connector.start(host, port, ssl_context=ssl_context))
+                               lambda: connector.start(host, port, ssl_context=ssl_context,
+                                                       user_from_cert=user_from_cert))
 
     def stop(self) -> None:
         """Close the broker. Its connectors close first (their STOMP connections'

@@ -10,6 +10,7 @@ from typing import Any
 from broker_core.core_support import FakeClock
 
 from jmspy.broker_ref.core import Broker
+from jmspy.broker_ref.core.security import SecurityPolicy
 from jmspy.broker_ref.protocols.mqtt import codec
 from jmspy.broker_ref.protocols.mqtt.hub import MqttHub
 from jmspy.broker_ref.protocols.mqtt.properties import (
@@ -21,7 +22,16 @@ from jmspy.broker_ref.protocols.mqtt.properties import (
 )
 from jmspy.broker_ref.protocols.mqtt.session import MqttSession
 
-__all__ = ["Client", "FakeClock", "MqttPair", "connect_packet", "packet"]
+__all__ = ["Client", "FakeClock", "MqttPair", "connect_packet", "device_policy", "packet",
+           "subscribe_packet"]
+
+
+def device_policy() -> SecurityPolicy:
+    """alice (password alice-pw), role devices, may send and consume on plant.#."""
+    policy = SecurityPolicy(iterations=1_000)  # test-friendly hashing rounds
+    policy.add_user("alice", "alice-pw", roles=["devices"])
+    policy.add_permission("plant.#", "topic", send=["devices"], consume=["devices"])
+    return policy
 
 
 def packet(first: int, body: bytes) -> bytes:
@@ -50,6 +60,17 @@ def connect_packet(client_id: str, *, version: int = 4, clean: bool = True,
     if password is not None:
         body += struct.pack("!H", len(password)) + password.encode()
     return packet(0x10, body)
+
+
+def subscribe_packet(pid: int, *filters: tuple[str, int], version: int = 4,
+                     props: dict[str, Any] | None = None) -> bytes:
+    """SUBSCRIBE ``filters`` ((filter, options byte) pairs)."""
+    body = struct.pack("!H", pid)
+    if version == 5:
+        body += encode_properties(props or {})
+    for text, options in filters:
+        body += encode_string(text) + bytes([options])
+    return packet(0x82, body)
 
 
 def decode_server(first: int, body: bytes, version: int) -> dict[str, Any]:
@@ -116,12 +137,11 @@ class Client:
 
     def subscribe(self, pid: int, *filters: tuple[str, int],
                   props: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        body = struct.pack("!H", pid)
-        if self.version == 5:
-            body += encode_properties(props or {})
-        for text, options in filters:
-            body += encode_string(text) + bytes([options])
-        return self.send(packet(0x82, body))
+        return self.send(subscribe_packet(pid, *filters, version=self.version, props=props))
+
+    def unsubscribe(self, pid: int, *texts: str) -> list[dict[str, Any]]:
+        body = struct.pack("!H", pid) + (encode_properties({}) if self.version == 5 else b"")
+        return self.send(packet(0xA2, body + b"".join(encode_string(t) for t in texts)))
 
     def publish(self, topic: str, payload: bytes, qos: int = 0, pid: int = 0, *,
                 retain: bool = False, props: dict[str, Any] | None = None,

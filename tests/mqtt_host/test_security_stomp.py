@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-from mqtt_pair import MqttPair
+from mqtt_pair import MqttPair, device_policy
 
-from jmspy.broker_ref.core.security import SecurityPolicy
 from jmspy.broker_ref.protocols.mqtt import codec
 from jmspy.broker_ref.protocols.stomp.protocol import StompSession
 from jmspy.stomp_frames import Frame
 
 
-def _policy() -> SecurityPolicy:
-    policy = SecurityPolicy(iterations=1_000)  # test-friendly hashing rounds
-    policy.add_user("alice", "alice-pw", roles=["devices"])
-    policy.add_permission("plant.#", "topic", send=["devices"], consume=["devices"])
-    return policy
-
-
 def test_bad_password_is_refused_in_the_connack_both_versions() -> None:
-    pair = MqttPair(security=_policy())
+    pair = MqttPair(security=device_policy())
     assert pair.client().connect("a", user="alice", password="wrong")["code"] == 0x04
     assert pair.client(5).connect("b", user="alice", password="wrong")["code"] == 0x86
     assert pair.client(5).connect("c", user="alice", password="alice-pw")["code"] == 0
 
 
 def test_topic_acls_apply_to_publish_and_wildcard_subscribe() -> None:
-    pair = MqttPair(security=_policy())
+    pair = MqttPair(security=device_policy())
     c = pair.client(5)
     c.connect("c", user="alice", password="alice-pw")
     assert c.subscribe(1, ("plant/+", 1))[0]["codes"] == [1]

@@ -36,16 +36,17 @@ class MqttConnector:
         assert self.address is not None, "start() first"
         return listener_url("mqtts" if self._tls else "mqtt", self.address)
 
-    def start(self, host: str, port: int, *,
-              ssl_context: ssl.SSLContext | None = None) -> tuple[str, int]:
-        """Listen on ``host:port`` (over TLS with ``ssl_context``)."""
+    def start(self, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None,
+              user_from_cert: str | None = None) -> tuple[str, int]:
+        """Listen on ``host:port`` (over TLS with ``ssl_context``; ``user_from_cert``:
+        the client certificate's subject field that logs its user in)."""
         async def listen() -> tuple[str, int]:
             self._server = MqttServer(self._broker, core_lock=self._core_lock, hub=self._hub)
             tls = None
             if ssl_context is not None:
                 from ..stomp.tls import TlsListener
 
-                tls = TlsListener(ssl_context)
+                tls = TlsListener(ssl_context, user_from_cert=user_from_cert)
             return await self._server.start(host, port, tls=tls)
 
         self._tls = ssl_context is not None

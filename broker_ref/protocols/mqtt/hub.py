@@ -46,6 +46,14 @@ class SubscriptionState:
     subscription_id: int | None = None
     share: str | None = None
 
+    @classmethod
+    def from_options(cls, text: str, options: int, subscription_id: int | None,
+                     share: str | None) -> SubscriptionState:
+        """The state SUBSCRIBE asks for ``text`` with its options byte."""
+        return cls(text, options & 3, no_local=bool(options & 4),
+                   retain_as_published=bool(options & 8),
+                   subscription_id=subscription_id, share=share)
+
 
 @dataclass(slots=True)
 class StoredSession:
@@ -58,7 +66,14 @@ class StoredSession:
     subscriptions: dict[str, SubscriptionState] = field(default_factory=dict)
     #: packet ids of QoS 2 PUBLISHes received, routed, and waiting for their PUBREL
     inbound_qos2: set[int] = field(default_factory=set)
+    #: packet ids of QoS 2 PUBLISHes sent whose PUBREC came and PUBCOMP did not: their
+    #: PUBREL goes out again when the client comes back (.inflight)
+    outbound_pubrel: set[int] = field(default_factory=set)
     expires_at: int | None = None
+
+    def connection_ended(self, now: int) -> None:
+        """Its connection ended at ``now``: the expiry clock starts."""
+        self.expires_at = None if self.expiry is None else now + self.expiry * 1000
 
 
 class _Quiet:
@@ -103,6 +118,15 @@ class MqttHub:
             elif pattern_matches(pattern, name):
                 out.append(msg)
         return out
+
+    def will(self, msg: ServerMessage, client_id: str, delay: int,
+             principal: Principal | None, now: int) -> None:
+        """A connection of ``client_id`` ended without DISCONNECT: publish its will,
+        now or (``delay`` s > 0, a persistent session's Will Delay Interval) later."""
+        if delay:
+            self.wills.append((now + delay * 1000, client_id, msg, principal))
+        else:
+            self.publish(msg, principal)
 
     def cancel_will(self, client_id: str) -> None:
         """The client came back within its will delay: no will (MQTT 5 3.1.3.2.2)."""

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ...core import Broker
 from ...core.listener_stats import Closed
+from ...core.throttle import LoginThrottle
+from ...tls_config import cert_user
 from ..connection_limits import Admission, ConnectionLimits
+from ..logins import LoginRefused, Logins
+from .connect import ConnectRequest
 from .hub import MqttHub
 from .session import MAX_PACKET_BYTES, MqttSession
 
@@ -35,12 +39,18 @@ TICK_S = 0.5
 class MqttConnection(asyncio.Protocol):
     """One client socket: bytes to the session, its output to the socket."""
 
-    def __init__(self, server: MqttServer) -> None:
+    def __init__(self, server: MqttServer, user_from_cert: str | None = None) -> None:
         self.server = server
         self.session = MqttSession(server.broker, server.hub,
                                    max_packet_bytes=server.max_packet_bytes,
                                    max_keep_alive=server.max_keep_alive)
         self.session.wakeup = self._wakeup
+        self.session.defer_login = True  # credentials are checked off the loop (logins)
+        #: a subject field of the client certificate that names the user (TLS only)
+        self._user_from_cert = user_from_cert
+        #: the user the client's verified certificate names, when it logs in by it
+        self.certificate_user: str | None = None
+        self._logging_in = False
         self.transport: asyncio.Transport | None = None
         self._congested = False
         self._paused_reading = False
@@ -51,6 +61,9 @@ class MqttConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.address: str | None = peer[0] if isinstance(peer, tuple) else None
         self.opened_at = self.server.broker.now()
+        if self._user_from_cert is not None:
+            self.certificate_user = cert_user(transport.get_extra_info("peercert"),
+                                              self._user_from_cert)
         refusal = self.server.admit(self)
         if refusal is not None:  # MQTT has nothing to say before CONNECT: the socket closes
             log.warning("MQTT connection from %s refused: %s", self.address, refusal)
@@ -64,6 +77,26 @@ class MqttConnection(asyncio.Protocol):
             except Exception:
                 log.exception("internal error in an MQTT session; closing it")
                 self.session.connection_lost()
+            if self.session.login_request is not None and not self._logging_in:
+                self._logging_in = True
+                self.server.loop.create_task(self._login(self.session.login_request))
+            self.flush()
+
+    async def _login(self, request: ConnectRequest) -> None:
+        """Check the CONNECT's credentials (the throttle, then the certificate's user or
+        the password on the login thread); reading waits meanwhile (``reading_held``)."""
+        server = self.server
+        try:
+            principal = await server.logins.check(self.address, request.user,
+                                                  request.password, self.certificate_user)
+        except LoginRefused as no:
+            with server.core_lock:
+                log.warning("MQTT client %s refused: %s", self.address, no.detail)
+                self.session.login_refused(no.throttled, no.message)
+                self.flush()
+            return
+        with server.core_lock:
+            self.session.login_done(principal)
             self.flush()
 
     def _wakeup(self) -> None:
@@ -129,7 +162,7 @@ class MqttServer:
     def __init__(self, broker: Broker, *, hub: MqttHub | None = None,
                  core_lock: AbstractContextManager[object] | None = None,
                  max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0,
-                 limits: ConnectionLimits | None = None) -> None:
+                 limits: ConnectionLimits | None = None, logins: Logins | None = None) -> None:
         self.broker = broker
         self.hub = hub or MqttHub(broker)
         self.max_keep_alive = max_keep_alive
@@ -139,6 +172,11 @@ class MqttServer:
         self._admission: Admission[MqttConnection] = Admission(
             self.limits, broker.listeners, "MQTT connections")
         self.core_lock: AbstractContextManager[object] = core_lock or nullcontext()
+        #: the credential checks: the STOMP listener's in ``jmspy broker`` (one throttle
+        #: for both protocols), else this server's own, with [limits]' throttle
+        self.logins = logins or Logins(
+            broker, LoginThrottle(self.limits.throttle, broker.now), core_lock)
+        self._own_logins = logins is None
         self.max_packet_bytes = max_packet_bytes
         self.loop = asyncio.get_running_loop()
         self.call_soon: Any = (self.loop.call_soon if core_lock is None
@@ -156,7 +194,8 @@ class MqttServer:
         if tls is not None:
             self._servers.append(tls)
             self._tls.append(tls)
-            bound = await tls.listen(host, port, lambda: MqttConnection(self))
+            bound = await tls.listen(host, port,
+                                     lambda: MqttConnection(self, tls.user_from_cert))
             self._start_tick()
             return bound
         server = await self.loop.create_server(lambda: MqttConnection(self), host, port,
@@ -226,3 +265,5 @@ class MqttServer:
                 tls.abort_sockets()
         for server in self._servers:
             await server.wait_closed()
+        if self._own_logins:
+            self.logins.close()

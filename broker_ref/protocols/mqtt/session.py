@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import itertools
 import struct
-import uuid
+from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core import Broker, BrokerError, Delivery, DestinationKind, ServerConnection, ServerMessage
 from ...core.errors import (
@@ -27,26 +27,24 @@ from ...core.errors import (
     InvalidClientId,
     ResourceLimitExceeded,
 )
-from . import codec, messages, topics
+from ...core.security import Principal
+from . import codec, connect, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, StoredSession, SubscriptionState, durable_name
+from .inflight import Outbound, Settled
+from .topic_alias import TOPIC_ALIAS_MAXIMUM, InboundAliases, OutboundAliases
 
-__all__ = ["CREDIT", "MAX_PACKET_BYTES", "RECEIVE_MAXIMUM", "TOPIC_ALIAS_MAXIMUM", "MqttSession"]
+__all__ = ["CREDIT", "MAX_PACKET_BYTES", "RECEIVE_MAXIMUM", "MqttSession"]
 
 CREDIT = 64
 MAX_PACKET_BYTES = 1024 * 1024
-TOPIC_ALIAS_MAXIMUM = 16
 #: a v5 client's QoS 2 PUBLISHes not yet released (PUBREL) at once; told in CONNACK
 RECEIVE_MAXIMUM = 1000
-_NEVER = 0xFFFFFFFF
 
 
-class _Sub:
-    __slots__ = ("consumer_id", "state")
-
-    def __init__(self, consumer_id: int, state: SubscriptionState) -> None:
-        self.consumer_id = consumer_id
-        self.state = state
+class _Sub(NamedTuple):
+    consumer_id: int
+    state: SubscriptionState
 
 
 class MqttSession:
@@ -75,13 +73,12 @@ class MqttSession:
         self._subs: dict[str, _Sub] = {}  # filter (with any $share/ prefix) -> sub
         self._by_consumer: dict[int, _Sub] = {}
         self._consumer_ids = itertools.count(1)
-        self._pids = itertools.count(1)
-        #: outbound packet id -> (consumer id or 0, delivery tag or 0, qos, PUBREC seen)
-        self._inflight: dict[int, list[int]] = {}
+        self._outbound = Outbound()  # QoS 1/2 PUBLISHes not acknowledged to the end
         self._settle: list[tuple[int, int]] = []  # QoS 0 deliveries: (consumer id, tag)
         self._will: ServerMessage | None = None
         self._will_delay = 0
-        self._aliases: dict[int, str] = {}
+        self._aliases_in = InboundAliases()
+        self._aliases_out = OutboundAliases()  # the client's maximum set on CONNECT
         self._client_max_packet = 0
         self._held = 0  # PUBLISHes producer flow control holds
         self._msg_seq = itertools.count(1)
@@ -91,6 +88,11 @@ class MqttSession:
         self._receiving = False
         #: packets wait behind a held PUBLISH: the host calls receive_data(b"") once free
         self.input_waiting = False
+        #: Set by a host that checks credentials off its event loop: CONNECT then stops
+        #: at :attr:`login_request` (nothing after it is read) until the host calls
+        #: :meth:`login_done` or :meth:`login_refused`.
+        self.defer_login = False
+        self.login_request: connect.ConnectRequest | None = None
 
     # ------------------------------------------------------------------ host interface
 
@@ -104,9 +106,10 @@ class MqttSession:
         self.input_waiting = False
         try:
             while not self.closing:
-                if self._held:
-                    # a PUBLISH is held: what follows (PUBLISHes, a DISCONNECT that
-                    # would drop the held one) waits in the parser until send_done
+                if self._held or self.login_request is not None:
+                    # a PUBLISH is held, or the login is being checked: what follows
+                    # (PUBLISHes, a DISCONNECT that would drop the held one) waits in
+                    # the parser until send_done / login_done
                     self.input_waiting = self._parser.buffered > 0
                     break
                 try:
@@ -149,8 +152,9 @@ class MqttSession:
 
     @property
     def reading_held(self) -> bool:
-        """Producer flow control holds PUBLISHes: the host stops reading."""
-        return self._held > 0
+        """Producer flow control holds PUBLISHes, or the login is being checked: the
+        host stops reading."""
+        return self._held > 0 or self.login_request is not None
 
     def close_by_operator(self, reason: str) -> None:
         """The management API closed it: v5 DISCONNECT 0x98 (administrative action)."""
@@ -180,11 +184,8 @@ class MqttSession:
             del hub.active[self.client_id]
         will, self._will = self._will, None
         if will is not None and not self._clean_exit:
-            if self._will_delay and self._persistent:
-                hub.wills.append((now + self._will_delay * 1000, self.client_id, will,
-                                  conn.principal))
-            else:
-                hub.publish(will, conn.principal)
+            hub.will(will, self.client_id, self._will_delay if self._persistent else 0,
+                     conn.principal, now)
         stored = self._stored
         if not conn.closed and not self.broker.closed:
             conn.close()
@@ -192,7 +193,7 @@ class MqttSession:
             if stored.expiry == 0:
                 hub.discard(stored)
             else:
-                stored.expires_at = None if stored.expiry is None else now + stored.expiry * 1000
+                stored.connection_ended(now)
 
     # ------------------------------------------------------------------ SessionCallback
 
@@ -225,13 +226,18 @@ class MqttSession:
         topic, payload, props = messages.to_publish(msg, now, v5)
         if v5 and state.subscription_id is not None:
             props["subscription_identifier"] = [state.subscription_id]
-        pid = self._next_pid() if qos else 0
-        data = codec.encode_publish(self.version, topic, payload, qos, pid, retain=retain,
-                                    dup=dup and qos > 0, props=props)
+        alias, known = self._aliases_out.choose(topic) if v5 else (0, False)
+        if alias:
+            props["topic_alias"] = alias
+        pid = self._outbound.next_pid() if qos else 0
+        data = codec.encode_publish(self.version, "" if known else topic, payload, qos,
+                                    pid, retain=retain, dup=dup and qos > 0, props=props)
         if self._client_max_packet and len(data) > self._client_max_packet:
             return None  # MQTT 5 3.1.2.11.4: a packet too big for the client is dropped
+        if alias:
+            self._aliases_out.used(topic, alias)
         if qos:
-            self._inflight[pid] = [consumer_id, tag, qos, 0]
+            self._outbound.sent(pid, qos, consumer_id, tag)
         self._out.append(data)
         return data
 
@@ -277,9 +283,10 @@ class MqttSession:
             self._out.append(codec.encode_disconnect(reason, text[:200]))
         self.closing = True
 
-    def _refuse(self, code: int) -> None:
-        """A CONNACK refusing the connection (``code``); then the session closes."""
-        self._connack(code)
+    def _refuse(self, code: int, text: str | None = None) -> None:
+        """A CONNACK refusing the connection (``code``, v5: ``text`` its reason
+        string); then the session closes."""
+        self._connack(code, props={"reason_string": text[:200]} if text else None)
         self.closing = True
 
     def _connack(self, code: int, present: bool = False,
@@ -287,58 +294,78 @@ class MqttSession:
         self._out.append(codec.encode_connack(self.version, present, code, props))
 
     def _on_connect(self, f: dict[str, Any]) -> None:
-        level = f["level"]
-        self.version = V5 if level == V5 else 4
-        if f.get("unsupported"):
-            self.version = 4 if level != V5 else V5
-            return self._refuse(0x84 if level == V5 else 0x01)
+        self.version = connect.protocol_version(f)
+        try:
+            request = connect.read_connect(f, self.max_keep_alive)
+        except connect.ConnectRefused as no:
+            return self._refuse(no.code)
+        policy = self.broker.security
+        if self.defer_login and policy is not None and policy.enabled:
+            self.login_request = request  # the host checks it, then login_done()
+            return
+        self._finish_connect(request, None)
+
+    def login_done(self, principal: Principal) -> None:
+        """The host checked :attr:`login_request`'s credentials (off its event loop):
+        connect, answer CONNACK; the packets that came meanwhile are acted on next
+        (``input_waiting``)."""
+        request, self.login_request = self.login_request, None
+        if request is None or self.closing:
+            return
+        self._receiving = True
+        try:
+            self._finish_connect(request, principal)
+        finally:
+            self._receiving = False
+        if self.closing:
+            self.connection_lost()
+        elif self._parser.buffered:
+            self.input_waiting = True
+
+    def login_refused(self, throttled: bool, text: str) -> None:
+        """The host refused :attr:`login_request`: CONNACK "bad user name or password"
+        (0x86; 3.1.1: 4), or, ``throttled``, "connection rate exceeded" (0x9F; 3.1.1:
+        3, server unavailable: try later); v5 says ``text``. Then the session closes."""
+        self.login_request = None
+        if self.closing:
+            return
         v5 = self.version == V5
-        props = f["properties"]
-        client_id, assigned = f["client_id"], None
-        if not client_id:
-            if not v5 and not f["clean"]:
-                return self._refuse(0x02)  # 3.1.1: a persistent session needs a client id
-            client_id = assigned = "auto-" + uuid.uuid4().hex
-        if v5:
-            expiry: int | None = props.get("session_expiry_interval", 0)
-            if expiry == _NEVER:
-                expiry = None
-        else:
-            expiry = 0 if f["clean"] else None
-        hub = self.hub
+        self._refuse((0x9F if v5 else 0x03) if throttled else (0x86 if v5 else 0x04), text)
+        self.connection_lost()
+
+    def _finish_connect(self, request: connect.ConnectRequest,
+                        principal: Principal | None) -> None:
+        v5 = self.version == V5
+        try:  # the login first: a client that cannot log in takes no session over
+            conn = self.broker.connect(self, user=request.user, password=request.password,
+                                       principal=principal,
+                                       flow_limit=request.receive_maximum)
+        except AuthenticationFailed as exc:
+            return self._refuse(0x86 if v5 else 0x04, exc.message.split(";")[0])
+        except InvalidClientId:
+            return self._refuse(0x85 if v5 else 0x02)
+        except BrokerError as exc:
+            return self._refuse(0x88 if v5 else 0x03, exc.message)
+        client_id, hub = request.client_id, self.hub
         old = hub.active.get(client_id)
         if old is not None:
             old.taken_over()
         hub.cancel_will(client_id)
         stored = hub.sessions.get(client_id)
-        if stored is not None and f["clean"]:
+        if stored is not None and request.clean:
             hub.discard(stored)
             stored = None
-        keep_alive, most = f["keep_alive"], self.max_keep_alive
-        if most and not v5 and keep_alive > most:
-            return self._refuse(0x02)  # what Mosquitto answers: identifier rejected
-        server_keep_alive = v5 and most and (keep_alive == 0 or keep_alive > most)
-        password = f["password"]
-        try:
-            conn = self.broker.connect(
-                self, user=f["username"],
-                password=password.decode("utf-8", "replace") if password is not None else None,
-                flow_limit=min(props.get("receive_maximum", 65535), 65535))
-        except AuthenticationFailed:
-            return self._refuse(0x86 if v5 else 0x04)
-        except InvalidClientId:
-            return self._refuse(0x85 if v5 else 0x02)
-        except BrokerError:
-            return self._refuse(0x88 if v5 else 0x03)
         self._conn = conn
         self.client_id = client_id
         self.connected = True
-        self.keep_alive = most if server_keep_alive else keep_alive
-        self._client_max_packet = props.get("maximum_packet_size", 0)
+        self.keep_alive = request.keep_alive
+        self._client_max_packet = request.max_packet
+        self._aliases_out.maximum = request.topic_alias_maximum
         hub.active[client_id] = self
         present = stored is not None
         # a resumed session's subscriptions stay durable whatever this connection's
         # expiry (v5 without the property: 0, the session ends with this connection)
+        expiry = request.expiry
         self._persistent = expiry != 0 or present
         if stored is None:
             stored = StoredSession(client_id, expiry)
@@ -346,7 +373,7 @@ class MqttSession:
                 hub.sessions[client_id] = stored
         stored.expiry, stored.expires_at, stored.principal = expiry, None, conn.principal
         self._stored = stored
-        will = f.get("will")
+        will = request.will
         if will is not None:
             self._will = messages.from_publish(
                 will["topic"], will["payload"], will["qos"], will["retain"],
@@ -354,13 +381,15 @@ class MqttSession:
             self._will_delay = will["properties"].get("will_delay_interval", 0)
         answer: dict[str, Any] = {}
         if v5:
-            answer = {"assigned_client_identifier": assigned,
+            answer = {"assigned_client_identifier": request.assigned,
                       "topic_alias_maximum": TOPIC_ALIAS_MAXIMUM,
                       "maximum_packet_size": self.max_packet_bytes,
                       "receive_maximum": RECEIVE_MAXIMUM}
-            if server_keep_alive:
-                answer["server_keep_alive"] = most
+            if request.server_keep_alive:
+                answer["server_keep_alive"] = request.server_keep_alive
         self._connack(0, present, answer)
+        for pid in self._outbound.adopt(stored.outbound_pubrel):  # MQTT-4.4.0-1
+            self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid))
         for state in list(stored.subscriptions.values()):
             self._attach(state)
 
@@ -375,28 +404,11 @@ class MqttSession:
         conn_id = self._conn.connection_id if self._conn is not None else 0
         return f"ID:{self.broker.name}-mqtt-{conn_id}-{next(self._msg_seq)}"
 
-    def _next_pid(self) -> int:
-        for _ in range(65536):
-            pid = next(self._pids) % 65536
-            if pid and pid not in self._inflight:
-                return pid
-        raise MalformedPacket("no free packet id: 65535 messages in flight", 0x93)
-
     def _on_publish(self, f: dict[str, Any]) -> None:
         conn = self._conn
         assert conn is not None
         qos, pid, props, topic = f["qos"], f["packet_id"], f["properties"], f["topic"]
-        alias = props.get("topic_alias")
-        if alias is not None:
-            if not 0 < alias <= TOPIC_ALIAS_MAXIMUM:
-                raise MalformedPacket(f"topic alias {alias} is over the broker's topic "
-                                      f"alias maximum {TOPIC_ALIAS_MAXIMUM}", 0x94)
-            if topic:
-                self._aliases[alias] = topic
-            elif alias in self._aliases:
-                topic = self._aliases[alias]
-            else:
-                raise MalformedPacket(f"topic alias {alias} was never set", 0x82)
+        topic = self._aliases_in.resolve(props.get("topic_alias"), topic)
         stored = self._stored
         assert stored is not None
         if qos == 2 and pid in stored.inbound_qos2:  # a resent PUBLISH: routed already
@@ -439,41 +451,42 @@ class MqttSession:
                                           0 if known else 0x92))
 
     def _on_puback(self, f: dict[str, Any]) -> None:
-        entry = self._inflight.get(f["packet_id"])
-        if entry is None or entry[2] != 1:
-            return  # MQTT: an unknown packet id is ignored
-        del self._inflight[f["packet_id"]]
-        self._settled(entry)
+        settled = self._outbound.puback(f["packet_id"])
+        if settled is not None:  # MQTT: an unknown packet id is ignored
+            self._settled(settled)
 
     def _on_pubrec(self, f: dict[str, Any]) -> None:
         pid = f["packet_id"]
-        entry = self._inflight.get(pid)
-        if entry is None or entry[2] != 2:
+        if f["reason"] >= 0x80:  # v5: the client refused it, the exchange ends here
+            settled = self._outbound.pubcomp(pid)
+            if settled is not None:
+                self._settled(settled)
+            return
+        tag = self._outbound.pubrec(pid)
+        if tag is None:
             self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid, 0x92))
             return
-        entry[3] = 1
+        if tag and self._conn is not None:
+            self._conn.ack([tag])  # the client has it: never to be sent again
         self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid))
 
     def _on_pubcomp(self, f: dict[str, Any]) -> None:
-        entry = self._inflight.pop(f["packet_id"], None)
-        if entry is not None:
-            self._settled(entry)
+        settled = self._outbound.pubcomp(f["packet_id"])
+        if settled is not None:
+            self._settled(settled)
 
-    def _settled(self, entry: list[int]) -> None:
+    def _settled(self, settled: Settled) -> None:
         conn = self._conn
-        consumer_id, tag = entry[0], entry[1]
-        if conn is None or not consumer_id:
+        if conn is None:
             return
-        if tag:
-            conn.ack([tag])
-        self._refill(conn, [consumer_id])
+        if settled.tag:
+            conn.ack([settled.tag])
+        if settled.gated:
+            self._refill(conn, [settled.consumer_id])
 
     def _refill(self, conn: ServerConnection, consumer_ids: list[int]) -> None:
-        counts: dict[int, int] = {}
-        for cid in consumer_ids:
-            counts[cid] = counts.get(cid, 0) + 1
         conn.release_flow(len(consumer_ids))
-        for cid, n in counts.items():
+        for cid, n in Counter(consumer_ids).items():
             if cid in self._by_consumer:
                 conn.grant_credit(cid, n)
 
@@ -488,23 +501,15 @@ class MqttSession:
                 codes.append(0)
                 continue
             group, topic_filter = topics.split_share(text)
-            state = SubscriptionState(
-                text, options & 3, no_local=bool(options & 4),
-                retain_as_published=bool(options & 8),
-                subscription_id=sub_ids[0] if sub_ids else None, share=group)
+            state = SubscriptionState.from_options(text, options,
+                                                   sub_ids[0] if sub_ids else None, group)
             new = text not in self._subs
             try:
                 topics.core_filter(topic_filter)
                 self._unsubscribe(text, keep_durable=True)
                 self._attach(state)
-            except topics.TopicError:
-                codes.append(0x8F if self.version == V5 else 0x80)
-                continue
-            except AccessDenied:
-                codes.append(0x87 if self.version == V5 else 0x80)
-                continue
-            except BrokerError:
-                codes.append(0x80)
+            except (topics.TopicError, BrokerError) as exc:
+                codes.append(topics.suback_refusal(exc, self.version == V5))
                 continue
             assert self._stored is not None
             self._stored.subscriptions[text] = state
@@ -555,9 +560,7 @@ class MqttSession:
             return False
         self._by_consumer.pop(sub.consumer_id, None)
         conn.close_consumer(sub.consumer_id)
-        for _pid, entry in list(self._inflight.items()):
-            if entry[0] == sub.consumer_id:
-                entry[0] = entry[1] = 0  # closing the consumer gave them back
+        self._outbound.consumer_closed(sub.consumer_id)
         if self._persistent and sub.state.share is None and not keep_durable:
             conn.unsubscribe(durable_name(self.client_id, text))
         return True
@@ -579,7 +582,7 @@ class MqttSession:
         self._clean_exit = f.get("reason", 0) != 0x04
         expiry = f.get("properties", {}).get("session_expiry_interval")
         if expiry is not None and self._stored is not None and self._persistent:
-            self._stored.expiry = None if expiry == _NEVER else expiry
+            self._stored.expiry = None if expiry == connect.NEVER else expiry
         self.closing = True
 
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 from jmspy.errors import JMSException
 from jmspy.wire.headers import BROKER_NAME, MQTT_VERSION_TOPIC
 
-__all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share"]
+from ...core.errors import AccessDenied
+
+__all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share",
+           "suback_refusal"]
 
 SHARE = "$share/"
 
@@ -84,3 +87,14 @@ def split_share(topic_filter: str) -> tuple[str | None, str]:
 def mqtt_topic(core_name: str) -> str:
     """The MQTT topic name a delivery from core topic ``core_name`` carries."""
     return core_name.replace(".", "/")
+
+
+def suback_refusal(exc: Exception, v5: bool) -> int:
+    """The SUBACK code refusing a filter for ``exc``: a filter that maps to no core
+    pattern (v5 0x8F, topic filter invalid), an ACL (0x87, not authorized), anything
+    else the core refused (0x80); 3.1.1 has only 0x80."""
+    if not v5:
+        return 0x80
+    if isinstance(exc, TopicError):
+        return 0x8F
+    return 0x87 if isinstance(exc, AccessDenied) else 0x80

@@ -35,11 +35,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
 
-from ...core import BrokerError
 from ...core.input_budget import InputBudget
-from ...core.listener_stats import Refused
 from ...store.store_faults import StoreWriteFailed
 from ...tls_config import cert_user
+from ..logins import LoginRefused
 from .connect import LoginRequest
 from .holding_core import holding_core
 from .liveness import Liveness
@@ -47,14 +46,13 @@ from .protocol import TURN_FRAMES, StompSession
 from .read_pauses import Pause, ReadPauses
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
     from contextlib import AbstractContextManager
 
     from jmspy.stomp_frames import CodecLimits
 
     from ...core import Broker
-    from ...core.throttle import LoginThrottle
     from ..connection_limits import ConnectionLimits
+    from ..logins import Logins
     from .loop_polling import LoopPolling
 
 __all__ = ["HIGH_WATER", "LINGER_S", "ConnectionServer", "StompConnection"]
@@ -86,9 +84,7 @@ class ConnectionServer(Protocol):
     @property
     def connection_limits(self) -> ConnectionLimits: ...
     @property
-    def throttle(self) -> LoginThrottle: ...
-    @property
-    def login_pool(self) -> ThreadPoolExecutor: ...
+    def logins(self) -> Logins: ...
     @property
     def lingering(self) -> set[asyncio.Transport]: ...
     @property
@@ -194,34 +190,16 @@ class StompConnection(asyncio.Protocol):
 
     async def _login(self, request: LoginRequest) -> None:
         server = self.server
-        policy = server.broker.security
-        assert policy is not None
-        verdict = server.throttle.verdict(self.address, request.user)
-        if verdict.refusal is not None:
-            with server.core_lock:
-                server.broker.listeners.refuse(Refused.LOGIN_THROTTLED)
-                self.refuse("too many failed logins", verdict.refusal)
-            return
-        if verdict.delay_ms:
-            await asyncio.sleep(verdict.delay_ms / 1000)
         try:
-            if self.certificate_user is not None:
-                principal = policy.authenticate_certificate(self.certificate_user,
-                                                            request.user)
-            else:
-                principal = await self.loop.run_in_executor(
-                    server.login_pool, policy.authenticate, request.user, request.password)
-        except BrokerError as exc:
-            if request.user or request.password:
-                server.throttle.failed(self.address, request.user)
+            principal = await server.logins.check(self.address, request.user,
+                                                  request.password, self.certificate_user)
+        except LoginRefused as no:
             with server.core_lock:
-                server.broker.listeners.refuse(Refused.AUTHENTICATION)
-            if not self._closed:
-                with server.core_lock:
-                    self._refuse_quietly(exc.message.split(";")[0][:200], exc.message,
-                                         exc.code)
+                if no.throttled:
+                    self.refuse(no.message, no.detail)
+                elif not self._closed:
+                    self._refuse_quietly(no.message, no.detail, no.code)
             return
-        server.throttle.succeeded(self.address, request.user)
         if self._closed:
             return
         with server.core_lock:

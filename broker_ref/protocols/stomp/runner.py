@@ -103,7 +103,7 @@ async def serve(
         if on_ready is not None:
             on_ready(host, port)
         if config.mqtt_port is not None or config.mqtt_tls_port is not None:
-            mqtt = await _mqtt(config, broker, server.connection_limits, on_mqtt_ready)
+            mqtt = await _mqtt(config, broker, server, on_mqtt_ready)
         if tls is not None and on_tls_ready is not None:
             on_tls_ready(tls_host, tls_port)
         if config.metrics_port is not None:
@@ -169,17 +169,19 @@ async def _http_listener(config: BrokerConfig, broker: Broker, server: StompServ
                                    throttle=server.throttle)
 
 
-async def _mqtt(config: BrokerConfig, broker: Broker, limits: ConnectionLimits,
+async def _mqtt(config: BrokerConfig, broker: Broker, stomp: StompServer,
                 on_ready: Callable[[str, int, bool], None] | None) -> MqttServer:
     """The MQTT listeners: plain on [broker.mqtt] port, over TLS on its tls-port (with
-    [broker.tls]'s certificate and client-certificate rules); [limits] as on STOMP."""
+    [broker.tls]'s certificate and client-certificate rules, identity-as-user too);
+    [limits] as on STOMP, and STOMP's logins (one failed-login throttle for both)."""
     from ..mqtt.server import MqttServer
 
     if config.mqtt_tls_port is not None and config.tls is None:
         raise ConfigError("[broker.mqtt] tls-port (--mqtt-tls-port) needs the certificate "
                           "of [broker.tls]: add that table with cert and key")
     mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
-                      max_keep_alive=config.mqtt_max_keep_alive, limits=limits)
+                      max_keep_alive=config.mqtt_max_keep_alive,
+                      limits=stomp.connection_limits, logins=stomp.logins)
     for port, over_tls in ((config.mqtt_port, False), (config.mqtt_tls_port, True)):
         if port is None:
             continue

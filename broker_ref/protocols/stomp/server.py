@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 
 from jmspy.stomp_frames import CodecLimits
@@ -31,6 +30,7 @@ from ...core import Broker
 from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES
 from ...core.throttle import LoginThrottle
 from ..connection_limits import Admission, ConnectionLimits
+from ..logins import Logins
 from .connection import HIGH_WATER, LINGER_S, StompConnection
 from .loop_polling import LoopPolling
 from .tls import TlsListener
@@ -72,10 +72,11 @@ class StompServer:
         self.connection_limits = connection_limits or ConnectionLimits()
         if self.connection_limits.input_budget is not None:  # the broker's, shared
             broker.listeners.input.set_limit(self.connection_limits.input_budget)
-        self.throttle = LoginThrottle(self.connection_limits.throttle, broker.now)
-        #: One thread checks passwords: the loop keeps the other core, and a flood of
-        #: logins queues there instead of stalling everyone.
-        self.login_pool = ThreadPoolExecutor(1, thread_name_prefix="jmspy-login")
+        #: the credential checks (throttle, certificate users, passwords off the loop),
+        #: shared with the MQTT listener of the same broker process (runner.py)
+        self.logins = Logins(broker, LoginThrottle(self.connection_limits.throttle,
+                                                   broker.now), core_lock)
+        self.throttle = self.logins.throttle
         self._admission: Admission[StompConnection] = Admission(
             self.connection_limits, broker.listeners)
         self.connections = self._admission.connections
@@ -284,7 +285,7 @@ class StompServer:
                 self._timer.cancel()
             if self.owns_broker:
                 self.broker.close()
-        self.login_pool.shutdown(wait=False, cancel_futures=True)
+        self.logins.close()
         for server in self._servers:
             await server.wait_closed()
         await asyncio.sleep(0)
