@@ -15,6 +15,8 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 
+from jmspy.errors import JMSException
+
 from ..core import Broker, BrokerError
 from ..core.listener_stats import Refused
 from ..core.security import Principal
@@ -23,7 +25,7 @@ from ..core.throttle import LoginThrottle
 __all__ = ["LoginRefused", "Logins"]
 
 
-class LoginRefused(Exception):
+class LoginRefused(JMSException):
     """A login the broker refuses: ``reason`` (what the listener statistics count),
     ``message`` (short, for the client's refusal), ``detail`` (the whole story, for the
     log and STOMP's ERROR body) and ``code`` (the broker error's code, if one was why)."""

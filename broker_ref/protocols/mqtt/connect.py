@@ -15,6 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from jmspy.errors import JMSException
+
 from .codec import V5
 
 __all__ = ["ConnectRefused", "ConnectRequest", "protocol_version", "read_connect"]
@@ -23,7 +25,7 @@ __all__ = ["ConnectRefused", "ConnectRequest", "protocol_version", "read_connect
 NEVER = 0xFFFFFFFF
 
 
-class ConnectRefused(Exception):
+class ConnectRefused(JMSException):
     """The CONNECT is refused before login with the CONNACK ``code``."""
 
     def __init__(self, code: int) -> None:
