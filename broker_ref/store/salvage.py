@@ -113,6 +113,8 @@ class SalvageTarget(Protocol):
 
     def copy_subscription(self, row: tuple[object, ...]) -> None: ...
 
+    def put_state(self, kind: str, key: str, data: bytes) -> None: ...
+
     def commit(self) -> None: ...
 
     def close(self) -> None: ...
@@ -249,6 +251,11 @@ def _copy_rows(readable: Path, fresh: SalvageTarget, report: SalvageReport) -> N
                 if _is_subscription(row[1]):
                     fresh.copy_subscription(tuple(row[1]))
                     report.subscriptions += 1
+        # the protocol hosts' records (MQTT sessions, retained messages): what SQLite
+        # still reads of them (none in a file older than the table)
+        with contextlib.suppress(sqlite3.DatabaseError):
+            for kind, key, data in old.execute("SELECT kind, key, data FROM protocol_state"):
+                fresh.put_state(kind, key, data)
     finally:
         old.close()
 

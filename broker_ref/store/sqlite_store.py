@@ -60,7 +60,8 @@ log = logging.getLogger("jmspy.broker.store")
 #: paging (seed 002); 3: one column per message field (``message_codec.ROW_COLUMNS``),
 #: ``data`` empty -- rows of layouts 1 and 2 keep their JSON and are read as such. The
 #: ``duplicate_ids`` table (.duplicates) came later in layout 3: an older jmspy that opens
-#: the file ignores it, so it needs no new layout number.
+#: the file ignores it, so it needs no new layout number; so does ``protocol_state`` (the
+#: records protocol hosts keep: MQTT sessions and retained messages).
 SCHEMA_VERSION = 3
 
 _ROW_TYPES = {"kind": "TEXT", "dest": "TEXT", "body_type": "TEXT", "body": "", "props": "TEXT",
@@ -88,6 +89,12 @@ CREATE TABLE IF NOT EXISTS duplicate_ids (
     PRIMARY KEY (address, id)
 );
 CREATE INDEX IF NOT EXISTS duplicate_ids_order ON duplicate_ids (address, n);
+CREATE TABLE IF NOT EXISTS protocol_state (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (kind, key)
+);
 CREATE TABLE IF NOT EXISTS subscriptions (
     queue TEXT PRIMARY KEY,
     client_id TEXT,
@@ -334,6 +341,17 @@ class SqliteStore(GroupWrites):
                 "SELECT address, id, n, at FROM duplicate_ids ORDER BY address, n"):
             out.setdefault(address, []).append((dup_id, int(n), int(at)))
         return out
+
+    def put_state(self, kind: str, key: str, data: bytes) -> None:
+        self._write("INSERT OR REPLACE INTO protocol_state (kind, key, data) VALUES (?, ?, ?)",
+                    (kind, key, data))
+
+    def remove_state(self, kind: str, key: str) -> None:
+        self._write("DELETE FROM protocol_state WHERE kind = ? AND key = ?", (kind, key))
+
+    def load_state(self, kind: str) -> dict[str, bytes]:
+        return {str(key): bytes(data) for key, data in self._db.execute(
+            "SELECT key, data FROM protocol_state WHERE kind = ?", (kind,))}
 
     def load(self) -> RecoveredState:
         """Where the rows are (the ``messages_page`` index alone; no message is read)."""

@@ -141,6 +141,20 @@ class Store(Protocol):
         """The ids kept, per address: ``(id, n, at_ms)``, oldest first."""
         ...
 
+    def put_state(self, kind: str, key: str, data: bytes) -> None:
+        """Keep a protocol host's record ``key`` of ``kind`` (replacing one there): what a
+        host must find again after a restart that is not a message or a subscription of
+        the core (an MQTT session's options, a retained message). Written in the same
+        commit as the messages of the same turn, so a reply sent after that commit may
+        promise both."""
+
+    def remove_state(self, kind: str, key: str) -> None:
+        """Forget the record ``key`` of ``kind`` (nothing if there is none)."""
+
+    def load_state(self, kind: str) -> dict[str, bytes]:
+        """Every record of ``kind``, by key."""
+        ...
+
     def load(self) -> RecoveredState:
         """Where everything persisted is, for a broker starting up (no message is read)."""
         ...
@@ -244,14 +258,16 @@ class MemoryStore:
     ``Broker`` built on the same instance recovers what a crash-safe store would have.
     """
 
-    __slots__ = ("_dup_ids", "_messages", "_seq", "_subscriptions", "closed", "faulted",
-                 "unusable", "writer", "writes")
+    __slots__ = ("_dup_ids", "_messages", "_seq", "_state", "_subscriptions", "closed",
+                 "faulted", "unusable", "writer", "writes")
 
     def __init__(self) -> None:
         self._messages: dict[str, dict[str, StoredMessage]] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
         #: address -> duplicate id -> (n, at_ms), in the order added
         self._dup_ids: dict[str, dict[str, tuple[int, int]]] = {}
+        #: (kind, key) -> a protocol host's record (put_state)
+        self._state: dict[tuple[str, str], bytes] = {}
         self._seq = 0
         self.closed = False
         #: Number of write calls, so tests can check what the broker persisted.
@@ -313,6 +329,17 @@ class MemoryStore:
     def load_duplicate_ids(self) -> dict[str, list[tuple[str, int, int]]]:
         return {a: [(k, n, at) for k, (n, at) in ids.items()]
                 for a, ids in self._dup_ids.items() if ids}
+
+    def put_state(self, kind: str, key: str, data: bytes) -> None:
+        self.writes += 1
+        self._state[kind, key] = bytes(data)
+
+    def remove_state(self, kind: str, key: str) -> None:
+        if self._state.pop((kind, key), None) is not None:
+            self.writes += 1
+
+    def load_state(self, kind: str) -> dict[str, bytes]:
+        return {key: data for (k, key), data in self._state.items() if k == kind}
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

@@ -164,12 +164,22 @@ class MqttPair:
                  **broker_options: Any) -> None:
         self.max_keep_alive = max_keep_alive
         self.clock = FakeClock()
+        self._broker_options = broker_options
         self.broker = Broker(clock=self.clock, **broker_options)
         self.hub = MqttHub(self.broker)
         self.max_bytes = max_bytes
         self.clients: list[Client] = []
         #: what other clients received during the last call, by client
         self.seen: dict[int, list[dict[str, Any]]] = {}
+
+    def crash_and_restart(self, store: Any) -> None:
+        """The broker dies as ``kill -9`` kills it (nothing is closed, no client is told)
+        and a new one starts on ``store`` (the old one's, reopened) at the same clock;
+        the old clients are gone."""
+        options = {**self._broker_options, "store": store}
+        self.broker = Broker(clock=self.clock, **options)
+        self.hub = MqttHub(self.broker)
+        self.clients, self.seen = [], {}
 
     def client(self, version: int = 4) -> Client:
         return Client(self, version)

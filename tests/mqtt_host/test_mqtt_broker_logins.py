@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from mqtt_pair import connect_packet, decode_server, subscribe_packet
+from mqtt_pair import connect_packet, subscribe_packet
+from mqtt_process import WAIT, BrokerProcess, exchange
 from tls_ca import TlsFiles
 
 from jmspy.broker_ref.core.security import hash_password
-from jmspy.broker_ref.protocols.mqtt import codec
-
-WAIT = 10.0
 
 
 def _security() -> str:
@@ -38,39 +33,11 @@ def _security() -> str:
 @contextmanager
 def _broker(tmp_path: Path, toml: str, *args: str) -> Iterator[dict[str, int]]:
     """A broker process serving ``toml``; its ports by what each line announces."""
-    (tmp_path / "broker.toml").write_text(toml)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jmspy", "broker", "--port", "0", "--in-memory",
-         "--config", str(tmp_path / "broker.toml"), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    broker = BrokerProcess(tmp_path, "--in-memory", *args, toml=toml)
     try:
-        assert proc.stdout is not None
-        ports: dict[str, int] = {}
-        wanted = 1 + sum(a.endswith("-port") for a in args)
-        for _ in range(wanted):
-            line = proc.stdout.readline()
-            assert line, proc.stderr.read() if proc.stderr else "the broker exited"
-            port = int(line.split()[4].rsplit(":", 1)[1])
-            kind = ("mqtt" if "for MQTT" in line else "stomp")
-            ports[kind + ("s" if "over TLS" in line else "")] = port
-        yield ports
+        yield broker.start()
     finally:
-        proc.terminate()
-        proc.communicate(timeout=WAIT)
-
-
-def _exchange(sock: socket.socket, data: bytes, count: int) -> list[dict[str, Any]]:
-    """Send ``data``; the next ``count`` MQTT 5 packets the broker answers."""
-    sock.sendall(data)
-    parser, out = codec.PacketParser(1 << 20), []
-    while len(out) < count:
-        while (item := parser.next_packet()) is not None:
-            out.append(decode_server(item[0], item[1], 5))
-        if len(out) < count:
-            chunk = sock.recv(65536)
-            assert chunk, f"closed after {out}"
-            parser.feed(chunk)
-    return out
+        broker.stop()
 
 
 def _tls(port: int, files: TlsFiles) -> socket.socket:
@@ -90,9 +57,9 @@ def test_a_client_certificate_logs_its_user_in_over_mqtt_and_her_acls_apply(
         tmp_path: Path, tls_ca: TlsFiles) -> None:
     with _broker(tmp_path, _identity(tls_ca), "--tls-port", "0",
                  "--mqtt-tls-port", "0") as ports, _tls(ports["mqtts"], tls_ca) as alice:
-        (connack,) = _exchange(alice, connect_packet("alice-dev", version=5), 1)
+        (connack,) = exchange(alice, connect_packet("alice-dev", version=5), 1)
         assert connack["code"] == 0  # no user name, no password: the certificate
-        (suback,) = _exchange(alice, subscribe_packet(
+        (suback,) = exchange(alice, subscribe_packet(
             1, ("orders/#", 1), ("audit/#", 1), version=5), 1)
         assert suback["codes"] == [1, 0x87]  # a trader, not an auditor
 
@@ -101,7 +68,7 @@ def test_a_certificate_cannot_log_in_over_mqtt_as_another_user(
         tmp_path: Path, tls_ca: TlsFiles) -> None:
     with _broker(tmp_path, _identity(tls_ca), "--tls-port", "0",
                  "--mqtt-tls-port", "0") as ports, _tls(ports["mqtts"], tls_ca) as alice:
-        (connack,) = _exchange(alice, connect_packet(
+        (connack,) = exchange(alice, connect_packet(
             "x", version=5, user="bob", password="bob-pw"), 1)
         assert connack["code"] == 0x86
         assert "names user 'alice' but CONNECT asks for 'bob'" in (
@@ -118,6 +85,6 @@ def test_failed_stomp_logins_count_against_mqtt_logins_from_that_address(
                               b"passcode:guess\n\n\0")
                 assert stomp.recv(65536).startswith(b"ERROR")
         with socket.create_connection(("127.0.0.1", ports["mqtt"]), WAIT) as mqtt:
-            (connack,) = _exchange(mqtt, connect_packet(
+            (connack,) = exchange(mqtt, connect_packet(
                 "dev", version=5, user="alice", password="alice-pw"), 1)
             assert connack["code"] == 0x9F  # the right password, refused unchecked

@@ -12,11 +12,12 @@ are persistent (QoS 1 and 2); expiry deletes those subscriptions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...core import Broker, BrokerError, Delivery, ServerMessage, pattern_matches
 from ...core.security import Principal
+from .hub_store import HubStore
+from .session_state import StoredSession, SubscriptionState
 
 
 class ConnectedSession(Protocol):
@@ -33,47 +34,6 @@ def durable_name(client_id: str, topic_filter: str) -> str:
     return f"mqtt:{client_id}:{topic_filter}"
 
 __all__ = ["ConnectedSession", "MqttHub", "StoredSession", "SubscriptionState", "durable_name"]
-
-
-@dataclass(slots=True)
-class SubscriptionState:
-    """One subscription of a session, as SUBSCRIBE asked for it."""
-
-    topic_filter: str
-    qos: int
-    no_local: bool = False
-    retain_as_published: bool = False
-    subscription_id: int | None = None
-    share: str | None = None
-
-    @classmethod
-    def from_options(cls, text: str, options: int, subscription_id: int | None,
-                     share: str | None) -> SubscriptionState:
-        """The state SUBSCRIBE asks for ``text`` with its options byte."""
-        return cls(text, options & 3, no_local=bool(options & 4),
-                   retain_as_published=bool(options & 8),
-                   subscription_id=subscription_id, share=share)
-
-
-@dataclass(slots=True)
-class StoredSession:
-    """A session's state that outlives its connection (persistent sessions)."""
-
-    client_id: str
-    #: seconds after the connection ends (None: never expires; 0: ends with it)
-    expiry: int | None
-    principal: Principal | None = None
-    subscriptions: dict[str, SubscriptionState] = field(default_factory=dict)
-    #: packet ids of QoS 2 PUBLISHes received, routed, and waiting for their PUBREL
-    inbound_qos2: set[int] = field(default_factory=set)
-    #: packet ids of QoS 2 PUBLISHes sent whose PUBREC came and PUBCOMP did not: their
-    #: PUBREL goes out again when the client comes back (.inflight)
-    outbound_pubrel: set[int] = field(default_factory=set)
-    expires_at: int | None = None
-
-    def connection_ended(self, now: int) -> None:
-        """Its connection ended at ``now``: the expiry clock starts."""
-        self.expires_at = None if self.expiry is None else now + self.expiry * 1000
 
 
 class _Quiet:
@@ -94,27 +54,33 @@ class MqttHub:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        #: what of this state outlives the broker (its store's records; none without one)
+        self.saved = HubStore(broker.store)
         #: core topic -> the retained message (at most one per topic)
-        self.retained: dict[str, ServerMessage] = {}
+        self.retained: dict[str, ServerMessage] = self.saved.retained()
         #: client id -> the session connected under it now
         self.active: dict[str, ConnectedSession] = {}
         #: client id -> state of a persistent session (connected or not)
-        self.sessions: dict[str, StoredSession] = {}
+        self.sessions: dict[str, StoredSession] = {
+            s.client_id: s for s in self.saved.sessions(broker.now())}
         #: (due, client id, will message, principal) of wills waiting for their delay
         self.wills: list[tuple[int, str, ServerMessage, Principal | None]] = []
 
     def retain(self, msg: ServerMessage) -> None:
         """Keep ``msg`` as its topic's retained message (an empty payload clears it)."""
         if msg.body in (b"", ""):
-            self.retained.pop(msg.destination, None)
+            if self.retained.pop(msg.destination, None) is not None:
+                self.saved.retain(msg.destination, None)
         else:
             self.retained[msg.destination] = msg
+            self.saved.retain(msg.destination, msg)
 
     def retained_for(self, pattern: str, now: int) -> list[ServerMessage]:
         out = []
         for name, msg in list(self.retained.items()):
             if msg.expiration and msg.expiration <= now:
                 del self.retained[name]
+                self.saved.retain(name, None)
             elif pattern_matches(pattern, name):
                 out.append(msg)
         return out
@@ -127,6 +93,13 @@ class MqttHub:
             self.wills.append((now + delay * 1000, client_id, msg, principal))
         else:
             self.publish(msg, principal)
+
+    def save(self, client_id: str) -> None:
+        """``client_id``'s persistent session may have changed (a turn of its connection
+        ended, or the connection did): its record is written if it did."""
+        stored = self.sessions.get(client_id)
+        if stored is not None:
+            self.saved.save(stored)
 
     def cancel_will(self, client_id: str) -> None:
         """The client came back within its will delay: no will (MQTT 5 3.1.3.2.2)."""
@@ -174,6 +147,7 @@ class MqttHub:
         3.1.3.2.2: the delay or the session's end, whichever comes first), and its
         durable subscriptions are deleted from the core."""
         self.sessions.pop(stored.client_id, None)
+        self.saved.forget(stored.client_id)
         self._send_wills(lambda _due, client_id: client_id == stored.client_id)
         durable = [s.topic_filter for s in stored.subscriptions.values() if s.share is None]
         if not durable or self.broker.closed or stored.client_id in self.active:

@@ -2,7 +2,9 @@
 keep-alive and the hub's due work (delayed wills, session expiry).
 
 Every call into the core happens on the loop's thread, holding ``core_lock`` (a
-``vm://`` broker's lock when the server is its connector: :mod:`.connector`). A socket
+``vm://`` broker's lock when the server is its connector: :mod:`.connector`). No output
+leaves before the store has committed what the turn wrote (:mod:`..durability`): a PUBACK
+promises its message, a SUBACK its persistent subscription, as a STOMP RECEIPT does. A socket
 that congests stops settling QoS 0 deliveries (``written``), so credit stops and at most
 a window per subscription waits in its buffer; a session whose PUBLISHes producer flow
 control holds is not read until they went through.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,6 +23,7 @@ from ...core.listener_stats import Closed
 from ...core.throttle import LoginThrottle
 from ...tls_config import cert_user
 from ..connection_limits import Admission, ConnectionLimits
+from ..durability import make_durable
 from ..logins import LoginRefused, Logins
 from .connect import ConnectRequest
 from .hub import MqttHub
@@ -51,6 +55,8 @@ class MqttConnection(asyncio.Protocol):
         #: the user the client's verified certificate names, when it logs in by it
         self.certificate_user: str | None = None
         self._logging_in = False
+        #: a group commit lost messages this connection sent: why (see store_refused)
+        self._store_refusal: str | None = None
         self.transport: asyncio.Transport | None = None
         self._congested = False
         self._paused_reading = False
@@ -72,6 +78,7 @@ class MqttConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         with self.server.core_lock:
+            self._writing()
             try:
                 self.session.receive_data(data)
             except Exception:
@@ -96,8 +103,22 @@ class MqttConnection(asyncio.Protocol):
                 self.flush()
             return
         with server.core_lock:
+            self._writing()
             self.session.login_done(principal)
             self.flush()
+
+    def _writing(self) -> None:
+        store = self.server.broker.store
+        if store is not None:
+            store.writer = self  # a failed group commit names whose messages it lost
+
+    def store_refused(self, why: str) -> None:
+        """A group commit lost messages this connection sent since its last PUBACK
+        (:mod:`..durability`): the next flush writes none of the acknowledgements waiting
+        and ends the connection (v5: DISCONNECT 0x80 saying why), so the client sends
+        them again, as a QoS 1/2 client does for what it has no PUBACK/PUBREC of."""
+        self._store_refusal = why
+        self._wakeup()
 
     def _wakeup(self) -> None:
         if not self._flush_due:
@@ -118,6 +139,14 @@ class MqttConnection(asyncio.Protocol):
             session.receive_data(b"")  # what waited behind a held PUBLISH, in order
         for _ in range(64):
             data = session.data_to_send()
+            if data:
+                self.server.make_durable()  # what the output promises is on disk first
+            if self._store_refusal is not None:
+                why, self._store_refusal = self._store_refusal, None
+                log.error("MQTT client %s disconnected: %s", self.address, why)
+                session.close_by_operator(f"message not stored: {why}; send it again once "
+                                          "the broker stores again", 0x80)
+                data = session.data_to_send()  # the DISCONNECT alone, no acknowledgement
             if data:
                 transport.write(data)
             if self._congested or session.closing:
@@ -162,8 +191,12 @@ class MqttServer:
     def __init__(self, broker: Broker, *, hub: MqttHub | None = None,
                  core_lock: AbstractContextManager[object] | None = None,
                  max_packet_bytes: int = MAX_PACKET_BYTES, max_keep_alive: int = 0,
-                 limits: ConnectionLimits | None = None, logins: Logins | None = None) -> None:
+                 limits: ConnectionLimits | None = None, logins: Logins | None = None,
+                 durable: Callable[[], None] | None = None) -> None:
         self.broker = broker
+        #: commits the store before output (the STOMP listener's in ``jmspy broker``, so
+        #: one group commit covers both protocols and an unusable store stops both)
+        self.make_durable: Callable[[], None] = durable or self._make_durable
         self.hub = hub or MqttHub(broker)
         self.max_keep_alive = max_keep_alive
         #: [limits] as on the STOMP listener: max-connections and the per-address cap
@@ -204,6 +237,16 @@ class MqttServer:
         self._start_tick()
         addr = server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
+
+    def _make_durable(self) -> None:
+        unusable = make_durable(self.broker.store)  # refusals: MqttConnection.store_refused
+        if unusable is not None and self._servers:
+            log.critical("MQTT listener stopping: %s", unusable)
+            for server in self._servers:
+                server.close()
+            self._servers = []
+            for conn in list(self.connections):
+                conn.store_refused(unusable)
 
     def admit(self, conn: MqttConnection) -> str | None:
         """Count a new connection in, or say why it may not come in (and count that)."""

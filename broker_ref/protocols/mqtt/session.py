@@ -30,8 +30,9 @@ from ...core.errors import (
 from ...core.security import Principal
 from . import codec, connect, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
-from .hub import MqttHub, StoredSession, SubscriptionState, durable_name
+from .hub import MqttHub, durable_name
 from .inflight import Outbound, Settled
+from .session_state import StoredSession, SubscriptionState
 from .topic_alias import TOPIC_ALIAS_MAXIMUM, InboundAliases, OutboundAliases
 
 __all__ = ["CREDIT", "MAX_PACKET_BYTES", "RECEIVE_MAXIMUM", "MqttSession"]
@@ -131,6 +132,7 @@ class MqttSession:
             self._receiving = False
             if self.closing:
                 self.connection_lost()
+            self.hub.save(self.client_id)
 
     def data_to_send(self) -> bytes:
         out, self._out = self._out, []
@@ -156,9 +158,10 @@ class MqttSession:
         host stops reading."""
         return self._held > 0 or self.login_request is not None
 
-    def close_by_operator(self, reason: str) -> None:
-        """The management API closed it: v5 DISCONNECT 0x98 (administrative action)."""
-        self._close(0x98, reason)
+    def close_by_operator(self, reason: str, code: int = 0x98) -> None:
+        """The host ends it: v5 DISCONNECT ``code`` (0x98, administrative action: the
+        management API's close; 0x80 when the store lost what it sent) saying why."""
+        self._close(code, reason)
         self.connection_lost()
 
     def check_keep_alive(self, now: int) -> bool:
@@ -194,12 +197,12 @@ class MqttSession:
                 hub.discard(stored)
             else:
                 stored.connection_ended(now)
+                hub.save(self.client_id)
 
     # ------------------------------------------------------------------ SessionCallback
 
-    def deliver(self, delivery: Delivery) -> None:
-        self.deliver_many(delivery.consumer_id, delivery.delivery_tag, [delivery.message],
-                          [delivery.delivery_count])
+    def deliver(self, d: Delivery) -> None:
+        self.deliver_many(d.consumer_id, d.delivery_tag, [d.message], [d.delivery_count])
 
     def deliver_many(self, consumer_id: int, first_tag: int, msgs: list[ServerMessage],
                      counts: list[int]) -> None:
@@ -317,6 +320,7 @@ class MqttSession:
             self._finish_connect(request, principal)
         finally:
             self._receiving = False
+            self.hub.save(self.client_id)
         if self.closing:
             self.connection_lost()
         elif self._parser.buffered:
@@ -444,24 +448,18 @@ class MqttSession:
 
     def _on_pubrel(self, f: dict[str, Any]) -> None:
         assert self._stored is not None
-        pid = f["packet_id"]
-        known = pid in self._stored.inbound_qos2
-        self._stored.inbound_qos2.discard(pid)
-        self._out.append(codec.encode_ack(self.version, codec.PUBCOMP, pid,
-                                          0 if known else 0x92))
+        pid, unreleased = f["packet_id"], self._stored.inbound_qos2
+        known = pid in unreleased
+        unreleased.discard(pid)
+        self._out.append(codec.encode_ack(self.version, codec.PUBCOMP, pid, 0 if known else 0x92))
 
     def _on_puback(self, f: dict[str, Any]) -> None:
-        settled = self._outbound.puback(f["packet_id"])
-        if settled is not None:  # MQTT: an unknown packet id is ignored
-            self._settled(settled)
+        self._settled(self._outbound.puback(f["packet_id"]))  # an unknown id: ignored
 
     def _on_pubrec(self, f: dict[str, Any]) -> None:
         pid = f["packet_id"]
         if f["reason"] >= 0x80:  # v5: the client refused it, the exchange ends here
-            settled = self._outbound.pubcomp(pid)
-            if settled is not None:
-                self._settled(settled)
-            return
+            return self._settled(self._outbound.pubcomp(pid))
         tag = self._outbound.pubrec(pid)
         if tag is None:
             self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid, 0x92))
@@ -471,13 +469,11 @@ class MqttSession:
         self._out.append(codec.encode_ack(self.version, codec.PUBREL, pid))
 
     def _on_pubcomp(self, f: dict[str, Any]) -> None:
-        settled = self._outbound.pubcomp(f["packet_id"])
-        if settled is not None:
-            self._settled(settled)
+        self._settled(self._outbound.pubcomp(f["packet_id"]))
 
-    def _settled(self, settled: Settled) -> None:
+    def _settled(self, settled: Settled | None) -> None:
         conn = self._conn
-        if conn is None:
+        if conn is None or settled is None:
             return
         if settled.tag:
             conn.ack([settled.tag])

@@ -93,6 +93,10 @@ class ConnectionServer(Protocol):
     def polling(self) -> LoopPolling: ...
     @property
     def store_refusals(self) -> dict[StompConnection, str]: ...
+    @property
+    def connections(self) -> set[StompConnection]: ...
+    @property
+    def call_soon(self) -> Callable[[Callable[[], object]], object]: ...
 
     def schedule_flush(self, conn: StompConnection) -> None: ...
     def open_batch(self) -> None: ...
@@ -359,6 +363,16 @@ class StompConnection(asyncio.Protocol):
         self.flush()
 
     # -- output ---------------------------------------------------------------------------
+
+    def store_refused(self, why: str) -> None:
+        """A group commit lost messages this connection sent (.durability): its next
+        flush sends an ERROR instead of their RECEIPTs."""
+        server = self.server
+        if self in server.connections:
+            server.store_refusals[self] = (
+                f"{why}; messages sent on this connection since its last RECEIPT may not "
+                "be stored: send them again once the broker stores again")
+            server.call_soon(self.flush)
 
     @holding_core
     def flush(self) -> None:

@@ -181,7 +181,8 @@ async def _mqtt(config: BrokerConfig, broker: Broker, stomp: StompServer,
                           "of [broker.tls]: add that table with cert and key")
     mqtt = MqttServer(broker, max_packet_bytes=config.mqtt_max_packet_bytes,
                       max_keep_alive=config.mqtt_max_keep_alive,
-                      limits=stomp.connection_limits, logins=stomp.logins)
+                      limits=stomp.connection_limits, logins=stomp.logins,
+                      durable=stomp.make_durable)
     for port, over_tls in ((config.mqtt_port, False), (config.mqtt_tls_port, True)):
         if port is None:
             continue

@@ -30,6 +30,7 @@ from ...core import Broker
 from ...core.input_budget import DEFAULT_MAX_FRAME_BYTES
 from ...core.throttle import LoginThrottle
 from ..connection_limits import Admission, ConnectionLimits
+from ..durability import make_durable
 from ..logins import Logins
 from .connection import HIGH_WATER, LINGER_S, StompConnection
 from .loop_polling import LoopPolling
@@ -195,23 +196,9 @@ class StompServer:
         store; the connections whose stored sends it still lost are told so with an
         ERROR instead of their RECEIPTs (:attr:`store_refusals`), everyone else carries
         on. A store that cannot be used any more stops the broker for real."""
-        store = self.broker.store
-        if store is None:
-            return
-        if store.pending:
-            store.commit()
-        lost = store.take_failed_writers()
-        if lost:
-            why = store.unusable or store.faulted or "the broker's store could not write"
-            reason = (f"{why}; messages sent on "
-                      "this connection since its last RECEIPT may not be stored: send "
-                      "them again once the broker stores again")
-            for writer in lost:
-                if isinstance(writer, StompConnection) and writer in self.connections:
-                    self.store_refusals[writer] = reason
-                    self.call_soon(writer.flush)  # which sends the ERROR
-        if store.unusable is not None:
-            self.fail(store.unusable)
+        unusable = make_durable(self.broker.store)  # refusals: StompConnection.store_refused
+        if unusable is not None:
+            self.fail(unusable)
 
     def fail(self, reason: str) -> None:
         """Stop serving for good: close the listeners (new clients are refused by the
