@@ -4,6 +4,7 @@ paho's own TLS and with jmspy's ``mqtts://``."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 import sys
@@ -162,3 +163,58 @@ def test_a_tls_connector_and_its_context_go_together(
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER) if with_context else None
     with pytest.raises(InvalidConfigurationException, match=says):
         host.add_connector(url, ssl_context=context)
+
+
+def test_an_in_process_mqtts_connector_logs_the_certificates_user_in(
+        vm_broker_factory: Any, tls_ca: TlsFiles) -> None:
+    """``user_from_cert="CN"``: alice's certificate logs alice in without a password and
+    her ACLs apply (plant.# yes, other topics no); a CONNECT naming another user, even
+    with that user's right password, is refused (0x86)."""
+    from mqtt_pair import connect_packet, device_policy, subscribe_packet
+    from mqtt_process import exchange
+
+    policy = device_policy()
+    policy.add_user("bob", "bob-pw", roles=["devices"])
+    host, _ = vm_broker_factory(security=policy)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tls_ca.server_cert), str(tls_ca.server_key))
+    context.load_verify_locations(str(tls_ca.ca))
+    context.verify_mode = ssl.CERT_REQUIRED
+    url = host.add_connector("mqtts://127.0.0.1:0", ssl_context=context,
+                             user_from_cert="CN")
+    port = int(url.rsplit(":", 1)[1])
+    client = ssl.create_default_context(cafile=str(tls_ca.ca))
+    client.load_cert_chain(str(tls_ca.client_cert), str(tls_ca.client_key))  # CN=alice
+
+    def tls_socket() -> ssl.SSLSocket:
+        raw = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        return client.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    with tls_socket() as alice:
+        (connack,) = exchange(alice, connect_packet("alice-dev", version=5), 1)
+        assert connack["code"] == 0
+        (suback,) = exchange(alice, subscribe_packet(
+            1, ("plant/line", 1), ("other/line", 1), version=5), 1)
+        assert suback["codes"] == [1, 0x87]
+    with tls_socket() as claim:
+        (connack,) = exchange(claim, connect_packet(
+            "claim", version=5, user="bob", password="bob-pw"), 1)
+        assert connack["code"] == 0x86
+
+
+@pytest.mark.parametrize(("url", "field", "says"), [
+    ("mqtt://127.0.0.1:0", "CN", "only mqtts:// connectors"),
+    ("mqtts://127.0.0.1:0", "nickname", "not a subject field"),
+])
+def test_user_from_cert_needs_a_tls_connector_and_a_subject_field(
+        vm_broker_factory: Any, tls_ca: TlsFiles, url: str, field: str, says: str) -> None:
+    from jmspy.errors import InvalidConfigurationException
+
+    host, _ = vm_broker_factory()
+    context = None
+    if url.startswith("mqtts"):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls_ca.server_cert), str(tls_ca.server_key))
+    with pytest.raises(InvalidConfigurationException, match=says):
+        host.add_connector(url, ssl_context=context, user_from_cert=field)
+    assert host.connectors == []
