@@ -24,6 +24,7 @@ from ...core.throttle import LoginThrottle
 from ...tls_config import cert_user
 from ..connection_limits import Admission, ConnectionLimits
 from ..durability import make_durable
+from ..lingering import end_after_linger
 from ..logins import LoginRefused, Logins
 from .connect import ConnectRequest
 from .hub import MqttHub
@@ -154,8 +155,8 @@ class MqttConnection(asyncio.Protocol):
             session.written()
             if not session.has_output():
                 break
-        if session.closing:
-            transport.close()
+        if session.closing:  # the DISCONNECT (or refusing CONNACK) must not meet a RST
+            end_after_linger(transport, self.server.lingering, self.server.loop)
             self.transport = None
             return
         held = session.reading_held
@@ -216,6 +217,8 @@ class MqttServer:
                                else self.loop.call_soon_threadsafe)
         self.connections = self._admission.connections
         self._servers: list[asyncio.Server | TlsListener] = []
+        #: closed connections' sockets still read for a while (..lingering)
+        self.lingering: set[asyncio.Transport] = set()
         self._tls: list[TlsListener] = []
         self._tick: asyncio.TimerHandle | None = None
 
@@ -306,6 +309,9 @@ class MqttServer:
                 conn.session.connection_lost()
             for tls in self._tls:
                 tls.abort_sockets()
+            for transport in list(self.lingering):
+                transport.abort()
+            self.lingering.clear()
         for server in self._servers:
             await server.wait_closed()
         if self._own_logins:

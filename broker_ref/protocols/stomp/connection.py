@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from ...core.input_budget import InputBudget
 from ...store.store_faults import StoreWriteFailed
 from ...tls_config import cert_user
+from ..lingering import LINGER_S, end_after_linger
 from ..logins import LoginRefused
 from .connect import LoginRequest
 from .holding_core import holding_core
@@ -60,10 +61,6 @@ __all__ = ["HIGH_WATER", "LINGER_S", "ConnectionServer", "StompConnection"]
 log = logging.getLogger("jmspy.broker.stomp")
 
 HIGH_WATER = 256 * 1024
-#: Seconds a closed connection's socket is still read (and what arrives dropped) after
-#: its write side is shut, unless the client closes first (see
-#: StompConnection._end_transport).
-LINGER_S = 2.0
 
 
 class ConnectionServer(Protocol):
@@ -468,25 +465,6 @@ class StompConnection(asyncio.Protocol):
         self.server.reschedule_timers()
 
     def _end_transport(self, transport: asyncio.Transport) -> None:
-        """Close the socket once the pending output (an ERROR, say) is written. A client
-        may still be sending -- the rest of a frame refused for its size -- and a socket
-        closed with unread input answers with a RST, on which the kernel drops what it
-        had not sent yet: the ERROR that says why. So the write side is shut first (FIN
-        after the ERROR), and what still arrives is read and dropped for at most
-        :data:`LINGER_S` (the client closes on the FIN), then the socket is closed."""
-        if transport.is_closing():
-            return
-        try:
-            transport.write_eof()
-            transport.resume_reading()
-        except (NotImplementedError, RuntimeError, OSError):
-            transport.close()
-            return
-        lingering = self.server.lingering
-        lingering.add(transport)
-
-        def end() -> None:
-            lingering.discard(transport)
-            transport.close()
-
-        self.loop.call_later(LINGER_S, end)
+        """Close the socket once the pending output (an ERROR, say) is written, lingering
+        so that no RST drops it (:mod:`..lingering`)."""
+        end_after_linger(transport, self.server.lingering, self.loop)
