@@ -347,3 +347,36 @@ def test_a_session_that_ends_before_the_will_delay_sends_the_will_then() -> None
     pair.clock.advance(200)
     pair.hub.process(pair.broker.now())  # the session expired: its will goes with it
     assert [m["payload"] for m in pair.inbox(watcher)] == [b"gone"]
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_dollar_topics_reach_filters_naming_them_never_ones_starting_with_a_wildcard(
+        version: int) -> None:
+    """Topics starting with '$' (other than $SYS) are served as Mosquitto serves them,
+    and a filter that starts with a wildcard does not match them (MQTT-4.7.2-1): not
+    live, not retained, not through a shared subscription."""
+    pair = MqttPair()
+    wild, named, shared, pub = (pair.client(version) for _ in range(4))
+    wild.connect("wild")
+    assert wild.subscribe(1, ("#", 1), ("+/B", 1))[0]["codes"] == [1, 1]
+    named.connect("named")
+    assert named.subscribe(1, ("$TopicA/#", 1))[0]["codes"] == [1]
+    if version == 5:
+        shared.connect("shared")
+        assert shared.subscribe(1, ("$share/g/+/B", 1))[0]["codes"] == [1]
+    pub.connect("pub")
+    assert pub.publish("$TopicA/B", b"dollar", qos=1, pid=1, retain=True) == [
+        {"type": codec.PUBACK, "pid": 1, "code": 0}]
+    pub.publish("TopicA/B", b"plain", qos=1, pid=2)
+    assert [m["payload"] for m in pair.inbox(named)] == [b"dollar"]
+    got = [m for m in pair.inbox(wild) if m["type"] == codec.PUBLISH]
+    assert [m["payload"] for m in got] == [b"plain", b"plain"]  # '#' and '+/B'
+    for m in got:
+        wild.ack(codec.PUBACK, m["pid"])
+    if version == 5:
+        assert [m["payload"] for m in pair.inbox(shared)] == [b"plain"]
+    late = pair.client(version)
+    late.connect("late")
+    retained = [m for m in late.subscribe(1, ("#", 0), ("$TopicA/B", 0))
+                if m["type"] == codec.PUBLISH]
+    assert [(m["topic"], m["payload"]) for m in retained] == [("$TopicA/B", b"dollar")]

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ...core import Broker, BrokerError, Delivery, ServerMessage, pattern_matches
 from ...core.security import Principal
+from . import topics
 from .hub_store import HubStore
 from .session_state import StoredSession, SubscriptionState
 
@@ -75,13 +76,17 @@ class MqttHub:
             self.retained[msg.destination] = msg
             self.saved.retain(msg.destination, msg)
 
-    def retained_for(self, pattern: str, now: int) -> list[ServerMessage]:
+    def retained_for(self, topic_filter: str, now: int) -> list[ServerMessage]:
+        """The retained messages MQTT ``topic_filter`` (not a ``$share/`` one) matches
+        (a ``$`` topic only for a filter that names it: topics.reaches); expired ones
+        are dropped."""
+        pattern = topics.core_filter(topic_filter)
         out = []
         for name, msg in list(self.retained.items()):
             if msg.expiration and msg.expiration <= now:
                 del self.retained[name]
                 self.saved.retain(name, None)
-            elif pattern_matches(pattern, name):
+            elif pattern_matches(pattern, name) and topics.reaches(topic_filter, name):
                 out.append(msg)
         return out
 

@@ -46,6 +46,8 @@ RECEIVE_MAXIMUM = 1000
 class _Sub(NamedTuple):
     consumer_id: int
     state: SubscriptionState
+    #: its filter starts with a wildcard: no ``$`` topic reaches it (topics.reaches)
+    wild_first: bool
 
 
 class MqttSession:
@@ -215,6 +217,9 @@ class MqttSession:
         auto = sub.state.qos == 0
         for i, msg in enumerate(msgs):
             tag = first_tag + i
+            if sub.wild_first and msg.destination[:1] == "$":  # MQTT-4.7.2-1: dropped
+                self._settle.append((consumer_id, 0 if auto else tag))
+                continue
             qos = min(sub.state.qos, messages.message_qos(msg))
             retain = (sub.state.retain_as_published
                       and bool(msg.properties.get(messages.RETAIN_PROPERTY)))
@@ -527,7 +532,7 @@ class MqttSession:
         group, topic_filter = topics.split_share(state.topic_filter)
         pattern = topics.core_filter(topic_filter)
         cid = next(self._consumer_ids)
-        sub = _Sub(cid, state)
+        sub = _Sub(cid, state, not topics.reaches(topic_filter, "$"))
         self._subs[state.topic_filter] = sub
         self._by_consumer[cid] = sub
         durable = self._persistent and group is None
@@ -545,7 +550,7 @@ class MqttSession:
 
     def _send_retained(self, state: SubscriptionState, topic_filter: str) -> None:
         now = self.broker.now()
-        for msg in self.hub.retained_for(topics.core_filter(topic_filter), now):
+        for msg in self.hub.retained_for(topic_filter, now):
             qos = min(state.qos, messages.message_qos(msg))
             self._publish(msg, qos, True, False, now, state, 0, 0)
 

@@ -8,6 +8,9 @@ MQTT publish to ``a/b`` is the core topic ``a.b``, which a JMS subscriber on top
 ``*``/``>``/``#`` in a name an MQTT client would receive (it could not be subscribed to).
 ``$share/GROUP/FILTER`` is a shared subscription: the group is the core's shared
 subscription name, so the group's members share its messages like a queue's consumers.
+Other topics starting with ``$`` are served as Mosquitto serves them, ``$SYS`` aside
+(the server's: not published to by clients): a filter that names the ``$`` level
+matches them, one starting with a wildcard does not (MQTT-4.7.2-1, :func:`reaches`).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from jmspy.wire.headers import BROKER_NAME, MQTT_VERSION_TOPIC
 
 from ...core.errors import AccessDenied
 
-__all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "split_share",
-           "suback_refusal"]
+__all__ = ["TopicError", "core_filter", "core_topic", "mqtt_topic", "reaches",
+           "split_share", "suback_refusal"]
 
 SHARE = "$share/"
+SYS = "$SYS"
 
 
 #: the one ``$SYS`` topic served: the broker's name and version, as Mosquitto publishes
@@ -40,9 +44,9 @@ def core_topic(topic: str) -> str:
         raise TopicError("a PUBLISH needs a topic name (or a topic alias)")
     if "+" in topic or "#" in topic:
         raise TopicError(f"topic name {topic!r} has a wildcard; only filters may")
-    if topic.startswith("$"):
-        raise TopicError(f"topic {topic!r} starts with '$', reserved for the server "
-                         "(clients may not publish to $SYS)")
+    if topic.split("/", 1)[0] == SYS:
+        raise TopicError(f"topic {topic!r} is under $SYS, the server's: clients may not "
+                         "publish there")
     return _words(topic)
 
 
@@ -68,10 +72,17 @@ def core_filter(topic_filter: str) -> str:
             raise TopicError(f"filter {topic_filter!r}: '#' must be a whole last level")
         if "+" in level and level != "+":
             raise TopicError(f"filter {topic_filter!r}: '+' must be a whole level")
-    if topic_filter.startswith("$"):
-        raise TopicError(f"filter {topic_filter!r}: '$' topics are not served (of $SYS only "
-                         f"{SYS_VERSION}, to subscribers)")
+    if levels[0] == SYS:
+        raise TopicError(f"filter {topic_filter!r}: of $SYS only {SYS_VERSION} is served "
+                         "(to subscribers)")
     return _words(topic_filter).replace("+", "*")
+
+
+def reaches(topic_filter: str, core_name: str) -> bool:
+    """Whether a message of core topic ``core_name`` goes to a subscription of MQTT
+    ``topic_filter`` (not a ``$share/`` one) that the core matched: not when the topic
+    starts with ``$`` and the filter with a wildcard (MQTT-4.7.2-1)."""
+    return not (core_name[:1] == "$" and topic_filter[:1] in ("+", "#"))
 
 
 def split_share(topic_filter: str) -> tuple[str | None, str]:
