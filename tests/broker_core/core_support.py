@@ -4,6 +4,7 @@ and a message factory. Imported by the tests in this folder (pytest puts it on s
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 from jmspy.broker_ref.core import BrokerError, Delivery, DestinationKind, ServerMessage
@@ -72,3 +73,23 @@ def drain_acking(conn: Any, rec: Recorder) -> list[str]:
         got += [d.message.body for d in batch]
         conn.ack([d.delivery_tag for d in batch])
     return got
+
+
+class Disk:
+    """A store (``kind`` "memory" or "sqlite", at ``path``), and how a broker restarted
+    after a crash gets it back: the same instance in memory, the file opened again (the
+    old connection left as a crash leaves it)."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        from jmspy.broker_ref.store.sqlite_store import SqliteStore
+        from jmspy.broker_ref.store.store import MemoryStore
+
+        self.kind, self.path = kind, path
+        self.store: Any = MemoryStore() if kind == "memory" else SqliteStore(path)
+
+    def reopen(self) -> Any:
+        from jmspy.broker_ref.store.sqlite_store import SqliteStore
+
+        if self.kind != "memory":
+            self.store = SqliteStore(self.path)
+        return self.store

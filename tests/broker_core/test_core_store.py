@@ -8,26 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import FakeClock, Recorder, msg, tmsg
+from core_support import Disk, FakeClock, Recorder, msg, tmsg
 
-from jmspy.broker_ref.core import Broker, DestinationKind, MemoryStore
-from jmspy.broker_ref.store.sqlite_store import SqliteStore
+from jmspy.broker_ref.core import Broker, DestinationKind
 
 Q = DestinationKind.QUEUE
 T = DestinationKind.TOPIC
-
-
-class Disk:
-    """A store and how to get it back after a crash."""
-
-    def __init__(self, kind: str, path: Path) -> None:
-        self.kind, self.path = kind, path
-        self.store: Any = MemoryStore() if kind == "memory" else SqliteStore(path)
-
-    def reopen(self) -> Any:
-        if self.kind == "memory":
-            return self.store
-        return SqliteStore(self.path)  # the old connection is left as a crash leaves it
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -184,6 +184,16 @@ class MqttPair:
     def client(self, version: int = 4) -> Client:
         return Client(self, version)
 
+    def persistent_subscriber(self, topic_filter: str, qos: int, client_id: str = "dev",
+                              version: int = 4) -> Client:
+        """A client of a persistent session (v5: expiry an hour) subscribed to
+        ``topic_filter`` at ``qos``."""
+        client = self.client(version)
+        expiry = {"props": {"session_expiry_interval": 3600}} if version == 5 else {}
+        client.connect(client_id, clean=False, **expiry)
+        client.subscribe(1, (topic_filter, qos))
+        return client
+
     def pump(self, caller: Client) -> list[dict[str, Any]]:
         """Collect every client's output; the caller's is returned, the others' kept
         in :attr:`inbox` until read."""

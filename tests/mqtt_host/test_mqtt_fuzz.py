@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from error_log import ErrorLog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mqtt_pair import connect_packet, packet, subscribe_packet
 from mqtt_process import Raw
 from polling import wait_until
+from raw_sockets import send_and_read_until_closed
 
 from jmspy.broker_ref.protocols.mqtt import codec
 from jmspy.broker_ref.protocols.mqtt.properties import encode_properties, encode_string
@@ -29,24 +31,15 @@ SERVER_TYPES = {codec.CONNACK, codec.PUBLISH, codec.PUBACK, codec.PUBREC, codec.
                 codec.PUBCOMP, codec.SUBACK, codec.UNSUBACK, 13, codec.DISCONNECT}
 
 
-class _Errors(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture(scope="module")
-def fuzz_port() -> Iterator[tuple[Any, int, _Errors]]:
+def fuzz_port() -> Iterator[tuple[Any, int, ErrorLog]]:
     """One in-process broker serving MQTT for the whole module (hypothesis calls the test
     many times), and what its MQTT host logs as errors."""
     from jmspy.transports import vm
 
     name = f"mqtt-fuzz-{uuid.uuid4().hex[:8]}"
     host = vm.start_broker(name, max_destination_length=200)
-    errors = _Errors()
+    errors = ErrorLog()
     logger = logging.getLogger("jmspy.broker.mqtt")
     logger.addHandler(errors)
     try:
@@ -102,20 +95,6 @@ def streams(draw: st.DrawFn) -> tuple[int, bytes]:
     return version, bytes(data)
 
 
-def _exchange(port: int, payload: bytes) -> bytes:
-    """Send, half-close, and return everything the server wrote until it closed."""
-    got = bytearray()
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        try:
-            sock.sendall(payload)
-            sock.shutdown(socket.SHUT_WR)
-            while data := sock.recv(65536):
-                got += data
-        except (ConnectionError, TimeoutError):
-            pass
-    return bytes(got)
-
-
 def _good_client_round_trip(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         good = Raw(sock, 5)
@@ -141,15 +120,15 @@ def _assert_well_formed(reply: bytes) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(example=st.one_of(streams(), st.tuples(st.just(0), st.binary(max_size=300))))
 def test_fuzzed_packets_do_not_hurt_the_mqtt_port(
-        fuzz_port: tuple[Any, int, _Errors], example: tuple[int, bytes]) -> None:
+        fuzz_port: tuple[Any, int, ErrorLog], example: tuple[int, bytes]) -> None:
     _, port, errors = fuzz_port
-    _assert_well_formed(_exchange(port, example[1]))
+    _assert_well_formed(send_and_read_until_closed("127.0.0.1", port, example[1]))
     assert not errors.records, [r.getMessage() for r in errors.records]
     _good_client_round_trip(port)
 
 
 def test_the_mqtt_port_leaves_no_connection_behind_after_fuzzing(
-        fuzz_port: tuple[Any, int, _Errors]) -> None:
+        fuzz_port: tuple[Any, int, ErrorLog]) -> None:
     host, port, errors = fuzz_port
     for i in range(20):  # sockets cut mid-packet, after a CONNECT and before one
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:

@@ -14,12 +14,11 @@ from jmspy.broker_ref.protocols.mqtt import codec
 
 def _qos2_pair(version: int = 4) -> tuple[MqttPair, dict[str, object]]:
     pair = MqttPair()
-    dev, pub = pair.client(version), pair.client(version)
+    dev = pair.persistent_subscriber("q2/#", 2, version=version)
     persistent: dict[str, object] = {"clean": False}
     if version == 5:
         persistent["props"] = {"session_expiry_interval": 3600}
-    dev.connect("dev", **persistent)
-    dev.subscribe(1, ("q2/#", 2))
+    pub = pair.client(version)
     pub.connect("pub")
     pub.publish("q2/a", b"once", qos=2, pid=9)
     pub.ack(codec.PUBREL, 9)
@@ -59,9 +58,7 @@ def test_a_pending_pubrel_id_is_not_given_to_a_new_publish() -> None:
 
 def test_a_qos2_message_before_pubrec_comes_again_marked_dup_after_a_reconnect() -> None:
     pair = MqttPair()
-    dev, pub = pair.client(), pair.client()
-    dev.connect("dev", clean=False)
-    dev.subscribe(1, ("q2/#", 2))
+    dev, pub = pair.persistent_subscriber("q2/#", 2), pair.client()
     pub.connect("pub")
     pub.publish("q2/a", b"unsure", qos=2, pid=1)
     pub.ack(codec.PUBREL, 1)

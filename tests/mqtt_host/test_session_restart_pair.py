@@ -10,26 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from broker_core.core_support import Disk
 from mqtt_pair import MqttPair
 
 from jmspy.broker_ref.protocols.mqtt import codec
 from jmspy.broker_ref.protocols.mqtt.hub_store import SESSIONS
-from jmspy.broker_ref.store.sqlite_store import SqliteStore
-from jmspy.broker_ref.store.store import MemoryStore
-
-
-class Disk:
-    """A store, and the same store as a restarted broker opens it."""
-
-    def __init__(self, kind: str, path: Path) -> None:
-        self.kind, self.path = kind, path
-        self.store: Any = MemoryStore() if kind == "memory" else SqliteStore(path)
-
-    def reopen(self) -> Any:
-        if self.kind == "memory":
-            return self.store
-        self.store = SqliteStore(self.path)  # the old one is left as a crash leaves it
-        return self.store
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -78,9 +63,7 @@ def test_a_persistent_session_gets_what_waited_for_it_after_a_restart_without_su
 def test_a_qos2_publish_routed_before_a_restart_is_not_routed_again_when_resent(
         disk: Disk) -> None:
     pair = MqttPair(store=disk.store)
-    dev, pub = pair.client(), pair.client()
-    dev.connect("dev", clean=False)
-    dev.subscribe(1, ("q2/#", 2))
+    dev, pub = pair.persistent_subscriber("q2/#", 2), pair.client()
     dev.session.connection_lost()
     pub.connect("pub", clean=False)
     assert pub.publish("q2/a", b"once", qos=2, pid=5) == [
@@ -100,9 +83,7 @@ def test_a_qos2_publish_routed_before_a_restart_is_not_routed_again_when_resent(
 def test_a_pubrel_waiting_for_its_pubcomp_goes_out_again_after_a_restart(
         disk: Disk) -> None:
     pair = MqttPair(store=disk.store)
-    dev, pub = pair.client(), pair.client()
-    dev.connect("dev", clean=False)
-    dev.subscribe(1, ("q2/#", 2))
+    dev, pub = pair.persistent_subscriber("q2/#", 2), pair.client()
     pub.connect("pub")
     pub.publish("q2/a", b"once", qos=2, pid=9)
     pub.ack(codec.PUBREL, 9)

@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import stomp
+from error_log import ErrorLog
 
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.security import SecurityPolicy
@@ -20,18 +21,7 @@ from jmspy.broker_ref.protocols.stomp import StompServer, runner
 T = TypeVar("T")
 
 
-class _ErrorLog(logging.Handler):
-    """Server-side internal errors (logged by the host, never raised to tests)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-SERVER_ERRORS = _ErrorLog()
+SERVER_ERRORS = ErrorLog()
 logging.getLogger("jmspy.broker.stomp").addHandler(SERVER_ERRORS)
 
 

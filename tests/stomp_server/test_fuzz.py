@@ -5,12 +5,11 @@ served after every example, and no connection is left behind."""
 
 from __future__ import annotations
 
-import socket
-
 from fuzz_frames import hostile_stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polling import wait_until
+from raw_sockets import send_and_read_until_closed
 from stomp_support import SERVER_ERRORS, RawClient, ServerHandle
 
 from jmspy import _speedups
@@ -49,16 +48,7 @@ def mutated(draw: st.DrawFn) -> bytes:
 
 def _exchange(server: ServerHandle, connect_frame: bytes, payload: bytes) -> bytes:
     """Send, half-close, and return everything the server wrote until it closed."""
-    got = bytearray()
-    with socket.create_connection((server.host, server.port), timeout=2) as sock:
-        try:
-            sock.sendall(connect_frame + payload)
-            sock.shutdown(socket.SHUT_WR)
-            while data := sock.recv(65536):
-                got += data
-        except (ConnectionError, TimeoutError):
-            pass
-    return bytes(got)
+    return send_and_read_until_closed(server.host, server.port, connect_frame + payload, 2)
 
 
 _CONNECT = b"CONNECT\naccept-version:1.0,1.1,1.2\nhost:/\n\n\0"
