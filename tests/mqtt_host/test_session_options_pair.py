@@ -169,3 +169,28 @@ def test_more_unreleased_qos2_publishes_than_the_receive_maximum_end_the_session
     (last,) = c.publish("q2/flood", b"x", qos=2, pid=RECEIVE_MAXIMUM + 1)
     assert (last["type"], last["code"]) == (codec.DISCONNECT, 0x93)
     assert c.session.closing
+
+
+def test_no_local_holds_on_a_persistent_session_across_reconnects() -> None:
+    """A persistent session's no-local subscription (a shared durable one in the core,
+    which has no no_local there) never gets what its own client id published, from any
+    of its connections, and gets everyone else's."""
+    pair = MqttPair()
+    expiry = {"props": {"session_expiry_interval": 3600}}
+    me, other = pair.client(5), pair.client(5)
+    me.connect("me", clean=False, **expiry)
+    assert me.subscribe(1, ("chat/#", 1 | 4))[0]["codes"] == [1]  # QoS 1, no-local
+    other.connect("other")
+    me.publish("chat/a", b"mine", qos=1, pid=1)
+    other.publish("chat/a", b"theirs", qos=1, pid=1)
+    got = [m for m in pair.inbox(me) if m["type"] == codec.PUBLISH]
+    assert [m["payload"] for m in got] == [b"theirs"]
+    me.ack(codec.PUBACK, got[0]["pid"])
+    me.session.connection_lost()
+
+    back = pair.client(5)
+    assert back.connect("me", clean=False, **expiry)["present"] is True
+    back.publish("chat/b", b"mine again", qos=1, pid=2)
+    other.publish("chat/b", b"theirs again", qos=1, pid=2)
+    assert [m["payload"] for m in pair.inbox(back) if m["type"] == codec.PUBLISH] == [
+        b"theirs again"]

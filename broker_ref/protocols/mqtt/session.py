@@ -32,7 +32,7 @@ from . import codec, connect, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, durable_name
 from .inflight import Outbound, Settled
-from .session_state import StoredSession, SubscriptionState
+from .session_state import Reach, StoredSession, SubscriptionState
 from .topic_alias import TOPIC_ALIAS_MAXIMUM, InboundAliases, OutboundAliases
 
 __all__ = ["CREDIT", "MAX_PACKET_BYTES", "RECEIVE_MAXIMUM", "MqttSession"]
@@ -46,8 +46,7 @@ RECEIVE_MAXIMUM = 1000
 class _Sub(NamedTuple):
     consumer_id: int
     state: SubscriptionState
-    #: its filter starts with a wildcard: no ``$`` topic reaches it (topics.reaches)
-    wild_first: bool
+    reach: Reach  #: what of the core's matches it drops
 
 
 class MqttSession:
@@ -217,7 +216,7 @@ class MqttSession:
         auto = sub.state.qos == 0
         for i, msg in enumerate(msgs):
             tag = first_tag + i
-            if sub.wild_first and msg.destination[:1] == "$":  # MQTT-4.7.2-1: dropped
+            if sub.reach.drops(msg):  # a $ topic, or no-local on a persistent session
                 self._settle.append((consumer_id, 0 if auto else tag))
                 continue
             qos = min(sub.state.qos, messages.message_qos(msg))
@@ -381,6 +380,7 @@ class MqttSession:
             if self._persistent:
                 hub.sessions[client_id] = stored
         stored.expiry, stored.expires_at, stored.principal = expiry, None, conn.principal
+        stored.connections.add(conn.connection_id)
         self._stored = stored
         will = request.will
         if will is not None:
@@ -531,14 +531,14 @@ class MqttSession:
         assert conn is not None
         group, topic_filter = topics.split_share(state.topic_filter)
         pattern = topics.core_filter(topic_filter)
-        cid = next(self._consumer_ids)
-        sub = _Sub(cid, state, not topics.reaches(topic_filter, "$"))
+        cid, durable = next(self._consumer_ids), self._persistent and group is None
+        own = self._stored.connections if durable and state.no_local and self._stored else None
+        sub = _Sub(cid, state, Reach(not topics.reaches(topic_filter, "$"), own))
         self._subs[state.topic_filter] = sub
         self._by_consumer[cid] = sub
-        durable = self._persistent and group is None
         try:
             conn.create_consumer(
-                cid, DestinationKind.TOPIC, pattern, no_local=state.no_local,
+                cid, DestinationKind.TOPIC, pattern, no_local=state.no_local and not durable,
                 subscription_name=(durable_name(self.client_id, state.topic_filter)
                                    if durable else state.topic_filter if group else None),
                 durable=durable, shared=group is not None or durable,

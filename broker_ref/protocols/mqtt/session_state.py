@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...core import ServerMessage
 from ...core.security import Principal
 
-__all__ = ["StoredSession", "SubscriptionState"]
+__all__ = ["Reach", "StoredSession", "SubscriptionState"]
 
 
 @dataclass(slots=True)
@@ -46,7 +47,27 @@ class StoredSession:
     #: PUBREL goes out again when the client comes back (.inflight)
     outbound_pubrel: set[int] = field(default_factory=set)
     expires_at: int | None = None
+    #: the core connection ids this client id has had while this broker runs (a
+    #: persistent session's no-local, :class:`Reach`; not stored: ids start again)
+    connections: set[int] = field(default_factory=set)
 
     def connection_ended(self, now: int) -> None:
         """Its connection ended at ``now``: the expiry clock starts."""
         self.expires_at = None if self.expiry is None else now + self.expiry * 1000
+
+
+@dataclass(slots=True, frozen=True)
+class Reach:
+    """What of the core's matches one subscription drops (settled unsent): a ``$``
+    topic when its filter starts with a wildcard (MQTT-4.7.2-1, ``wild_first``), and,
+    ``own`` set, what its own client published (MQTT-3.8.3-3: no-local on a persistent
+    session, whose core subscription is a shared durable one, on which the core has no
+    no_local; ``own`` is the client id's core connections, :attr:`StoredSession.
+    connections`)."""
+
+    wild_first: bool
+    own: set[int] | None = None
+
+    def drops(self, msg: ServerMessage) -> bool:
+        return ((self.wild_first and msg.destination[:1] == "$")
+                or (self.own is not None and msg.producer_connection in self.own))
