@@ -6,8 +6,9 @@ subscription closed still frees its place under the client's Receive Maximum."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
-from mqtt_pair import MqttPair, packet
+from mqtt_pair import MqttPair, packet, subscribe_packet
 
 from jmspy.broker_ref.protocols.mqtt import codec
 
@@ -101,3 +102,31 @@ def test_acks_after_an_unsubscribe_still_free_places_under_receive_maximum() -> 
     pub.publish("b", b"after", qos=1, pid=2)
     assert [m["payload"] for m in pair.inbox(dev)] == [b"after"]
 
+
+
+def _acked_in_one_read(then: bytes) -> tuple[MqttPair, Any]:
+    """A persistent session gets three QoS 1 messages and PUBACKs them all in one read
+    with ``then`` behind them (the acknowledgements of a read are settled together)."""
+    pair = MqttPair()
+    dev = pair.persistent_subscriber("q1/#", 1)
+    pub = pair.client()
+    pub.connect("pub")
+    for i in range(3):
+        pub.publish("q1/a", str(i).encode(), qos=1, pid=i + 1)
+    got = [m for m in pair.inbox(dev) if m["type"] == codec.PUBLISH]
+    assert [m["payload"] for m in got] == [b"0", b"1", b"2"]
+    acks = b"".join(packet(0x40, struct.pack("!H", m["pid"])) for m in got)
+    return pair, dev.send(acks + then)
+
+
+def test_pubacks_read_with_a_disconnect_behind_them_are_settled_before_the_session_ends(
+) -> None:
+    pair, _ = _acked_in_one_read(packet(0xE0, b""))
+    back = pair.client()
+    assert back.connect("dev", clean=False)["present"] is True
+    assert [m for m in pair.inbox(back) if m["type"] == codec.PUBLISH] == []
+
+
+def test_pubacks_read_with_a_resubscribe_behind_them_are_not_delivered_again() -> None:
+    _, answer = _acked_in_one_read(subscribe_packet(2, ("q1/#", 1)))
+    assert [m["type"] for m in answer] == [codec.SUBACK]

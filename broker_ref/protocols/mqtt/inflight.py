@@ -16,11 +16,14 @@ takes one of those ids until its PUBCOMP came.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Container
 from typing import NamedTuple
 
+from ...core import ServerConnection
 from .codec import MalformedPacket
 
-__all__ = ["Outbound", "Settled"]
+__all__ = ["Outbound", "Settled", "Settlements", "refill"]
 
 
 class Outbound:
@@ -110,3 +113,48 @@ class Settled(NamedTuple):
 
 
 _NOTHING = Settled(0, 0, False)
+
+
+class Settlements:
+    """The acknowledgements (PUBACK, PUBCOMP) of one read, settled in the core at once:
+    one ack call, and one credit grant per subscription, so that the deliveries they
+    free go out as one batch; settled one at a time, each PUBACK granted one credit and
+    dispatched one message, a third of the host's time at QoS 1. The session applies
+    them at the end of the read, and before it closes a consumer (whose unacknowledged
+    deliveries the core would give back)."""
+
+    __slots__ = ("refills", "tags")
+
+    def __init__(self) -> None:
+        self.tags: list[int] = []
+        #: consumer ids whose places free up (0: a place under the flow limit only)
+        self.refills: list[int] = []
+
+    def add(self, settled: Settled | None) -> None:
+        if settled is not None:
+            if settled.tag:
+                self.tags.append(settled.tag)
+            if settled.gated:
+                self.refills.append(settled.consumer_id)
+
+    def apply(self, conn: ServerConnection | None, live: Container[int]) -> None:
+        """Settle what was added on ``conn`` (``live``: the consumers still open)."""
+        tags, refills = self.tags, self.refills
+        if not tags and not refills:
+            return
+        self.tags, self.refills = [], []
+        if conn is None or conn.closed:
+            return
+        if tags:
+            conn.ack(tags)
+        if refills:
+            refill(conn, refills, live)
+
+
+def refill(conn: ServerConnection, consumer_ids: list[int], live: Container[int]) -> None:
+    """Free the places of ``consumer_ids``' deliveries under the connection's flow limit
+    (Receive Maximum), and give each consumer still in ``live`` its credit back."""
+    conn.release_flow(len(consumer_ids))
+    for cid, n in Counter(consumer_ids).items():
+        if cid in live:
+            conn.grant_credit(cid, n)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import struct
-from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -31,7 +30,7 @@ from ...core.security import Principal
 from . import codec, connect, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, durable_name
-from .inflight import Outbound, Settled
+from .inflight import Outbound, Settled, Settlements, refill
 from .session_state import Reach, StoredSession, SubscriptionState
 from .topic_alias import TOPIC_ALIAS_MAXIMUM, InboundAliases, OutboundAliases
 
@@ -76,6 +75,7 @@ class MqttSession:
         self._by_consumer: dict[int, _Sub] = {}
         self._consumer_ids = itertools.count(1)
         self._outbound = Outbound()  # QoS 1/2 PUBLISHes not acknowledged to the end
+        self._settlements = Settlements()  # acknowledgements of this read, not yet applied
         self._settle: list[tuple[int, int]] = []  # QoS 0 deliveries: (consumer id, tag)
         self._will: ServerMessage | None = None
         self._will_delay = 0
@@ -131,6 +131,7 @@ class MqttSession:
                     self._close(0x81, f"malformed packet: {exc}")
         finally:
             self._receiving = False
+            self._settlements.apply(self._conn, self._by_consumer)
             if self.closing:
                 self.connection_lost()
             self.hub.save(self.client_id)
@@ -151,7 +152,7 @@ class MqttSession:
         tags = [tag for _, tag in settle if tag]
         if tags:
             conn.ack(tags)
-        self._refill(conn, [cid for cid, _ in settle])
+        refill(conn, [cid for cid, _ in settle], self._by_consumer)
 
     @property
     def reading_held(self) -> bool:
@@ -477,19 +478,7 @@ class MqttSession:
         self._settled(self._outbound.pubcomp(f["packet_id"]))
 
     def _settled(self, settled: Settled | None) -> None:
-        conn = self._conn
-        if conn is None or settled is None:
-            return
-        if settled.tag:
-            conn.ack([settled.tag])
-        if settled.gated:
-            self._refill(conn, [settled.consumer_id])
-
-    def _refill(self, conn: ServerConnection, consumer_ids: list[int]) -> None:
-        conn.release_flow(len(consumer_ids))
-        for cid, n in Counter(consumer_ids).items():
-            if cid in self._by_consumer:
-                conn.grant_credit(cid, n)
+        self._settlements.add(settled)  # applied at the end of the read (inflight)
 
     def _on_subscribe(self, f: dict[str, Any]) -> None:
         sub_ids = f["properties"].get("subscription_identifier")
@@ -560,6 +549,7 @@ class MqttSession:
         if sub is None or conn is None:
             return False
         self._by_consumer.pop(sub.consumer_id, None)
+        self._settlements.apply(conn, self._by_consumer)  # before its deliveries go back
         conn.close_consumer(sub.consumer_id)
         self._outbound.consumer_closed(sub.consumer_id)
         if self._persistent and sub.state.share is None and not keep_durable:
