@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from mqtt_pair import MqttPair, packet, subscribe_packet
+from mqtt_pair import Client, MqttPair, packet, subscribe_packet
 
 from jmspy.broker_ref.protocols.mqtt import codec
 
@@ -48,12 +48,7 @@ def test_a_pending_pubrel_id_is_not_given_to_a_new_publish() -> None:
     pid = seen.pop("pid")
     back = pair.client()
     back.connect("dev", **seen)
-    pub = pair.client()
-    pub.connect("pub2")
-    for i in range(3):
-        pub.publish("q2/b", str(i).encode(), qos=1, pid=i + 1)
-    got = [m for m in pair.inbox(back) if m["type"] == codec.PUBLISH]
-    assert [m["payload"] for m in got] == [b"0", b"1", b"2"]
+    got = _three_qos1(pair, "q2/b", back)
     assert pid not in {m["pid"] for m in got}
 
 
@@ -104,17 +99,23 @@ def test_acks_after_an_unsubscribe_still_free_places_under_receive_maximum() -> 
 
 
 
+def _three_qos1(pair: MqttPair, topic: str, to: Client) -> list[dict[str, Any]]:
+    """A new client publishes 0, 1, 2 at QoS 1 to ``topic``: the PUBLISHes ``to`` gets."""
+    pub = pair.client()
+    pub.connect(f"pub-{len(pair.clients)}")
+    for i in range(3):
+        pub.publish(topic, str(i).encode(), qos=1, pid=i + 1)
+    got = [m for m in pair.inbox(to) if m["type"] == codec.PUBLISH]
+    assert [m["payload"] for m in got] == [b"0", b"1", b"2"]
+    return got
+
+
 def _acked_in_one_read(then: bytes) -> tuple[MqttPair, Any]:
     """A persistent session gets three QoS 1 messages and PUBACKs them all in one read
     with ``then`` behind them (the acknowledgements of a read are settled together)."""
     pair = MqttPair()
     dev = pair.persistent_subscriber("q1/#", 1)
-    pub = pair.client()
-    pub.connect("pub")
-    for i in range(3):
-        pub.publish("q1/a", str(i).encode(), qos=1, pid=i + 1)
-    got = [m for m in pair.inbox(dev) if m["type"] == codec.PUBLISH]
-    assert [m["payload"] for m in got] == [b"0", b"1", b"2"]
+    got = _three_qos1(pair, "q1/a", dev)
     acks = b"".join(packet(0x40, struct.pack("!H", m["pid"])) for m in got)
     return pair, dev.send(acks + then)
 
