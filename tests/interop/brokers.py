@@ -130,11 +130,13 @@ class BrokerProcess:
                     f"on {HOST}:{pending}; last lines of {self.log_path}:\n{self.log_tail()}"
                 )
             if time.monotonic() > deadline:
-                self.stop()
-                raise BrokerStartError(
-                    f"{self.name} did not listen on {HOST}:{pending} within {timeout:.0f}s; "
-                    f"last lines of {self.log_path}:\n{self.log_tail()}"
-                )
+                # the log read first, then only the broker's own processes stopped: its
+                # directory (a cluster member's data, its log) and helpers (the cluster's
+                # epmd) stay for whoever owns them, to retry or to clean up
+                message = (f"{self.name} did not listen on {HOST}:{pending} within "
+                           f"{timeout:.0f}s; last lines of {self.log_path}:\n{self.log_tail()}")
+                _stop_group(self.proc)
+                raise BrokerStartError(message)
             pending = [p for p in pending if not _port_open(p)]
             if pending:
                 time.sleep(0.1)

@@ -222,7 +222,10 @@ class RabbitNode(_Crashable, Restartable):
         return _spawn([str(RABBITMQ_SERVER)], self.log, env=self.env, cwd=self.work)
 
     def _worth_retrying(self, error: BrokerStartError) -> bool:
-        return "nodistribution" in str(error)  # see brokers.RabbitMQ._worth_retrying
+        # "nodistribution": see brokers.RabbitMQ._worth_retrying; a node restarted after
+        # a kill that boots slower than ready_timeout on two loaded cores gets one more
+        # try, on the data it has (a failed start no longer deletes it)
+        return "nodistribution" in str(error) or "did not listen" in str(error)
 
     def ctl(self, *args: str, timeout: float = 60.0) -> str:
         """``rabbitmqctl -n <this node> ARGS``, on a distribution port of its own."""
