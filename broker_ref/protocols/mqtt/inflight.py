@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ...core import ServerConnection
 from .codec import MalformedPacket
 
-__all__ = ["Outbound", "Settled", "Settlements", "refill"]
+__all__ = ["Outbound", "Settled", "Settlements"]
 
 
 class Outbound:
@@ -121,7 +121,7 @@ class Settlements:
     free go out as one batch; settled one at a time, each PUBACK granted one credit and
     dispatched one message, a third of the host's time at QoS 1. The session applies
     them at the end of the read, and before it closes a consumer (whose unacknowledged
-    deliveries the core would give back)."""
+    deliveries the core would give back); its QoS 0 deliveries, once written."""
 
     __slots__ = ("refills", "tags")
 
@@ -137,6 +137,13 @@ class Settlements:
             if settled.gated:
                 self.refills.append(settled.consumer_id)
 
+    def delivered(self, consumer_id: int, tag: int) -> None:
+        """A delivery that needs no acknowledgement from the client (QoS 0 written, or
+        dropped unsent): ``tag`` acked (0: none, an auto-ack consumer), its place freed."""
+        if tag:
+            self.tags.append(tag)
+        self.refills.append(consumer_id)
+
     def apply(self, conn: ServerConnection | None, live: Container[int]) -> None:
         """Settle what was added on ``conn`` (``live``: the consumers still open)."""
         tags, refills = self.tags, self.refills
@@ -147,14 +154,8 @@ class Settlements:
             return
         if tags:
             conn.ack(tags)
-        if refills:
-            refill(conn, refills, live)
-
-
-def refill(conn: ServerConnection, consumer_ids: list[int], live: Container[int]) -> None:
-    """Free the places of ``consumer_ids``' deliveries under the connection's flow limit
-    (Receive Maximum), and give each consumer still in ``live`` its credit back."""
-    conn.release_flow(len(consumer_ids))
-    for cid, n in Counter(consumer_ids).items():
-        if cid in live:
-            conn.grant_credit(cid, n)
+        if refills:  # the places under the flow limit (Receive Maximum), then the credit
+            conn.release_flow(len(refills))
+            for cid, n in Counter(refills).items():
+                if cid in live:
+                    conn.grant_credit(cid, n)

@@ -30,7 +30,7 @@ from ...core.security import Principal
 from . import codec, connect, messages, topics
 from .codec import V5, MalformedPacket, Packet, PacketParser
 from .hub import MqttHub, durable_name
-from .inflight import Outbound, Settled, Settlements, refill
+from .inflight import Outbound, Settled, Settlements
 from .session_state import Reach, StoredSession, SubscriptionState
 from .topic_alias import TOPIC_ALIAS_MAXIMUM, InboundAliases, OutboundAliases
 
@@ -76,7 +76,7 @@ class MqttSession:
         self._consumer_ids = itertools.count(1)
         self._outbound = Outbound()  # QoS 1/2 PUBLISHes not acknowledged to the end
         self._settlements = Settlements()  # acknowledgements of this read, not yet applied
-        self._settle: list[tuple[int, int]] = []  # QoS 0 deliveries: (consumer id, tag)
+        self._unsent_settle = Settlements()  # QoS 0 deliveries, settled once written
         self._will: ServerMessage | None = None
         self._will_delay = 0
         self._aliases_in = InboundAliases()
@@ -145,14 +145,7 @@ class MqttSession:
 
     def written(self) -> None:
         """What data_to_send gave was written: QoS 0 deliveries settle, windows refill."""
-        settle, self._settle = self._settle, []
-        conn = self._conn
-        if not settle or conn is None or conn.closed:
-            return
-        tags = [tag for _, tag in settle if tag]
-        if tags:
-            conn.ack(tags)
-        refill(conn, [cid for cid, _ in settle], self._by_consumer)
+        self._unsent_settle.apply(self._conn, self._by_consumer)
 
     @property
     def reading_held(self) -> bool:
@@ -218,7 +211,7 @@ class MqttSession:
         for i, msg in enumerate(msgs):
             tag = first_tag + i
             if sub.reach.drops(msg):  # a $ topic, or no-local on a persistent session
-                self._settle.append((consumer_id, 0 if auto else tag))
+                self._unsent_settle.delivered(consumer_id, 0 if auto else tag)
                 continue
             qos = min(sub.state.qos, messages.message_qos(msg))
             retain = (sub.state.retain_as_published
@@ -226,7 +219,7 @@ class MqttSession:
             data = self._publish(msg, qos, retain, counts[i] > 1, now, sub.state,
                                  consumer_id, 0 if auto else tag)
             if data is None or qos == 0:
-                self._settle.append((consumer_id, 0 if auto else tag))
+                self._unsent_settle.delivered(consumer_id, 0 if auto else tag)
 
     def _publish(self, msg: ServerMessage, qos: int, retain: bool, dup: bool, now: int,
                  state: SubscriptionState, consumer_id: int, tag: int) -> bytes | None:
