@@ -202,21 +202,8 @@ cdef class PrefetchBuffer:
     cpdef object push_many(self, object items):
         """A run of deliveries arrived: exactly ``push(item)`` for each, in order."""
         cdef object item
-        cdef Py_ssize_t idx
         for item in items:
-            if item is None:
-                raise ValueError(_NONE_ITEM)
-            if self.buffered > self._mask:
-                self._reserve(self.buffered + 1)
-            idx = (self._head + self.buffered) & self._mask
-            self._ring[idx] = item
-            self.buffered += 1
-            self.unconsumed += 1
-            self.delivered_total += 1
-            if self.outstanding > 0:
-                self.outstanding -= 1
-            if self.outstanding == 0 and self.limit > 0 and self.unconsumed >= self.limit:
-                self.pauses += 1
+            self.push(item)  # cpdef: called through the C vtable, no Python call
         return None
 
     cpdef object pop(self):

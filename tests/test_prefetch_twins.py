@@ -183,10 +183,6 @@ class TwinMachine(RuleBasedStateMachine):
         for _ in range(k):
             self.both(lambda b: b.consumed(n))
 
-    @rule()
-    def consumed_default(self) -> None:
-        self.both(lambda b: b.consumed())
-
     @rule(
         back=st.integers(0, 6),
         none_at=st.sampled_from([-1] * 6 + [0, 1, 2]),
@@ -205,29 +201,13 @@ class TwinMachine(RuleBasedStateMachine):
         if kind == "ok" and not fresh and back:
             del self.taken[len(self.taken) - back :]
 
-    @rule()
-    def wanted(self) -> None:
-        self.both(lambda b: b.wanted())
+    @rule(method=st.sampled_from(["wanted", "pull_credit", "drain", "consumed"]))
+    def without_a_count(self, method: str) -> None:
+        self.both(lambda b: getattr(b, method)())
 
-    @rule(n=counts)
-    def granted(self, n: int) -> None:
-        self.both(lambda b: b.granted(n))
-
-    @rule()
-    def pull_credit(self) -> None:
-        self.both(lambda b: b.pull_credit())
-
-    @rule(n=counts)
-    def revoked(self, n: int) -> None:
-        self.both(lambda b: b.revoked(n))
-
-    @rule()
-    def drain(self) -> None:
-        self.both(lambda b: b.drain())
-
-    @rule(n=counts)
-    def forget(self, n: int) -> None:
-        self.both(lambda b: b.forget(n))
+    @rule(method=st.sampled_from(["granted", "revoked", "forget"]), n=counts)
+    def with_a_count(self, method: str, n: int) -> None:
+        self.both(lambda b: getattr(b, method)(n))
 
     @rule(
         method=st.sampled_from(["consumed", "granted", "revoked", "forget"]),
