@@ -34,8 +34,7 @@ from .common import Spec, neutral_dir, worker_env, worker_main
 
 #: Each layer's twin registry: their names are every twin there is.
 REGISTRIES = ("jmspy.twins", "jmspy.api_twins", "jmspy.broker_ref.core.twins",
-              "jmspy.broker_ref.core.run_twins", "jmspy.broker_ref.store.twins",
-              "jmspy.transports.twins")
+              "jmspy.broker_ref.core.run_twins", "jmspy.transports.twins")
 
 
 def twin_names() -> list[str]:
@@ -71,10 +70,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build_compare")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--count", type=int, default=50_000, help="messages per run")
-    parser.add_argument("--over", choices=("vm", "stomp"), default="vm",
-                        help="the workload's connection: vm:// (part a's), or stomp:// to a "
-                        "STOMP connector of the same in-process broker (where the STOMP "
-                        "twins act)")
+    parser.add_argument("--over", choices=("vm", "stomp", "paging", "selector", "selectors"),
+                        default="vm",
+                        help="the workload: vm:// (part a's); stomp:// to a jmspy broker "
+                        "process of the same build (where the STOMP twins act); paging: "
+                        "vm:// to a broker with a store and a 1 MB memory limit, so the "
+                        "backlog is paged out and read back (where the store's page reads act); "
+                        "selector: vm:// with a selector on the consumer; selectors: "
+                        "eight consumers, each selecting one lane of eight (both where "
+                        "selector_eval acts)")
     parser.add_argument("--build", action="append", default=[], metavar="NAME=PYTHON")
     parser.add_argument("--without", action="append", default=[], metavar="TWIN[+TWIN]",
                         help="a variant of this build with these twins pure; 'every': one "
@@ -120,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     first = variants[0][0]
     print(f"{'variant':28} {'end to end/s':>14} {'listener/s':>12} {'e2e ratio':>10} "
           f"{'listener ratio':>15}   ({args.runs} rounds, {args.count:,} msgs over "
-          f"{args.over}://, medians)")
+          f"{args.over}, medians)")
     for name, _, _ in variants:
         runs = results[name]
         if any(r["rate"] != r["rate"] for r in runs):  # NaN: a round failed

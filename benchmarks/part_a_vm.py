@@ -34,6 +34,11 @@ RATIO = Goal(3.0, over="a/pure", label="vs pure")
 LISTENER_RATIO = Goal(3.0, over="a/pure/listener", label="vs pure")
 #: >= 500k msgs/s on the compiled vm:// listener path (issue 5)
 LISTENER_RATE = Goal(500_000.0, unit="msgs/s", issue=5)
+#: ``build_compare --over selector``: a selector every message of that workload matches.
+SELECTOR = "color = 'red' AND weight > 10"
+SELECTED = {"color": "red", "weight": 12}
+#: ``--over selectors``: that many consumers, one lane each.
+LANES = 8
 
 
 def vm_run(spec: Spec) -> dict[str, Any]:
@@ -49,12 +54,36 @@ def vm_run(spec: Spec) -> dict[str, Any]:
     # build and twin choice (JMSPY_PURE_TWINS is inherited): the twins of the STOMP codec,
     # the client's reads and the broker's SEND and MESSAGE paths act there, and nowhere
     # on vm://. A broker in this process would put its loop under this one's GIL.
+    # "paging": vm:// to a broker with a store (a temporary --data-dir) and a memory limit
+    # of 1 MB, so the listener row's backlog of persistent messages is paged out as it is
+    # sent and read back from the store while it drains (``SqliteStore.take_page``).
+    # "selector": the consumer carries a selector that every message matches (two
+    # properties compared), evaluated by the broker once per message; "selectors": eight
+    # consumers of the queue, each selecting one lane of eight (``lane = k``), so the
+    # broker tries several selectors for each message (a content-routed queue). Where
+    # ``selector_eval`` acts.
+    over = spec.get("over", "vm")
     broker = None
-    if spec.get("over") == "stomp":
+    spool: Any = None
+    selectors: list[str | None] = (
+        [SELECTOR] if over == "selector"
+        else [f"lane = {k}" for k in range(LANES)] if over == "selectors" else [None])
+
+    def props(i: int) -> dict[str, Any]:
+        if over == "selector":
+            return dict(SELECTED)
+        return {"lane": i % LANES} if over == "selectors" else {}
+    if over == "stomp":
         from .peers import start_jmspy
 
         broker = start_jmspy("uvloop")
         url = f"stomp://{broker.host}:{broker.stomp_port}"
+    elif over == "paging":
+        import tempfile
+
+        spool = tempfile.TemporaryDirectory(prefix="jmspy-bench-")
+        vm.start_broker(name, data_dir=spool.name, memory_limit=1 << 20)
+        url = f"vm://{name}"
     else:
         vm.start_broker(name, memory_limit=max(64 << 20, messages * 8192))
         url = f"vm://{name}"
@@ -79,19 +108,22 @@ def vm_run(spec: Spec) -> dict[str, Any]:
         session = conn.create_session(ack_mode=Session.AUTO_ACKNOWLEDGE)
         queue = session.create_queue("bench")
         producer = session.create_producer(queue)
-        for _ in range(messages):
-            producer.send(session.create_text_message(BODY))
-        consumer = session.create_consumer(queue)
+        for i in range(messages):
+            producer.send(session.create_text_message(BODY, props(i) or None))
+        consumers = [session.create_consumer(queue, s) for s in selectors]
         t0 = time.perf_counter()
-        consumer.set_message_listener(drain)
+        for consumer in consumers:
+            consumer.set_message_listener(drain)
         conn.start()
         done.wait()
         listener = messages / (time.perf_counter() - t0)
-        consumer.close()
+        for consumer in consumers:
+            consumer.close()
         count = 0
         done.clear()
-        consumer = session.create_consumer(queue)
-        consumer.set_message_listener(timed)
+        consumers = [session.create_consumer(queue, s) for s in selectors]
+        for consumer in consumers:
+            consumer.set_message_listener(timed)
         send_session = conn.create_session()
         producer = send_session.create_producer(queue)
         if broker is not None:
@@ -101,14 +133,16 @@ def vm_run(spec: Spec) -> dict[str, Any]:
 
             producer.delivery_mode = DeliveryMode.NON_PERSISTENT
         t0 = time.perf_counter()
-        for _ in range(messages):
-            producer.send(send_session.create_text_message(BODY, {"ts": now()}))
+        for i in range(messages):
+            producer.send(send_session.create_text_message(BODY, {**props(i), "ts": now()}))
         done.wait()
         e2e = messages / (time.perf_counter() - t0)
     if broker is None:
         vm.stop_broker(name)
     else:
         broker.stop()
+    if spool is not None:
+        spool.cleanup()
     return {"listener": listener, "rate": e2e, **latency_metrics(latencies)}
 
 
