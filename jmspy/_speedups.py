@@ -37,7 +37,6 @@ PURE_TWINS: frozenset[str] = frozenset(
 
 #: Twins whose pure module lives with its layer rather than in ``jmspy._pure``.
 PURE_MODULES: dict[str, str] = {
-    "page_rows": "jmspy.broker_ref.store.page_rows",
     "queue_run": "jmspy.broker_ref.core.queue_run",
     "records": "jmspy.broker_ref.core.records",
     "vm_convert": "jmspy.transports.vm_convert",

@@ -84,7 +84,7 @@ MAX_SKIP = 256
 #: hands the CPU over lasts at least that thread's run, tens of microseconds and more.
 GAVE_WAY_S = 10e-6
 
-#: How a polling window ended (the ``socket_spin`` twins' ``poll_for`` returns these):
+#: How a polling window ended (the STOMP transport's ``socket_poll.poll_for`` returns these):
 #: with input (a hit), with its time up and none (a miss), or with the CPU given to
 #: another thread by a yield (contended).
 QUIET = 0

@@ -26,8 +26,6 @@ __all__ = [
     "lifecycle",
     "message_record",
     "prefetch",
-    "selector_eval",
-    "socket_spin",
     "stomp_codec",
 ]
 
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
         lifecycle,
         message_record,
         prefetch,
-        selector_eval,
-        socket_spin,
         stomp_codec,
     )
 

@@ -91,7 +91,7 @@ def test_any_twin_imported_first_leaves_the_broker_and_transports_whole(
     made: every twin function the broker and the transports bind at import is there."""
     from jmspy import _speedups
 
-    names = ["page_rows", "queue_run", "records", "vm_convert", "vm_send",
+    names = ["queue_run", "records", "vm_convert", "vm_send",
              "message_record", "dispatch"]
     probe = """
 import importlib, sys

@@ -21,7 +21,6 @@ REGISTRIES = {
     "jmspy/api_twins.py": "jmspy.api_twins",
     "broker_ref/core/twins.py": "jmspy.broker_ref.core.twins",
     "broker_ref/core/run_twins.py": "jmspy.broker_ref.core.run_twins",
-    "broker_ref/store/twins.py": "jmspy.broker_ref.store.twins",
     "transports/twins.py": "jmspy.transports.twins",
 }
 

@@ -2,7 +2,7 @@
 message is compared field by field.
 
 The compiled twins that build or read records (``queue_run``, ``vm_convert``,
-``page_rows``, ``message_new``) reach the compiled records' C fields,
+``message_new``) reach the compiled records' C fields,
 so they run on the records the compiled twins make. The compiled run of the suite
 compares both twins; under ``JMSPY_PUREPYTHON`` the records are the pure ones, and only
 the pure twin is checked (against the behaviour it must have, not against the compiled

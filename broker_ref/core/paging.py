@@ -21,7 +21,7 @@ loading), with one RAM budget shared by every queue (the linked caches). Here:
   level with inline loading on a fresh queue, 15-20 % slower after a restart (its Python
   work competes for the GIL with the event loop's), so it is not used. What paid instead
   is a cheaper row-to-message step: the store reads a batch narrow (eight values a row,
-  :meth:`~.store.Store.take_page`), the ``page_rows`` twin makes it messages and the
+  :meth:`~.store.Store.take_page`), :mod:`~.store.page_rows` makes it messages and the
   queue's levels take the batch's plain messages in one bulk append
   (``ReadyLevels.extend_tail``).
 * A consumer with a selector looks for matches in the paged part too, from where its last

@@ -7,8 +7,8 @@ happens to them is :mod:`.queue`'s (dispatch), :mod:`.connection`'s (sends, acks
 transactions) and :mod:`.producer_flow`'s. The compiled twin
 declares the same records as ``cdef class``\\ es with typed fields in
 ``jmspy/_cext/records.pxd`` (implemented in ``cython_ext/records.pyx``), so that the
-compiled twins (the dispatch loop ``cython_ext/queue_run.pyx``, the message conversions
-``cython_ext/vm_convert.pyx`` and ``cython_ext/page_rows.pyx``) read and write them as C
+compiled twins (the dispatch loop ``cython_ext/queue_run.pyx``, the message conversion
+``cython_ext/vm_convert.pyx``) read and write them as C
 fields: that typed access, not compilation as such, is what makes them faster.
 :mod:`.consumer` and :mod:`.api` hand out one twin or the other;
 ``tests/test_records_twins.py`` holds them to the same fields, defaults and behaviour.

@@ -1,9 +1,11 @@
-"""Store rows of the narrow page-in read back as messages, a batch at a time (pure twin).
+"""Store rows of the narrow page-in read back as messages, a batch at a time.
 
-The compiled twin is ``cython_ext/page_rows.pyx`` (``jmspy._cext.page_rows``);
-``tests/broker_core/test_page_rows_twins.py`` feeds both the same random rows and requires
-the same messages (every field), the same delivery counts and the same rows left for the
-full read. Change one, change the other.
+``tests/broker_core/test_page_rows.py`` requires of random rows that every message this
+makes is the one the full read makes of the same row (every field, the delivery count)
+and that the rows it leaves are those the full read must take. A compiled twin of this
+module was retired: draining a paged queue ran no faster with it (benchmarks/README.md,
+the twin ledger; a twin must show 1.10x): the SQLite read, not this loop, is the
+drain's cost.
 
 Why: draining a queue paged out to the store (seed 002) reads every message back from
 SQLite. Python's ``sqlite3`` pays about 0.1 µs per column per row (each value is a few

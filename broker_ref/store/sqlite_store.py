@@ -36,9 +36,8 @@ from jmspy.errors import JMSException
 
 from ..core.api import ServerMessage
 from ..core.records import priority_level
-from . import twins
 from .message_codec import ROW_COLUMNS, CodecError, decode_message, from_row, to_row
-from .page_rows import PACKED
+from .page_rows import PACKED, narrow_paged
 from .salvage import SalvageReport, salvage
 from .store import (
     Paged,
@@ -124,7 +123,7 @@ _PAGE = f"SELECT {_READ} FROM messages {_WHERE}"
 _PAGE_DENSE = f"SELECT {_READ} FROM messages {_WHERE_DENSE}"
 #: The drain's read (:meth:`SqliteStore.take_page`): eight values a row, not nineteen
 #: (the last packs the small fields, or is NULL for a row this read cannot carry), turned
-#: into messages by the ``page_rows`` twin, whose docstring says why.
+#: into messages by :func:`~.page_rows.narrow_paged`, whose module says why.
 _NARROW = f"seq, id, dest, body, props, ts, size, {PACKED}"
 _TAKE = (f"SELECT {_NARROW} FROM messages {_WHERE}",
          f"SELECT {_NARROW} FROM messages {_WHERE_DENSE}")
@@ -135,8 +134,6 @@ _TAKE_WIDE = (f"SELECT {PACKED}, {_READ} FROM messages {_WHERE}",
 #: Rows a narrow read could not carry, read whole by sequence number, this many a query
 #: (SQLite before 3.32 allows 999 parameters).
 _BY_SEQ_CHUNK = 500
-
-_page_rows = twins.page_rows
 
 
 def _empty_file(path: Path) -> bool:
@@ -427,7 +424,7 @@ class SqliteStore(GroupWrites):
         rows = self._read(_TAKE[dense], params, queue, first, last)
         if not rows:
             return [], 0, 0
-        some, wide = _page_rows.narrow_paged(rows, level, recovered)
+        some, wide = narrow_paged(rows, level, recovered)
         if not wide:
             return cast("list[Paged]", some), len(rows), rows[-1][0]
         if 2 * len(wide) > len(rows):

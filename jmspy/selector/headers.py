@@ -1,8 +1,6 @@
-"""Which ``JMS...`` identifiers a selector may read, shared by both evaluator twins.
-
-Both twins (``jmspy._pure.selector_eval`` and ``jmspy._cext.selector_eval``) decide at
-compile time how an identifier is looked up; keeping the rule in one place means they
-cannot drift apart on it.
+"""Which ``JMS...`` identifiers a selector may read: the parser's check and the
+evaluator's lookups (:mod:`jmspy.selector.evaluate` decides at compile time how an
+identifier is looked up) read the one rule.
 """
 
 from __future__ import annotations

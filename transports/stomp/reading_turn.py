@@ -38,14 +38,15 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from jmspy import twins
 from jmspy.idle_spin import CONTENDED, READABLE, IdleSpin
 from jmspy.reading_lease import LeaseHolder
 
+from .socket_poll import poll_for
+
 __all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
 
-#: polls a socket for a window before sleeping, without the GIL where compiled
-_poll_for = twins.socket_spin.poll_for
+#: polls a socket for a window before sleeping
+_poll_for = poll_for
 #: times a wait after a missed or skipped window (tests put a fake clock here)
 _clock = time.perf_counter
 
@@ -199,8 +200,7 @@ class ReadingTurn:
     def _readable(self) -> bool:
         """Wait up to :data:`POLL` for the socket; True also when it is closed or broken
         (reading then tells what happened). Before it sleeps it may poll for the spin's
-        window, yielding the CPU between polls and, compiled, without the GIL
-        (jmspy/idle_spin.py)."""
+        window, yielding the CPU between polls (jmspy/idle_spin.py)."""
         sock = self._socket_of()
         if sock is None:
             return True

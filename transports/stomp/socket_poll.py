@@ -1,11 +1,10 @@
-"""Polling one socket for a short window before a reader sleeps (pure twin).
+"""Polling one socket for a short window before a reader sleeps.
 
-The compiled twin is ``cython_ext/socket_spin.pyx`` (``jmspy._cext.socket_spin``): the
-same loop in C with the GIL released for the whole window, so a reader that polls does
-not keep the program's other threads from running. Here each ``poll`` releases the GIL
-only for the system call. ``jmspy/idle_spin.py`` says when polling pays, how long the
-window is and why a yield that gave the CPU away ends it;
-``tests/test_socket_spin_twins.py`` holds both twins to the same behaviour.
+``jmspy/idle_spin.py`` says when polling pays, how long the window is and why a yield
+that gave the CPU away ends it; ``tests/test_socket_poll.py`` holds this to it on a real
+socketpair. Each ``poll`` releases the GIL only for its system call. A compiled twin that
+released it for the whole window was retired: end to end over ``stomp://`` it was worth
+nothing measurable (benchmarks/README.md, the twin ledger).
 """
 
 from __future__ import annotations

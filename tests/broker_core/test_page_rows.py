@@ -1,6 +1,6 @@
-"""The drain's narrow page-in (``page_rows`` twins, ``SqliteStore.take_page``): both twins
-turn the same rows into the same messages, and every message the narrow read carries is
-exactly what the full read (``from_row``) makes of the same row. Rows the narrow read
+"""The drain's narrow page-in (``page_rows``, ``SqliteStore.take_page``): every message
+the narrow read carries is exactly what the full read (``from_row``) makes of the same
+row. Rows the narrow read
 cannot carry -- rare fields, older layouts, damaged values -- come back through the full
 read, in their place, or are dropped as they always were."""
 
@@ -14,10 +14,8 @@ from typing import Any
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
-from twin_support import record_twins
 
-import jmspy._cext.page_rows as cext
-import jmspy.broker_ref.store.page_rows as pure
+import jmspy.broker_ref.store.page_rows as page_rows
 from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
 from jmspy.broker_ref.core.records import priority_level
 from jmspy.broker_ref.store.message_codec import encode_message
@@ -71,7 +69,7 @@ def _levels(store: SqliteStore) -> list[int]:
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(messages(), max_size=12), recovered=st.booleans())
-def test_both_twins_make_what_the_full_read_makes(
+def test_the_narrow_read_makes_what_the_full_read_makes(
         tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[ServerMessage, int]],
         recovered: bool) -> None:
     store = _store(tmp_path_factory.mktemp("rows"), rows)
@@ -81,9 +79,7 @@ def test_both_twins_make_what_the_full_read_makes(
         full = store.decode_rows("q", store._db.execute(_PAGE, params).fetchall())
         want, _, _ = paged_rows(full, level, recovered)
         assert len(want) == len(narrow)  # every row written by add_message is readable
-        got_p, wide_p = pure.narrow_paged(narrow, level, recovered)
-        for twin in record_twins(pure, cext):
-            assert twin.narrow_paged(narrow, level, recovered) == (got_p, wide_p)
+        got_p, wide_p = page_rows.narrow_paged(narrow, level, recovered)
         assert [i for i, p in enumerate(got_p) if p is None] == wide_p
         for i, paged in enumerate(got_p):  # what the narrow read carries is the full read's
             if paged is not None:
