@@ -125,29 +125,24 @@ class ReadingLeases:
                 names.update(q.name for q, _ in lease.refs)
         return names
 
+    def _end(self, tokens: Iterable[str]) -> list[_Lease]:
+        """The leases of ``tokens``, ended (unknown tokens: none)."""
+        return [lease for token in tokens
+                if (lease := self._leases.pop(token, None)) is not None]
+
     def settle(self, tokens: Iterable[str]) -> tuple[int, set[QueueOps]]:
         """Consume what ``tokens`` hold; returns how many, and the queues touched."""
-        count = 0
-        touched: set[QueueOps] = set()
-        for token in tokens:
-            lease = self._leases.pop(token, None)
-            if lease is None:
-                continue
-            for queue, ref in lease.refs:
-                queue.deliveries.settle_lent(ref)
-                touched.add(queue)
-            count += len(lease.refs)
-        return count, touched
+        refs = [held for lease in self._end(tokens) for held in lease.refs]
+        for queue, ref in refs:
+            queue.deliveries.settle_lent(ref)
+        return len(refs), {queue for queue, _ in refs}
 
     def release(self, tokens: Iterable[str]) -> tuple[int, set[QueueOps]]:
         """Put what ``tokens`` hold back on their queues' heads, marked redelivered, in
         their original order; returns how many, and the queues touched."""
         count = 0
         touched: set[QueueOps] = set()
-        for token in tokens:
-            lease = self._leases.pop(token, None)
-            if lease is None:
-                continue
+        for lease in self._end(tokens):
             for queue, ref in reversed(lease.refs):  # each goes to the head: last first
                 queue.deliveries.return_lent(ref)
                 touched.add(queue)
