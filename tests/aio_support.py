@@ -11,7 +11,15 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from jmspy.aio import AsyncConnectionFactory, AsyncMessage
+from jmspy.aio import (
+    AsyncConnection,
+    AsyncConnectionFactory,
+    AsyncMessage,
+    AsyncMessageConsumer,
+    AsyncMessageProducer,
+    AsyncSession,
+)
+from jmspy.destinations import Queue
 
 T = TypeVar("T")
 
@@ -41,6 +49,18 @@ def vm_factory(broker: dict[str, Any] | None = None, **properties: Any
         yield AsyncConnectionFactory(f"vm://{name}", **properties)
     finally:
         vm.stop_broker(name)
+
+
+async def queue_ends(conn: AsyncConnection, name: str, **session_options: Any
+                     ) -> tuple[AsyncSession, Queue, AsyncMessageProducer, AsyncMessageConsumer]:
+    """A session (``session_options``), its queue ``name``, a producer and a consumer of
+    that queue, and the connection started: what most of these tests begin with."""
+    session = await conn.create_session(**session_options)
+    queue = session.create_queue(name)
+    producer = await session.create_producer(queue)
+    consumer = await session.create_consumer(queue)
+    conn.start()
+    return session, queue, producer, consumer
 
 
 def text_of(message: AsyncMessage) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aio_support import run, text_of, vm_factory
+from aio_support import queue_ends, run, text_of, vm_factory
 
 from jmspy import ConnectionFactory, JMSException, TextMessage
 from jmspy.aio import AsyncConnectionFactory, AsyncMessage, AsyncRequestor, AsyncSession
@@ -220,11 +220,8 @@ def test_process_acknowledges_on_success_and_redelivers_marked_on_failure() -> N
                 for mode in (AsyncSession.AUTO_ACKNOWLEDGE, AsyncSession.CLIENT_ACKNOWLEDGE,
                              AsyncSession.DUPS_OK_ACKNOWLEDGE,
                              AsyncSession.INDIVIDUAL_ACKNOWLEDGE):
-                    session = await conn.create_session(ack_mode=mode)
-                    queue = session.create_queue(f"process-{mode.name}")
-                    producer = await session.create_producer(queue)
-                    consumer = await session.create_consumer(queue)
-                    conn.start()
+                    session, queue, producer, consumer = await queue_ends(
+                        conn, f"process-{mode.name}", ack_mode=mode)
                     await producer.send(session.create_text_message("x"))
                     message = await consumer.receive(timeout=10)
                     assert message is not None and not message.redelivered
@@ -248,11 +245,7 @@ def test_recover_redelivers_the_handed_out_message_in_auto_acknowledge() -> None
     async def main() -> None:
         with vm_factory() as factory:
             async with factory.create_connection() as conn:
-                session = await conn.create_session()
-                queue = session.create_queue("recover")
-                producer = await session.create_producer(queue)
-                consumer = await session.create_consumer(queue)
-                conn.start()
+                session, queue, producer, consumer = await queue_ends(conn, "recover")
                 await producer.send(session.create_text_message("r"))
                 message = await consumer.receive(timeout=10)
                 assert message is not None and not message.redelivered
@@ -269,11 +262,7 @@ def test_transacted_commit_and_rollback() -> None:
     async def main() -> None:
         with vm_factory() as factory:
             async with factory.create_connection() as conn:
-                session = await conn.create_session(transacted=True)
-                queue = session.create_queue("tx")
-                producer = await session.create_producer(queue)
-                consumer = await session.create_consumer(queue)
-                conn.start()
+                session, queue, producer, consumer = await queue_ends(conn, "tx", transacted=True)
                 await producer.send(session.create_text_message("t"))
                 assert await consumer.receive(timeout=0.05) is None  # not committed
                 await session.commit()
@@ -390,11 +379,7 @@ def test_runs_on_uvloop() -> None:
     async def main() -> list[str]:
         with vm_factory() as factory:
             async with factory.create_connection() as conn:
-                session = await conn.create_session()
-                queue = session.create_queue("uv")
-                producer = await session.create_producer(queue)
-                consumer = await session.create_consumer(queue)
-                conn.start()
+                session, _, producer, consumer = await queue_ends(conn, "uv")
                 for i in range(5):
                     await producer.send(session.create_text_message(str(i)))
                 return [text_of(m) async for m in consumer.messages(timeout=0.2)]
