@@ -262,8 +262,7 @@ class Connection:
 
     def _wake_all(self) -> None:
         for consumer in list(self._consumers.values()):
-            with consumer._cond:
-                consumer._cond.notify_all()
+            consumer._wake_waiters()
         for session in list(self._sessions):
             session._wake()
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
-from .consumer_core import ConsumerCore
+from .consumer_core import ConsumerCore, call_watchers
 from .destinations import Destination, Queue
 from .errors import IllegalStateException, JMSException, MessageFormatException
 from .flow import FlowStats, new_prefetch_buffer
@@ -88,6 +88,7 @@ class MessageConsumer(ConsumerCore):
         self._closed = False
         self._scheduled = False  # guarded by the session's dispatch lock
         self._receiving = 0
+        self._watchers = None
         #: set by the session when its connection is instrumented (jmspy/telemetry.py)
         self._telemetry: Telemetry | None = None
         self._telemetry_group: str | None = None
@@ -253,6 +254,38 @@ class MessageConsumer(ConsumerCore):
                 return False
             finally:
                 self._receiving -= 1
+
+    def call_when_ready(self, watcher: Callable[[], None]) -> bool:
+        """Have ``watcher()`` called once, when :meth:`take_no_wait` may have a message
+        or this consumer, its session or its connection ended or was lost; False, and
+        nothing kept, when that is so already (look again now).
+
+        The waiting of an event loop, which has no thread to block in :meth:`wait_ready`:
+        the watcher runs on the thread that made it so (the transport's, or a sender's
+        over ``vm://``), outside this consumer's lock, so it must be quick and must not
+        raise (an event loop's ``call_soon_threadsafe``). A wake-up may find nothing to
+        take (another taker was first): the caller looks and, if need be, watches again.
+        In pull mode (limit 0) it asks the broker for one message, as ``wait_ready``
+        does."""
+        if self._buffer.limit == 0 and self._listener is None:
+            self._pull_one()
+        connection = self._session._connection
+        with self._lock:
+            if (self._closed or self._session._ending() or connection._lost is not None
+                    or (connection.started and len(self._buffer) > 0)):
+                return False
+            if self._watchers is None:
+                self._watchers = [watcher]
+            else:
+                self._watchers.append(watcher)
+            return True
+
+    def _wake_waiters(self) -> None:
+        """Something every waiter must look at again happened (the connection started,
+        was lost or closes): wake blocked receivers and call the watchers."""
+        with self._lock:
+            watchers = self._wake()
+        call_watchers(watchers)
 
     def take_no_wait(self) -> Message | None:
         """The next buffered message, handed to the application, or None at once.
@@ -440,7 +473,8 @@ class MessageConsumer(ConsumerCore):
             buf.drain()
             buf.forget(buf.unconsumed)
             buf.revoked(buf.outstanding)
-            self._cond.notify_all()
+            watchers = self._wake()
+        call_watchers(watchers)
 
     def _returned(self, taken: int, drops: int) -> list[Message]:
         """Recover/rollback: hand back ``taken`` app-held messages and the whole buffer.
@@ -453,7 +487,8 @@ class MessageConsumer(ConsumerCore):
             drained = cast(list[Message], self._buffer.drain())
             if taken and drops == self._session._connection.drops:
                 self._buffer.forget(taken)
-            self._cond.notify_all()
+            watchers = self._wake()
+        call_watchers(watchers)
         return drained
 
 

@@ -24,6 +24,7 @@ from .acknowledgement import (
     new_acknowledgement,
 )
 from .consumer import MessageConsumer, QueueBrowser, check_selector
+from .consumer_core import call_watchers
 from .destinations import (
     Destination,
     Queue,
@@ -486,7 +487,8 @@ class Session(SessionDispatcher, AckModes):
             consumer._closed = True
             consumer._listener = None
             drained = cast(list[Message], consumer._buffer.drain())
-            consumer._cond.notify_all()
+            watchers = consumer._wake()
+        call_watchers(watchers)
         self._consumers.pop(consumer.consumer_id, None)
         processed = self.acknowledgement.forget(consumer)
         if processed:

@@ -4,6 +4,7 @@ from another task, listeners, browsers, request/reply and transactions."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 from aio_support import queue_ends, run, text_of, vm_factory
@@ -209,6 +210,32 @@ def test_a_receive_cancelled_while_waiting_strands_no_message() -> None:
                 message = await consumer.receive(timeout=10)
                 assert message is not None and text_of(message) == "after"
                 assert not message.redelivered
+
+    run(main)
+
+
+def test_waiting_consumers_hold_no_thread_and_each_wakes_for_its_own_message() -> None:
+    async def main() -> None:
+        with vm_factory() as factory:
+            async with factory.create_connection() as conn:
+                session = await conn.create_session()
+                queues = [session.create_queue(f"idle-{i}") for i in range(20)]
+                consumers = [await session.create_consumer(q) for q in queues]
+                conn.start()
+                before = threading.active_count()
+                waits = [asyncio.create_task(c.receive()) for c in consumers]
+                for _ in range(3):  # loop turns: each receive reaches its watcher
+                    await asyncio.sleep(0)
+                assert not any(w.done() for w in waits)
+                assert threading.active_count() == before  # no thread per waiting consumer
+                sending = await conn.create_session()
+                producer = await sending.create_producer(queues[7])
+                await producer.send(sending.create_text_message("seven"))
+                got = await waits[7]
+                assert got is not None and text_of(got) == "seven"
+                assert not any(w.done() for i, w in enumerate(waits) if i != 7)
+            assert await asyncio.gather(*(w for i, w in enumerate(waits) if i != 7)) == [
+                None] * 19  # closing the connection ends every wait
 
     run(main)
 

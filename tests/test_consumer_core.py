@@ -69,6 +69,9 @@ def make(module: Any, script: Script, state: dict[str, Any]) -> Any:
     core._closed = state["closed"]
     core._scheduled = state.get("scheduled", False)
     core._receiving = state["receiving"]
+    watchers = [lambda i=i: script.calls.append(("watcher", i, script.held))
+                for i in range(state.get("watchers", 0))]
+    core._watchers = watchers or None
     script.core = core
     return core
 
@@ -78,6 +81,7 @@ states = st.fixed_dictionaries({
     "closed": st.booleans(),
     "scheduled": st.booleans(),
     "receiving": st.integers(0, 2),
+    "watchers": st.integers(0, 2),
     "real_buffer": st.booleans(),
     "runs": st.lists(st.lists(st.text("ab", max_size=3), min_size=1, max_size=4),
                      min_size=1, max_size=3),
@@ -101,11 +105,13 @@ def run(module: Any, state: dict[str, Any]) -> tuple[list[Any], list[str]]:
 def test_a_run_is_buffered_under_the_lock_and_its_reader_woken(state: dict[str, Any]) -> None:
     """What the hand-off must do: nothing but the lock round trip once closed; otherwise
     the run buffered under the lock, a blocked receive() woken under it when there is
-    no listener, and the session told after the lock is released when there is one and
-    the consumer is not already waiting in the session's ready queue."""
+    no listener, its watchers (an event loop's) called once each after the lock, and the
+    session told after the lock is released when there is a listener and the consumer is
+    not already waiting in the session's ready queue."""
     for module in TWINS:
         calls, buffered = run(module, state)
         expected: list[tuple[Any, ...]] = []
+        watching = state["watchers"]
         for run_ in state["runs"]:
             expected.append(("lock",))
             if not state["closed"] and not state["real_buffer"]:
@@ -113,6 +119,9 @@ def test_a_run_is_buffered_under_the_lock_and_its_reader_woken(state: dict[str, 
             if not state["closed"] and not state["listener"] and state["receiving"]:
                 expected.append(("notify", True))
             expected.append(("unlock",))
+            if not state["closed"] and not state["listener"]:
+                expected += [("watcher", i, False) for i in range(watching)]
+                watching = 0  # one-shot
             if not state["closed"] and state["listener"] and not state["scheduled"]:
                 expected.append(("schedule", True, False))
         assert calls == expected, module

@@ -4,10 +4,10 @@
 Nothing here buffers, acknowledges or counts credit: the sync core's
 :class:`~jmspy.consumer.MessageConsumer` does all of it, so its prefetch buffer (bounded by
 ``imqConsumerFlowLimit``) is the only buffer and a slow ``async for`` body is felt by the
-broker as credit it does not get. A :class:`~jmspy.aio.waiter.ReadyWaiter` thread tells
-the loop when a message is ready; the loop takes it and hands it to the application in
-one step, so a task cancelled at any await point leaves every message either untaken (in
-the buffer, in order) or handed over.
+broker as credit it does not get. A :class:`~jmspy.aio.waiter.ReadyWaiter` tells the
+loop when a message is ready (a watcher on the sync consumer, no thread); the loop takes
+it and hands it to the application in one step, so a task cancelled at any await point
+leaves every message either untaken (in the buffer, in order) or handed over.
 
 In AUTO_ACKNOWLEDGE (and DUPS_OK) a message handed out is acknowledged when the next one
 is asked for, or when its ``async with message.process():`` block ends, so a body that
@@ -142,17 +142,16 @@ class AsyncMessageConsumer:
             if remaining is not None and remaining <= 0:
                 return None
             if not waited:
-                # One turn of the loop before the waiter thread: a producer on this loop
-                # (vm:// sends run on it) may fill the buffer in it, and waking the thread
-                # for that would cost a thread switch (and the GIL) per message.
+                # One turn of the loop before a watcher: a producer on this loop (vm://
+                # sends run on it) may fill the buffer in it, with no future to make.
                 waited = True
                 await asyncio.sleep(0)
                 continue
             ready = self._waiter.ready()
             self._streak = 0
             await asyncio.wait((ready,), timeout=remaining)
-            if ready.done():
-                ready.result()  # raises the connection's loss
+            if ready.done() and not ready.result():
+                return None  # closing: the consumer, its session or its connection
 
     def _check_receivable(self) -> None:
         if self._listener is not None:
