@@ -12,7 +12,7 @@ from typing import Any
 
 from jmspy import JMSException
 
-__all__ = ["Events", "Heard"]
+__all__ = ["Events", "Heard", "login_threads"]
 
 
 class Events:
@@ -55,3 +55,17 @@ class Heard:
         with self.cond:
             ok = self.cond.wait_for(lambda: texts <= {t for t, _ in self.got}, 20)
             assert ok, (sorted(texts), self.got)
+
+
+def login_threads(policy: Any) -> list[str]:
+    """Have ``policy.authenticate`` record the name of the thread each login is checked
+    on (a broker must check passwords on its login thread, never its event loop)."""
+    threads: list[str] = []
+    check = policy.authenticate
+
+    def recording(user: str | None, password: str | None) -> Any:
+        threads.append(threading.current_thread().name)
+        return check(user, password)
+
+    policy.authenticate = recording
+    return threads

@@ -11,6 +11,7 @@ from typing import Any
 
 from broker_core.core_support import FakeClock
 from mqtt_pair import connect_packet, decode_server, device_policy, subscribe_packet
+from recording import login_threads
 
 from jmspy.broker_ref.core import Broker
 from jmspy.broker_ref.core.throttle import ThrottleSettings
@@ -59,14 +60,7 @@ async def _client(host: str, port: int) -> _Raw:
 
 def test_passwords_are_checked_on_the_login_thread_not_the_event_loop() -> None:
     policy = device_policy()
-    threads: list[str] = []
-    check = policy.authenticate
-
-    def recording(user: str | None, password: str | None) -> Any:
-        threads.append(threading.current_thread().name)
-        return check(user, password)
-
-    policy.authenticate = recording  # type: ignore[method-assign]
+    threads = login_threads(policy)
 
     async def main() -> None:
         broker = Broker(clock=FakeClock(), security=policy)

@@ -8,11 +8,11 @@ benchmarks/security_attacks.py; these tests assert what happens, not how fast.""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from recording import login_threads
 from stomp_support import RawClient, ServerHandle
 
 from jmspy.broker_ref.core.security import SecurityPolicy
@@ -40,14 +40,7 @@ def test_passwords_are_checked_on_the_login_thread_not_the_event_loop(
     server_factory: Callable[..., ServerHandle]
 ) -> None:
     policy = _policy()
-    threads: list[str] = []
-    check = policy.authenticate
-
-    def recording(user: str | None, password: str | None) -> Any:
-        threads.append(threading.current_thread().name)
-        return check(user, password)
-
-    policy.authenticate = recording  # type: ignore[method-assign]
+    threads = login_threads(policy)
     h = server_factory(security=policy)
     assert _login(h, "alice", "alice-pw").command == "CONNECTED"
     assert _login(h, "alice", "wrong").command == "ERROR"
