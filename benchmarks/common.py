@@ -175,7 +175,8 @@ def _run_producers(module: str, producer: Spec, n: int, timeout: float) -> dict[
 
 
 def exchange(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0,
-             producers: int = 1, expect: int | None = None
+             producers: int = 1, expect: int | None = None,
+             on_ready: Callable[[], None] | None = None
              ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Consumer and producer in separate processes: the consumer prints ``READY`` once
     subscribed; then the producer runs (``producers`` > 1: that many at once, sharing the
@@ -184,7 +185,8 @@ def exchange(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0
     ready printed), so a caller checks only ``if not sent``.
 
     The one place that orders the two processes, for every pair benchmark; ``expect`` set,
-    a consumer that received another count is a failure too.
+    a consumer that received another count is a failure too; ``on_ready`` runs between
+    the consumer's READY and the producer's start (a probe of the broker's state).
     """
     proc = subprocess.Popen(worker_cmd(module, consumer), env=worker_env(), cwd=neutral_dir(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -194,6 +196,8 @@ def exchange(module: str, consumer: Spec, producer: Spec, timeout: float = 300.0
         if first.strip() != "READY":
             rest, err = proc.communicate(timeout=30)
             return dict(_parse(first + rest, err, proc.returncode)), {}
+        if on_ready is not None:
+            on_ready()
         sent = (run_worker(module, producer, timeout) if producers == 1
                 else _run_producers(module, producer, producers, timeout))
         if "error" in sent:
@@ -340,6 +344,9 @@ class Config:
 
     row: Row
     run: Callable[[int], dict[str, Any]]
+    #: measured in the first ``rounds`` rounds only (None: every round): for a figure so
+    #: slow to make that one run per suite is its price (100,000 queues on a fresh broker)
+    rounds: int | None = None
 
 
 def run_interleaved(configs: Sequence[Config], runs: int, progress: Progress) -> list[Row]:
@@ -352,7 +359,7 @@ def run_interleaved(configs: Sequence[Config], runs: int, progress: Progress) ->
         for cfg in configs:
             row = cfg.row
             progress.show(f"part {row.part} run {rnd + 1}/{runs}: {row.name}, {row.config}")
-            if row.unavailable is None:
+            if row.unavailable is None and (cfg.rounds is None or rnd < cfg.rounds):
                 waited = wait_quiet()
                 got = cfg.run(rnd)
                 if "error" in got:

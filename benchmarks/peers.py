@@ -47,6 +47,8 @@ class Endpoint:
     host: str
     stomp_port: int | None
     mqtt_port: int | None
+    #: the broker's process (the leader of its own session: benchmarks/broker_probe.py)
+    pid: int = 0
 
 
 def _spawn_local(name: str, cmd: list[str], env: dict[str, str] | None = None) -> Any:
@@ -98,6 +100,25 @@ def start_jmspy(loop: str = "asyncio", *, persistent: bool = False,
     return _spawn_local(name, [python or sys.executable, "-m", "jmspy", "broker", "--host",
                                "127.0.0.1", "--port", "{port}", "--loop", loop, *where],
                         env=env)
+
+
+#: The jmspy broker of the scaling part (part_f_scaling.py): as installed (uvloop, in
+#: memory), with the caps a test rig with thousands of connections from one address lifts
+#: (ActiveMQ's connector as the interop recipe starts it and RabbitMQ have none), and
+#: ``memory-limit`` at 1 GB, near ActiveMQ's share of its 512 MB heap, so that 8 MB
+#: messages are held in memory rather than paged (the 64 MB default gives one queue 6.4 MB).
+SCALE_CONFIG = ("[limits]\nmax-connections = 0\nmax-connections-per-address = 0\n"
+                "idle-timeout = 0\n\n[system-usage]\nmemory-limit = \"1 GB\"\n")
+
+
+def start_jmspy_scale() -> Any:
+    """``python -m jmspy broker`` as installed, configured by :data:`SCALE_CONFIG`."""
+    config = Path(tempfile.mkdtemp(prefix="jmspy-bench-scale-")) / "broker.toml"
+    config.write_text(SCALE_CONFIG)
+    loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+    return _spawn_local("jmspy-scale", [
+        sys.executable, "-m", "jmspy", "broker", "--host", "127.0.0.1", "--port", "{port}",
+        "--loop", loop, "--in-memory", "--config", str(config)], env=worker_env())
 
 
 def start_jmspy_mqtt() -> Any:
@@ -165,6 +186,8 @@ class Peers:
             return lambda: start_jmspy("uvloop", persistent=True)
         if name == "jmspy-mqtt":
             return start_jmspy_mqtt
+        if name == "jmspy-scale":
+            return start_jmspy_scale
         if name == "activemq-kahadb":  # the interop ActiveMQ, persistent (KahaDB)
             return lambda: _interop().ActiveMQ(persistent=True).start()
         if name == "coilmq":
@@ -183,7 +206,7 @@ class Peers:
         got = self._started[name]
         if isinstance(got, str):
             return got
-        return Endpoint(name, got.host, got.stomp_port, got.mqtt_port)
+        return Endpoint(name, got.host, got.stomp_port, got.mqtt_port, got.proc.pid)
 
     def stop_all(self) -> None:
         for got in self._started.values():
