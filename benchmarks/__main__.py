@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from types import ModuleType
 
-from . import machine, report
+from . import machine, report, scale_plot
 from .common import Progress, Row
 from .peers import Peers
 
@@ -24,6 +24,7 @@ PARTS = {
     "c": "part_c_brokers",
     "d": "part_d_mqtt",
     "e": "part_e_flow",
+    "f": "part_f_scaling",
 }
 
 
@@ -33,7 +34,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3,
                         help="interleaved runs per figure (the median is reported)")
     parser.add_argument("--quick", action="store_true", help="small message counts (smoke run)")
-    parser.add_argument("--only", default="abcde",
+    parser.add_argument("--only", default="abcdef",
                         help="parts to run, e.g. a,c,e (default: all)")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
     args = parser.parse_args(argv)
@@ -83,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         report.plot(rows, base.with_suffix(".png"), subtitle)
         shutil.copyfile(base.with_suffix(".png"), report.RESULTS_DIR / "latest.png")
         print(f"plot: {base.with_suffix('.png')}")
+        curves = base.with_name(base.name + "-scaling.png")
+        if scale_plot.plot(rows, curves, subtitle, report._matplotlib):
+            shutil.copyfile(curves, report.RESULTS_DIR / "latest-scaling.png")
+            print(f"curves: {curves}")
     return 0
 
 

@@ -21,6 +21,7 @@ TITLES = {
     "c": "(c) brokers serving raw stomp.py",
     "d": "(d) jmspy MQTT vs raw paho (Mosquitto)",
     "e": "(e) flow limit trade-off",
+    "f": "(f) scaling: connections, queues, sizes, fan-out, open-loop latency",
 }
 
 

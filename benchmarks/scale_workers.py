@@ -1,0 +1,226 @@
+"""Load generators of the scaling part (part_f_scaling.py): many raw stomp.py connections
+in one worker process, and plain sockets for what only has to exist (idle connections,
+idle queues).
+
+``python -m benchmarks.scale_workers '<json spec>'``; roles:
+
+* ``swarm-consumer``: ``connections`` stomp.py connections; destination ``i`` of
+  ``pattern.format(i=i)`` for ``i < n`` is subscribed on connection ``i % connections``
+  (``every``: every connection subscribes to all ``n``: fan-out). Each connection's last
+  SUBSCRIBE carries a receipt, and READY is printed once all receipts are in, so no
+  message is sent to a topic before its subscribers are there. Reports the count, the
+  last receive time and p50/p99/p99.9 of receive minus the ``ts`` header.
+* ``swarm-producer``: ``connections`` stomp.py connections; message ``k`` of ``count``
+  goes to destination ``k % n`` (``pattern.format(i=k % n, m=k % n % mod)``) over
+  connection ``k % connections``, ``size`` bytes, from one thread
+  (a client's sends are writes on the caller's thread either way).
+  ``rate`` set: **open loop**, message ``k`` is due at ``start + k / rate`` and its ``ts``
+  is that due time, not the time it left, so a broker that stalls the producer (TCP
+  backpressure) is charged for the whole stall (no coordinated omission).
+
+One process holds up to a thousand connections of each kind, one stomp.py receiver
+thread per connection; the same generator serves every broker, so a ratio compares
+brokers. Thread stacks are kept small so that a thousand of them cost little.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import threading
+import time
+from typing import Any
+
+from .common import Spec, now, percentile, signal_ready, worker_main
+
+threading.stack_size(512 * 1024)
+
+
+def _raise_nofile() -> None:
+    """Up to the hard limit: 1,000 connections need more descriptors than a soft 1,024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _connection(spec: Spec, listener: Any) -> Any:
+    import stomp
+
+    conn = stomp.Connection12([(spec["host"], spec["port"])], heartbeats=(0, 0),
+                              vhost=spec.get("vhost"), auto_content_length=True)
+    conn.set_listener("scale", listener)
+    conn.connect(wait=True)
+    return conn
+
+
+def _connect_all(spec: Spec, listeners: list[Any]) -> list[Any]:
+    _raise_nofile()
+    return [_connection(spec, listener) for listener in listeners]
+
+
+class _Counter:
+    """Deliveries across every connection's receiver thread."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.got = 0
+        self.latencies: list[float] = []
+        self.t_last = 0.0
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def hit(self, sent: float) -> None:
+        t = now()
+        with self._lock:
+            self.latencies.append(t - sent)
+            self.got += 1
+            if self.got >= self.count:
+                self.t_last = t
+                self.done.set()
+
+    def result(self, timeout: float, stall: float = 20.0) -> dict[str, Any]:
+        deadline, seen, last_change = now() + timeout, -1, now()
+        while not self.done.wait(0.5):
+            if self.got != seen:
+                seen, last_change = self.got, now()
+            if now() > deadline or now() - last_change > stall:
+                return {"error": f"stalled: received {self.got:,}/{self.count:,} "
+                                 f"(nothing for {now() - last_change:.0f}s)"}
+        lat = self.latencies
+        return {"count": self.got, "t_last": self.t_last,
+                "p50_ms": percentile(lat, 50) * 1e3, "p99_ms": percentile(lat, 99) * 1e3,
+                "p999_ms": percentile(lat, 99.9) * 1e3}
+
+
+def swarm_consumer(spec: Spec) -> dict[str, Any]:
+    import stomp
+
+    counter = _Counter(spec["count"])
+    n, width = spec["n"], spec["connections"]
+    window = str(spec.get("window", 1000))
+    receipts = threading.Semaphore(0)
+
+    class Listener(stomp.ConnectionListener):  # type: ignore[misc]
+        def on_message(self, frame: Any) -> None:
+            counter.hit(float(frame.headers["ts"]))
+
+        def on_receipt(self, frame: Any) -> None:
+            receipts.release()
+
+        def on_error(self, frame: Any) -> None:
+            errors.append(frame.body or str(frame.headers.get("message")))
+
+    errors: list[str] = []
+    conns = _connect_all(spec, [Listener() for _ in range(width)])
+    headers = {"activemq.prefetchSize": window, "prefetch-count": window}
+    for j, conn in enumerate(conns):
+        mine = range(n) if spec.get("every") else range(j, n, width)
+        last = mine[-1] if len(mine) else None
+        for i in mine:
+            extra = {**headers, "receipt": f"sub-{j}"} if i == last else headers
+            conn.subscribe(destination=spec["pattern"].format(i=i), id=str(i), ack="auto",
+                           headers=extra)
+    for _ in range(sum(1 for j in range(width) if spec.get("every") or j < n)):
+        if not receipts.acquire(timeout=spec.get("timeout", 120)):
+            return {"error": "a SUBSCRIBE's RECEIPT did not come"
+                             + (f": {errors[0][:200]}" if errors else "")}
+    signal_ready()
+    result = counter.result(spec.get("timeout", 120))
+    if errors and "error" in result:
+        result["error"] += f"; the broker said: {errors[0][:200]}"
+    for conn in conns:
+        conn.disconnect()
+    return result
+
+
+def swarm_producer(spec: Spec) -> dict[str, Any]:
+    import stomp
+
+    conns = _connect_all(spec, [stomp.ConnectionListener()
+                                for _ in range(spec["connections"])])
+    mod = int(spec.get("mod", 1))
+    dests = [spec["pattern"].format(i=i, m=i % mod) for i in range(spec["n"])]
+    body = "x" * int(spec.get("size", 100))
+    count, rate = spec["count"], spec.get("rate")
+    width, n = len(conns), len(dests)
+    t_start = now()
+    if rate:
+        gap = 1.0 / rate
+        for k in range(count):
+            due = t_start + k * gap
+            ahead = due - now()
+            if ahead > 0:
+                time.sleep(ahead)  # until message k is due (open loop)
+            conns[k % width].send(destination=dests[k % n], body=body,
+                                  headers={"ts": repr(due)})
+    else:
+        for k in range(count):
+            conns[k % width].send(destination=dests[k % n], body=body,
+                                  headers={"ts": repr(now())})
+    sent_for = now() - t_start
+    for conn in conns:
+        conn.disconnect()
+    return {"t_start": t_start, "send_s": sent_for}
+
+
+# -- plain sockets: connections and queues that only have to exist -------------------------
+def _frame(command: str, headers: dict[str, str]) -> bytes:
+    head = "".join(f"{k}:{v}\n" for k, v in headers.items())
+    return f"{command}\n{head}\n".encode() + b"\0"
+
+
+def _read_until(sock: socket.socket, marker: bytes, what: str) -> bytes:
+    data = b""
+    while marker not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError(f"the broker closed the connection before {what}: {data[:200]!r}")
+        data += chunk
+        if data.startswith(b"ERROR"):
+            raise RuntimeError(f"the broker refused {what}: {data[:300]!r}")
+    return data
+
+
+def stomp_socket(host: str, port: int, vhost: str | None) -> socket.socket:
+    """A STOMP 1.2 connection without heart-beats on a plain socket: CONNECT, CONNECTED."""
+    sock = socket.create_connection((host, port), timeout=60)
+    sock.sendall(_frame("CONNECT", {"accept-version": "1.2", "host": vhost or host,
+                                    "heart-beat": "0,0"}))
+    _read_until(sock, b"\0", "CONNECTED")
+    return sock
+
+
+def open_idle(host: str, port: int, count: int, vhost: str | None) -> list[socket.socket]:
+    """``count`` connected, silent STOMP connections, owned by the caller."""
+    _raise_nofile()
+    return [stomp_socket(host, port, vhost) for _ in range(count)]
+
+
+def create_queues(host: str, port: int, vhost: str | None, prefix: str, first: int,
+                  count: int, batch: int = 1000) -> None:
+    """Queues ``prefix.<first>`` ... made to exist and left idle: each is subscribed to
+    and unsubscribed from (no message, no consumer left), a batch of SUBSCRIBE /
+    UNSUBSCRIBE frames written at once with a RECEIPT asked on the batch's last frame."""
+    sock = stomp_socket(host, port, vhost)
+    try:
+        for start in range(first, first + count, batch):
+            frames = []
+            stop = min(start + batch, first + count)
+            for i in range(start, stop):
+                frames.append(_frame("SUBSCRIBE", {"destination": f"/queue/{prefix}.{i}",
+                                                   "id": str(i), "ack": "auto"}))
+                headers = {"id": str(i)}
+                if i == stop - 1:
+                    headers["receipt"] = f"q{i}"
+                frames.append(_frame("UNSUBSCRIBE", headers))
+            sock.sendall(b"".join(frames))
+            _read_until(sock, f"receipt-id:q{stop - 1}".encode(), f"queue {prefix}.{stop - 1}")
+        sock.sendall(_frame("DISCONNECT", {}))
+    finally:
+        sock.close()
+
+
+ROLES = {"swarm-consumer": swarm_consumer, "swarm-producer": swarm_producer}
+
+if __name__ == "__main__":
+    worker_main(ROLES)
