@@ -152,6 +152,21 @@ def test_pairs_on_distinct_queues_deliver_every_message(broker: Endpoint) -> Non
     _figures(got)
 
 
+@pytest.mark.parametrize("every", [False, True], ids=["pairs", "fan-out"])
+def test_a_wide_swarm_is_spread_over_processes_and_their_counts_merged(
+        broker: Endpoint, every: bool) -> None:
+    # 5 consumer connections, at most 2 a process: 3 processes; exchange() fails unless
+    # the merged count is every delivery (fan-out: each of the 5 gets all 12 messages)
+    pattern = "/topic/scale.spread" if every else "/queue/scale.spread.{i}"
+    n = 1 if every else 5
+    deliveries = 60 if every else 50
+    got = f.swarm(broker, {"pattern": pattern, "n": n, "connections": 5, "every": every,
+                           "per_process": 2},
+                  {"pattern": pattern, "n": n, "connections": 1 if every else 5,
+                   "count": 12 if every else 50}, deliveries)
+    _figures(got)
+
+
 def test_idle_connections_are_opened_and_their_memory_measured(broker: Endpoint) -> None:
     got = f.connections_point(30, 20, busy=2)(broker)
     _figures(got)
