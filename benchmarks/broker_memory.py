@@ -24,20 +24,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .broker_probe import rss_kb
 from .common import Config, Goal, Progress, Row, Spec, run_worker, worker_env, worker_main
 from .peers import _spawn_local
 
 PER_MESSAGE = Goal(1.5, metric="kb", at_most=True, unit="KB", label="RSS per message")
 PER_QUEUE = Goal(2.0, metric="kb", at_most=True, unit="KB", label="RSS per queue")
 CONFIG = '[system-usage]\nmemory-limit = "1 GB"\n'
-
-
-def rss_kb(pid: int) -> int:
-    """Resident set size of ``pid`` in KB (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def flood(spec: Spec) -> dict[str, Any]:

@@ -47,6 +47,14 @@ def _status_kb(pid: int, key: str) -> int:
     return 0  # a kernel thread or a zombie: nothing resident
 
 
+def rss_kb(pid: int) -> int:
+    """Resident set size of the one process ``pid`` in KB."""
+    kb = _status_kb(pid, "VmRSS:")
+    if not kb:
+        raise RuntimeError(f"no VmRSS for pid {pid}")
+    return kb
+
+
 @dataclass(frozen=True)
 class Sample:
     """The broker's resident KB, peak resident KB (since the last :func:`reset_peak`) and

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .broker_probe import rss_kb
 from .common import neutral_dir, worker_env
 from .peers import _interop
 
@@ -88,13 +89,6 @@ class Stomp:
 
     def close(self) -> None:
         self.sock.close()
-
-
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 class JmspyBroker:

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .broker_memory import rss_kb
+from .broker_probe import rss_kb
 from .peers import _interop, start_jmspy_mqtt
 
 WARM = 100
