@@ -28,7 +28,8 @@ __all__ = ["FIELDS", "ConsumerCore", "Watchers", "call_watchers"]
 
 log = client_logger("consumer")
 
-#: The shared fields, in the order of the compiled twin's C members.
+#: The consumer's state, one slot each (``__slots__``: no per-instance dict on the
+#: delivery path); the subclass sets every one in its ``__init__``.
 FIELDS: Final = (
     "_session",
     "_lock",
