@@ -43,6 +43,9 @@ PEER = {"jmspy": "jmspy-scale", "activemq": "activemq", "rabbitmq": "rabbitmq"}
 LABEL = {"jmspy": "jmspy broker", "activemq": "ActiveMQ 5", "rabbitmq": "RabbitMQ"}
 CONNECTIONS = (1, 10, 100, 1000)
 BUSY_OF_1000 = 10
+#: messages per busy pair at least (20 each at 1,000 pairs measured little more than
+#: each queue's first delivery); a tenth in quick mode
+PER_PAIR = 100
 QUEUES = (1, 100, 10_000)
 SIZES = (100, 10_240, 1_048_576, 8_388_608)
 FANOUT = (1, 10, 100)
@@ -112,6 +115,11 @@ def swarm(ep: Endpoint, consumer: dict[str, Any], producer: dict[str, Any],
 
 
 def _tag() -> str:
+    """A point's destinations, named once when the point is made (one per broker) and
+    used again in every round: a broker keeps the destinations a run creates, and at
+    ActiveMQ's 45 KB a queue (or topic) three rounds' worth of fresh ones, 30,000 queues
+    and 30,000 topics, overflow its 512 MB heap. Each round consumes all it sends, so it
+    leaves them empty for the next."""
     return uuid.uuid4().hex[:8]
 
 
@@ -128,14 +136,16 @@ def _on(peers: Peers, broker: str, runner: Runner) -> Callable[[int], dict[str, 
     return run
 
 
-def connections_point(pairs: int, count: int, busy: int | None = None) -> Runner:
-    """``pairs`` pairs on distinct queues; ``busy`` set: that many busy pairs, the rest
-    of ``pairs`` opened as idle connections."""
+def connections_point(pairs: int, count: int, busy: int | None = None,
+                      per_pair: int = PER_PAIR) -> Runner:
+    """``pairs`` pairs on distinct queues, ``count`` messages but ``per_pair`` a pair at
+    least; ``busy`` set: that many busy pairs, the rest of ``pairs`` opened as idle
+    connections."""
     active = busy or pairs
-    per = max(1, count // active) * active
+    per = max(count, per_pair * active) // active * active
+    pattern = f"/queue/scale.c{_tag()}.{{i}}"
 
     def run(ep: Endpoint) -> dict[str, Any]:
-        pattern = f"/queue/scale.c{_tag()}.{{i}}"
         side = {"pattern": pattern, "n": active, "connections": active}
         return swarm(ep, side, {**side, "count": per}, per,
                      idle=(pairs - 2 * active) if busy else 0)
@@ -145,9 +155,9 @@ def connections_point(pairs: int, count: int, busy: int | None = None) -> Runner
 
 def queues_point(queues: int, count: int) -> Runner:
     per = max(count, queues)
+    pattern = f"/queue/scale.q{_tag()}.{{i}}"
 
     def run(ep: Endpoint) -> dict[str, Any]:
-        pattern = f"/queue/scale.q{_tag()}.{{i}}"
         return swarm(ep, {"pattern": pattern, "n": queues, "connections": 1},
                      {"pattern": pattern, "n": queues, "connections": 1, "count": per}, per)
 
@@ -155,8 +165,9 @@ def queues_point(queues: int, count: int) -> Runner:
 
 
 def size_point(size: int, count: int) -> Runner:
+    pattern = f"/queue/scale.s{_tag()}"
+
     def run(ep: Endpoint) -> dict[str, Any]:
-        pattern = f"/queue/scale.s{_tag()}"
         side = {"pattern": pattern, "n": 1, "connections": 1}
         return swarm(ep, {**side, "window": 1000 if size <= 10_240 else 10},
                      {**side, "count": count, "size": size}, count)
@@ -166,9 +177,9 @@ def size_point(size: int, count: int) -> Runner:
 
 def fanout_point(subscribers: int, deliveries: int) -> Runner:
     count = max(1, deliveries // subscribers)
+    pattern = f"/topic/scale.t{_tag()}"
 
     def run(ep: Endpoint) -> dict[str, Any]:
-        pattern = f"/topic/scale.t{_tag()}"
         return swarm(ep, {"pattern": pattern, "n": 1, "connections": subscribers,
                           "every": True},
                      {"pattern": pattern, "n": 1, "connections": 1, "count": count},
@@ -179,9 +190,9 @@ def fanout_point(subscribers: int, deliveries: int) -> Runner:
 
 def wildcard_point(count: int) -> Runner:
     per = max(count, WILDCARD_TOPICS)
+    tag = f"scale.w{_tag()}"
 
     def run(ep: Endpoint) -> dict[str, Any]:
-        tag = f"scale.w{_tag()}"
         return swarm(ep, {"pattern": f"/topic/{tag}.{{i}}.*", "n": WILDCARD_SUBS,
                           "connections": WILDCARD_SUBS},
                      {"pattern": f"/topic/{tag}.{{m}}.{{i}}", "mod": WILDCARD_SUBS,
@@ -192,13 +203,13 @@ def wildcard_point(count: int) -> Runner:
 
 def load_point(percent: int, seconds: float, saturation: Row) -> Runner:
     """Open loop at ``percent`` of ``saturation``'s figure in this round."""
+    pattern = f"/queue/scale.l{_tag()}"
 
     def run(ep: Endpoint) -> dict[str, Any]:
         if not saturation.runs:
             return {"error": f"no saturation figure ({saturation.key} not measured)"}
         rate = saturation.runs[-1]["rate"] * percent / 100
         count = max(100, int(rate * seconds))
-        pattern = f"/queue/scale.l{_tag()}"
         side = {"pattern": pattern, "n": 1, "connections": 1}
         return swarm(ep, side, {**side, "count": count, "rate": rate}, count)
 
@@ -263,10 +274,12 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
             _versus(row, broker, curve, point, **versus)
             out.append(Config(row, _on(peers, broker, runner_for(broker))))
 
+    per_pair = PER_PAIR // 10 if quick else PER_PAIR
     for pairs in CONNECTIONS:
         add("connections", pairs, f"{pairs:,} pairs on {pairs:,} queues, ack:auto, "
-            f"{max(1, count // pairs) * pairs:,} msgs", f"{pairs:,} connection pairs",
-            lambda _b, p=pairs: connections_point(p, count))
+            f"{max(count, per_pair * pairs) // pairs * pairs:,} msgs",
+            f"{pairs:,} connection pairs",
+            lambda _b, p=pairs: connections_point(p, count, per_pair=per_pair))
     idle_point = f"{CONNECTIONS[-1]}-idle"
     add("connections", idle_point,
         f"{CONNECTIONS[-1]:,} connections: {BUSY_OF_1000} busy pairs, "

@@ -78,6 +78,37 @@ def test_a_config_limited_to_one_round_is_measured_once() -> None:
     assert progress.done == 6
 
 
+def test_every_round_of_a_point_uses_the_same_destinations(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a broker keeps what a run creates: fresh names each round would pile up 10,000
+    # queues (and 10,000 wildcard topics) a round, more than ActiveMQ's heap holds
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(f, "swarm", lambda _ep, consumer, producer, *_a, **_k:
+                        seen.append((consumer["pattern"], producer["pattern"])) or {})
+    ep = Endpoint("x", "127.0.0.1", 1, None, 1)
+    for make in (lambda: f.connections_point(10, 100), lambda: f.queues_point(100, 100),
+                 lambda: f.size_point(100, 10), lambda: f.fanout_point(3, 30),
+                 lambda: f.wildcard_point(100)):
+        seen.clear()
+        point = make()
+        point(ep)
+        point(ep)
+        assert len(seen) == 2 and seen[0] == seen[1]
+        seen.clear()
+        make()(ep)  # another point (another broker's): names of its own
+        other = seen[0]
+        point(ep)
+        assert seen[1] != other
+
+
+def test_a_pair_gets_its_share_of_messages_however_many_pairs() -> None:
+    rows = {c.row.key: c.row for c in f.configs(False, Peers())}
+    assert "100,000 msgs" in rows[f.key("jmspy", "connections", 1000)].config
+    assert "20,000 msgs" in rows[f.key("jmspy", "connections", 10)].config
+    quick = {c.row.key: c.row for c in f.configs(True, Peers())}
+    assert "10,000 msgs" in quick[f.key("jmspy", "connections", 1000)].config
+
+
 def test_the_probe_reads_the_memory_and_cpu_of_a_whole_session() -> None:
     # A leader that starts a child in its session, both holding memory; the child burns CPU.
     script = ("import subprocess, sys, time\n"
