@@ -195,6 +195,9 @@ class ServerConnection(ConnectionRecord):
     def _send_full(self, message: ServerMessage, tx: str | None) -> None:
         """Every step of :meth:`send`, for every message."""
         self._check_open()
+        self._route(message, tx)
+
+    def _route(self, message: ServerMessage, tx: str | None) -> None:
         policy = self._broker.security
         if policy is not None:  # (the common no-policy case skips the calls)
             self._authorize("send", message.kind, message.destination)
@@ -216,8 +219,9 @@ class ServerConnection(ConnectionRecord):
         """Route a send producer flow control does not hold (any more): a parked send
         that got its space (the broker's ProducerFlow), or the broker's own answer to this
         client (stats), which has no producer behind it and goes to a destination the
-        client reads."""
-        self._send_full(message, None)
+        client reads. Also once this connection has closed: a send its client wrote
+        before it left (``close(keep_parked_sends=True)``), checked when it was parked."""
+        self._route(message, None)
 
     def transaction_sends(self, tx: str | None) -> list[ServerMessage]:
         """The messages transaction ``tx`` would route at commit ([] if unknown)."""
@@ -579,12 +583,15 @@ class ServerConnection(ConnectionRecord):
 
     # ------------------------------------------------------------------ close
 
-    def close(self) -> None:
+    def close(self, *, keep_parked_sends: bool = False) -> None:
+        """End the connection; ``keep_parked_sends``: its sends producer flow control
+        holds still go through when there is room (the client wrote them, then left:
+        ``ProducerFlow.forget``), else they are dropped and each ticket hears so."""
         if self.closed:
             return
         self.closed = True
         broker = self._broker
-        broker.flow.forget(self)
+        broker.flow.forget(self, keep_sends=keep_parked_sends)
         self._transactions.clear()
         for c in self._consumers.values():
             c.closed = True

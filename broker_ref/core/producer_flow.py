@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     from .queue import Queue
     from .records import PageBudget
 
-__all__ = ["LOG_EVERY_MS", "FlowBroker", "FlowConnection", "Full", "ProducerFlow", "format_size"]
+__all__ = ["LOG_EVERY_MS", "ORPHAN_BYTES_LIMIT", "FlowBroker", "FlowConnection", "Full",
+           "ProducerFlow", "format_size"]
 
 class FlowBroker(Protocol):
     """What producer flow reads of its broker (:class:`~.broker.Broker`): a Protocol, so
@@ -109,6 +110,11 @@ log = logging.getLogger("jmspy.broker.flow")
 
 #: A destination's "stopping producer" line is logged at most once per this many ms.
 LOG_EVERY_MS = 30_000
+
+#: Parked sends of connections that have closed (their clients wrote them and left:
+#: :meth:`ProducerFlow.forget`) the broker keeps, in bytes, all together at most; eight
+#: connections' worth of the STOMP host's read bound (``HELD_BYTES_READ_LIMIT``, 8 MB).
+ORPHAN_BYTES_LIMIT = 64 * 1024 * 1024
 
 
 def format_size(n: int) -> str:
@@ -199,6 +205,9 @@ class _Parked:
     #: clock time (ms) at which it fails; 0 = it waits as long as it takes
     deadline: int
     reason: Full
+    #: its connection has closed since (:meth:`ProducerFlow.forget`): kept, counted in
+    #: ``_orphan_bytes``, and routed when there is room all the same
+    orphan: bool = False
 
 
 class ProducerFlow(FlowRecord):
@@ -207,8 +216,8 @@ class ProducerFlow(FlowRecord):
     ``messages_of``: the messages a connection's transaction would route at commit."""
 
     # the fields every send reads are the FlowRecord's (.records)
-    __slots__ = ("_broker", "_counted", "_log_state", "_logged", "_resuming", "fail_after_ms",
-                 "fail_if_no_space")
+    __slots__ = ("_broker", "_counted", "_log_state", "_logged", "_orphan_bytes", "_resuming",
+                 "fail_after_ms", "fail_if_no_space")
 
     def __init__(self, broker: FlowBroker, *, temp_limit: int, fail_if_no_space: bool,
                  fail_after_ms: int) -> None:
@@ -239,6 +248,8 @@ class ProducerFlow(FlowRecord):
         #: destination -> when its stop was last logged: a producer stopped and resumed
         #: many times a second is logged once per LOG_EVERY_MS (ActiveMQ: every 30 s)
         self._logged: dict[str, int] = {}
+        #: the bytes of the orphaned sends parked (bounded by ORPHAN_BYTES_LIMIT)
+        self._orphan_bytes = 0
 
     # ------------------------------------------------------------------ what is full
 
@@ -451,6 +462,7 @@ class ProducerFlow(FlowRecord):
                     items.popleft()
                     if not items:
                         self._done_waiting(cid)
+                    self._unorphan(head)
                     self._run(head)
                     moved = True
         finally:
@@ -485,6 +497,7 @@ class ProducerFlow(FlowRecord):
                 continue
             for p in due:
                 items.remove(p)
+                self._unorphan(p)
             if not items:
                 self._done_waiting(cid)
             for p in due:
@@ -525,20 +538,48 @@ class ProducerFlow(FlowRecord):
                 return True
         return False
 
-    def forget(self, conn: FlowConnection) -> int:
-        """``conn`` closed: its parked sends are dropped (none was stored or confirmed);
-        each ticket hears so."""
+    def forget(self, conn: FlowConnection, *, keep_sends: bool = False) -> int:
+        """``conn`` closed: its parked commits are dropped (the close rolled their
+        transactions back), each ticket hearing so, and so are its parked sends unless
+        ``keep_sends``: a client that wrote its SENDs and then closed (a STOMP producer
+        that exits without waiting for its DISCONNECT's RECEIPT) sent them, so they are
+        kept and routed once there is room, as ActiveMQ and RabbitMQ, which stop reading
+        a blocked producer, act on every frame it wrote before the close. Kept ones count
+        against :data:`ORPHAN_BYTES_LIMIT`, so that clients that connect, flood and leave
+        cannot park without bound; past it they are dropped too. Returns how many were
+        dropped."""
         items = self._waiting.pop(conn.connection_id, None)
         self._log_state.pop(conn.connection_id, None)
         if not items:
             return 0
-        log.info("connection %d closed with %d send(s) waiting for space; they were not "
-                 "stored", conn.connection_id, len(items))
-        for p in items:  # a host may still have a producer waiting on one
+        kept: deque[_Parked] = deque()
+        dropped: list[_Parked] = []
+        for p in items:
+            size = p.message.size if p.message is not None else 0
+            if (keep_sends and p.message is not None
+                    and self._orphan_bytes + size <= ORPHAN_BYTES_LIMIT):
+                p.orphan = True
+                self._orphan_bytes += size
+                kept.append(p)
+            else:
+                dropped.append(p)
+        if kept:
+            self._waiting[conn.connection_id] = kept
+            log.info("connection %d closed with %d send(s) waiting for space; they go "
+                     "through when there is room (its client sent them)", conn.connection_id,
+                     len(kept))
+        if dropped:
+            log.info("connection %d closed with %d send(s) or commit(s) waiting for space; "
+                     "they were not stored", conn.connection_id, len(dropped))
+        for p in dropped:  # a host may still have a producer waiting on one
             conn.callback.send_done(p.ticket, IllegalBrokerState(
                 f"the connection closed while this send waited for space ({p.reason}); it "
                 "was not stored"))
-        return len(items)
+        return len(dropped)
+
+    def _unorphan(self, p: _Parked) -> None:
+        if p.orphan and p.message is not None:
+            self._orphan_bytes -= p.message.size
 
     # ------------------------------------------------------------------ stats
 

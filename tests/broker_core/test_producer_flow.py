@@ -242,6 +242,70 @@ def test_a_closed_connection_drops_its_parked_sends_unstored(
     assert b.stats("q").message_count == 10 and b.usage()["blockedProducers"] == 0
 
 
+def test_a_connection_closed_by_its_client_keeps_its_parked_sends_for_when_there_is_room(
+        tmp_path: Path, clock: FakeClock) -> None:
+    # a STOMP producer that writes its SENDs and leaves without waiting for its
+    # DISCONNECT's RECEIPT: every SEND it wrote is delivered, in order, once space frees
+    b = make(tmp_path, clock)
+    rec = Recorder()
+    prod = b.connect(rec)
+    flood(prod, "q", 14)
+    prod.close(keep_parked_sends=True)
+    assert b.stats("q").message_count == 10 and rec.done == []
+    cons_rec = Recorder()
+    cons = b.connect(cons_rec)
+    cons.create_consumer(1, Q, "q", credit=1000)
+    assert drain_acking(cons, cons_rec) == [str(i) for i in range(14)]
+    assert [t for t, e in rec.done] == [10, 11, 12, 13]
+    assert all(e is None for _, e in rec.done)
+    assert b.usage()["blockedProducers"] == 0 and b.budget.used == 0
+
+
+def test_a_closed_connections_parked_commit_is_dropped_and_its_sends_kept(
+        tmp_path: Path, clock: FakeClock) -> None:
+    # the close rolled the transaction back: its parked COMMIT cannot go through
+    b = make(tmp_path, clock)
+    rec = Recorder()
+    prod = b.connect(rec)
+    flood(prod, "q", 11)  # ticket 10 parked
+    prod.begin("tx")
+    prod.send(m("q", 100), "tx")
+    assert prod.commit("tx", ticket="c") is False
+    prod.close(keep_parked_sends=True)
+    assert [t for t, _ in rec.done] == ["c"] and rec.done[0][1] is not None
+    cons_rec = Recorder()
+    cons = b.connect(cons_rec)
+    cons.create_consumer(1, Q, "q", credit=1000)
+    assert drain_acking(cons, cons_rec) == [str(i) for i in range(11)]
+
+
+def test_orphaned_sends_past_their_bound_are_dropped_unstored(
+        tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # clients that flood and leave again and again must not park without bound
+    from jmspy.broker_ref.core import producer_flow
+    monkeypatch.setattr(producer_flow, "ORPHAN_BYTES_LIMIT", 3 * SIZE)
+    b = make(tmp_path, clock)
+    first, second = Recorder(), Recorder()
+    a = b.connect(first)
+    flood(a, "q", 12)  # 10 through, 2 parked
+    a.close(keep_parked_sends=True)
+    c = b.connect(second)
+    flood(c, "q", 2, first=100)  # both parked
+    c.close(keep_parked_sends=True)  # one fits the bound, one is dropped
+    assert [t for t, e in second.done if e is not None] == [101]
+    cons_rec = Recorder()
+    cons = b.connect(cons_rec)
+    cons.create_consumer(1, Q, "q", credit=1000)
+    got = drain_acking(cons, cons_rec)  # the waiting connections take turns
+    assert sorted(got, key=int) == [str(i) for i in range(12)] + ["100"]
+    assert [x for x in got if int(x) < 100] == [str(i) for i in range(12)]
+    # the bound is free again once they went through
+    d = b.connect(Recorder())
+    flood(d, "q", 13, first=200)
+    d.close(keep_parked_sends=True)
+    assert drain_acking(cons, cons_rec) == [str(i) for i in range(200, 213)]
+
+
 def test_a_send_that_cannot_be_routed_fails_before_it_waits(
         tmp_path: Path, clock: FakeClock) -> None:
     b = make(tmp_path, clock, settings={"fixed.#": AddressSettings(auto_create=False)})

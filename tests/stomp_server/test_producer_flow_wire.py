@@ -8,6 +8,7 @@ what it produces keeps moving."""
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -139,6 +140,31 @@ def test_a_disconnect_waits_for_the_held_sends_before_its_receipt(
     cons.subscribe("/queue/q", id="1", ack="auto")
     heard.wait_receipt("bye", timeout=30)
     got.wait_messages(100, timeout=30)
+
+
+@pytest.mark.parametrize("ending", ["DISCONNECT, then close", "close"])
+def test_sends_held_when_their_client_closes_are_delivered_once_there_is_room(
+        server_factory: Callable[..., ServerHandle],
+        raw: Callable[[ServerHandle], tuple[Any, Collector]], ending: str) -> None:
+    # stomp.py's disconnect() does not wait for the DISCONNECT's RECEIPT: a producer that
+    # exits right after it closes with its last SENDs held; the broker had every byte of
+    # them, so none is lost (ActiveMQ and RabbitMQ act on all a blocked producer wrote)
+    h = server_factory(memory_limit=32 * 1024)
+    frames = b"".join(
+        f"SEND\ndestination:/queue/q\npersistent:false\n\n{i}:{BODY}\0".encode()
+        for i in range(100))
+    with socket.create_connection((h.host, h.port)) as sock:
+        sock.sendall(b"CONNECT\naccept-version:1.2\nhost:x\n\n\0")
+        assert sock.recv(4096).startswith(b"CONNECTED")
+        sock.sendall(frames + (b"DISCONNECT\nreceipt:bye\n\n\0"
+                               if ending.startswith("DISCONNECT") else b""))
+        until(lambda: blocked(h, "q") == 1, "the sends to be held")
+    until(lambda: h.call(lambda: len(h.server.connections)) == 0, "the close to be seen")
+    cons, got = raw(h)
+    cons.subscribe("/queue/q", id="1", ack="auto")
+    got.wait_messages(100, timeout=30)
+    assert [int(m.body.split(":")[0]) for m in got.messages] == list(range(100))
+    assert blocked(h, "q") == 0
 
 
 @pytest.fixture

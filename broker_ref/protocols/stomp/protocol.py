@@ -273,7 +273,10 @@ class StompSession(SessionRecord):
         conn, self._conn = self._conn, None
         self._credit.detach()  # frames still being written refill nothing any more
         if conn is not None and not conn.closed and not self.broker.closed:
-            conn.close()
+            # SENDs it wrote that producer flow control holds still go through: a STOMP
+            # client that does not wait for its DISCONNECT's RECEIPT (stomp.py's default
+            # disconnect()) closes with them parked, and no ERROR could tell it otherwise
+            conn.close(keep_parked_sends=True)
 
     # ------------------------------------------------------------------ SessionCallback
 
