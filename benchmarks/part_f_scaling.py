@@ -51,6 +51,8 @@ SIZES = (100, 10_240, 1_048_576, 8_388_608)
 FANOUT = (1, 10, 100)
 LOADS = (25, 50, 80)
 WILDCARD_TOPICS, WILDCARD_SUBS = 10_000, 10
+#: idle queues are made this many at a time, so that a broker that gives up says where
+IDLE_CHUNK = 10_000
 MODULE = "scale_workers"
 
 
@@ -225,18 +227,28 @@ def idle_queues_point(broker: str, queues: int) -> dict[str, Any]:
         proc = start()
     except Exception as exc:
         return {"error": f"{broker} could not start: {exc}".splitlines()[0]}
+    made = 0
     try:
         vhost = "/" if broker == "rabbitmq" else None
         prefix = f"scale.idle{_tag()}"
         warm = max(100, queues // 20)
         create_queues(proc.host, proc.stomp_port, vhost, prefix, 0, warm)
+        made = warm
         before = broker_probe.sample(proc.proc.pid)
         t0 = time.monotonic()
-        create_queues(proc.host, proc.stomp_port, vhost, prefix, warm, queues)
+        for first in range(warm, warm + queues, IDLE_CHUNK):  # how far a failure got
+            n = min(IDLE_CHUNK, warm + queues - first)
+            create_queues(proc.host, proc.stomp_port, vhost, prefix, first, n)
+            made += n
         took = time.monotonic() - t0
         after = broker_probe.sample(proc.proc.pid)
     except (OSError, RuntimeError) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+        rss_mb = broker_probe.sample(proc.proc.pid).rss_kb // 1024
+        why = (f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+               + f" after {made:,} queues (RSS {rss_mb:,} MB)")
+        if "OutOfMemoryError" in proc.log_tail(400):  # ActiveMQ's 512 MB heap
+            why += f"; {LABEL[broker]} ran out of heap (OutOfMemoryError in its log)"
+        return {"error": why}
     finally:
         proc.stop()
     return {"idle_kb": (after.rss_kb - before.rss_kb) / queues, "queues_s": queues / took,

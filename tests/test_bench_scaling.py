@@ -234,6 +234,14 @@ def test_queues_are_made_in_receipted_batches_and_idle_sockets_held(
         s.close()
 
 
+def test_idle_queues_are_measured_on_a_fresh_broker_chunk_by_chunk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(f, "IDLE_CHUNK", 1000)  # 2,500 after the warm-up: three chunks
+    got = f.idle_queues_point("jmspy", 2_500)
+    assert "error" not in got, got
+    assert got["queues_s"] > 0 and got["rss_mb"] > 0 and got["idle_kb"] == got["idle_kb"]
+
+
 def test_a_broker_that_refuses_says_why(broker: Endpoint) -> None:
     with pytest.raises(RuntimeError, match="refused"):
         create_queues(broker.host, broker.stomp_port or 0, None, "bad\nname", 0, 1)
