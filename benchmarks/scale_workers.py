@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from .common import Spec, now, percentile, signal_ready, worker_main
+from .workers import _Sink
 
 threading.stack_size(512 * 1024)
 
@@ -62,38 +63,17 @@ def _connect_all(spec: Spec, listeners: list[Any]) -> list[Any]:
     return [_connection(spec, listener) for listener in listeners]
 
 
-class _Counter:
-    """Deliveries across every connection's receiver thread."""
+class _Counter(_Sink):
+    """Deliveries across every connection's receiver thread: the sink of the pair
+    workers, counted under a lock (many receiver threads hit it at once)."""
 
     def __init__(self, count: int) -> None:
-        self.count = count
-        self.got = 0
-        self.latencies: list[float] = []
-        self.t_last = 0.0
-        self.done = threading.Event()
+        super().__init__(count)
         self._lock = threading.Lock()
 
-    def hit(self, sent: float) -> None:
-        t = now()
+    def hit(self, sent: float | None) -> None:
         with self._lock:
-            self.latencies.append(t - sent)
-            self.got += 1
-            if self.got >= self.count:
-                self.t_last = t
-                self.done.set()
-
-    def result(self, timeout: float, stall: float = 20.0) -> dict[str, Any]:
-        deadline, seen, last_change = now() + timeout, -1, now()
-        while not self.done.wait(0.5):
-            if self.got != seen:
-                seen, last_change = self.got, now()
-            if now() > deadline or now() - last_change > stall:
-                return {"error": f"stalled: received {self.got:,}/{self.count:,} "
-                                 f"(nothing for {now() - last_change:.0f}s)"}
-        lat = self.latencies
-        return {"count": self.got, "t_last": self.t_last,
-                "p50_ms": percentile(lat, 50) * 1e3, "p99_ms": percentile(lat, 99) * 1e3,
-                "p999_ms": percentile(lat, 99.9) * 1e3}
+            super().hit(sent)
 
 
 #: Consumer connections one process holds at most: past a hundred stomp.py receiver threads
