@@ -13,9 +13,8 @@ Data layout, chosen for O(1) amortised dispatch when no consumer has a selector:
   left from the head only, with tombstones for messages that stopped being ready inside a
   level; it also keeps the count and the RAM accounting.
 * a ring (deque) of consumers that may receive: round-robin is "pop left, deliver, append
-  right if it can still receive". Consumers that lost their credit are dropped from the
-  ring lazily when they come up. Like the levels and the scheduled set, it is
-  made when first needed: a queue holding one message must stay small (issue 17).
+  right if it can still receive"; consumers without credit leave it lazily. It exists
+  only while it holds someone (an idle queue must stay small, issue 17).
 * with selectors, dispatch walks the ready messages in order and gives each to the first
   consumer in ring order whose selector matches; messages nobody matches stay in place
   (:func:`~.queue_deliveries.dispatch_filtered`): O(ready messages) per dispatch.
@@ -261,10 +260,12 @@ class Queue(QueueRecord):
             self._policy.consumer_removed(consumer)
         if consumer.filter is not None:
             self._filtered -= 1
-        if consumer.in_ring:
-            assert self._ring is not None
-            self._ring.remove(consumer)
+        ring = self._ring
+        if consumer.in_ring and ring is not None:  # in_ring implies a ring
+            ring.remove(consumer)
             consumer.in_ring = False
+        if ring is not None and not ring and not self._dispatching:  # a dispatch holds it
+            self._ring = None  # an empty deque is ~760 B, most of an idle queue's RAM
         if self._pages is not None:
             self._pages.forget(consumer)
 

@@ -359,7 +359,7 @@ class QueueRecord:
 
     ``levels`` is the queue's ready messages in RAM (a :class:`LevelsRecord`, owned by
     :class:`~.ready_levels.ReadyLevels`); ``_ring`` (the consumers that may receive) is
-    None until a consumer first could."""
+    None until a consumer first could, and again once it empties on a consumer's removal."""
 
     __slots__ = (
         "_dispatching",

@@ -289,3 +289,48 @@ def test_broker_close_tells_hosts_and_refuses_more(broker: Broker, rec: Recorder
     assert rec.closed and rec.closed[0][0] == 7
     with pytest.raises(IllegalBrokerState, match="closed"):
         broker.connect(Recorder())
+
+
+def _traced_bytes(make: object, n: int) -> int:
+    import tracemalloc
+
+    assert callable(make)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(n):
+            make(i)
+        return int(tracemalloc.get_traced_memory()[0] - before)
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_queue_whose_last_consumer_left_is_as_small_as_one_never_consumed(
+    broker: Broker, conn: ServerConnection
+) -> None:
+    """Issue 52: 100,000 idle queues must cost at most 1.5 KB each. The consumers' ring
+    (an empty deque is ~760 bytes) was kept after the last consumer left, half of that."""
+    n = 2_000
+
+    def never_consumed(i: int) -> None:
+        broker.create_queue(f"plain.{i}")
+
+    def consumed_once(i: int) -> None:
+        conn.create_consumer(i + 1, Q, f"left.{i}", credit=10)
+        conn.close_consumer(i + 1)
+
+    plain = _traced_bytes(never_consumed, n)
+    left = _traced_bytes(consumed_once, n)
+    assert (left - plain) / n < 200, f"{(left - plain) / n:.0f} bytes a queue more"
+
+
+def test_a_queue_deals_round_robin_again_after_its_last_consumer_left(
+    broker: Broker, conn: ServerConnection, rec: Recorder
+) -> None:
+    conn.create_consumer(1, Q, "q", credit=10)
+    conn.close_consumer(1)
+    conn.create_consumer(2, Q, "q", credit=10)
+    conn.create_consumer(3, Q, "q", credit=10)
+    send_all(conn, "q", ["A", "B", "C", "D"])
+    got = [(d.consumer_id, d.message.body) for d in rec.take()]
+    assert got == [(2, "A"), (3, "B"), (2, "C"), (3, "D")]
