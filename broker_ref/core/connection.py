@@ -28,8 +28,9 @@ from .leases import ConnectionLeases
 from .queue import DeliveryChannel, ServerConsumer, compile_filter, effective_flow_limit
 from .records import QueueRef
 from .settings import is_wildcard
+from .subscribing import attach_subscription
 from .temp_queues import TemporaryQueues
-from .topic import Subscription, SubscriptionKey, Topic
+from .topic import Subscription
 from .transactions import Transactions
 
 if TYPE_CHECKING:
@@ -273,14 +274,13 @@ class ServerConnection(ConnectionRecord):
                 )
         else:
             flt = None
-            sub = self._attach(
-                broker.post_office.topic(destination),
-                consumer_id,
-                selector,
-                no_local,
-                subscription_name,
-                durable,
-                shared,
+            sub = attach_subscription(
+                broker.post_office, broker.post_office.topic(destination),
+                connection_id=self._id, client_id=self.client_id, consumer_id=consumer_id,
+                selector=selector, no_local=no_local, name=subscription_name,
+                durable=durable, shared=shared,
+                may_replace=lambda old_topic: self._authorize(
+                    "consume", DestinationKind.TOPIC, old_topic),
             )
             q = sub.queue
             if broker.security is not None and broker.security.enabled and is_wildcard(
@@ -298,92 +298,6 @@ class ServerConnection(ConnectionRecord):
         granted = q.add_consumer(c, backlog)
         self._space_may_be_free()
         return ConsumerInfo(consumer_id, destination_limit, q.name, granted)
-
-    def _attach(
-        self,
-        topic: Topic,
-        consumer_id: int,
-        selector: str | None,
-        no_local: bool,
-        name: str | None,
-        durable: bool,
-        shared: bool,
-    ) -> Subscription:
-        broker = self._broker
-        if not durable and not shared:
-            return broker.post_office.subscription(
-                topic,
-                None,
-                queue_name=f"nondurable://{self._id}.{consumer_id}/{topic.name}",
-                name=name,
-                client_id=self.client_id,
-                durable=False,
-                shared=False,
-                selector=selector,
-                no_local=no_local,
-                owner_connection=self._id,
-            )
-        if not name:
-            raise InvalidSubscription(
-                "a durable or shared subscription needs a subscription name; pass "
-                "subscription_name=..."
-            )
-        if shared and no_local:
-            raise InvalidSubscription(
-                "no_local is not available on shared subscriptions (JMS 2.0); drop it or "
-                "use an unshared subscription"
-            )
-        if durable and not shared and self.client_id is None:
-            raise InvalidSubscription(
-                f"durable subscription {name!r} needs a client id on the connection (it is "
-                "identified by client id + name): set client_id when connecting, or use a "
-                "shared durable subscription"
-            )
-        broker.post_office.check_name_length(name, "subscription")
-        key: SubscriptionKey = ("durable" if durable else "shared", self.client_id, name)
-        existing = broker.post_office.subscription_named(key)
-        if existing is not None:
-            same = (
-                existing.topic == topic.name
-                and existing.selector == selector
-                and existing.no_local == no_local
-                and existing.shared == shared
-            )
-            if existing.queue.consumers:
-                if not same:
-                    raise InvalidSubscription(
-                        f"subscription {name!r} is in use with a different topic, selector, "
-                        "no_local or sharing mode; close its consumers before changing it"
-                    )
-                if not shared:
-                    raise IllegalBrokerState(
-                        f"durable subscription {name!r} already has an active consumer; an "
-                        "unshared durable subscription allows one consumer (close it, or "
-                        "use a shared durable subscription)"
-                    )
-                return existing
-            if same:
-                existing.owner_connection = self._id
-                return existing
-            # JMS: a changed durable subscription is replaced. Replacing deletes it and its
-            # messages, which is consuming them: that needs ``consume`` on the topic they
-            # came from, not only on the new one (else a client id is all it takes).
-            self._authorize("consume", DestinationKind.TOPIC, existing.topic)
-            broker.post_office.delete_subscription(existing)
-        scheme = "sub://" if durable else "shared://"
-        queue_name = scheme + (f"{self.client_id}." if self.client_id else "") + name
-        return broker.post_office.subscription(
-            topic,
-            key,
-            queue_name=queue_name,
-            name=name,
-            client_id=self.client_id,
-            durable=durable,
-            shared=shared,
-            selector=selector,
-            no_local=no_local,
-            owner_connection=self._id,
-        )
 
     def grant_credit(self, consumer_id: int, credits: int) -> None:
         c = self._consumer(consumer_id)
