@@ -22,7 +22,10 @@ and nothing else. Two workloads:
   --data-dir`` (SQLite, fsync'd before each RECEIPT leaves) against ActiveMQ 5 with KahaDB
   (goal >= 2x, issue 13), with the in-memory jmspy broker beside it, and against the
   disk's own limit for one synchronous producer, a 1 KB append + ``fdatasync`` as a rate
-  measured in the same round (benchmarks/disk_limit.py; goal >= 0.7x, issue 52).
+  measured in the same round (benchmarks/disk_limit.py; goal >= 0.7x, issue 52). The
+  same producer with no consumer (``persistent-backlog``): every message stays, so every
+  RECEIPT waits for an fsync; with a waiting ``ack:auto`` consumer the jmspy broker skips
+  the commit of a message consumed in the turn that stored it (docs/store.md).
 * **memory** (benchmarks/broker_memory.py): the broker's RSS per queued 1 KB message and
   per queue holding one message (goals <= 1.5 KB and <= 2 KB, issue 17).
 * **round trip during a flood** (benchmarks/flood_round_trip.py): a second connection's
@@ -39,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import broker_memory, disk_limit, flood_round_trip
-from .common import Config, Goal, Progress, Row, run_interleaved, run_pair
+from .common import Config, Goal, Progress, Row, run_interleaved, run_pair, run_worker
 from .part_b_stomp_client import BROKER_LABEL, stomp_specs
 from .peers import DEFAULT_JMSPY, Peers
 
@@ -72,6 +75,24 @@ def _runner(peers: Peers, broker: str, ack: str, window: int, count: int,
                 spec.update(version="1.1", receipts=True)
         producer["persistent"] = persistent
         return run_pair("workers", consumer, producer, producers=producers)
+
+    return run
+
+
+def _backlog_runner(peers: Peers, broker: str, count: int) -> Any:
+    """A persistent producer waiting for each RECEIPT, alone on a fresh queue: its rate
+    from the first SEND to the last RECEIPT."""
+    def run(_rnd: int) -> dict[str, Any]:
+        ep = peers.get(broker)
+        if isinstance(ep, str):
+            return {"error": ep}
+        _, producer = stomp_specs(ep, "raw", "auto", 1000, count)
+        producer.update(version="1.1", receipts=True, persistent=True)
+        sent = run_worker("workers", producer)
+        if "error" in sent:
+            return sent
+        elapsed = sent["t_end"] - sent["t_start"]
+        return {"rate": count / elapsed if elapsed > 0 else float("nan")}
 
     return run
 
@@ -123,6 +144,18 @@ def configs(quick: bool, peers: Peers) -> list[Config]:
             row.also = [(f"c/{DEFAULT_JMSPY}/persistent", "jmspy broker in memory"),
                         ("c/activemq-kahadb/persistent", "KahaDB")]
         out.append(Config(row, _runner(peers, broker, "auto", 1000, count, True, True)))
+    # The same producer with nobody consuming: every message stays, so every RECEIPT
+    # waits for its fsync (with a waiting ack:auto consumer the jmspy broker skips the
+    # commit of a message consumed in the turn that stored it, docs/store.md)
+    config = f"STOMP 1.1, persistent:true, receipt per SEND, no consumer, {count:,} msgs"
+    for broker in ("jmspy-persistent", "activemq-kahadb"):
+        row = Row("c", f"c/{broker}/persistent-backlog", f"stomp.py -> {LABEL[broker]}",
+                  config, short="persistent, no consumer")
+        if broker == "jmspy-persistent":
+            row.baseline = "c/activemq-kahadb/persistent-backlog"
+            row.goals = [Goal(2.0, over=row.baseline, label="vs KahaDB", issue=13),
+                         Goal(0.7, over=DISK, label="vs the disk's limit", issue=52)]
+        out.append(Config(row, _backlog_runner(peers, broker, count)))
     # The disk's own limit for that producer, in the same rounds (benchmarks/disk_limit.py)
     disk = 500 if quick else 3_000
     out.append(Config(Row("c", DISK, "the disk: 1 KB append + fdatasync",

@@ -94,6 +94,7 @@ def stomp_producer(spec: Spec) -> dict[str, Any]:
         conn.send(destination=spec["dest"], body=BODY, headers=headers)
         if receipts and not got.acquire(timeout=spec.get("timeout", 60)):
             return {"error": f"no RECEIPT for SEND {i}"}
+    t_end = now()  # with receipts: the last one came back
     conn.disconnect()
     if spec.get("tls"):
         # Over TLS stomp.py writes from a queue on its I/O thread, and disconnect() does
@@ -104,7 +105,7 @@ def stomp_producer(spec: Spec) -> dict[str, Any]:
             time.sleep(0.01)  # the receipt that ends the connection
         if conn.is_connected():
             return {"error": "no RECEIPT for DISCONNECT"}
-    return {"t_start": t_start}
+    return {"t_start": t_start, "t_end": t_end}
 
 
 def stomp_consumer(spec: Spec) -> dict[str, Any]:

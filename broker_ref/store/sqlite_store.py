@@ -106,9 +106,12 @@ CREATE TABLE IF NOT EXISTS subscriptions (
 """
 
 
+#: The sequence number is the store's own (:attr:`SqliteStore._next_seq`), not SQLite's
+#: AUTOINCREMENT: a transaction rolled back for having no net effect must not hand its
+#: numbers out again (paging reads by sequence ranges it has already passed).
 _INSERT = (
-    f"INSERT INTO messages (queue, id, delivery_count, data, level, {_COLUMNS}) VALUES "
-    f"(?, ?, 0, x'', ?, {', '.join('?' * len(ROW_COLUMNS))}) ON CONFLICT (queue, id) DO "
+    f"INSERT INTO messages (seq, queue, id, delivery_count, data, level, {_COLUMNS}) VALUES "
+    f"(?, ?, ?, 0, x'', ?, {', '.join('?' * len(ROW_COLUMNS))}) ON CONFLICT (queue, id) DO "
     "UPDATE SET delivery_count = 0, data = x'', level = excluded.level, "
     + ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS) + " RETURNING seq")
 
@@ -231,6 +234,11 @@ class SqliteStore(GroupWrites):
             pages = max(100, min(1000, reserve // int(page) // 2))
             self._db.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         self._migrate()
+        # past every number handed out: the rows', and AUTOINCREMENT's of older stores
+        (last,) = self._db.execute(
+            "SELECT max(coalesce((SELECT max(seq) FROM messages), 0), coalesce((SELECT seq "
+            "FROM sqlite_sequence WHERE name = 'messages'), 0))").fetchone()
+        self._next_seq = int(last) + 1
         self._state: RecoveredState | None = self._read_state()
 
     def _own_files(self) -> None:
@@ -292,23 +300,32 @@ class SqliteStore(GroupWrites):
     def add_message(self, queue: str, message: ServerMessage) -> int:
         # RETURNING: the same id again keeps its row (and sequence number), which
         # lastrowid would not tell
-        row = self._write(_INSERT, (queue, message.message_id,
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        row = self._write(_INSERT, (seq, queue, message.message_id,
                                     priority_level(message.priority), *to_row(message)),
                           fetch=True, add=(queue, message.message_id))
         return 0 if row is None else int(row[0])  # None: committed alone, on a redo
 
+    def _new_row(self, params: tuple[object, ...], row: Any) -> bool:
+        """An add made a new row when it kept the sequence number it was given (an
+        existing row of the same message keeps its own)."""
+        return row is not None and row[0] == params[0]
+
     def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
-               add: tuple[str, str] | None = None) -> Any:
+               add: tuple[str, str] | None = None, own: tuple[str, str] | None = None,
+               drops: bool = False) -> Any:
         self._state = None  # what open() read is out of date
-        return GroupWrites._write(self, sql, params, fetch, add)
+        return GroupWrites._write(self, sql, params, fetch, add, own, drops)
 
     def remove_message(self, queue: str, message_id: str) -> None:
         self.forget_unstored(queue, message_id)
-        self._write("DELETE FROM messages WHERE queue = ? AND id = ?", (queue, message_id))
+        self._write("DELETE FROM messages WHERE queue = ? AND id = ?", (queue, message_id),
+                    own=(queue, message_id), drops=True)
 
     def update_delivery_count(self, queue: str, message_id: str, count: int) -> None:
         self._write("UPDATE messages SET delivery_count = ? WHERE queue = ? AND id = ?",
-                    (count, queue, message_id))
+                    (count, queue, message_id), own=(queue, message_id))
 
     def delete_queue(self, queue: str) -> None:
         self._write("DELETE FROM messages WHERE queue = ?", (queue,))
@@ -515,6 +532,7 @@ class SqliteStore(GroupWrites):
 
     def copy_row(self, seq: int, values: tuple[object, ...]) -> None:
         """Write a row as salvage() read it from a damaged file (same columns)."""
+        self._next_seq = max(self._next_seq, seq + 1)
         self._write(f"INSERT OR IGNORE INTO messages (seq, queue, id, delivery_count, data, "
                     f"level, {_COLUMNS}) VALUES ({', '.join('?' * (len(values) + 1))})",
                     (seq, *values))
@@ -537,7 +555,8 @@ class SqliteStore(GroupWrites):
 
     def health(self) -> dict[str, int | str | None]:
         """The salvage at open (recovered and lost rows, where the damaged file went),
-        rows a read could not decode, and why writes are refused now."""
+        rows a read could not decode, why writes are refused now, and the group commits
+        skipped for having nothing to keep."""
         state = self.fault_state()
         out: dict[str, int | str | None] = {
             "storeState": state,
@@ -547,6 +566,8 @@ class SqliteStore(GroupWrites):
                 "until the disk has room for the space reserve again (after: "
                 f"{self.faulted})"),
             "storeDroppedRows": len(self.dropped),
+            # commits not made, having no net effect (store_writes.GroupWrites._commit)
+            "storeCommitsElided": self.elided,
         }
         if self.salvaged is not None:
             out.update(self.salvaged.as_stats())

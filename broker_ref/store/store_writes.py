@@ -70,6 +70,13 @@ class GroupWrites:
         #: fails (store_faults); where the outermost open batch() began in it
         self._journal: list[_Entry] = []
         self._batch_start = 0
+        #: the open transaction's net effect (:meth:`_commit` elides one that has none):
+        #: the message rows it made that are still there, and whether every one of its
+        #: writes only made, changed or dropped rows it made itself
+        self._made: set[tuple[str, str]] = set()
+        self._only_own = True
+        #: transactions rolled back instead of committed, having no net effect
+        self.elided = 0
         self._broken = False  # a failure rolled back the open batch()es' savepoints
         #: writes that failed for space or I/O, redone before the next one
         self._retry: list[_Entry] = []
@@ -92,13 +99,28 @@ class GroupWrites:
         the way a full disk or a broken one does)."""
         return self._db.execute(sql, params)
 
+    def _begin(self) -> None:
+        self._execute("BEGIN")
+        self._in_tx = True
+        self._made.clear()
+        self._only_own = True
+
+    def _new_row(self, params: tuple[object, ...], row: Any) -> bool:
+        """Whether the add that ran with ``params`` and returned ``row`` made a new row
+        (rather than overwriting one of the same message). Not known here: assume not,
+        which only ever costs an fsync; the store that knows overrides it."""
+        return False
+
     def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
-               add: tuple[str, str] | None = None) -> Any:
+               add: tuple[str, str] | None = None, own: tuple[str, str] | None = None,
+               drops: bool = False) -> Any:
         """Run one write in the open transaction (committing it unless batched or group
         commit); ``fetch``: its RETURNING row, read before the commit needs it done.
         ``add``: the (queue, message id) this write stores -- a write that stores a
         message fails loudly (:class:`StoreWriteFailed`), any other one is kept to be
-        redone once the store writes again (an ack's delete must not fail the ack)."""
+        redone once the store writes again (an ack's delete must not fail the ack).
+        ``own``: the one message row this write changes (``drops``: deletes); a write
+        that names none may change anything, so its transaction is always committed."""
         if self.unusable is not None:  # nothing written now would be kept
             if add is not None:
                 raise StoreWriteFailed(self.unusable)
@@ -110,10 +132,16 @@ class GroupWrites:
         entry = _Entry(sql, params, self.writer, add)
         try:
             if not self._in_tx:
-                self._execute("BEGIN")
-                self._in_tx = True
+                self._begin()
             cursor = self._execute(sql, params)
             row = cursor.fetchone() if fetch else None
+            if add is not None and self._new_row(params, row):
+                self._made.add(add)
+            elif own is not None and own in self._made:
+                if drops:
+                    self._made.discard(own)
+            else:
+                self._only_own = False
         except (sqlite3.Error, OSError) as exc:
             kind = self._fault(exc)
             if add is not None:  # a batch storing messages fails whole
@@ -295,12 +323,23 @@ class GroupWrites:
         """Commit; ``group``: the transaction holds many writers' work (see
         :meth:`commit`), else one operation's, which fails whole: rolled back, raising
         :class:`StoreWriteFailed` if it stored messages (its other writes are kept to
-        be redone: an ack must not fail for a full disk)."""
+        be redone: an ack must not fail for a full disk).
+
+        A transaction with no net effect -- every message it stored was also removed in
+        it, as when a consumer waiting with ``ack:auto`` takes a persistent message in
+        the loop turn that stored it -- is rolled back instead: the file then holds what
+        the commit would have left, without the log write and the fsync (ActiveMQ's
+        concurrent store and dispatch and RabbitMQ's message store skip the same writes)."""
         if self._in_tx and self._depth == 0:
+            elide = self._only_own and not self._made
             try:
-                if not self.path.exists():  # unlinked: writes would go to a ghost inode
-                    raise OSError(errno.ENOENT, "the store file was removed", str(self.path))
-                self._execute("COMMIT")
+                if elide:
+                    self._execute("ROLLBACK")
+                else:
+                    if not self.path.exists():  # unlinked: writes would go to a ghost inode
+                        raise OSError(errno.ENOENT, "the store file was removed",
+                                      str(self.path))
+                    self._execute("COMMIT")
             except (sqlite3.Error, OSError) as exc:
                 kind = self._fault(exc)
                 if group:
@@ -313,18 +352,21 @@ class GroupWrites:
                     raise StoreWriteFailed(describe(kind, exc, self.path)) from exc
                 return
             self._in_tx = False
-            self._journal = []
-            self._io_errors = 0
-            self._failing = False
-            self._back_to_normal()
+            if elide:  # nothing reached the disk, so nothing says it writes again
+                self.elided += bool(self._journal)
+                self._journal = []
+            else:
+                self._journal = []
+                self._io_errors = 0
+                self._failing = False
+                self._back_to_normal()
         if self._retry and not self._in_tx:
             self._redo_retries()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         if not self._in_tx:
-            self._execute("BEGIN")
-            self._in_tx = True
+            self._begin()
         self._savepoints += 1
         name = f"b{self._savepoints}"
         self._execute(f"SAVEPOINT {name}")
@@ -338,6 +380,7 @@ class GroupWrites:
             if not self._broken:
                 self._execute(f"ROLLBACK TO {name}")
                 del self._journal[start:]
+                self._only_own = False  # what it undid of _made is not known: commit
             raise
         finally:
             self._depth -= 1

@@ -85,6 +85,21 @@ def test_with_a_group_commit_pending_nothing_is_written_before_the_loop_turn(
     assert after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
 
 
+def test_a_persistent_send_an_auto_ack_consumer_took_in_its_turn_is_receipted_unwritten(
+    tmp_path: Any,
+) -> None:
+    """The loop turn that stored the message also delivered it to a waiting ``ack:auto``
+    consumer, which consumed it: the group commit has nothing left to keep, so it is
+    elided (no fsync), and the RECEIPT and MESSAGE still go out after it."""
+    from jmspy.broker_ref.store.sqlite_store import SqliteStore
+
+    store = SqliteStore(tmp_path / "m.sqlite", group_commit=True)
+    _, after, _ = asyncio.run(
+        _one_send(Broker(name="flush", store=store), persistent="true"))
+    assert after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
+    assert store.elided == 1
+
+
 class _Clock:
     """The polling module's clock, moved by hand (seconds)."""
 

@@ -190,7 +190,7 @@ async def _group_commit_fails_for_one(path: Path) -> tuple[list[tuple[str, str]]
     assert store.pending and log == []  # both wait for one commit
     faults.error = FULL_ERRORS["SQLITE_FULL"]
     faults.which = lambda sql, params: sql == "COMMIT" or (
-        sql.startswith("INSERT") and params[0] == "a")
+        sql.startswith("INSERT") and params[1] == "a")  # (seq, queue, ...)
     await asyncio.sleep(0)  # one loop turn: the flush callbacks commit, then write
     error = next(data for name, data in log if name == "a")
     for conn in (a, b):

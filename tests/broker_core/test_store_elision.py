@@ -1,0 +1,160 @@
+"""A group commit with no net effect is not made: a persistent message stored and taken
+in the same loop turn (an ``ack:auto`` consumer waiting for it) costs no log write and no
+fsync, and everything that does outlive its transaction is still committed."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from core_support import Recorder
+
+from jmspy.broker_ref.core import BodyType, Broker, DestinationKind, ServerMessage
+from jmspy.broker_ref.core.duplicates import DUPLICATE_ID
+from jmspy.broker_ref.store.sqlite_store import SqliteStore
+
+Q = DestinationKind.QUEUE
+
+
+def m(mid: str, queue: str = "q", **kw: Any) -> ServerMessage:
+    return ServerMessage(mid, Q, queue, BodyType.TEXT, "x", persistent=True, **kw)
+
+
+def on_disk(path: Path) -> list[str]:
+    """What another process opening the file now would see."""
+    db = sqlite3.connect(str(path))
+    try:
+        return [r[0] for r in db.execute("SELECT id FROM messages ORDER BY seq")]
+    finally:
+        db.close()
+
+
+def wal_bytes(path: Path) -> int:
+    try:
+        return os.path.getsize(f"{path}-wal")
+    except OSError:
+        return 0
+
+
+def test_a_message_taken_by_an_auto_ack_consumer_in_the_same_turn_writes_nothing(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite", group_commit=True)
+    broker = Broker(store=store)
+    rec = Recorder()
+    conn = broker.connect(rec)
+    conn.create_consumer(1, Q, "q", auto_ack=True, credit=1_000)
+    conn.send(m("warm-up"))
+    store.commit()
+    log_before = wal_bytes(store.path)
+    for i in range(50):
+        conn.send(m(f"m{i}"))
+        store.commit()  # the host's commit before the RECEIPT
+    assert len(rec.take()) == 51
+    assert store.elided == 51 and broker.usage()["storeCommitsElided"] == 51
+    assert wal_bytes(store.path) == log_before  # no log write: nothing to fsync
+    assert on_disk(store.path) == []
+    broker.close()
+
+
+def test_a_message_nobody_took_is_committed_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    broker = Broker(store=store)
+    rec = Recorder()
+    conn = broker.connect(rec)
+    conn.create_consumer(1, Q, "q", auto_ack=True, credit=1)
+    conn.send(m("taken"))
+    conn.send(m("kept"))  # the consumer's credit is spent: it stays in the queue
+    store.commit()
+    assert store.elided == 0
+    assert on_disk(path) == ["kept"]
+    broker.close()
+
+
+def test_a_client_ack_consumer_gets_its_messages_committed_before_it_can_ack(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite", group_commit=True)
+    broker = Broker(store=store)
+    rec = Recorder()
+    conn = broker.connect(rec)
+    conn.create_consumer(1, Q, "q", credit=10)
+    conn.send(m("a"))
+    store.commit()
+    assert on_disk(store.path) == ["a"]  # delivered, not acknowledged: on disk
+    conn.ack([d.delivery_tag for d in rec.take()])
+    store.commit()
+    assert on_disk(store.path) == []
+    assert store.elided == 0
+    broker.close()
+
+
+def test_a_duplicate_id_of_a_message_taken_at_once_is_still_kept(tmp_path: Path) -> None:
+    """The message is gone in the same turn, but its duplicate id must outlive it: a
+    resend after a restart is still recognised."""
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    broker = Broker(store=store)
+    conn = broker.connect(Recorder())
+    conn.create_consumer(1, Q, "q", auto_ack=True, credit=10)
+    conn.send(m("a", properties={DUPLICATE_ID: "order-1"}))
+    store.commit()
+    assert store.elided == 0
+    broker.close()
+    store = SqliteStore(path, group_commit=True)
+    broker = Broker(store=store)
+    rec = Recorder()
+    conn = broker.connect(rec)
+    conn.create_consumer(1, Q, "q", auto_ack=True, credit=10)
+    conn.send(m("a-again", properties={DUPLICATE_ID: "order-1"}))
+    store.commit()
+    assert rec.take() == []  # dropped as the duplicate it is
+    broker.close()
+
+
+def test_removing_a_row_committed_earlier_is_committed_even_after_storing_it_again(
+        tmp_path: Path) -> None:
+    """Storing a message whose row already exists overwrites that row; removing it then
+    removes a row the file holds, so the transaction has an effect and is committed."""
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    store.add_message("q", m("a"))
+    store.commit()
+    store.add_message("q", m("a"))
+    store.remove_message("q", "a")
+    store.commit()
+    assert store.elided == 0
+    assert on_disk(path) == []
+
+
+def test_a_change_undone_by_a_failed_batch_still_commits_what_remains(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    store.add_message("q", m("a"))
+    with pytest.raises(RuntimeError), store.batch():
+        store.remove_message("q", "a")
+        raise RuntimeError("the operation failed half-way")
+    store.commit()
+    assert on_disk(path) == ["a"]
+
+
+def test_sequence_numbers_are_not_handed_out_again_after_a_transaction_is_elided(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    first = store.add_message("q", m("a"))
+    store.commit()
+    elided = store.add_message("q", m("b"))
+    store.remove_message("q", "b")
+    store.commit()
+    assert store.elided == 1
+    later = store.add_message("q", m("c"))
+    store.commit()
+    assert first < elided < later
+    store.close()
+    reopened = SqliteStore(path, group_commit=True)
+    assert reopened.add_message("q", m("d")) > later
+    reopened.close()
