@@ -56,6 +56,8 @@ CHECKPOINT_SENDS = 400
 CHECKPOINT_BYTES = 1024 * 1024
 #: How much longer than ``sendTimeout`` a send waits for the broker's own answer.
 SEND_TIMEOUT_GRACE = 5.0
+#: How long a call failed by an ERROR waits for the close that follows it (``_await_close``).
+ERROR_CLOSE_WAIT = 1.0
 
 #: An ERROR frame as received: its headers and its body as text.
 ErrorFrame = tuple[dict[str, str], str]
@@ -258,6 +260,7 @@ class Receipts:
                 err[0].get("receipt-id") in (None, receipt)
             ):  # an ERROR frame for this or for no receipt: the broker closes after it
                 self._receipts.pop(receipt, None)
+                self._await_close(conn, ERROR_CLOSE_WAIT)
                 raise refusal(self.where, what, err[0], err[1])
             if self._current() is not conn:  # dropped: this receipt can never come
                 self._receipts.pop(receipt, None)
@@ -285,6 +288,18 @@ class Receipts:
         answer = self._refused.pop(receipt, None)
         if answer is not None:
             raise refusal(self.where, what, answer[0], answer[1])
+
+    def _await_close(self, conn: Any, timeout: float) -> None:
+        """After an ERROR that answers no other frame, wait (at most ``timeout``) for
+        the receiver thread to see the close a broker makes after it: the call that
+        raises the ERROR then leaves the connection known down, so the application's
+        next call fails with the same reason rather than writing into a closed socket
+        (under load the close was seen after that next call). A broker that keeps the
+        connection (ActiveMQ after refusing a SEND) costs the wait once."""
+        deadline = time.monotonic() + timeout
+        while (conn is not None and self._current() is conn and conn.is_connected()
+               and time.monotonic() < deadline):
+            time.sleep(0.01)  # the receiver thread reads the end of the stream
 
     # -- the persistent send window -------------------------------------------------------
     def _send_wait(self) -> float:
