@@ -186,6 +186,13 @@ class Store(Protocol):
         """Writes are waiting for :meth:`commit` (a store with group commit)."""
         ...
 
+    @property
+    def must_sync(self) -> bool:
+        """Of those, some have a net effect, so the commit waits for the disk: a host
+        holds its replies for one group commit only then (a commit of writes that undo
+        each other costs nothing, so waiting for other connections' writes gains none)."""
+        ...
+
     def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
         """Messages held per queue name (for stats; subscriptions under their queue):
         every queue's, or only those of ``queues``."""
@@ -346,6 +353,7 @@ class MemoryStore:
         yield
 
     pending = False  # every write is "durable" at once
+    must_sync = False
 
     def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
         return {q: len(rows) for q, rows in self._messages.items()

@@ -312,6 +312,12 @@ class GroupWrites:
         """Writes not yet committed (group commit)."""
         return self._in_tx
 
+    @property
+    def must_sync(self) -> bool:
+        """Pending writes whose commit will reach the disk: not the ones with no net
+        effect, which :meth:`commit` rolls back at no cost."""
+        return self._in_tx and not (self._only_own and not self._made)
+
     def commit(self) -> None:
         """Make every write so far durable (one fsync). Cheap when there is none. With
         group commit, a commit that fails for space or I/O is redone write by write

@@ -274,7 +274,7 @@ class StompConnection(asyncio.Protocol):
             self._start_login(session.login_request)
         self._after_turn()
         store = self.server.broker.store
-        if store is not None and store.pending:
+        if store is not None and store.must_sync:
             # Group commit: other connections' reads of this loop turn go into the same
             # commit, made by the first flush (one fsync for all of them).
             self._wakeup()

@@ -132,14 +132,16 @@ class StompServer:
 
     def flush_woken(self) -> None:
         """Write what the batch's woken connections have, ending the batch. While the
-        store has writes pending they wait for the flush callback instead, as the writer's
-        own RECEIPT does: the first flush of the loop turn commits the writes of every
-        connection read in it (group commit), and nothing goes out before that commit."""
+        store has writes pending that must reach the disk they wait for the flush callback
+        instead, as the writer's own RECEIPT does: the first flush of the loop turn commits
+        the writes of every connection read in it (group commit), and nothing goes out
+        before that commit. Writes that undo each other (a persistent message an
+        ``ack:auto`` consumer took at once) are rolled back by the flush, not waited for."""
         woken, self._woken = self._woken, None
         if not woken:
             return
         store = self.broker.store
-        if store is not None and store.pending:
+        if store is not None and store.must_sync:  # else the commit costs nothing
             self._due.extend(woken)
             self.call_soon(self.flush_due)
             return
