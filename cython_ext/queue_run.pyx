@@ -203,7 +203,7 @@ cpdef enqueue(QueueRecord queue, object message):
         queue._enqueue_full(message)  # including every case that may page
         return
     if queue._persist and message.persistent:
-        queue.host.store.add_message(queue.name, message)
+        queue.host.store.add_message(queue.name, message, True)  # deferrable, see the pure twin
     queue.enqueued += 1
     cdef Py_ssize_t p = message.priority
     if p < 0:

@@ -239,7 +239,7 @@ def enqueue(queue: RunQueue, message: ServerMessage) -> None:
     if queue._persist and message.persistent:
         store = queue.host.store
         assert store is not None  # _persist: durable, on a host with a store
-        store.add_message(queue.name, message)
+        store.add_message(queue.name, message, True)  # deferrable: no page-out needs its seq
     queue.enqueued += 1
     p = message.priority
     if p < 0 or p >= PRIORITIES:

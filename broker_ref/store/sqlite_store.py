@@ -297,15 +297,25 @@ class SqliteStore(GroupWrites):
 
     # -- the Store interface ----------------------------------------------------------------
 
-    def add_message(self, queue: str, message: ServerMessage) -> int:
+    def add_message(self, queue: str, message: ServerMessage, deferrable: bool = False) -> int:
         # RETURNING: the same id again keeps its row (and sequence number), which
         # lastrowid would not tell
         seq = self._next_seq
         self._next_seq = seq + 1
-        row = self._write(_INSERT, (seq, queue, message.message_id,
-                                    priority_level(message.priority), *to_row(message)),
-                          fetch=True, add=(queue, message.message_id))
+        key = (queue, message.message_id)
+        params = (seq, queue, message.message_id, priority_level(message.priority),
+                  *to_row(message))
+        if deferrable and self._defer_add(_INSERT, params, key):
+            self._state = None
+            return seq
+        row = self._write(_INSERT, params, fetch=True, add=key)
         return 0 if row is None else int(row[0])  # None: committed alone, on a redo
+
+    def _reading(self) -> sqlite3.Connection:
+        """The connection, for a read: the adds kept for the commit are made first, so
+        that every read sees every message stored."""
+        self._make_deferred()
+        return self._db
 
     def _new_row(self, params: tuple[object, ...], row: Any) -> bool:
         """An add made a new row when it kept the sequence number it was given (an
@@ -351,7 +361,7 @@ class SqliteStore(GroupWrites):
 
     def load_duplicate_ids(self) -> dict[str, list[tuple[str, int, int]]]:
         out: dict[str, list[tuple[str, int, int]]] = {}
-        for address, dup_id, n, at in self._db.execute(
+        for address, dup_id, n, at in self._reading().execute(
                 "SELECT address, id, n, at FROM duplicate_ids ORDER BY address, n"):
             out.setdefault(address, []).append((dup_id, int(n), int(at)))
         return out
@@ -364,7 +374,7 @@ class SqliteStore(GroupWrites):
         self._write("DELETE FROM protocol_state WHERE kind = ? AND key = ?", (kind, key))
 
     def load_state(self, kind: str) -> dict[str, bytes]:
-        return {str(key): bytes(data) for key, data in self._db.execute(
+        return {str(key): bytes(data) for key, data in self._reading().execute(
             "SELECT key, data FROM protocol_state WHERE kind = ?", (kind,))}
 
     def load(self) -> RecoveredState:
@@ -410,7 +420,7 @@ class SqliteStore(GroupWrites):
               first: int, last: int) -> list[Any]:
         """The rows ``sql`` reads (of ``queue``, between ``first`` and ``last``)."""
         try:
-            return self._db.execute(sql, params).fetchall()
+            return self._reading().execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):
                 raise
@@ -480,8 +490,8 @@ class SqliteStore(GroupWrites):
         return out
 
     def read_queue(self, queue: str) -> list[StoredMessage]:
-        rows = self._db.execute(f"SELECT {_READ} FROM messages WHERE queue = ? ORDER BY seq",
-                                (queue,)).fetchall()
+        rows = self._reading().execute(
+            f"SELECT {_READ} FROM messages WHERE queue = ? ORDER BY seq", (queue,)).fetchall()
         return [stored for _, stored in self.decode_rows(queue, rows) if stored is not None]
 
     def verify(self) -> dict[str, int]:
@@ -511,23 +521,25 @@ class SqliteStore(GroupWrites):
     # -- diagnostics ------------------------------------------------------------------------
 
     def stored_counts(self, queues: Collection[str] | None = None) -> dict[str, int]:
+        db = self._reading()
         if queues is None:
-            rows = self._db.execute("SELECT queue, count(*) FROM messages GROUP BY queue")
+            rows = db.execute("SELECT queue, count(*) FROM messages GROUP BY queue")
         else:  # one destination's stats: count its queues only (the (queue, id) index)
             names = list(queues)
-            rows = self._db.execute(
+            rows = db.execute(
                 "SELECT queue, count(*) FROM messages WHERE queue IN "
                 f"({', '.join('?' * len(names))}) GROUP BY queue", names)
         return {q: int(n) for q, n in rows}
 
     def message_ids(self, queue: str) -> list[str]:
         """Ids stored for ``queue`` in enqueue order (for tests and diagnostics)."""
-        return [r[0] for r in self._db.execute(
+        return [r[0] for r in self._reading().execute(
             "SELECT id FROM messages WHERE queue = ? ORDER BY seq", (queue,))]
 
     def delivery_count(self, queue: str, message_id: str) -> int | None:
-        row = self._db.execute("SELECT delivery_count FROM messages WHERE queue = ? AND id = ?",
-                               (queue, message_id)).fetchone()
+        row = self._reading().execute(
+            "SELECT delivery_count FROM messages WHERE queue = ? AND id = ?",
+            (queue, message_id)).fetchone()
         return None if row is None else int(row[0])
 
     def copy_row(self, seq: int, values: tuple[object, ...]) -> None:
@@ -555,8 +567,8 @@ class SqliteStore(GroupWrites):
 
     def health(self) -> dict[str, int | str | None]:
         """The salvage at open (recovered and lost rows, where the damaged file went),
-        rows a read could not decode, why writes are refused now, and the group commits
-        skipped for having nothing to keep."""
+        rows a read could not decode, why writes are refused now, and the messages
+        consumed before the commit that would have written them."""
         state = self.fault_state()
         out: dict[str, int | str | None] = {
             "storeState": state,
@@ -566,8 +578,8 @@ class SqliteStore(GroupWrites):
                 "until the disk has room for the space reserve again (after: "
                 f"{self.faulted})"),
             "storeDroppedRows": len(self.dropped),
-            # commits not made, having no net effect (store_writes.GroupWrites._commit)
-            "storeCommitsElided": self.elided,
+            # messages consumed before their commit, never written (GroupWrites._commit)
+            "storeMessagesUnwritten": self.unwritten,
         }
         if self.salvaged is not None:
             out.update(self.salvaged.as_stats())

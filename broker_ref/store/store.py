@@ -105,9 +105,11 @@ class Store(Protocol):
     """What the broker needs from persistence. Implementations need not be thread-safe:
     the broker (and so its store) is driven by one thread or event loop at a time."""
 
-    def add_message(self, queue: str, message: ServerMessage) -> int:
+    def add_message(self, queue: str, message: ServerMessage, deferrable: bool = False) -> int:
         """Persist a message that was just enqueued on ``queue`` (delivery count 0);
-        returns its row's sequence number."""
+        returns its row's sequence number. ``deferrable``: the caller does not need that
+        number, so a store with group commit may keep the write for its commit and drop
+        it if the message is removed first (as a waiting ``ack:auto`` consumer does)."""
         ...
 
     def remove_message(self, queue: str, message_id: str) -> None:
@@ -283,7 +285,7 @@ class MemoryStore:
         self.unusable: str | None = None
         self.faulted: str | None = None
 
-    def add_message(self, queue: str, message: ServerMessage) -> int:
+    def add_message(self, queue: str, message: ServerMessage, deferrable: bool = False) -> int:
         self.writes += 1
         rows = self._messages.setdefault(queue, {})
         old = rows.get(message.message_id)

@@ -75,8 +75,12 @@ class GroupWrites:
         #: writes only made, changed or dropped rows it made itself
         self._made: set[tuple[str, str]] = set()
         self._only_own = True
-        #: transactions rolled back instead of committed, having no net effect
-        self.elided = 0
+        #: adds kept for the commit instead of made at once (:meth:`_defer_add`): a
+        #: message consumed before the commit never reaches SQLite
+        self._deferred: dict[tuple[str, str], _Entry] = {}
+        #: persistent messages removed before the commit that would have written them: an
+        #: add kept for it and dropped, or one rolled back with a transaction of no effect
+        self.unwritten = 0
         self._broken = False  # a failure rolled back the open batch()es' savepoints
         #: writes that failed for space or I/O, redone before the next one
         self._retry: list[_Entry] = []
@@ -111,6 +115,45 @@ class GroupWrites:
         which only ever costs an fsync; the store that knows overrides it."""
         return False
 
+    def _defer_add(self, sql: str, params: tuple[object, ...], key: tuple[str, str]) -> bool:
+        """Keep the add of message ``key`` for the commit rather than make it now, when
+        nothing can tell the difference: group commit, outside ``batch()`` (whose
+        rollback could not undo what is not made), while writes go through, and not the
+        same message twice. False: the caller makes it now. The caller must not need
+        the row's sequence number back (an add onto an existing row keeps that row's)."""
+        if (not self.group_commit or self._depth or self.faulted is not None
+                or self.unusable is not None or self._retry or key in self._deferred):
+            return False
+        self._deferred[key] = _Entry(sql, params, self.writer, key)
+        return True
+
+    def _make_deferred(self) -> None:
+        """Make the kept adds, in order: before the commit, any read, and any write
+        that is not one other message's. One that cannot be made names its writer, as a
+        failed group commit does (:meth:`take_failed_writers`)."""
+        if not self._deferred:
+            return
+        entries = list(self._deferred.values())
+        self._deferred.clear()
+        writer = self.writer
+        try:
+            for entry in entries:
+                if self.unusable is not None:  # nothing made now would be kept
+                    if entry.writer is not None:
+                        self._failed_writers.add(entry.writer)
+                    continue
+                if self.faulted is not None and not self._in_tx:
+                    self._redo(entry)  # one failed: the rest one by one, as in _recover
+                    continue
+                self.writer = entry.writer
+                try:
+                    self._write(entry.sql, entry.params, fetch=True, add=entry.add)
+                except StoreWriteFailed:
+                    if entry.writer is not None:
+                        self._failed_writers.add(entry.writer)
+        finally:
+            self.writer = writer
+
     def _write(self, sql: str, params: tuple[object, ...], fetch: bool = False,
                add: tuple[str, str] | None = None, own: tuple[str, str] | None = None,
                drops: bool = False) -> Any:
@@ -121,6 +164,14 @@ class GroupWrites:
         redone once the store writes again (an ack's delete must not fail the ack).
         ``own``: the one message row this write changes (``drops``: deletes); a write
         that names none may change anything, so its transaction is always committed."""
+        if self._deferred:
+            key = own if own is not None else add
+            if own is not None and drops and not self._depth and own in self._deferred:
+                del self._deferred[own]  # stored and gone before the commit: never made
+                self.unwritten += 1
+                return None
+            if key is None or key in self._deferred:
+                self._make_deferred()
         if self.unusable is not None:  # nothing written now would be kept
             if add is not None:
                 raise StoreWriteFailed(self.unusable)
@@ -310,13 +361,19 @@ class GroupWrites:
     @property
     def pending(self) -> bool:
         """Writes not yet committed (group commit)."""
-        return self._in_tx
+        return self._in_tx or bool(self._deferred)
+
+    @property
+    def out_of_space(self) -> bool:
+        """The last failure was the disk filling (not another I/O error), and the store
+        has not written normally since."""
+        return self._space_fault
 
     @property
     def must_sync(self) -> bool:
         """Pending writes whose commit will reach the disk: not the ones with no net
-        effect, which :meth:`commit` rolls back at no cost."""
-        return self._in_tx and not (self._only_own and not self._made)
+        effect, which :meth:`commit` rolls back (or never makes) at no cost."""
+        return bool(self._deferred) or (self._in_tx and not (self._only_own and not self._made))
 
     def commit(self) -> None:
         """Make every write so far durable (one fsync). Cheap when there is none. With
@@ -329,13 +386,16 @@ class GroupWrites:
         """Commit; ``group``: the transaction holds many writers' work (see
         :meth:`commit`), else one operation's, which fails whole: rolled back, raising
         :class:`StoreWriteFailed` if it stored messages (its other writes are kept to
-        be redone: an ack must not fail for a full disk).
+        be redone: an ack must not fail for a full disk). The adds kept for it are
+        made first (:meth:`_make_deferred`).
 
         A transaction with no net effect -- every message it stored was also removed in
         it, as when a consumer waiting with ``ack:auto`` takes a persistent message in
         the loop turn that stored it -- is rolled back instead: the file then holds what
         the commit would have left, without the log write and the fsync (ActiveMQ's
         concurrent store and dispatch and RabbitMQ's message store skip the same writes)."""
+        if self._deferred and self._depth == 0:
+            self._make_deferred()
         if self._in_tx and self._depth == 0:
             elide = self._only_own and not self._made
             try:
@@ -359,7 +419,7 @@ class GroupWrites:
                 return
             self._in_tx = False
             if elide:  # nothing reached the disk, so nothing says it writes again
-                self.elided += bool(self._journal)
+                self.unwritten += sum(e.add is not None for e in self._journal)
                 self._journal = []
             else:
                 self._journal = []
@@ -371,6 +431,7 @@ class GroupWrites:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
+        self._make_deferred()  # outside the savepoint: a failed batch must not undo them
         if not self._in_tx:
             self._begin()
         self._savepoints += 1

@@ -1,6 +1,8 @@
-"""A group commit with no net effect is not made: a persistent message stored and taken
-in the same loop turn (an ``ack:auto`` consumer waiting for it) costs no log write and no
-fsync, and everything that does outlive its transaction is still committed."""
+"""A persistent message stored and taken before the commit is never written: the store
+keeps the add of a message for its group commit and drops it when the message is removed
+first (an ``ack:auto`` consumer waiting for it), and a transaction whose writes undo each
+other is rolled back rather than committed. Either way no log write and no fsync, and
+everything that outlives the turn is still committed, and seen by every read."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def test_a_message_taken_by_an_auto_ack_consumer_in_the_same_turn_writes_nothing
         conn.send(m(f"m{i}"))
         store.commit()  # the host's commit before the RECEIPT
     assert len(rec.take()) == 51
-    assert store.elided == 51 and broker.usage()["storeCommitsElided"] == 51
+    assert store.unwritten == 51 and broker.usage()["storeMessagesUnwritten"] == 51
     assert wal_bytes(store.path) == log_before  # no log write: nothing to fsync
     assert on_disk(store.path) == []
     broker.close()
@@ -69,7 +71,7 @@ def test_a_message_nobody_took_is_committed_and_survives_a_restart(tmp_path: Pat
     conn.send(m("taken"))
     conn.send(m("kept"))  # the consumer's credit is spent: it stays in the queue
     store.commit()
-    assert store.elided == 0
+    assert store.unwritten == 1
     assert on_disk(path) == ["kept"]
     broker.close()
 
@@ -87,7 +89,7 @@ def test_a_client_ack_consumer_gets_its_messages_committed_before_it_can_ack(
     conn.ack([d.delivery_tag for d in rec.take()])
     store.commit()
     assert on_disk(store.path) == []
-    assert store.elided == 0
+    assert store.unwritten == 0
     broker.close()
 
 
@@ -101,7 +103,7 @@ def test_a_duplicate_id_of_a_message_taken_at_once_is_still_kept(tmp_path: Path)
     conn.create_consumer(1, Q, "q", auto_ack=True, credit=10)
     conn.send(m("a", properties={DUPLICATE_ID: "order-1"}))
     store.commit()
-    assert store.elided == 0
+    assert on_disk(path) == []
     broker.close()
     store = SqliteStore(path, group_commit=True)
     broker = Broker(store=store)
@@ -125,7 +127,7 @@ def test_removing_a_row_committed_earlier_is_committed_even_after_storing_it_aga
     store.add_message("q", m("a"))
     store.remove_message("q", "a")
     store.commit()
-    assert store.elided == 0
+    assert store.unwritten == 0
     assert on_disk(path) == []
 
 
@@ -150,7 +152,7 @@ def test_sequence_numbers_are_not_handed_out_again_after_a_transaction_is_elided
     elided = store.add_message("q", m("b"))
     store.remove_message("q", "b")
     store.commit()
-    assert store.elided == 1
+    assert store.unwritten == 1
     later = store.add_message("q", m("c"))
     store.commit()
     assert first < elided < later
@@ -158,3 +160,62 @@ def test_sequence_numbers_are_not_handed_out_again_after_a_transaction_is_elided
     reopened = SqliteStore(path, group_commit=True)
     assert reopened.add_message("q", m("d")) > later
     reopened.close()
+
+
+# -- adds kept for the commit (``add_message(..., deferrable=True)``, the enqueue's) ------
+
+
+@pytest.fixture
+def kept(tmp_path: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "s.sqlite", group_commit=True)
+
+
+def test_a_kept_add_is_seen_by_every_read_before_the_commit(kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    assert kept.pending and kept.must_sync  # its RECEIPT waits for the commit
+    assert kept.stored_counts() == {"q": 1}
+    assert kept.message_ids("q") == ["a"]
+    kept.commit()
+    assert on_disk(kept.path) == ["a"]
+
+
+def test_a_kept_add_is_on_disk_after_the_commit_and_a_restart(kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    assert on_disk(kept.path) == []
+    kept.commit()
+    kept.close()
+    again = SqliteStore(kept.path, group_commit=True)
+    assert [s.message.message_id for s in again.read_queue("q")] == ["a"]
+    again.close()
+
+
+def test_a_delivery_count_written_before_the_commit_lands_on_the_kept_row(
+        kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    kept.update_delivery_count("q", "a", 2)
+    kept.commit()
+    assert kept.delivery_count("q", "a") == 2
+
+
+def test_a_queue_deleted_before_the_commit_keeps_none_of_its_adds(kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    kept.add_message("other", m("b", "other"), deferrable=True)
+    kept.delete_queue("q")
+    kept.commit()
+    assert on_disk(kept.path) == ["b"]
+
+
+def test_in_a_failed_batch_the_removal_of_a_kept_add_is_undone(kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    with pytest.raises(RuntimeError), kept.batch():
+        kept.remove_message("q", "a")
+        raise RuntimeError("the operation failed half-way")
+    kept.commit()
+    assert on_disk(kept.path) == ["a"]
+
+
+def test_the_same_message_kept_twice_is_one_row(kept: SqliteStore) -> None:
+    kept.add_message("q", m("a"), deferrable=True)
+    kept.add_message("q", m("a"), deferrable=True)
+    kept.commit()
+    assert on_disk(kept.path) == ["a"]

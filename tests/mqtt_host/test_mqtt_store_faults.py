@@ -75,9 +75,12 @@ def _fail_a(when: str) -> Any:
     return which
 
 
-@pytest.mark.parametrize(("when", "code"), [("insert", 0x97), ("commit", 0x80)])
+@pytest.mark.parametrize(("when", "error", "code"), [
+    ("insert", "full", 0x97), ("commit", "full", 0x97), ("commit", "io", 0x80)])
 def test_a_publish_the_store_loses_ends_its_connection_without_the_puback(
-        tmp_path: Path, when: str, code: int) -> None:
+        tmp_path: Path, when: str, error: str, code: int) -> None:
+    """A full disk is a quota (0x97) whether the INSERT or the group commit met it;
+    another I/O error is unspecified (0x80)."""
     path = tmp_path / "m.sqlite"
 
     async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -101,7 +104,8 @@ def test_a_publish_the_store_loses_ends_its_connection_without_the_puback(
                 await writer.drain()
             await _next(a[0], 1)
             await _next(b[0], 1)
-            faults.error = FULL_ERRORS["SQLITE_FULL"]
+            faults.error = (FULL_ERRORS["SQLITE_FULL"] if error == "full" else
+                            lambda: sqlite3.OperationalError("disk I/O error"))
             faults.which = _fail_a(when)
             a[1].write(_publish("a/x", 1))
             b[1].write(_publish("b/x", 1))
@@ -119,7 +123,8 @@ def test_a_publish_the_store_loses_ends_its_connection_without_the_puback(
     got_a, got_b = asyncio.run(main())
     assert [p["type"] for p in got_a] == [codec.DISCONNECT], got_a
     assert got_a[0]["code"] == code
-    assert "store is full" in got_a[0]["props"]["reason_string"]
+    assert ("store is full" if error == "full" else "I/O error") in (
+        got_a[0]["props"]["reason_string"])
     assert got_b == [{"type": codec.PUBACK, "pid": 1, "code": 0}]
     # (a's write is kept by the store and redone once it writes again: a client that
     # sends it again may have it twice, at least once as QoS 1 promises; never lost)

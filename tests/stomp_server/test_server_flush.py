@@ -90,8 +90,8 @@ def test_a_persistent_send_an_auto_ack_consumer_took_in_its_turn_is_receipted_un
     tmp_path: Any,
 ) -> None:
     """The loop turn that stored the message also delivered it to a waiting ``ack:auto``
-    consumer, which consumed it: the group commit has nothing left to keep, so it is
-    elided (no fsync), and the RECEIPT and MESSAGE go out at once, as without a store
+    consumer, which consumed it: the group commit has nothing left to keep, so nothing
+    is written (no fsync), and the RECEIPT and MESSAGE go out at once, as without a store
     (nothing is gained by waiting a loop turn for other connections' writes)."""
     from jmspy.broker_ref.store.sqlite_store import SqliteStore
 
@@ -99,7 +99,7 @@ def test_a_persistent_send_an_auto_ack_consumer_took_in_its_turn_is_receipted_un
     before, after, _ = asyncio.run(
         _one_send(Broker(name="flush", store=store), persistent="true"))
     assert before == after == [("producer", "RECEIPT"), ("consumer", "MESSAGE")]
-    assert store.elided == 1
+    assert store.unwritten == 1
 
 
 class _Clock:

@@ -245,6 +245,29 @@ def test_a_failed_group_commit_refuses_only_the_sends_it_lost(tmp_path: Path) ->
     assert stored(path, "b") != [] and stored(path, "a") == []
 
 
+def test_a_kept_add_the_commit_cannot_write_names_its_writer(tmp_path: Path) -> None:
+    """The enqueue's add is kept for the group commit (no consumer took the message);
+    the disk is full when the commit makes it: the writer is named, as for any write
+    the commit lost, so its RECEIPT becomes an ERROR; the other writer's add is kept."""
+    from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
+
+    path = tmp_path / "m.sqlite"
+    store = SqliteStore(path, group_commit=True)
+    faults = Faults(store)
+    for writer, queue in (("a", "qa"), ("b", "qb")):
+        store.writer = writer
+        store.add_message(queue, ServerMessage(f"id-{queue}", DestinationKind.QUEUE, queue,
+                                               BodyType.TEXT, "x", persistent=True),
+                          deferrable=True)
+    faults.error = FULL_ERRORS["SQLITE_FULL"]
+    faults.which = lambda sql, params: sql == "COMMIT" or (
+        sql.startswith("INSERT") and params[1] == "qa")  # (seq, queue, ...)
+    store.commit()
+    assert store.take_failed_writers() == {"a"}
+    assert stored(path, "qa") == [] and stored(path, "qb") == ["id-qb"]
+    store.close()
+
+
 def test_over_vm_a_full_disk_fails_the_send_and_the_commit_not_the_broker(
         tmp_path: Path) -> None:
     """``vm://`` commits each operation alone: a send or a transaction's commit the store

@@ -145,8 +145,10 @@ class MqttConnection(asyncio.Protocol):
             if self._store_refusal is not None:
                 why, self._store_refusal = self._store_refusal, None
                 log.error("MQTT client %s disconnected: %s", self.address, why)
+                # a full disk is a quota (0x97), as when the PUBLISH itself is refused
+                full = getattr(self.server.broker.store, "out_of_space", False)
                 session.close_by_operator(f"message not stored: {why}; send it again once "
-                                          "the broker stores again", 0x80)
+                                          "the broker stores again", 0x97 if full else 0x80)
                 data = session.data_to_send()  # the DISCONNECT alone, no acknowledgement
             if data:
                 transport.write(data)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
@@ -61,6 +62,19 @@ __all__ = ["HIGH_WATER", "LINGER_S", "ConnectionServer", "StompConnection"]
 log = logging.getLogger("jmspy.broker.stomp")
 
 HIGH_WATER = 256 * 1024
+
+
+#: A RECEIPT frame's receipt-id in a run of frames as the session encodes them.
+_FIRST_RECEIPT = re.compile(rb"(?:^|\x00)\n*RECEIPT\nreceipt-id:([^\n]*)\n")
+
+
+def _unescape(value: str) -> str:
+    """A STOMP 1.1/1.2 header value as it was before its escaping (one pass)."""
+    return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), value)
+
+
+_ESCAPE = re.compile(r"\\(.)")
+_ESCAPES = {"n": "\n", "r": "\r", "c": ":", "\\": "\\"}
 
 
 class ConnectionServer(Protocol):
@@ -385,7 +399,7 @@ class StompConnection(asyncio.Protocol):
             self.server.make_durable()  # no RECEIPT leaves before what it promises is
             refusal = self.server.store_refusals.pop(self, None)
             if refusal is not None:  # its output may promise what was not kept
-                self.fail("message not stored", refusal)
+                self.fail("message not stored", refusal, unsent=data)
                 return
             if self._closed:  # the broker stopped (an unusable store)
                 return
@@ -403,16 +417,21 @@ class StompConnection(asyncio.Protocol):
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
 
-    def fail(self, message: str, reason: str) -> None:
-        """End this connection with an ERROR naming ``reason``; output not yet written is
-        dropped, not sent: it may hold RECEIPTs for writes the store did not keep."""
+    def fail(self, message: str, reason: str, unsent: bytes = b"") -> None:
+        """End this connection with an ERROR naming ``reason``; output not yet written
+        (``unsent``, what a flush already took) is dropped, not sent: it may hold
+        RECEIPTs for writes the store did not keep."""
         if self._closed:
             return
-        self._guard(self.session.data_to_send)
+        dropped = unsent + self._guard(self.session.data_to_send)
+        # the ERROR answers the first RECEIPT it replaces (the first frame whose outcome
+        # the client is left without), so the client's call waiting for it fails with it
+        found = _FIRST_RECEIPT.search(dropped) if dropped else None
+        receipt = None if found is None else _unescape(found.group(1).decode("utf-8", "replace"))
         # replacing: an ERROR the session made already may have been in what a flush
         # took and then dropped, so this one is made whatever the session's state
         self._guard(lambda: self.session.refuse(message, reason, StoreWriteFailed.code,
-                                                replacing=True))
+                                                replacing=True, receipt=receipt))
         data = self._guard(self.session.data_to_send)
         if data and self.transport is not None:
             self.transport.write(data)

@@ -427,15 +427,16 @@ class StompSession(SessionRecord):
             self.connection_lost()
 
     def refuse(self, message: str, detail: str, code: str | None = None, *,
-               replacing: bool = False) -> None:
+               replacing: bool = False, receipt: str | None = None) -> None:
         """The host refuses this client (failed login, connection limits, CONNECT not
         completed in time): an ERROR frame, then the host closes. ``code``: the broker
         error's code, when a broker error is why. ``replacing``: the host dropped the
         output not yet written (an ERROR of this session's own among it), so the ERROR
-        is made even when the session is already closing."""
+        is made even when the session is already closing. ``receipt``: the receipt the
+        ERROR answers (``receipt-id``), if it answers one."""
         self.login_request = None
         if not self.closing or replacing:
-            self._error(message, detail, code=code)
+            self._error(message, detail, receipt, code=code)
         self.connection_lost()
 
     def _finish_connect(self, request: LoginRequest, principal: Principal | None) -> None:
