@@ -75,6 +75,18 @@ def drain_acking(conn: Any, rec: Recorder) -> list[str]:
     return got
 
 
+def rows_on_disk(path: Path) -> list[str]:
+    """The message ids another process opening the SQLite file now would see, in order:
+    what a crash right now would leave."""
+    import sqlite3
+
+    db = sqlite3.connect(str(path))
+    try:
+        return [r[0] for r in db.execute("SELECT id FROM messages ORDER BY seq")]
+    finally:
+        db.close()
+
+
 class Disk:
     """A store (``kind`` "memory" or "sqlite", at ``path``), and how a broker restarted
     after a crash gets it back: the same instance in memory, the file opened again (the

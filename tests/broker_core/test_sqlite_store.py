@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from core_support import rows_on_disk
 
 from jmspy.broker_ref.core import BodyType, DestinationKind, ServerMessage
 from jmspy.broker_ref.store.message_codec import CodecError, decode_message, encode_message
@@ -25,15 +26,6 @@ def m(mid: str, body: str = "x", **kw: Any) -> ServerMessage:
     return ServerMessage(mid, DestinationKind.QUEUE, "q", BodyType.TEXT, body, **kw)
 
 
-def other_reader(path: Path) -> list[str]:
-    """What another process opening the file now would see."""
-    db = sqlite3.connect(str(path))
-    try:
-        return [r[0] for r in db.execute("SELECT id FROM messages ORDER BY seq")]
-    finally:
-        db.close()
-
-
 def test_group_commit_holds_every_write_until_one_commit(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.sqlite", group_commit=True)
     for i in range(5):
@@ -41,21 +33,21 @@ def test_group_commit_holds_every_write_until_one_commit(tmp_path: Path) -> None
     with store.batch():
         store.remove_message("q", "m0")
     assert store.pending
-    assert other_reader(store.path) == []  # nothing durable yet: no RECEIPT may leave
+    assert rows_on_disk(store.path) == []  # nothing durable yet: no RECEIPT may leave
     store.commit()
     assert not store.pending
-    assert other_reader(store.path) == ["m1", "m2", "m3", "m4"]
+    assert rows_on_disk(store.path) == ["m1", "m2", "m3", "m4"]
 
 
 def test_without_group_commit_each_write_is_durable_when_it_returns(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.sqlite")
     store.add_message("q", m("a"))
-    assert other_reader(store.path) == ["a"]
+    assert rows_on_disk(store.path) == ["a"]
     with store.batch():
         store.add_message("q", m("b"))
         store.add_message("q", m("c"))
-        assert other_reader(store.path) == ["a"]  # a batch is one atomic unit
-    assert other_reader(store.path) == ["a", "b", "c"]
+        assert rows_on_disk(store.path) == ["a"]  # a batch is one atomic unit
+    assert rows_on_disk(store.path) == ["a", "b", "c"]
 
 
 def test_a_failed_batch_leaves_nothing_of_itself_and_keeps_the_others_writes(

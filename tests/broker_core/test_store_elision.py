@@ -7,12 +7,11 @@ everything that outlives the turn is still committed, and seen by every read."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from core_support import Recorder
+from core_support import Recorder, rows_on_disk
 
 from jmspy.broker_ref.core import BodyType, Broker, DestinationKind, ServerMessage
 from jmspy.broker_ref.core.duplicates import DUPLICATE_ID
@@ -25,13 +24,12 @@ def m(mid: str, queue: str = "q", **kw: Any) -> ServerMessage:
     return ServerMessage(mid, Q, queue, BodyType.TEXT, "x", persistent=True, **kw)
 
 
-def on_disk(path: Path) -> list[str]:
-    """What another process opening the file now would see."""
-    db = sqlite3.connect(str(path))
-    try:
-        return [r[0] for r in db.execute("SELECT id FROM messages ORDER BY seq")]
-    finally:
-        db.close()
+def group_committing(path: Path) -> tuple[SqliteStore, Broker, Recorder, Any]:
+    """A broker on a group-committing store at ``path``, and one connection that records."""
+    store = SqliteStore(path, group_commit=True)
+    broker = Broker(store=store)
+    rec = Recorder()
+    return store, broker, rec, broker.connect(rec)
 
 
 def wal_bytes(path: Path) -> int:
@@ -43,10 +41,7 @@ def wal_bytes(path: Path) -> int:
 
 def test_a_message_taken_by_an_auto_ack_consumer_in_the_same_turn_writes_nothing(
         tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.sqlite", group_commit=True)
-    broker = Broker(store=store)
-    rec = Recorder()
-    conn = broker.connect(rec)
+    store, broker, rec, conn = group_committing(tmp_path / "s.sqlite")
     conn.create_consumer(1, Q, "q", auto_ack=True, credit=1_000)
     conn.send(m("warm-up"))
     store.commit()
@@ -57,38 +52,32 @@ def test_a_message_taken_by_an_auto_ack_consumer_in_the_same_turn_writes_nothing
     assert len(rec.take()) == 51
     assert store.unwritten == 51 and broker.usage()["storeMessagesUnwritten"] == 51
     assert wal_bytes(store.path) == log_before  # no log write: nothing to fsync
-    assert on_disk(store.path) == []
+    assert rows_on_disk(store.path) == []
     broker.close()
 
 
 def test_a_message_nobody_took_is_committed_and_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
-    store = SqliteStore(path, group_commit=True)
-    broker = Broker(store=store)
-    rec = Recorder()
-    conn = broker.connect(rec)
+    store, broker, _rec, conn = group_committing(path)
     conn.create_consumer(1, Q, "q", auto_ack=True, credit=1)
     conn.send(m("taken"))
     conn.send(m("kept"))  # the consumer's credit is spent: it stays in the queue
     store.commit()
     assert store.unwritten == 1
-    assert on_disk(path) == ["kept"]
+    assert rows_on_disk(path) == ["kept"]
     broker.close()
 
 
 def test_a_client_ack_consumer_gets_its_messages_committed_before_it_can_ack(
         tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.sqlite", group_commit=True)
-    broker = Broker(store=store)
-    rec = Recorder()
-    conn = broker.connect(rec)
+    store, broker, rec, conn = group_committing(tmp_path / "s.sqlite")
     conn.create_consumer(1, Q, "q", credit=10)
     conn.send(m("a"))
     store.commit()
-    assert on_disk(store.path) == ["a"]  # delivered, not acknowledged: on disk
+    assert rows_on_disk(store.path) == ["a"]  # delivered, not acknowledged: on disk
     conn.ack([d.delivery_tag for d in rec.take()])
     store.commit()
-    assert on_disk(store.path) == []
+    assert rows_on_disk(store.path) == []
     assert store.unwritten == 0
     broker.close()
 
@@ -103,12 +92,9 @@ def test_a_duplicate_id_of_a_message_taken_at_once_is_still_kept(tmp_path: Path)
     conn.create_consumer(1, Q, "q", auto_ack=True, credit=10)
     conn.send(m("a", properties={DUPLICATE_ID: "order-1"}))
     store.commit()
-    assert on_disk(path) == []
+    assert rows_on_disk(path) == []
     broker.close()
-    store = SqliteStore(path, group_commit=True)
-    broker = Broker(store=store)
-    rec = Recorder()
-    conn = broker.connect(rec)
+    store, broker, rec, conn = group_committing(path)
     conn.create_consumer(1, Q, "q", auto_ack=True, credit=10)
     conn.send(m("a-again", properties={DUPLICATE_ID: "order-1"}))
     store.commit()
@@ -128,7 +114,7 @@ def test_removing_a_row_committed_earlier_is_committed_even_after_storing_it_aga
     store.remove_message("q", "a")
     store.commit()
     assert store.unwritten == 0
-    assert on_disk(path) == []
+    assert rows_on_disk(path) == []
 
 
 def test_a_change_undone_by_a_failed_batch_still_commits_what_remains(
@@ -140,7 +126,7 @@ def test_a_change_undone_by_a_failed_batch_still_commits_what_remains(
         store.remove_message("q", "a")
         raise RuntimeError("the operation failed half-way")
     store.commit()
-    assert on_disk(path) == ["a"]
+    assert rows_on_disk(path) == ["a"]
 
 
 def test_sequence_numbers_are_not_handed_out_again_after_a_transaction_is_elided(
@@ -176,12 +162,12 @@ def test_a_kept_add_is_seen_by_every_read_before_the_commit(kept: SqliteStore) -
     assert kept.stored_counts() == {"q": 1}
     assert kept.message_ids("q") == ["a"]
     kept.commit()
-    assert on_disk(kept.path) == ["a"]
+    assert rows_on_disk(kept.path) == ["a"]
 
 
 def test_a_kept_add_is_on_disk_after_the_commit_and_a_restart(kept: SqliteStore) -> None:
     kept.add_message("q", m("a"), deferrable=True)
-    assert on_disk(kept.path) == []
+    assert rows_on_disk(kept.path) == []
     kept.commit()
     kept.close()
     again = SqliteStore(kept.path, group_commit=True)
@@ -202,7 +188,7 @@ def test_a_queue_deleted_before_the_commit_keeps_none_of_its_adds(kept: SqliteSt
     kept.add_message("other", m("b", "other"), deferrable=True)
     kept.delete_queue("q")
     kept.commit()
-    assert on_disk(kept.path) == ["b"]
+    assert rows_on_disk(kept.path) == ["b"]
 
 
 def test_in_a_failed_batch_the_removal_of_a_kept_add_is_undone(kept: SqliteStore) -> None:
@@ -211,11 +197,11 @@ def test_in_a_failed_batch_the_removal_of_a_kept_add_is_undone(kept: SqliteStore
         kept.remove_message("q", "a")
         raise RuntimeError("the operation failed half-way")
     kept.commit()
-    assert on_disk(kept.path) == ["a"]
+    assert rows_on_disk(kept.path) == ["a"]
 
 
 def test_the_same_message_kept_twice_is_one_row(kept: SqliteStore) -> None:
     kept.add_message("q", m("a"), deferrable=True)
     kept.add_message("q", m("a"), deferrable=True)
     kept.commit()
-    assert on_disk(kept.path) == ["a"]
+    assert rows_on_disk(kept.path) == ["a"]
