@@ -11,11 +11,14 @@ Cython runs when the extensions are built (``build_ext``), not when this file is
 ``python -m build --sdist`` writes no C: the source distribution carries the .pyx, .pxd,
 .pxi and .py sources and builds from them.
 
-With gcc or clang the C is compiled at ``-O2`` without debug information, and the
+With gcc or clang the C is compiled at ``-O3`` without debug information, and the
 extensions are linked stripped (``-s``; not on macOS, whose linker ignores it): Python's
-own CFLAGS say ``-O3 -g``, which made each extension several megabytes of debug
-information and took a third longer to compile for no measured gain (the twins' loops
-are Cython's C calls into the interpreter, not arithmetic that ``-O3`` vectorises).
+own CFLAGS say ``-O3 -g``, and the debug information made each extension several
+megabytes for nothing a user runs. ``-O3`` stays: against ``-O2`` it took part (a)'s
+``vm://`` listener path from 1.022x behind the last ``-O3 -g`` build to level with it and
+halved the end-to-end gap (``benchmarks.build_compare``, 61 paired rounds; the
+instructions per message under callgrind fell by 1.6 %), for 15 % more compile time and
+50 KB more wheel (benchmarks/README.md, "Comparing builds and twins").
 Environment switches, all off by default:
 
 * JMSPY_CYTHON_DEBUG=1 keeps Python's flags (``-O3 -g``) and the symbols, for gdb or perf;
@@ -42,7 +45,7 @@ TRACE = os.environ.get("JMSPY_CYTHON_TRACE") == "1"
 DEBUG = os.environ.get("JMSPY_CYTHON_DEBUG") == "1"
 
 #: Added after Python's own CFLAGS (so they win) for gcc and clang, unless DEBUG.
-OPTIMISE_ARGS = ["-O2", "-g0"]
+OPTIMISE_ARGS = ["-O3", "-g0"]
 #: Linker arguments for the same compilers: strip every symbol the import does not need.
 STRIP_ARGS = [] if sys.platform == "darwin" else ["-s"]
 
