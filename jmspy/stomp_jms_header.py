@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-__all__ = ["HEADER", "JmsFields", "format_header", "header_of", "parse_header", "ptypes_of"]
+__all__ = ["HEADER", "JmsFields", "format_header", "header_of", "parse_header", "ptypes_of",
+           "read_header"]
 
 #: The header's name. Not a valid property name (``-``), so no application property can
 #: collide with it; not the MQTT transport's ``jmspy-h`` either (another format), should
@@ -56,21 +57,19 @@ def parse_header(value: str) -> JmsFields | None:
     """The fields of a ``jmspy-jms`` header, or None when it is not one this version reads
     (another format, or a header some other client sent by that name): the receiver then
     falls back to the broker's own headers, as for a message from a raw STOMP client."""
-    read = _fields(value)
-    if read is None:
-        return None
-    timestamp, parts = read
-    return JmsFields(timestamp, parts[2], parts[3], parts[4])
+    read = read_header(value)
+    return None if read is None else JmsFields(*read)
 
 
-def _fields(value: str) -> tuple[int, list[str]] | None:
-    """The header's timestamp and its five fields as text, or None when it is not one
-    this version reads."""
+def read_header(value: str) -> tuple[int, str, str, str] | None:
+    """:func:`parse_header`'s fields as a plain tuple (timestamp, body, ptypes,
+    message_id): what a receiver reads once per MESSAGE, without building the named
+    tuple."""
     parts = value.split(";", 4)
     if len(parts) != 5 or parts[0] != _VERSION:
         return None
     try:
-        return int(parts[1]), parts
+        return int(parts[1]), parts[2], parts[3], parts[4]
     except ValueError:
         return None
 
@@ -87,5 +86,5 @@ def ptypes_of(headers: Mapping[str, str]) -> str:
     none this version reads): all a broker needs of it, read per SEND without building
     the other fields."""
     value = headers.get(HEADER)
-    read = None if value is None else _fields(value)
-    return "" if read is None else read[1][3]
+    read = None if value is None else read_header(value)
+    return "" if read is None else read[2]

@@ -24,7 +24,8 @@ from jmspy.message import (
     finish_received,
 )
 from jmspy.property_codes import typed
-from jmspy.stomp_jms_header import header_of
+from jmspy.stomp_jms_header import HEADER as JMS_HEADER
+from jmspy.stomp_jms_header import read_header
 from jmspy.transports.stomp.mapping import (
     RESERVED_HEADERS,
     absolute_expiration,
@@ -77,17 +78,26 @@ def derived_sizes() -> tuple[int, int]:
 
 
 def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
-    """A read-only client Message from a MESSAGE frame (delivery count set by the caller)."""
+    """A read-only client Message from a MESSAGE frame (delivery count set by the caller).
+
+    Once per message on the receiving thread, so the headers are read with one bound
+    ``get`` and the helpers are called only for headers the frame has."""
     raw = body.encode("utf-8") if isinstance(body, str) else (body or b"")
-    fields = header_of(headers)
-    if fields is not None:
-        kind: str | None = fields.body or None
-        ptypes = fields.ptypes
+    get = headers.get
+    value = get(JMS_HEADER)
+    read = None if value is None else read_header(value)
+    kind: str | None
+    message_id: str | None
+    if read is not None:
+        timestamp, kind, ptypes, message_id = read
+        kind = kind or None
     else:  # a raw client's message, or one from a jmspy before the one header
-        kind = headers.get("jmspy-body")
-        ptypes = headers.get("jmspy-ptypes", "")
+        kind = get("jmspy-body")
+        ptypes = get("jmspy-ptypes", "")
+        message_id = unfolded_message_id(headers)
+        timestamp = header_int(get("jmspy-timestamp") or get("timestamp"))
     if kind is None:
-        ctype = headers.get("content-type", "")
+        ctype = get("content-type", "")
         if ctype.startswith("text/") or (not ctype and "content-length" not in headers):
             kind = "text"
         else:
@@ -109,32 +119,34 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     else:
         msg = Message.__new__(Message)
         msg._body = None
-    codes = _ptype_codes(ptypes) if ptypes else _NO_CODES
     props: dict[str, PropertyValue] = {}
-    for name in _property_names(headers):
-        value = headers[name]
-        code = codes.get(name)
-        if code is None:
-            props[name] = value
-            continue
-        try:
-            props[name] = typed(value, code)
-        except ValueError:
-            props[name] = value
-    if fields is not None:
-        msg.message_id = fields.message_id
-        msg.timestamp = fields.timestamp
-    else:
-        msg.message_id = unfolded_message_id(headers)
-        msg.timestamp = header_int(headers.get("jmspy-timestamp") or headers.get("timestamp"))
-    msg.correlation_id = headers.get("correlation-id")
-    msg.reply_to = parse_destination(headers.get("reply-to"))
-    msg.destination = parse_destination(headers.get("destination"))
-    msg.delivery_mode = 2 if headers.get("persistent", "").lower() == "true" else 1
-    msg.expiration = header_int(headers.get("expires"))
+    names = _property_names(headers)
+    if names:
+        codes = _ptype_codes(ptypes) if ptypes else _NO_CODES
+        for name in names:
+            text = headers[name]
+            code = codes.get(name)
+            if code is None:
+                props[name] = text
+                continue
+            try:
+                props[name] = typed(text, code)
+            except ValueError:
+                props[name] = text
+    msg.message_id = message_id
+    msg.timestamp = timestamp
+    msg.correlation_id = get("correlation-id")
+    reply_to = get("reply-to")
+    msg.reply_to = parse_destination(reply_to) if reply_to else None
+    msg.destination = parse_destination(get("destination"))
+    persistent = get("persistent")
+    msg.delivery_mode = 2 if persistent and persistent.lower() == "true" else 1
+    expires = get("expires")
+    msg.expiration = header_int(expires) if expires else 0
     if not msg.expiration and "expiration" in headers:
-        msg.expiration = absolute_expiration(headers["expiration"], msg.timestamp)
-    msg.priority = header_int(headers.get("priority"), 4)
-    msg.jms_type = headers.get("type")
-    msg.delivery_time = msg.timestamp
+        msg.expiration = absolute_expiration(headers["expiration"], timestamp)
+    priority = get("priority")
+    msg.priority = header_int(priority, 4) if priority else 4
+    msg.jms_type = get("type")
+    msg.delivery_time = timestamp
     return finish_received(msg, props)
