@@ -326,7 +326,19 @@ class StompConsumers:
             if sub.copies is not None:
                 sub.copies[tag] = (headers, body)
             message.delivery_time = message.timestamp
-            sub.stash.append((tag, message, deliveries.delivery_count(key, headers)))
+            count = deliveries.delivery_count(key, headers)
+            if not sub.stash and not sub.paused and not sub.pending_cancel:
+                # Nothing stashed before it: what release() would do, without the stash
+                # round trip (once per message on a consumer that keeps up).
+                listener = self._host.listener
+                if listener is not None:
+                    consumer_id = sub.spec.consumer_id
+                    if listener.credit(consumer_id) > 0:
+                        if sub.spec.auto_ack:
+                            self._send_ack(sub, tag, None)
+                        listener.on_delivery(consumer_id, tag, message, count)
+                        return
+            sub.stash.append((tag, message, count))
             self.release(sub)
 
     # -- acknowledgement of one delivery ----------------------------------------------------
