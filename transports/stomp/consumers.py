@@ -13,6 +13,7 @@ transport's lock held, or takes it.
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from typing import Any, Protocol
@@ -226,18 +227,29 @@ class StompConsumers:
 
     def release(self, sub: StompSubscription) -> None:
         """(Lock held.) Hand ``sub``'s stashed deliveries to the core as credit allows."""
-        listener = self._host.listener
-        if listener is None or sub.paused or sub.pending_cancel or not sub.stash:
-            return  # (a pending hand-back goes first, with the stash: grant_credit)
-        consumer_id = sub.spec.consumer_id
+        if not sub.stash:
+            return
+        listener = self._listener_for(sub)
+        if listener is None:
+            return
+        sub.release(functools.partial(self._hand_over, listener, sub),
+                    listener.credit(sub.spec.consumer_id))
+
+    def _listener_for(self, sub: StompSubscription) -> TransportListener | None:
+        """(Lock held.) The core's listener, when ``sub``'s deliveries may be handed to it
+        now: not paused, and no hand-back pending (it goes first, with the stash:
+        grant_credit)."""
+        if sub.paused or sub.pending_cancel:
+            return None
+        return self._host.listener
+
+    def _hand_over(self, listener: TransportListener, sub: StompSubscription, tag: int,
+                   message: Message, count: int) -> None:
+        """(Lock held.) One delivery of ``sub`` to the core (acknowledged first on an
+        ``ack:auto`` subscription: the broker forgets it as it is handed over)."""
         if sub.spec.auto_ack:
-            def hand(tag: int, message: Message, count: int) -> None:
-                self._send_ack(sub, tag, None)
-                listener.on_delivery(consumer_id, tag, message, count)
-        else:
-            def hand(tag: int, message: Message, count: int) -> None:
-                listener.on_delivery(consumer_id, tag, message, count)
-        sub.release(hand, listener.credit(consumer_id))
+            self._send_ack(sub, tag, None)
+        listener.on_delivery(sub.spec.consumer_id, tag, message, count)
 
     def cancel(self, delivery_tags: list[int], *, redelivered: bool = True) -> None:
         conn = self._host.live
@@ -325,19 +337,14 @@ class StompConsumers:
             deliveries.set_key(tag, key)
             if sub.copies is not None:
                 sub.copies[tag] = (headers, body)
-            message.delivery_time = message.timestamp
             count = deliveries.delivery_count(key, headers)
-            if not sub.stash and not sub.paused and not sub.pending_cancel:
+            if not sub.stash:
                 # Nothing stashed before it: what release() would do, without the stash
                 # round trip (once per message on a consumer that keeps up).
-                listener = self._host.listener
-                if listener is not None:
-                    consumer_id = sub.spec.consumer_id
-                    if listener.credit(consumer_id) > 0:
-                        if sub.spec.auto_ack:
-                            self._send_ack(sub, tag, None)
-                        listener.on_delivery(consumer_id, tag, message, count)
-                        return
+                listener = self._listener_for(sub)
+                if listener is not None and listener.credit(sub.spec.consumer_id) > 0:
+                    self._hand_over(listener, sub, tag, message, count)
+                    return
             sub.stash.append((tag, message, count))
             self.release(sub)
 

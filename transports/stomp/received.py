@@ -141,12 +141,10 @@ def from_frame(headers: dict[str, str], body: bytes | str) -> Message:
     msg.destination = parse_destination(get("destination"))
     persistent = get("persistent")
     msg.delivery_mode = 2 if persistent and persistent.lower() == "true" else 1
-    expires = get("expires")
-    msg.expiration = header_int(expires) if expires else 0
+    msg.expiration = header_int(get("expires"))
     if not msg.expiration and "expiration" in headers:
         msg.expiration = absolute_expiration(headers["expiration"], timestamp)
-    priority = get("priority")
-    msg.priority = header_int(priority, 4) if priority else 4
+    msg.priority = header_int(get("priority"), 4)
     msg.jms_type = get("type")
     msg.delivery_time = timestamp
     return finish_received(msg, props)
