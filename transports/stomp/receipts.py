@@ -39,6 +39,7 @@ from jmspy import errors
 from jmspy.wire.error_text import error_text
 
 from ..broker_errors import ERROR_CODE_HEADER, class_for_code
+from .async_sends import AsyncSends
 
 __all__ = ["CHECKPOINT_BYTES", "CHECKPOINT_SENDS", "Receipts", "refusal"]
 
@@ -140,6 +141,8 @@ class Receipts:
         #: non-persistent sends since the last checkpoint (count, bytes)
         self._unchecked = 0
         self._unchecked_bytes = 0
+        #: the sends whose outcome is a callback (Transport.send_async)
+        self.async_sends = AsyncSends(current, lambda: self.where)
 
     @property
     def sends_in_flight(self) -> bool:
@@ -160,6 +163,8 @@ class Receipts:
         # the broker went on after its last ERROR (ActiveMQ keeps a connection after
         # refusing a send): that ERROR is not why the connection may end later
         self.connection_error = None
+        if self.async_sends.answered(receipt_id):
+            return
         if receipt_id in self._answers:
             self._answers[receipt_id] = headers or {}
         event = self._receipts.pop(receipt_id, None)
@@ -171,6 +176,9 @@ class Receipts:
         call fails with it rather than with whatever else is waiting."""
         self.last_error = self.connection_error = (headers, text)
         receipt = headers.get("receipt-id")
+        if self.async_sends.refused(
+                receipt, lambda what: refusal(self.where, what, headers, text)):
+            return
         event = self._receipts.pop(receipt, None) if receipt else None
         if event is not None:
             assert receipt is not None
@@ -319,13 +327,21 @@ class Receipts:
         the next checkpoint waits for it. That keeps a producer that a broker holds
         (producer flow control) from piling more than two checkpoints' worth of sends
         into it: ``send()`` blocks there, and the connection's ACKs keep being read."""
+        if not self.checkpoint_due(size):
+            write(conn_of(), headers)
+            return
+        self.send_confirmed(conn_of, write, headers, what, keep=1)
+
+    def checkpoint_due(self, size: int) -> bool:
+        """Count a non-persistent send of ``size`` bytes: True when it is the one that
+        carries a receipt (one in :data:`CHECKPOINT_SENDS`, or per
+        :data:`CHECKPOINT_BYTES`)."""
         self._unchecked += 1
         self._unchecked_bytes += size
         if self._unchecked < CHECKPOINT_SENDS and self._unchecked_bytes < CHECKPOINT_BYTES:
-            write(conn_of(), headers)
-            return
+            return False
         self._unchecked = self._unchecked_bytes = 0
-        self.send_confirmed(conn_of, write, headers, what, keep=1)
+        return True
 
     def send_confirmed(
         self, conn_of: Callable[[], Any], write: Callable[[Any, dict[str, str]], None],

@@ -40,7 +40,7 @@ thread.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
@@ -64,6 +64,7 @@ from ..broker_errors import ERROR_CODE_HEADER
 from ..capabilities import native_features, require
 from ..destination_options import resolve
 from .admin import StompAdmin
+from .async_sends import Done, write_nothing
 from .connect import ConnectOptions, drop, open_stomp, shut_down
 from .consumers import StompConsumers
 from .deliveries import Deliveries
@@ -87,8 +88,6 @@ class StompTransport:
     """The Transport interface over one stomp.py connection."""
 
     scheme = "stomp"
-    #: No asynchronous send path of its own (persistent sends use the receipt window).
-    send_async = None
     #: jmspy broker counts ACKs against the connection flow limit: nothing to tell it
     release_flow = None
     capabilities: frozenset[Feature] = frozenset()  # set per connection from the matrix
@@ -251,6 +250,7 @@ class StompTransport:
             self._settled.clear()
             self._conn = None
             self._consumers.connection_lost()
+        self._receipts.async_sends.connection_dropped(self.broker_error)
         return True
 
     @property
@@ -275,6 +275,7 @@ class StompTransport:
                 self._conn = None
                 self._consumers.connection_lost()
             raise errors.JMSException(f"re-subscribing failed: {exc}") from exc
+        self._receipts.async_sends.flush_parked()  # sends made while it was down
 
     def io_failed(self, error: BaseException) -> None:
         """An error escaped a call on this connection's I/O path (the core caught it on a
@@ -302,6 +303,8 @@ class StompTransport:
     def settle(self, lost: str | None) -> None:
         if lost is not None:
             self._lost = lost
+            self._receipts.async_sends.fail_all(lambda what: errors.JMSException(
+                f"{lost}; {what} was not sent", error_code="CONNECTION_LOST"))
         self._settled.set()
 
     def close(self) -> None:
@@ -314,7 +317,14 @@ class StompTransport:
                 receipts.settle_sends(receipts.drain_timeout)
             except errors.JMSException as exc:
                 refused = exc
-        self._close_connection()
+        if self._conn is not None:  # asynchronous sends: the broker's answers first
+            receipts.async_sends.wait_settled(receipts.drain_timeout)
+        try:
+            self._close_connection()
+        finally:
+            receipts.async_sends.fail_all(lambda what: errors.JMSException(
+                f"the STOMP connection to {self.where} closed before the broker confirmed "
+                f"{what}", error_code="CONNECTION_CLOSED"))
         if refused is not None:
             raise refused
 
@@ -478,7 +488,7 @@ class StompTransport:
         return writer
 
     # -- sending and transactions ---------------------------------------------------------
-    def send(self, message: Message, tx: str | None = None) -> None:
+    def _frame_of(self, message: Message, tx: str | None) -> tuple[str, bytes, dict[str, str]]:
         try:
             destination, body, headers = to_frame(message, self.profile)
         except ValueError:  # the profile has no delivery-delay header
@@ -488,6 +498,45 @@ class StompTransport:
             headers["transaction"] = tx
         elif self._send_timeout_header:
             headers.update(self._send_timeout_header)
+        return destination, body, headers
+
+    def send_async(self, message: Message, tx: str | None, done: Done) -> None:
+        """``Transport.send_async`` (:mod:`.async_sends`): the SEND is written now (or,
+        while a reconnect is in progress, once it is done), and ``done`` is called in
+        send order when the broker has answered what this send waits for."""
+        if self._closing or self._lost:
+            self.connection(wait=False)  # raises: closed, or lost for good
+        destination, body, headers = self._frame_of(message, tx)
+        persistent = tx is None and message.delivery_mode == DeliveryMode.PERSISTENT
+        sends = self._receipts.async_sends
+        receipts = self._receipts
+
+        def prepare(conn: Any) -> tuple[str | None, Callable[[dict[str, str]], None]]:
+            if tx is not None and not self._transactions.began_on(tx, conn):
+                return None, write_nothing  # a transaction of a dropped connection
+            receipt = (sends.receipt_id() if persistent or (
+                tx is None and receipts.checkpoint_due(len(body))) else None)
+
+            def write(extra: dict[str, str]) -> None:
+                if extra:
+                    headers.update(extra)
+                try:
+                    self._writer_for(conn).send(destination, body, headers)
+                except Exception as exc:  # the socket dropped under this send
+                    self._lose(conn)
+                    if receipt is not None:
+                        return  # the drop (or the ERROR that explains it) reports it
+                    raise errors.JMSException(
+                        f"sending to the STOMP broker at {self.where} failed "
+                        f"({type(exc).__name__}: {exc}); the connection dropped",
+                        error_code="CONNECTION_INTERRUPTED") from exc
+            return receipt, write
+
+        sends.send(prepare, f"the {'persistent ' if persistent else ''}message "
+                   f"{message.message_id} to {destination}", done)
+
+    def send(self, message: Message, tx: str | None = None) -> None:
+        destination, body, headers = self._frame_of(message, tx)
         error_before = self._receipts.connection_error
         try:
             if tx is not None:  # COMMIT confirms
