@@ -20,14 +20,20 @@ This module is the session's side of the arrangement: the :class:`ReadingLease` 
 transport hands over, and how a transport learns which sessions its reading thread woke
 (:func:`collect_woken`). ``transports/stomp/reading_turn.py`` is the transport's side.
 A transport that lends nothing (``vm://``, MQTT) changes nothing here.
+
+An asyncio event loop can be lent the reading the same way (:class:`LoopHolder`,
+``jmspy/aio/loop_reading.py``): its waiters record it in the woken list, and it then
+reads when the loop sees the socket readable, so a frame for the loop is read on the
+loop, with no hand-off from the transport's thread.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["LeaseHolder", "ReadingLease", "collect_woken", "stop_collecting", "woken_list"]
+__all__ = ["LeaseHolder", "LoopHolder", "LoopLease", "ReadingLease", "collect_woken",
+           "stop_collecting", "woken_list"]
 
 
 class LeaseHolder(Protocol):
@@ -53,6 +59,33 @@ class ReadingLease(Protocol):
 
     def give_back(self, holder: LeaseHolder) -> None:
         """The holder stops reading for good (its session closes): the transport reads."""
+        ...
+
+
+class LoopHolder(LeaseHolder, Protocol):
+    """An event loop that reads a lent socket when it is readable."""
+
+    def _turn_ended(self) -> None:
+        """(Any thread.) The lease ended (taken back, given back, the socket closing):
+        the loop stops watching the descriptor."""
+        ...
+
+
+@runtime_checkable
+class LoopLease(ReadingLease, Protocol):
+    """A lease an event loop can hold: it reads when the loop says the socket is ready."""
+
+    def fileno(self) -> int:
+        """The descriptor to watch (-1: none now)."""
+        ...
+
+    def poll_on_loop(self, holder: LoopHolder) -> None:
+        """(While lending to ``holder``.) It reads on its loop: between reads it waits."""
+        ...
+
+    def read_ready(self, holder: LoopHolder) -> bool:
+        """(On the loop, the descriptor readable.) Read once and process what came;
+        False when the lease is no longer ``holder``'s."""
         ...
 
 

@@ -18,6 +18,7 @@ from jmspy.errors import JMSException
 from jmspy.factory import ConnectionFactory
 from jmspy.logs import client_logger
 
+from .loop_reading import LoopReading
 from .session import AsyncSession
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ class AsyncConnection:
         #: the loop this connection's futures and listeners belong to
         self.loop = loop
         self._sessions: list[AsyncSession] = []
+        #: the socket reading a stomp:// transport may lend this loop (.loop_reading)
+        self._reading = LoopReading(loop)
 
     async def create_session(self, transacted: bool = False, ack_mode: int = 1
                              ) -> AsyncSession:
@@ -156,6 +159,7 @@ class AsyncConnection:
                 await consumer._stop_listening()
             if not session.closed:
                 session._settle_pending()
+        self._reading.close()
         await self.loop.run_in_executor(None, self.sync.close)
         for session in self._sessions:
             for consumer in session._consumers:

@@ -65,7 +65,7 @@ class AsyncMessageConsumer:
         self._session = session
         #: the sync core's consumer (its buffer, flow window and acknowledgement)
         self.sync = consumer
-        self._waiter = ReadyWaiter(consumer, session.loop)
+        self._waiter = ReadyWaiter(consumer, session.loop, session._connection._reading)
         #: handed to the application, not yet settled (AUTO: acked by the next receive)
         self._pending: Message | None = None
         self._streak = 0

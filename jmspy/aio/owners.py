@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from jmspy.errors import JMSException
     from jmspy.message import Message
 
+    from .loop_reading import LoopReading
+
 __all__ = ["ConsumerOwner", "MessageOwner", "SessionOwner"]
 
 T = TypeVar("T")
@@ -27,6 +29,7 @@ class SessionOwner(Protocol):
     """An :class:`~jmspy.aio.AsyncConnection`, as its sessions and consumers use it."""
 
     loop: asyncio.AbstractEventLoop
+    _reading: LoopReading
 
     def _report(self, error: JMSException) -> None: ...
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from jmspy.producer import MessageProducer
     from jmspy.session import Session
 
+    from .loop_reading import LoopReading
     from .owners import SessionOwner
 
 __all__ = ["AsyncMessageProducer", "AsyncSession"]
@@ -223,8 +224,8 @@ class AsyncMessageProducer:
         this returns)."""
         loop = self._session.loop
         future: asyncio.Future[None] = loop.create_future()
-        self.sync.send(message, destination, completion_listener=_Handover(loop, future),
-                       **options)
+        handover = _Handover(loop, future, self._session._connection._reading)
+        self.sync.send(message, destination, completion_listener=handover, **options)
         return future
 
     async def close(self) -> None:
@@ -242,12 +243,14 @@ class _Handover:
     so the core may call it on the transport's own thread (``runs_on_any_thread``)
     rather than hop through its notifier thread first: one thread switch per send."""
 
-    __slots__ = ("_future", "_loop", "_loop_thread")
+    __slots__ = ("_future", "_loop", "_loop_thread", "_reading")
     runs_on_any_thread = True
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],
+                 reading: LoopReading) -> None:
         self._loop = loop
         self._future = future
+        self._reading = reading
         self._loop_thread = threading.get_ident()  # made on the loop, by send()
 
     def on_completion(self, message: Message) -> None:
@@ -257,9 +260,10 @@ class _Handover:
         self._hand(exception)
 
     def _hand(self, error: Exception | None) -> None:
-        if threading.get_ident() == self._loop_thread:  # vm://: done within send()
+        if threading.get_ident() == self._loop_thread:  # vm://, or read on the loop
             _complete(self._future, error)
             return
+        self._reading.woke()  # a transport's reader may lend the loop its socket
         try:
             self._loop.call_soon_threadsafe(_complete, self._future, error)
         except RuntimeError:  # the loop closed: nobody waits for the outcome

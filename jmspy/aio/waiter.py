@@ -29,6 +29,8 @@ from jmspy.logs import client_logger
 if TYPE_CHECKING:
     from jmspy.consumer import MessageConsumer
 
+    from .loop_reading import LoopReading
+
 __all__ = ["ReadyWaiter"]
 
 log = client_logger("aio")
@@ -43,9 +45,11 @@ class ReadyWaiter:
     share one future, and a caller that stops waiting (cancelled, timed out) leaves it to
     the others, its watcher left to fire into a future nobody awaits."""
 
-    def __init__(self, consumer: MessageConsumer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, consumer: MessageConsumer, loop: asyncio.AbstractEventLoop,
+                 reading: LoopReading) -> None:
         self._consumer = consumer
         self._loop = loop
+        self._reading = reading
         self._loop_thread = 0  # the loop's thread, learnt in ready()
         self._current: asyncio.Future[bool] | None = None  # loop thread only
         self._stopped = False
@@ -74,6 +78,7 @@ class ReadyWaiter:
         if threading.get_ident() == self._loop_thread:
             self._loop.call_soon(self._resolve)
             return
+        self._reading.woke()  # a transport's reader may lend the loop its socket
         try:
             self._loop.call_soon_threadsafe(self._resolve)
         except RuntimeError:  # the loop closed under us: nobody is waiting any more

@@ -18,6 +18,15 @@ The rules, all kept by :class:`ReadingTurn` under one lock:
   disconnect is handled where it always is), and after :data:`IDLE_POLLS` polls without
   a frame (an idle connection then costs no wake-ups until traffic resumes).
 
+An asyncio event loop can hold the turn too (``jmspy/aio/loop_reading.py``): it is
+lent the turn like a session, after a batch that woke one of its waiters, and then reads
+when the loop sees the socket readable (:meth:`ReadingTurn.read_ready`) instead of in a
+blocking :meth:`ReadingTurn.read`. Between those reads it is not busy but waiting, so the
+receiver thread takes the turn back only when a frame has waited unread for a whole
+:data:`LOOP_TICK` (the loop is stalled), when a thread is about to wait for a RECEIPT
+(:meth:`need_reader`: that thread may be the loop's own), or when the socket closes; the
+holder is told each time (``_turn_ended``) so it stops watching the descriptor.
+
 What it costs: the receiver thread wakes every :data:`TICK` while the turn is lent, the
 holder every :data:`POLL` while it reads an idle socket (at most ~1 s, see above), and
 work that another thread queues for a session whose thread is reading (a close, a start,
@@ -39,11 +48,11 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from jmspy.idle_spin import CONTENDED, READABLE, IdleSpin
-from jmspy.reading_lease import LeaseHolder
+from jmspy.reading_lease import LeaseHolder, LoopHolder
 
 from .socket_poll import poll_for
 
-__all__ = ["IDLE_POLLS", "POLL", "TICK", "ReadingTurn"]
+__all__ = ["IDLE_POLLS", "LOOP_TICK", "POLL", "TICK", "ReadingTurn"]
 
 #: polls a socket for a window before sleeping
 _poll_for = poll_for
@@ -57,8 +66,12 @@ TICK = 0.01
 POLL = 0.02
 #: Polls without a frame after which a holder gives the turn back (about a second).
 IDLE_POLLS = 50
+#: Seconds between the receiver thread's looks at a turn an event loop holds: a frame
+#: left unread for this long means the loop is stalled, and the receiver thread reads.
+LOOP_TICK = 0.05
 
-_BUSY, _READING = 0, 1
+#: the holder's state: busy (in a listener), reading, or waiting on its event loop
+_BUSY, _READING, _LOOP = 0, 1, 2
 
 
 class Lendable(LeaseHolder, Protocol):
@@ -75,8 +88,9 @@ class ReadingTurn:
     the socket (None once closed); ``running()`` is stomp.py's loop flag.
     """
 
-    __slots__ = ("_cond", "_holder", "_pending", "_polled_fd", "_poller", "_read_once",
-                 "_running", "_seq", "_socket_of", "_state", "lends", "one_in_flight", "spin")
+    __slots__ = ("_cond", "_holder", "_looping", "_pending", "_polled_fd", "_poller",
+                 "_read_once", "_running", "_seq", "_socket_of", "_state", "lends",
+                 "one_in_flight", "spin")
 
     def __init__(self, read_once: Callable[[], BaseException | None],
                  socket_of: Callable[[], Any], running: Callable[[], bool],
@@ -87,7 +101,8 @@ class ReadingTurn:
         self._running = running
         self._cond = threading.Condition(threading.Lock())
         self._holder: LeaseHolder | None = None  # None: stomp.py's receiver thread reads
-        self._state = _BUSY  # the holder's: _READING inside read(), else _BUSY
+        self._looping: LoopHolder | None = None  # the holder, when it reads on a loop
+        self._state = _BUSY  # the holder's: _READING inside a read, _LOOP or _BUSY between
         self._seq = 0  # counts the holder's reads: a busy holder that read meanwhile keeps it
         self._pending: BaseException | None = None  # for the receiver loop to raise
         self._poller: Any = None
@@ -122,46 +137,128 @@ class ReadingTurn:
                 return
             with self._cond:
                 self._holder = None
+                self._looping = None
 
     def wait_home(self) -> BaseException | None:
         """Wait until the turn is back (given back, or taken back from a holder that was
-        busy for a whole tick); returns what the holder saw that the receiver loop must
-        raise. Returns early once stomp.py stops its loop."""
+        busy for a whole tick, or from a loop that left a frame unread for a whole loop
+        tick); returns what the holder saw that the receiver loop must raise. Returns
+        early once stomp.py stops its loop (a loop holder loses the turn then: the
+        socket is closing)."""
+        ended: LoopHolder | None = None
         with self._cond:
             seen: tuple[int, int] | None = None
             while self._holder is not None and self._running():
-                self._cond.wait(TICK)
+                self._cond.wait(LOOP_TICK if self._state == _LOOP else TICK)
                 if self._holder is None:
                     break
                 mark = (self._state, self._seq)
-                if self._state != _READING and mark == seen:
-                    self._holder = None  # busy a whole tick: the receiver thread reads
+                if mark == seen and (self._state == _BUSY
+                                     or (self._state == _LOOP and self._unread())):
+                    ended = self._drop()  # the receiver thread reads
                     break
                 seen = mark
+            else:
+                if self._looping is not None:
+                    ended = self._drop()
             pending, self._pending = self._pending, None
-            return pending
+        if ended is not None:
+            ended._turn_ended()
+        return pending
 
     def need_reader(self) -> None:
         """Someone waits for a frame (a RECEIPT): a holder busy in a listener, perhaps
-        the very one waiting, loses the turn now rather than after a tick."""
+        the very one waiting, loses the turn now rather than after a tick; so does a
+        loop between reads (the one waiting may be the loop's own thread)."""
         if self._holder is None:
             return
         with self._cond:
-            if self._holder is not None and self._state != _READING:
-                self._holder = None
-                self._cond.notify()
+            if self._holder is None or self._state == _READING:
+                return
+            ended = self._drop()
+            self._cond.notify()
+        if ended is not None:
+            ended._turn_ended()
+
+    def _drop(self) -> LoopHolder | None:
+        """(Under the lock.) The turn goes back to the receiver thread; returns the loop
+        holder that lost it, to be told outside the lock."""
+        self._holder = None
+        looping, self._looping = self._looping, None
+        return looping
+
+    def _unread(self) -> bool:
+        """(Receiver thread.) Bytes wait on the socket, or it closed: a poll, no wait."""
+        sock = self._socket_of()
+        if sock is None:
+            return True
+        try:
+            fd = sock.fileno()
+            if fd < 0:
+                return True
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        except (OSError, ValueError):
+            return True
 
     # -- the holder's side (jmspy.reading_lease.ReadingLease) ------------------------------
     def holds(self, holder: LeaseHolder) -> bool:
         return self._holder is holder
 
     def give_back(self, holder: LeaseHolder, error: BaseException | None = None) -> None:
+        ended = None
         with self._cond:
             if self._holder is holder:
-                self._holder = None
+                ended = self._drop()
                 if error is not None:
                     self._pending = error
                 self._cond.notify()
+        if ended is not None:
+            ended._turn_ended()
+
+    # -- an event loop's side (jmspy/aio/loop_reading.py) ----------------------------------
+    def fileno(self) -> int:
+        """The socket's descriptor for a loop to watch (-1: none now)."""
+        sock = self._socket_of()
+        try:
+            return -1 if sock is None else int(sock.fileno())
+        except (OSError, ValueError):
+            return -1
+
+    def poll_on_loop(self, holder: LoopHolder) -> None:
+        """(In ``holder._lend_reading``.) The holder reads when its loop sees the socket
+        readable: between its reads it waits, it is not busy."""
+        with self._cond:
+            if self._holder is holder:
+                self._looping = holder
+                self._state = _LOOP
+
+    def read_ready(self, holder: LoopHolder) -> bool:
+        """(On the loop, the socket readable.) Read once and process the frames, if the
+        turn is still ``holder``'s. False: it is not (any more); the loop stops watching.
+        A read cannot block: the loop saw bytes (or the end) and nobody else reads."""
+        with self._cond:
+            if self._holder is not holder:
+                return False
+            self._state = _READING
+        error: BaseException | None = None
+        keep = self._running()
+        try:
+            if keep:
+                try:
+                    error = self._read_once()
+                except Exception as exc:  # the receiver loop would have raised it
+                    error = exc
+                keep = error is None
+        finally:
+            with self._cond:
+                if self._holder is holder:
+                    self._state = _LOOP
+                    self._seq += 1
+        if not keep:
+            self.give_back(holder, error)
+        return keep
 
     def read(self, holder: LeaseHolder) -> None:
         """Read on the holder's thread until it has other work, or the turn ends."""
