@@ -16,7 +16,9 @@ AMQP publisher confirm, an MQTT QoS 1 PUBACK), a prefetch window of 100 (jmspy's
 header; MQTT has none on 3.1.1), and one acknowledgement per message (jmspy
 AUTO_ACKNOWLEDGE; aio-pika ``message.process()``; stompman's ``client-individual`` ACK
 after the handler; aiomqtt's automatic PUBACK). The figure is messages per second from
-the first send to the last message received, the median over rounds.
+the first send to the last message received, the median over rounds; beside it, the
+client process's CPU time and context switches per message (``getrusage``: the
+benchmark's own process, where the case runs; the broker's are not counted).
 
 The brokers come from the interop tests' recipes (tests/interop/brokers.py) on free
 loopback ports. aio-pika and aiomqtt are in the ``bench`` extra.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import sys
 import threading
@@ -209,6 +212,22 @@ def aiomqtt(port: int) -> Case:
 
 
 # -- the run ---------------------------------------------------------------------------
+def _medians(rows: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    rates, cpus, switches = zip(*rows, strict=True)
+    return statistics.median(rates), statistics.median(cpus), statistics.median(switches)
+
+
+def _measured(case: Case, count: int) -> tuple[float, float, float]:
+    """``case(count)``'s rate, and this process's CPU microseconds and context switches
+    (voluntary and not) per message while it ran (set-up and tear-down included)."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    rate = case(count)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    switches = ((after.ru_nvcsw + after.ru_nivcsw) - (before.ru_nvcsw + before.ru_nivcsw))
+    return rate, cpu / count * 1e6, switches / count
+
+
 def _interop() -> Any:
     path = _TESTS / "interop"
     if not path.is_dir():
@@ -259,22 +278,24 @@ def main(argv: list[str] | None = None) -> int:
             pairs.append(("Mosquitto", "jmspy.aio mqtt://",
                           jmspy_aio(f"mqtt://127.0.0.1:{mosquitto.mqtt_port}", topic=True),
                           "aiomqtt", aiomqtt(mosquitto.mqtt_port)))
-        results: dict[tuple[str, str], list[float]] = {}
+        results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for rnd in range(args.rounds):
             for broker, ours, our_case, peer, peer_case in pairs:
                 for label, case in ((ours, our_case), (peer, peer_case)):
-                    rate = case(args.count)
-                    results.setdefault((broker, label), []).append(rate)
-                    print(f"round {rnd + 1}: {broker:10} {label:20} {rate:9.0f} msg/s",
-                          flush=True)
+                    rate, cpu_us, switches = _measured(case, args.count)
+                    results.setdefault((broker, label), []).append((rate, cpu_us, switches))
+                    print(f"round {rnd + 1}: {broker:10} {label:20} {rate:9.0f} msg/s "
+                          f"{cpu_us:7.1f} us CPU/msg {switches:5.2f} switches/msg", flush=True)
         print(f"\n{args.count} persistent 100 B messages, window {WINDOW}, "
-              f"median of {args.rounds} rounds")
-        print("| broker | jmspy.aio | msg/s | peer | msg/s | jmspy.aio / peer |")
-        print("| --- | --- | ---: | --- | ---: | ---: |")
+              f"median of {args.rounds} rounds (client CPU us / context switches per msg)")
+        print("| broker | jmspy.aio | msg/s | CPU, switches | peer | msg/s | CPU, switches "
+              "| jmspy.aio / peer |")
+        print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
         for broker, ours, _, peer, _ in pairs:
-            a = statistics.median(results[(broker, ours)])
-            b = statistics.median(results[(broker, peer)])
-            print(f"| {broker} | {ours} | {a:.0f} | {peer} | {b:.0f} | {a / b:.2f}x |")
+            a, a_cpu, a_cs = _medians(results[(broker, ours)])
+            b, b_cpu, b_cs = _medians(results[(broker, peer)])
+            print(f"| {broker} | {ours} | {a:.0f} | {a_cpu:.0f}, {a_cs:.1f} | {peer} | {b:.0f} "
+                  f"| {b_cpu:.0f}, {b_cs:.1f} | {a / b:.2f}x |")
     finally:
         for stop in reversed(stops):
             try:

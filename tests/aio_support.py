@@ -20,6 +20,7 @@ from jmspy.aio import (
     AsyncSession,
 )
 from jmspy.destinations import Queue
+from jmspy.errors import JMSException
 
 T = TypeVar("T")
 
@@ -61,6 +62,20 @@ async def queue_ends(conn: AsyncConnection, name: str, **session_options: Any
     consumer = await session.create_consumer(queue)
     conn.start()
     return session, queue, producer, consumer
+
+
+async def send_outcomes(session: AsyncSession, producer: AsyncMessageProducer, count: int
+                        ) -> list[str | None]:
+    """Await ``count`` sends of "m0", "m1", ...: None for each that completed, else its
+    exception as "ClassName: text"."""
+    outcomes: list[str | None] = []
+    for i in range(count):
+        try:
+            await producer.send(session.create_text_message(f"m{i}"))
+            outcomes.append(None)
+        except JMSException as exc:
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+    return outcomes
 
 
 def text_of(message: AsyncMessage) -> str:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from aio_support import send_outcomes
 from scripted_stomp import LoopbackServer, read_client_frames
 
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Message
@@ -111,14 +112,7 @@ def test_awaited_sends_raise_their_own_refusal_and_drop_read_on_the_loop(
         try:
             session = await conn.create_session()
             producer = await session.create_producer(session.create_queue("scripted.aio"))
-            outcomes: list[str | None] = []
-            for i in range(4):
-                try:
-                    await producer.send(session.create_text_message(f"m{i}"))
-                    outcomes.append(None)
-                except JMSException as exc:
-                    outcomes.append(f"{type(exc).__name__}: {exc}")
-            return outcomes, conn._reading.reads
+            return await send_outcomes(session, producer, 4), conn._reading.reads
         finally:
             await conn.close()
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aio_support import assert_copies_marked, process_recorded, run, text_of
+from aio_support import assert_copies_marked, process_recorded, run, send_outcomes, text_of
 from tcp_relay import relay
 
 from jmspy import JMSException
@@ -276,14 +276,7 @@ def test_an_awaited_send_raises_what_the_broker_refused() -> None:
         try:
             session = await conn.create_session()
             producer = await session.create_producer(session.create_topic("scripted.aio"))
-            outcomes: list[str | None] = []
-            for i in range(4):
-                try:
-                    await producer.send(session.create_text_message(f"m{i}"))
-                    outcomes.append(None)
-                except JMSException as exc:
-                    outcomes.append(str(exc))
-            return outcomes
+            return await send_outcomes(session, producer, 4)
         finally:
             await conn.close()
 

@@ -189,13 +189,10 @@ class ReadingTurn:
 
     def _unread(self) -> bool:
         """(Receiver thread.) Bytes wait on the socket, or it closed: a poll, no wait."""
-        sock = self._socket_of()
-        if sock is None:
+        fd = self.fileno()
+        if fd < 0:
             return True
         try:
-            fd = sock.fileno()
-            if fd < 0:
-                return True
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             return bool(poller.poll(0))
@@ -298,13 +295,10 @@ class ReadingTurn:
         """Wait up to :data:`POLL` for the socket; True also when it is closed or broken
         (reading then tells what happened). Before it sleeps it may poll for the spin's
         window, yielding the CPU between polls (jmspy/idle_spin.py)."""
-        sock = self._socket_of()
-        if sock is None:
+        fd = self.fileno()
+        if fd < 0:
             return True
         try:
-            fd = sock.fileno()
-            if fd < 0:
-                return True
             if fd != self._polled_fd:
                 self._poller = select.poll()
                 self._poller.register(fd, select.POLLIN)
