@@ -101,8 +101,11 @@ def _script(made: list[SendScript], *plans: list[str]) -> SendScript:
     return s
 
 
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_awaited_sends_raise_their_own_refusal_and_drop_read_on_the_loop(
-        scripts: list[SendScript]) -> None:
+        scripts: list[SendScript], loop: str) -> None:
+    factory_of_loop = (pytest.importorskip("uvloop").new_event_loop if loop == "uvloop"
+                       else None)
     server = _script(scripts, ["ok", "refuse", "ok", "drop"])
 
     async def main() -> tuple[list[str | None], int]:
@@ -116,7 +119,8 @@ def test_awaited_sends_raise_their_own_refusal_and_drop_read_on_the_loop(
         finally:
             await conn.close()
 
-    outcomes, loop_reads = asyncio.run(main())
+    with asyncio.Runner(loop_factory=factory_of_loop) as runner:
+        outcomes, loop_reads = runner.run(main())
     assert outcomes[0] is None and outcomes[2] is None
     assert outcomes[1] is not None and outcomes[1].startswith("JMSSecurityException")
     assert "refused the persistent message" in outcomes[1]

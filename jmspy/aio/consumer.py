@@ -97,6 +97,9 @@ class AsyncMessageConsumer:
         the awaiting task (or an ``asyncio.timeout()`` around it) loses nothing: no
         message is taken from the buffer until the step that returns it."""
         self._check_receivable()
+        message = self._take_ready()
+        if message is not None:
+            return message
         return await self._next(timeout)
 
     def receive_no_wait(self) -> AsyncMessage | None:
@@ -116,6 +119,23 @@ class AsyncMessageConsumer:
 
     def __aiter__(self) -> AsyncIterator[AsyncMessage]:
         return _Messages(self, None)
+
+    def _take_ready(self) -> AsyncMessage | None:
+        """The next message if one is ready now and this consumer's streak leaves room
+        (else None: :meth:`_next` waits, or yields for fairness first). No await lies
+        between taking it and handing it out, so nothing can strand it."""
+        if self._streak >= FAIRNESS:
+            return None
+        self._settle_pending()
+        try:
+            message = self.sync.take_no_wait()
+        except IllegalStateException:
+            return None  # closed: _next says how it ended
+        if message is None:
+            return None
+        self._streak += 1
+        self._pending = message
+        return AsyncMessage(message, self)
 
     async def _next(self, timeout: float | None) -> AsyncMessage | None:
         self._settle_pending()
@@ -296,6 +316,10 @@ class _Messages:
         consumer = self._consumer
         if consumer.sync.ended:
             raise StopAsyncIteration
+        if consumer._listener is None:
+            ready = consumer._take_ready()  # a message ready now: no coroutine to await
+            if ready is not None:
+                return ready
         try:
             message = await consumer.receive(self._timeout)
         except IllegalStateException:
