@@ -194,3 +194,34 @@ def test_woke_records_the_loop_only_on_a_reading_thread_in_a_batch() -> None:
         assert woken == [reading]
     finally:
         loop.close()
+
+
+class _LoopHolder:
+    """A loop holder without a loop: the test calls ``read_ready`` itself."""
+
+    def __init__(self) -> None:
+        self.ended = 0
+
+    def _has_work(self) -> bool:
+        return False
+
+    def _lend_reading(self, lease: ReadingTurn) -> bool:
+        lease.poll_on_loop(self)
+        return True
+
+    def _turn_ended(self) -> None:
+        self.ended += 1
+
+
+def test_a_stale_readiness_reads_nothing_instead_of_blocking_the_loop(wire: Wire) -> None:
+    """The loop saw the socket readable, but before its callback ran the receiver thread
+    took the turn back, read those bytes and lent the turn again: the callback must not
+    block in ``recv`` on a socket with nothing to read."""
+    wire.mine.settimeout(5)  # a recv that blocks fails the test instead of hanging it
+    holder = _LoopHolder()
+    wire.turn.lend([holder])
+    assert wire.turn.read_ready(holder)  # nothing there: kept, and nothing was read
+    assert wire.readers == [] and wire.turn.holds(holder)
+    wire.peer.sendall(b"frame")
+    assert wire.turn.read_ready(holder)
+    assert len(wire.readers) == 1 and holder.ended == 0

@@ -188,7 +188,7 @@ class ReadingTurn:
         return looping
 
     def _unread(self) -> bool:
-        """(Receiver thread.) Bytes wait on the socket, or it closed: a poll, no wait."""
+        """Bytes wait on the socket, or it closed: a poll, no wait."""
         fd = self.fileno()
         if fd < 0:
             return True
@@ -234,7 +234,9 @@ class ReadingTurn:
     def read_ready(self, holder: LoopHolder) -> bool:
         """(On the loop, the socket readable.) Read once and process the frames, if the
         turn is still ``holder``'s. False: it is not (any more); the loop stops watching.
-        A read cannot block: the loop saw bytes (or the end) and nobody else reads."""
+        The read cannot block: it is made only if the socket is readable now. (The loop
+        saw it readable, but the receiver thread may have taken the turn back, read those
+        bytes and lent it again before this callback ran.)"""
         with self._cond:
             if self._holder is not holder:
                 return False
@@ -242,7 +244,7 @@ class ReadingTurn:
         error: BaseException | None = None
         keep = self._running()
         try:
-            if keep:
+            if keep and self._unread():
                 try:
                     error = self._read_once()
                 except Exception as exc:  # the receiver loop would have raised it
