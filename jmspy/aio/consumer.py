@@ -107,10 +107,7 @@ class AsyncMessageConsumer:
         self._check_receivable()
         self._settle_pending()
         message = self.sync.take_no_wait()
-        if message is None:
-            return None
-        self._pending = message
-        return AsyncMessage(message, self)
+        return None if message is None else self._hand_out(message)
 
     def messages(self, timeout: float | None = None) -> AsyncIterator[AsyncMessage]:
         """Iterate, each step a ``receive(timeout)``: ``timeout`` is an idle limit, not a
@@ -134,6 +131,10 @@ class AsyncMessageConsumer:
         if message is None:
             return None
         self._streak += 1
+        return self._hand_out(message)
+
+    def _hand_out(self, message: Message) -> AsyncMessage:
+        """``message`` goes to the application: it is the one the next step settles."""
         self._pending = message
         return AsyncMessage(message, self)
 
@@ -154,8 +155,7 @@ class AsyncMessageConsumer:
                 raise
             if message is not None:
                 self._streak += 1
-                self._pending = message
-                return AsyncMessage(message, self)
+                return self._hand_out(message)
             if self.sync.ended:
                 return None
             remaining = None if deadline is None else deadline - loop.time()
@@ -321,7 +321,8 @@ class _Messages:
             if ready is not None:
                 return ready
         try:
-            message = await consumer.receive(self._timeout)
+            consumer._check_receivable()
+            message = await consumer._next(self._timeout)  # (receive(), past its own look)
         except IllegalStateException:
             if consumer.sync.ended:  # closed between our check and receive()'s own
                 raise StopAsyncIteration from None

@@ -193,11 +193,20 @@ class ReadingTurn:
         if fd < 0:
             return True
         try:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            return bool(poller.poll(0))
+            return bool(self._poller_for(fd).poll(0))
         except (OSError, ValueError):
             return True
+
+    def _poller_for(self, fd: int) -> Any:
+        """The poll object watching ``fd`` for input, made again only when the socket
+        changed. Used by one thread at a time: the holder reading (:meth:`_readable`,
+        :meth:`read_ready`) or the receiver thread looking at a loop's turn between its
+        reads (:meth:`wait_home`), never both, as the holder's state says."""
+        if fd != self._polled_fd:
+            self._poller = select.poll()
+            self._poller.register(fd, select.POLLIN)
+            self._polled_fd = fd
+        return self._poller
 
     # -- the holder's side (jmspy.reading_lease.ReadingLease) ------------------------------
     def holds(self, holder: LeaseHolder) -> bool:
@@ -301,10 +310,7 @@ class ReadingTurn:
         if fd < 0:
             return True
         try:
-            if fd != self._polled_fd:
-                self._poller = select.poll()
-                self._poller.register(fd, select.POLLIN)
-                self._polled_fd = fd
+            poller = self._poller_for(fd)
             spin = self.spin
             window = spin.window()
             # after a missed window or a skipped one, how long the answer takes sizes the
@@ -324,7 +330,7 @@ class ReadingTurn:
                 spin.settle()
                 sizes = False
             start = _clock() if sizes else 0.0
-            readable = bool(self._poller.poll(POLL * 1000))
+            readable = bool(poller.poll(POLL * 1000))
             if sizes:
                 spin.waited(window + _clock() - start)
             return readable

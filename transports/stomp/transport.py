@@ -526,14 +526,17 @@ class StompTransport:
                     self._lose(conn)
                     if receipt is not None:
                         return  # the drop (or the ERROR that explains it) reports it
-                    raise errors.JMSException(
-                        f"sending to the STOMP broker at {self.where} failed "
-                        f"({type(exc).__name__}: {exc}); the connection dropped",
-                        error_code="CONNECTION_INTERRUPTED") from exc
+                    raise self._send_failed(exc) from exc
             return receipt, write
 
         sends.send(prepare, f"the {'persistent ' if persistent else ''}message "
                    f"{message.message_id} to {destination}", done)
+
+    def _send_failed(self, exc: Exception) -> errors.JMSException:
+        """The error of a SEND whose write failed: the socket dropped under it."""
+        return errors.JMSException(
+            f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
+            f"{exc}); the connection dropped", error_code="CONNECTION_INTERRUPTED")
 
     def send(self, message: Message, tx: str | None = None) -> None:
         destination, body, headers = self._frame_of(message, tx)
@@ -564,10 +567,7 @@ class StompTransport:
             self._lose(conn)
             if refused is not None:  # the broker said why (an ERROR, then it closed)
                 raise refused from None
-            raise errors.JMSException(
-                f"sending to the STOMP broker at {self.where} failed ({type(exc).__name__}: "
-                f"{exc}); the connection dropped",
-                error_code="CONNECTION_INTERRUPTED") from exc
+            raise self._send_failed(exc) from exc
 
     def begin(self, tx: str) -> None:
         self._transactions.begin(tx)
