@@ -56,8 +56,27 @@ class StompTransactions:
         """``tx`` began on ``conn`` (a send in it goes out; else its commit fails)."""
         return self._tx_on.get(tx) is conn
 
+    def open_on(self, tx: str, conn: Any) -> bool:
+        """Whether a send in ``tx`` goes out on ``conn``: True when ``tx`` is open there;
+        False when it began on a connection that has since dropped (the broker rolled it
+        back; its commit fails with ``TRANSACTION_LOST``).
+
+        A transaction whose BEGIN never went out is begun now. That is the session's
+        next transaction after a commit the broker refused with an ERROR and closed: its
+        BEGIN met the closing socket before the receiver thread reported the close, and a
+        send in it that returned quietly ("its commit will fail") would say nothing of
+        the broker's reason. Begun here, the send meets what the connection is now: the
+        close and the ERROR that explains it, or the connection made again."""
+        began = self._tx_on.get(tx)
+        if began is None:
+            self._begin_on(tx, conn)
+            return True
+        return began is conn
+
     def begin(self, tx: str) -> None:
-        conn = self._host.connection()
+        self._begin_on(tx, self._host.connection())
+
+    def _begin_on(self, tx: str, conn: Any) -> None:
         try:
             conn.begin(tx)
         except Exception as exc:
@@ -66,7 +85,10 @@ class StompTransactions:
 
     def check(self, tx: str, conn: Any) -> None:
         """Refuse to commit (or ack in) a transaction of a connection that dropped: the
-        broker rolled it back when that connection ended."""
+        broker rolled it back when that connection ended. One whose BEGIN never went out
+        is begun first (see :meth:`open_on`)."""
+        if tx not in self._tx_on:
+            self._begin_on(tx, conn)
         if self._tx_on.get(tx) is not conn:
             self._tx_on.pop(tx, None)
             raise errors.JMSException(
@@ -98,8 +120,10 @@ class StompTransactions:
             return  # its connection dropped: the broker rolled it back then
         try:
             host.connection().abort(tx)
-        except OSError:
+        except Exception:
             # The socket closed under the ABORT (the broker closes right after the ERROR
-            # that failed a commit, before stomp.py reports the drop): a STOMP broker
-            # aborts the transactions of a connection that ends, so nothing is left open.
+            # that failed a commit, before stomp.py reports the drop: an OSError, or
+            # stomp.py's NotConnectedException once its reader has closed the socket): a
+            # STOMP broker aborts the transactions of a connection that ends, so nothing
+            # is left open.
             return

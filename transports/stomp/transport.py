@@ -507,6 +507,9 @@ class StompTransport:
         if self._closing or self._lost:
             self.connection(wait=False)  # raises: closed, or lost for good
         destination, body, headers = self._frame_of(message, tx)
+        live = self._conn
+        if tx is not None and live is not None:  # a BEGIN that never went out goes now
+            self._transactions.open_on(tx, live)
         persistent = tx is None and message.delivery_mode == DeliveryMode.PERSISTENT
         sends = self._receipts.async_sends
         receipts = self._receipts
@@ -544,7 +547,7 @@ class StompTransport:
         try:
             if tx is not None:  # COMMIT confirms
                 conn = self.connection()
-                if not self._transactions.began_on(tx, conn):
+                if not self._transactions.open_on(tx, conn):
                     return  # a transaction of a dropped connection: its commit fails
                 self._writer_for(conn).send(destination, body, headers)
             elif message.delivery_mode == DeliveryMode.PERSISTENT:
