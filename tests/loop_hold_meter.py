@@ -117,6 +117,8 @@ class LoopHoldMeter:
 
 def _step_time(own: str, before: dict[str, tuple[int, int]],
                after: dict[str, tuple[int, int]], wall: int) -> StepTime:
+    if own not in before or own not in after:  # no schedstat here: the wall clock alone
+        return StepTime(wall=wall / 1e9, on_cpu=0.0, queued=0.0, others_queued=0.0)
     others_queued = sum(after[tid][1] - before.get(tid, (0, 0))[1]
                         for tid in after if tid != own)
     return StepTime(wall=wall / 1e9, on_cpu=(after[own][0] - before[own][0]) / 1e9,
