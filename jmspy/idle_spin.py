@@ -58,7 +58,7 @@ idle, kept its gain.
 The policy is here, apart from any socket or loop, so the rule is one object with no I/O
 (tests drive it directly); the broker's event loop (``jmspy.broker_ref.protocols.stomp.
 loop_polling``) and the ``stomp://`` transport's reading turn
-(``jmspy.transports.stomp.reading_turn``) each poll their own way and ask it
+(``jmspy.transports.reading_turn``) each poll their own way and ask it
 :meth:`IdleSpin.window` before they sleep.
 """
 

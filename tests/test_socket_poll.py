@@ -1,4 +1,4 @@
-"""The poll before a STOMP reader sleeps (``transports/stomp/socket_poll.py``) on a real
+"""The poll before a STOMP reader sleeps (``transports/socket_poll.py``) on a real
 socketpair: readable as soon as a frame (or the peer's close) is there, quiet once the
 window ran out on a quiet socket, and contended when a yield gave the CPU to another
 process."""
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from jmspy.idle_spin import CONTENDED, QUIET, READABLE
-from jmspy.transports.stomp.socket_poll import poll_for
+from jmspy.transports.socket_poll import poll_for
 
 
 @pytest.fixture

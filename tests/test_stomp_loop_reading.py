@@ -1,5 +1,5 @@
 """An event loop reading a stomp:// socket while the transport lends it the turn
-(jmspy/aio/loop_reading.py, the loop's side of transports/stomp/reading_turn.py).
+(jmspy/aio/loop_reading.py, the loop's side of transports/reading_turn.py).
 
 A socketpair stands for the broker's connection: the test writes bytes on one end, the
 turn's ``read_once`` reads the other and records the thread that read. The receiver
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from jmspy.aio.loop_reading import LoopReading
-from jmspy.transports.stomp import reading_turn
-from jmspy.transports.stomp.reading_turn import ReadingTurn
+from jmspy.transports import reading_turn
+from jmspy.transports.reading_turn import ReadingTurn
 
 
 class Wire:
@@ -225,3 +225,63 @@ def test_a_stale_readiness_reads_nothing_instead_of_blocking_the_loop(wire: Wire
     wire.peer.sendall(b"frame")
     assert wire.turn.read_ready(holder)
     assert len(wire.readers) == 1 and holder.ended == 0
+
+
+def test_the_reading_threads_own_work_takes_the_turn_back_from_a_loop_between_reads(
+        wire: Wire, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``due`` (mqtt://: paho's queued writes, its keep-alive look): the receiver thread
+    takes the turn back at its next look although the loop keeps up."""
+    monkeypatch.setattr(reading_turn, "LOOP_TICK", 0.005)
+    work = threading.Event()
+    turn = ReadingTurn(wire.read_once, lambda: wire.mine, lambda: wire.running,
+                       due=work.is_set)
+
+    async def main() -> None:
+        reading = LoopReading(asyncio.get_running_loop())
+        turn.lend([reading])
+        receiver, got = _receiver(turn)
+        await _until(lambda: reading.holding)
+        wire.peer.sendall(b"frame")
+        await _until(lambda: len(wire.readers) == 1)
+        await asyncio.sleep(0.05)  # ten loop ticks, nothing due: still lent
+        assert turn.holds(reading) and receiver.is_alive()
+        work.set()
+        await asyncio.to_thread(receiver.join, 30)
+        assert got == [None] and not turn.lent()
+        await _until(lambda: not reading.holding)  # told: it stopped watching
+        reading.close()
+
+    asyncio.run(main())
+
+
+class _Session:
+    """A sync session as a turn sees it (no ``_turn_ended``: not an event loop)."""
+
+    def __init__(self) -> None:
+        self.offered = 0
+
+    def _has_work(self) -> bool:
+        return False
+
+    def _lend_reading(self, lease: ReadingTurn) -> bool:
+        self.offered += 1
+        return True
+
+
+def test_a_turn_for_event_loops_only_passes_over_the_sessions_it_woke(wire: Wire) -> None:
+    """``sessions=False`` (mqtt://): a woken session thread is not offered the turn; an
+    event loop woken in the same batch is."""
+    turn = ReadingTurn(wire.read_once, lambda: wire.mine, lambda: wire.running,
+                       sessions=False)
+    session = _Session()
+    turn.lend([session])
+    assert session.offered == 0 and not turn.lent()
+
+    async def main() -> None:
+        reading = LoopReading(asyncio.get_running_loop())
+        turn.lend([session, reading])
+        assert session.offered == 0 and turn.holds(reading)
+        reading.close()  # given back once the loop has taken the turn up
+        await _until(lambda: not turn.lent())
+
+    asyncio.run(main())

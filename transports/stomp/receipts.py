@@ -115,7 +115,7 @@ class Receipts:
         self.where = where
         self._current = current
         #: called before a wait for a frame: a session thread that has the turn to read
-        #: the socket but is busy in a listener gives it back now (.reading_turn)
+        #: the socket but is busy in a listener gives it back now (transports/reading_turn.py)
         self.need_reader = need_reader
         self._receipts: dict[str, threading.Event] = {}
         #: receipt id -> the RECEIPT's headers, for the receipts whose answer carries

@@ -49,8 +49,8 @@ from jmspy.stomp_frames import (
     header_dict,
 )
 
+from ..reading_turn import ReadingTurn
 from . import stomppy_private
-from .reading_turn import ReadingTurn
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameReader", "install"]
 
@@ -111,7 +111,7 @@ class FrameReader:
         Mirrors what stomp.py's own step does with the socket: an interrupted read is
         retried by the loop, an empty read (or a socket error) means the broker closed
         the connection, which stomp.py handles by raising ConnectionClosedException.
-        While a session thread has the turn to read (:mod:`.reading_turn`), this waits
+        While a session thread has the turn to read (:mod:`..reading_turn`), this waits
         for it to come back instead, and raises what that thread saw.
         """
         t = self._transport

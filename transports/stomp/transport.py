@@ -149,7 +149,7 @@ class StompTransport:
         self._receipts.where = self.where
 
     def _need_reader(self) -> None:
-        """A thread waits for a frame: make sure someone reads (see .reading_turn)."""
+        """A thread waits for a frame: make sure someone reads (see ..reading_turn)."""
         reader = self._reader
         if reader is not None:
             reader.need_reader()

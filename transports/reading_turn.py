@@ -1,5 +1,12 @@
-"""Whose turn it is to read a ``stomp://`` connection's socket: stomp.py's receiver
-thread, or a session thread it lent the reading to (``jmspy/reading_lease.py`` says why).
+"""Whose turn it is to read a transport connection's socket: its reading thread, or a
+session thread or event loop it lent the reading to (``jmspy/reading_lease.py`` says why).
+
+Two transports use it. ``stomp://`` (``transports/stomp/receive.py``): stomp.py's
+receiver thread lends to sessions and to event loops. ``mqtt://``
+(``transports/mqtt/lent_reading.py``): paho's network thread lends to event loops only,
+and takes the turn back when its own work is due (``due``: queued writes, the
+keep-alive), which only that thread does. The rules below say "the receiver thread" for
+either reading thread.
 
 The rules, all kept by :class:`ReadingTurn` under one lock:
 
@@ -81,24 +88,32 @@ class Lendable(LeaseHolder, Protocol):
 
 
 class ReadingTurn:
-    """The turn to read one stomp.py connection's socket.
+    """The turn to read one connection's socket.
 
     ``read_once()`` reads once and processes the frames (returning the exception the
-    receiver loop must raise: the socket closed, the stream broke); ``socket_of()`` is
-    the socket (None once closed); ``running()`` is stomp.py's loop flag.
+    reading thread must act on: the socket closed, the stream broke); ``socket_of()`` is
+    the socket (None once closed); ``running()`` is the reading thread's loop flag;
+    ``due()`` says the reading thread has work of its own (default: never);
+    ``sessions=False`` lends to event loops only.
     """
 
-    __slots__ = ("_cond", "_holder", "_looping", "_pending", "_polled_fd", "_poller",
-                 "_read_once", "_running", "_seq", "_socket_of", "_state", "lends",
-                 "one_in_flight", "spin")
+    __slots__ = ("_cond", "_due", "_holder", "_looping", "_pending", "_polled_fd",
+                 "_poller", "_read_once", "_running", "_seq", "_sessions", "_socket_of",
+                 "_state", "lends", "one_in_flight", "spin")
 
     def __init__(self, read_once: Callable[[], BaseException | None],
                  socket_of: Callable[[], Any], running: Callable[[], bool],
                  spin: IdleSpin | None = None,
-                 one_in_flight: Callable[[], bool] | None = None) -> None:
+                 one_in_flight: Callable[[], bool] | None = None,
+                 due: Callable[[], bool] | None = None, sessions: bool = True) -> None:
         self._read_once = read_once
         self._socket_of = socket_of
         self._running = running
+        #: the reading thread has work of its own that only it does (a keep-alive, queued
+        #: writes): it takes the turn back from a holder between reads at its next look
+        self._due = due or (lambda: False)
+        #: whether a session thread may hold the turn (else only an event loop may)
+        self._sessions = sessions
         self._cond = threading.Condition(threading.Lock())
         self._holder: LeaseHolder | None = None  # None: stomp.py's receiver thread reads
         self._looping: LoopHolder | None = None  # the holder, when it reads on a loop
@@ -127,6 +142,8 @@ class ReadingTurn:
         if isinstance(self._socket_of(), ssl.SSLSocket):
             return
         for item in woken:
+            if not self._sessions and not hasattr(item, "_turn_ended"):
+                continue  # a session thread; this turn goes to event loops only
             session = cast(Lendable, item)
             with self._cond:
                 self._holder = session
@@ -156,6 +173,9 @@ class ReadingTurn:
                 if mark == seen and (self._state == _BUSY
                                      or (self._state == _LOOP and self._unread())):
                     ended = self._drop()  # the receiver thread reads
+                    break
+                if self._state != _READING and self._due():
+                    ended = self._drop()  # the reading thread's own work
                     break
                 seen = mark
             else:

@@ -1,5 +1,5 @@
 """stomp:// lends the socket's reading to a session thread it woke
-(transports/stomp/reading_turn.py, jmspy/reading_lease.py).
+(transports/reading_turn.py, jmspy/reading_lease.py).
 
 A scripted broker on a loopback socket writes each MESSAGE only after the client ACKed
 the one before (a prefetch window of 1), so every test knows which thread can have read
@@ -22,8 +22,8 @@ from scripted_stomp import ScriptedBroker
 from jmspy import ConnectionFactory, DeliveryMode, JMSException, Session
 from jmspy.destinations import Queue
 from jmspy.idle_spin import CONTENDED, DEFAULT_IDLE_SPIN_US, QUIET, IdleSpin
-from jmspy.transports.stomp import reading_turn
-from jmspy.transports.stomp.reading_turn import ReadingTurn
+from jmspy.transports import reading_turn
+from jmspy.transports.reading_turn import ReadingTurn
 from jmspy.transports.stomp.transport import StompTransport
 
 SESSION = "jmspy-session-"
