@@ -18,8 +18,9 @@ still cannot stop heart-beats, receipts or other sessions' deliveries for long.
 
 This module is the session's side of the arrangement: the :class:`ReadingLease` a
 transport hands over, and how a transport learns which sessions its reading thread woke
-(:func:`collect_woken`). ``transports/stomp/reading_turn.py`` is the transport's side.
-A transport that lends nothing (``vm://``, MQTT) changes nothing here.
+(:func:`collect_woken`). ``transports/reading_turn.py`` is the transport's side.
+A transport that lends nothing (``vm://``) changes nothing here; ``mqtt://`` lends to
+event loops only (``transports/mqtt/lent_reading.py``).
 
 An asyncio event loop can be lent the reading the same way (:class:`LoopHolder`,
 ``jmspy/aio/loop_reading.py``): its waiters record it in the woken list, and it then

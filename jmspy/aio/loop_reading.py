@@ -1,5 +1,7 @@
-"""An async connection's event loop reading its ``stomp://`` socket itself, while the
-transport lends it the reading (``jmspy/reading_lease.py``).
+"""An async connection's event loop reading its ``stomp://`` or ``mqtt://`` socket itself,
+while the transport lends it the reading (``jmspy/reading_lease.py``; the transports'
+side: ``transports/reading_turn.py``, lent by stomp.py's receiver thread or, over
+``mqtt://``, by paho's network thread, ``transports/mqtt/lent_reading.py``).
 
 Why: over ``stomp://`` a frame is read by stomp.py's receiver thread, and a frame an async
 task waits for (a RECEIPT that completes ``await producer.send()``, a MESSAGE for
@@ -12,15 +14,15 @@ How: when the receiver thread's batch woke one of this connection's waiters, the
 transport lends this object the turn (as it lends it to a session thread it woke). The
 loop then watches a duplicate of the socket's descriptor with ``add_reader`` and reads
 once each time it is readable; every frame is processed on the loop, so waiters resolve
-in the same step. The receiver thread keeps watch (``transports/stomp/reading_turn.py``):
+in the same step. The receiver thread keeps watch (``transports/reading_turn.py``):
 a frame left unread for ``LOOP_TICK`` (a stalled loop), a thread about to wait for a
 RECEIPT (perhaps the loop's own, in a sync call) or the socket closing takes the turn
 back, and the loop stops watching. A duplicate descriptor, because the socket may be
 closed on another thread before the loop hears that the turn ended: the duplicate keeps
 its number from being reused under the loop's watch until the loop closes it.
 
-A transport that lends nothing (``vm://``, ``mqtt://``, stomp.py without the frame reader)
-never calls it; nothing then changes.
+A transport that lends nothing (``vm://``, stomp.py without the frame reader, paho without
+jmspy's block reads, TLS) never calls it; nothing then changes.
 """
 
 from __future__ import annotations

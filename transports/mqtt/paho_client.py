@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import paho_private
+from . import lent_reading, paho_private
 
 __all__ = ["connect_options", "new_client"]
 
@@ -34,6 +34,7 @@ def new_client(paho: Any, version: str, client_id: str | None) -> Any:
         **kwargs,
     )
     paho_private.install(client)
+    lent_reading.install(client)  # an event loop may read (with jmspy's block reads)
     return client
 
 

@@ -38,9 +38,10 @@ interop tests check that a connected ``mqtt://`` transport reads this way.
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BLOCK", "held", "install", "installed"]
+__all__ = ["BLOCK", "block_reads", "held", "install", "installed"]
 
 #: Bytes asked of the socket per readable event.
 BLOCK = 65536
@@ -73,6 +74,16 @@ def held(client: Any) -> int:
     input; for tests and troubleshooting)."""
     block: _Block | None = getattr(client, _MARK + "_block", None)
     return 0 if block is None else len(block.data) - block.pos
+
+
+def block_reads(client: Any) -> tuple[Callable[[], Any], Callable[[Any], Any]] | None:
+    """For a client that reads a block at a time: (read one block of a plain socket and
+    its packets, returning paho's error code instead of acting on it; paho's handling of
+    such a code, the drop included), so that another thread can read while paho's own
+    waits and paho's thread can still act on what that read met. None otherwise."""
+    steps: tuple[Callable[[], Any], Callable[[Any], Any]] | None = getattr(
+        client, _MARK + "_steps", None)
+    return steps
 
 
 def install(client: Any) -> bool:
@@ -115,14 +126,12 @@ def install(client: Any) -> bool:
         block.data, block.pos, block.sock = data, bufsize, sock
         return data[:bufsize]
 
-    def read_packets(max_packets: int = 1) -> Any:
-        """paho's ``loop_read``; ``max_packets`` is ignored: every packet of the block
-        is handled."""
+    def read_block() -> Any:
+        """One block of a plain socket and every packet it completes; paho's error code
+        (> 0) for the caller to hand to paho's handling (:func:`block_reads`)."""
         sock = client._sock
         if sock is None:
             return no_conn
-        if type(sock) is not plain:
-            return loop_read(max_packets)
         if block.sock is not sock:
             block.drop()  # bytes of an earlier connection
         block.fresh = True
@@ -133,12 +142,22 @@ def install(client: Any) -> bool:
             rc = packet_read()
             if rc > 0:
                 block.drop()
-                return rc_handle(rc)
+                return rc
             if rc == again and block.pos >= len(block.data):
                 return success
+
+    def read_packets(max_packets: int = 1) -> Any:
+        """paho's ``loop_read``; ``max_packets`` is ignored: every packet of the block
+        is handled."""
+        sock = client._sock
+        if sock is not None and type(sock) is not plain:
+            return loop_read(max_packets)
+        rc = read_block()
+        return rc_handle(rc) if rc > 0 else rc
 
     client._sock_recv = read
     client.loop_read = read_packets
     setattr(client, _MARK + "_block", block)
+    setattr(client, _MARK + "_steps", (read_block, rc_handle))
     setattr(client, _MARK, True)
     return True
