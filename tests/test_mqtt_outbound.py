@@ -44,9 +44,13 @@ class _Host:
 
     def __init__(self) -> None:
         self.paho = _Paho()
+        self.readers_asked = 0
 
     def client(self, wait: bool = True) -> _Paho:
         return self.paho
+
+    def need_reader(self) -> None:  # an event loop holding the reading gives it back
+        self.readers_asked += 1
 
     def describe(self) -> str:
         return "MQTT 3.1.1 broker at in-memory"
@@ -90,6 +94,7 @@ def test_a_blocked_sender_resumes_once_half_the_window_is_free(window: int) -> N
     sender = _sender(outbound, 1, window + 1, done)
     _wait_blocked(outbound, 1)
     assert host.paho.mids == list(range(1, window + 1))  # the window full, no more
+    assert host.readers_asked >= 1  # while it blocks: whoever holds the reading reads
     resume = max(1, window // 2)
     for mid in range(1, resume):  # fewer PUBACKs than half the window: still blocked
         _puback(outbound, mid)

@@ -13,10 +13,12 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from aio_support import run, text_of
 
 from jmspy import ConnectionFactory, DeliveryMode
 from jmspy.aio import AsyncConnection, AsyncConnectionFactory
+from jmspy.transports import reading_turn
 from jmspy.transports.mqtt import paho_private
 
 #: jmspy's paho steps are on (off: JMSPY_LIBRARY_HOOKS=0 or an untested paho), so paho's
@@ -167,5 +169,34 @@ def test_the_keepalive_goes_on_while_the_loop_reads_a_stream(mosquitto: Any) -> 
             assert codes == [], codes
             got = await _stream(conn, 10)  # and it still works
             assert got == [str(i) for i in range(10)]
+
+    run(main)
+
+
+def test_a_loop_that_fills_its_send_window_gives_the_reading_back_at_once(
+        mosquitto: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """300 sends at once (``gather``) through a window of 10: the 11th send waits on the
+    loop's own thread for PUBACKs the loop cannot read while it waits. It asks for a
+    reader first, so paho's thread takes the turn back at once; with ``LOOP_TICK`` at 60 s
+    nothing else would (and the window's 30 s wait would fail the send)."""
+    monkeypatch.setattr(reading_turn, "LOOP_TICK", 60.0)
+
+    async def main() -> None:
+        factory = AsyncConnectionFactory(
+            f"mqtt://{mosquitto.host}:{mosquitto.mqtt_port}?send_window=10")
+        async with factory.create_connection() as conn:
+            await _holding(conn)
+            session = await conn.create_session()
+            topic = session.create_topic(_topic("window"))
+            consumer = await session.create_consumer(topic)
+            producer = await session.create_producer(topic)
+            await asyncio.gather(*(producer.send(session.create_text_message(str(i)))
+                                   for i in range(300)))
+            got = []
+            for _ in range(300):
+                message = await consumer.receive(timeout=30)
+                assert message is not None
+                got.append(text_of(message))
+            assert got == [str(i) for i in range(300)]
 
     run(main)

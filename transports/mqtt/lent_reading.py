@@ -13,11 +13,19 @@ How: paho's network thread calls ``loop_read`` when the socket is readable; jmsp
 Here that step also notes which event loops its packets woke (an async waiter records
 itself, as it does for ``stomp://``) and lends that loop the turn. While the turn is
 lent, paho's thread waits in :meth:`ReadingTurn.wait_home` inside its ``loop_read``, and
-the loop reads when it sees the socket readable. The turn goes back to paho's thread:
+the loop reads when it sees the socket readable, and after each read writes what paho
+queued meanwhile (PUBLISHes made while others await their PUBACKs, which paho's thread
+would have written after its read). The turn goes back to paho's thread:
+
+* at once when a thread is about to wait for a packet (:func:`need_reader`: a sync
+  send's PUBACK, room in the send window, a SUBACK), since that thread may be the
+  loop's own, which cannot read while it waits; it asks again while it waits, as the
+  turn may be lent again meanwhile;
 
 * when a packet has waited unread for ``LOOP_TICK`` (the loop is stalled);
-* when paho has writes queued that only its thread makes (``want_write``: a SUBSCRIBE,
-  a PINGREQ, a DISCONNECT, a write the socket could not take at once), and when its
+* when paho has writes queued while the loop is not reading (``want_write``: a
+  SUBSCRIBE, a PINGREQ, a DISCONNECT, a write the socket could not take at once), at
+  paho's thread's next look (``LOOP_TICK``), and when its
   keep-alive look is due (:data:`MISC_EVERY`): paho's thread then goes on with its loop
   (writes, keep-alive) and lends the turn again after the next read that wakes the loop;
 * when the socket closes or the read fails: the loop's read returns paho's error code
@@ -36,6 +44,7 @@ from __future__ import annotations
 
 import socket
 import time
+import weakref
 from typing import Any, Final
 
 from jmspy.reading_lease import collect_woken, stop_collecting
@@ -43,10 +52,25 @@ from jmspy.reading_lease import collect_woken, stop_collecting
 from ..reading_turn import ReadingTurn
 from .paho_private.buffered_read import block_reads
 
-__all__ = ["MISC_EVERY", "install"]
+__all__ = ["MISC_EVERY", "install", "need_reader"]
 
 #: Seconds a lent turn lasts at most before paho's thread makes its keep-alive look.
 MISC_EVERY: Final = 1.0
+
+
+#: each client's turn (a client is made per connect; its turn goes with it)
+_turns: weakref.WeakKeyDictionary[Any, ReadingTurn] = weakref.WeakKeyDictionary()
+
+
+def need_reader(client: Any) -> None:
+    """A thread is about to wait for a packet (a PUBACK, room in the send window): if an
+    event loop holds the turn and is not reading right now, paho's thread takes it back
+    at once. The waiter may be that loop's own thread (a window full of awaited sends),
+    which cannot read while it waits; without this it would wait a whole ``LOOP_TICK``
+    for paho's thread to see the packet left unread."""
+    turn = _turns.get(client)
+    if turn is not None:
+        turn.need_reader()
 
 
 class _ReadFailed(Exception):
@@ -71,9 +95,17 @@ def install(client: Any) -> ReadingTurn | None:
     lent_at = [0.0]
 
     def read_once() -> BaseException | None:
-        """(The holder, on its loop.) One block and its packets."""
+        """(The holder, on its loop.) One block and its packets, then what paho queued
+        meanwhile (a PUBLISH made while others await their PUBACK goes through paho's
+        queue, for the thread that reads their PUBACKs to write: now this one). paho's
+        writer is under the same lock as jmspy's direct writes, so bytes of two packets
+        never interleave."""
         rc = read_block()
-        return _ReadFailed(rc) if rc > 0 else None
+        if rc > 0:
+            return _ReadFailed(rc)
+        if client.want_write():
+            client.loop_write()  # a failed write closes the socket: the next read says so
+        return None
 
     def due() -> bool:
         return bool(client.want_write()) or time.monotonic() - lent_at[0] >= MISC_EVERY
@@ -87,7 +119,9 @@ def install(client: Any) -> ReadingTurn | None:
         if turn.lent():
             met = turn.wait_home()
             if isinstance(met, _ReadFailed):
-                return act_on(met.rc)
+                # paho's own read acts only on a socket still open (one closed already
+                # had its drop reported by whoever closed it)
+                return act_on(met.rc) if client.socket() is not None else met.rc
             if met is not None:
                 raise met  # as if paho's own read had raised it
             return success
@@ -102,4 +136,5 @@ def install(client: Any) -> ReadingTurn | None:
         return rc
 
     client.loop_read = loop_read
+    _turns[client] = turn
     return turn

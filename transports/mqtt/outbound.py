@@ -54,6 +54,10 @@ __all__ = ["Done", "Outbound", "OutboundHost"]
 Done = Callable[[Exception | None], None]
 
 
+#: Seconds between a blocked sender's requests for a reader: the reading may be lent to
+#: an event loop (the blocked one, even) while it waits (transports/mqtt/lent_reading.py).
+READER_LOOK = 0.01
+
 class _Pending:
     """One asynchronous send awaiting its outcome."""
 
@@ -90,6 +94,9 @@ class OutboundHost(Protocol):
     @property
     def max_packet_size(self) -> int | None:
         """The broker's Maximum Packet Size from its MQTT 5 CONNACK (None: not said)."""
+
+    def need_reader(self) -> None:
+        """A thread is about to wait for a packet: whoever holds the reading reads."""
 
 
 class Outbound:
@@ -155,6 +162,7 @@ class Outbound:
                         f"the connection to the {host.describe()} dropped before it "
                         f"acknowledged message {message.message_id}: {self._drop_why}",
                         error_code="CONNECTION_INTERRUPTED")
+                host.need_reader()  # an event loop holding the reading gives it back
                 info.wait_for_publish(min(0.05, max(0.0, deadline - time.monotonic())))
         except (RuntimeError, ValueError) as exc:
             raise errors.JMSException(
@@ -205,8 +213,14 @@ class Outbound:
         with self._send_lock:
             if not self._free:
                 self._blocked += 1
+                deadline = time.monotonic() + 30.0
                 try:
-                    self._freed.wait_for(lambda: self._free >= self._resume, 30.0)
+                    while self._free < self._resume and time.monotonic() < deadline:
+                        # an event loop holding the reading (perhaps this very one,
+                        # blocked here) gives it back; it may be lent again meanwhile
+                        self._host.need_reader()
+                        self._freed.wait_for(lambda: self._free >= self._resume,
+                                             READER_LOOK)
                 finally:
                     self._blocked -= 1
                 if not self._free:

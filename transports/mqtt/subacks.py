@@ -10,6 +10,8 @@ packet id, so the codes are kept until asked for rather than handed to a waiter.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["KEPT", "Subacks"]
@@ -19,14 +21,21 @@ __all__ = ["KEPT", "Subacks"]
 KEPT = 1024
 
 
+#: Seconds between a waiter's requests for a reader (see Subacks.wait).
+READER_LOOK = 0.01
+
+
 class Subacks:
     """The SUBACKs of one transport, by packet id (see the module docstring)."""
 
-    __slots__ = ("_codes", "_cond")
+    __slots__ = ("_codes", "_cond", "_need_reader")
 
-    def __init__(self) -> None:
+    def __init__(self, need_reader: Callable[[], None] = lambda: None) -> None:
         self._cond = threading.Condition()
         self._codes: dict[int, list[Any]] = {}  # packet id -> its reason codes
+        #: called before a wait: an event loop holding the reading gives it back, so
+        #: paho's thread writes the queued SUBSCRIBE and reads its SUBACK now
+        self._need_reader = need_reader
 
     def on_suback(self, client: Any, userdata: Any, mid: int, codes: Any, props: Any) -> None:
         """paho's ``on_subscribe`` / ``on_unsubscribe`` (its network thread)."""
@@ -39,7 +48,14 @@ class Subacks:
     def wait(self, rc: int, mid: int, timeout: float) -> list[Any] | None:
         """The reason codes of the SUBACK for packet ``mid``, or None when it did not come
         within ``timeout`` s or paho could not send the SUBSCRIBE (``rc`` not 0)."""
+        deadline = time.monotonic() + timeout
         with self._cond:
-            got = rc == 0 and self._cond.wait_for(lambda: mid in self._codes, timeout)
+            got = rc == 0 and mid in self._codes
+            while rc == 0 and not got:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._need_reader()  # the reading may be lent again while it waits
+                got = self._cond.wait_for(lambda: mid in self._codes, min(READER_LOOK, left))
             codes = self._codes.pop(mid, [])
         return codes if got else None

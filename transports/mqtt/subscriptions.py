@@ -53,6 +53,9 @@ class SubscriptionsHost(Protocol):
 
     def declare_destination(self, destination: Destination) -> None: ...
 
+    def need_reader(self) -> None:
+        """A thread is about to wait for a packet: whoever holds the reading reads."""
+
 
 class MqttSubscriptions:
     """The SUBSCRIBEs of one transport and the durable subscriptions it named."""
@@ -63,7 +66,7 @@ class MqttSubscriptions:
         self._inbound = inbound
         self._lock = lock
         self._durable: dict[str, str] = {}  # subscription name -> filter
-        self._subacks = Subacks()
+        self._subacks = Subacks(host.need_reader)
 
     def on_suback(self, client: Any, userdata: Any, mid: int, reasons: Any,
                   props: Any) -> None:

@@ -62,6 +62,7 @@ from jmspy.transport import (
 
 from ..broker_errors import for_user
 from ..capabilities import native_features, refusal, require
+from . import lent_reading
 from .disconnect import disconnect_reason
 from .identify import broker_version
 from .inbound import Inbound
@@ -441,6 +442,13 @@ class MqttTransport:
             client.loop_stop()
             self._client = None
             self.outbound.fail_all("the connection was closed first")
+
+    def need_reader(self) -> None:
+        """(Outbound's host.) A thread waits for a packet: an event loop holding the
+        reading gives it back to paho's thread (:mod:`.lent_reading`)."""
+        client = self._client
+        if client is not None:
+            lent_reading.need_reader(client)
 
     def client(self, wait: bool = True) -> Any:
         """The live paho client; during a reconnect, wait for its outcome first."""
