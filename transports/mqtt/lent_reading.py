@@ -52,10 +52,13 @@ from jmspy.reading_lease import collect_woken, stop_collecting
 from ..reading_turn import ReadingTurn
 from .paho_private.buffered_read import block_reads
 
-__all__ = ["MISC_EVERY", "install", "need_reader"]
+__all__ = ["MISC_EVERY", "READER_LOOK", "install", "need_reader"]
 
 #: Seconds a lent turn lasts at most before paho's thread makes its keep-alive look.
 MISC_EVERY: Final = 1.0
+#: Seconds between a waiting thread's requests for a reader (:func:`need_reader`): the
+#: turn may be lent again, even to the waiting loop, while it waits.
+READER_LOOK: Final = 0.01
 
 
 #: each client's turn (a client is made per connect; its turn goes with it)

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from jmspy import errors
 from jmspy.message import Message
 
+from .lent_reading import READER_LOOK
 from .mapping import mqtt_topic, payload_of, to_publish_v5
 from .quick_ack import QuickAck
 
@@ -53,10 +54,6 @@ __all__ = ["Done", "Outbound", "OutboundHost"]
 
 Done = Callable[[Exception | None], None]
 
-
-#: Seconds between a blocked sender's requests for a reader: the reading may be lent to
-#: an event loop (the blocked one, even) while it waits (transports/mqtt/lent_reading.py).
-READER_LOOK = 0.01
 
 class _Pending:
     """One asynchronous send awaiting its outcome."""

@@ -14,15 +14,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .lent_reading import READER_LOOK
+
 __all__ = ["KEPT", "Subacks"]
 
 #: answers kept for a waiter that has not asked yet: the oldest goes past this many (a
 #: waiter asks within its timeout, long before 1,024 later packets were acknowledged)
 KEPT = 1024
-
-
-#: Seconds between a waiter's requests for a reader (see Subacks.wait).
-READER_LOOK = 0.01
 
 
 class Subacks:
