@@ -15,6 +15,7 @@ transport from inside those calls.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -38,6 +39,7 @@ __all__ = [
     "check_url_options",
     "create_transport",
     "known_schemes",
+    "on_event_loop",
     "register_transport",
 ]
 
@@ -122,6 +124,21 @@ class Credentials:
 SendAsync = Callable[[Message, str | None, Callable[[Exception | None], None]], None]
 
 
+def on_event_loop() -> bool:
+    """The calling thread is running an asyncio event loop: a transport's ``send_async``
+    must not wait on it for room (it parks the send instead, see
+    :attr:`Transport.send_async`). asyncio is not imported for the question: where no
+    module imported it, no loop can be running."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return False
+    try:
+        aio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class Transport(Protocol):
     """What a transport does for the core. Every method may raise JMSException.
 
@@ -166,7 +183,13 @@ class Transport(Protocol):
     def send_async(self) -> SendAsync | None:
         """Keeps several sends in flight and calls ``done(error or None)`` for each, in
         send order, on the transport's own thread; None where the transport has no such
-        path (the connection then sends asynchronously on its notifier thread)."""
+        path (the connection then sends asynchronously on its notifier thread).
+
+        What bounds the sends in flight (a window, a cap) may make the caller wait for
+        room, except on a thread running an event loop (:func:`on_event_loop`): there the
+        send is *parked* and written, in order, when room comes, so an awaited send (or a
+        ``gather`` of thousands) never stops the loop; what the parked sends hold is what
+        the application holds already, its messages and their futures."""
 
     def open(self, listener: TransportListener, credentials: Credentials) -> None:
         """Connect as ``credentials`` say; deliveries and connection events go to

@@ -135,3 +135,86 @@ def test_a_dropped_connection_fails_every_outstanding_send_and_frees_a_blocked_s
     assert [n for n, _ in done] == [1, 2, 3, 4]
     assert all("no PUBACK for ID:" in str(error) for _, error in done)
     assert len(host.paho.mids) == 5  # the blocked send went out once the window freed
+
+
+# -- a sender on an event loop's thread parks instead of blocking ------------------------
+def _on_loop(run: Any) -> Any:
+    """Run ``run()`` inside a coroutine: on a thread running an event loop."""
+    import asyncio
+
+    async def main() -> Any:
+        return run()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("window", [1, 3, 100])
+def test_a_sender_on_an_event_loop_parks_when_the_window_is_full(window: int) -> None:
+    host = _Host()
+    outbound = Outbound(host, window)
+    done: list[Any] = []
+    count = 3 * window + 2
+
+    def send_all() -> None:  # a gather of awaited sends: none of them may wait here
+        for n in range(1, count + 1):
+            outbound.publish_async(_message(n), lambda error, n=n: done.append((n, error)))
+
+    _on_loop(send_all)  # returns: the loop was never blocked
+    assert host.paho.mids == list(range(1, window + 1))  # the window full, no more
+    assert outbound.parked_sends == count - window
+    assert outbound.blocked_senders == 0 and host.readers_asked == 0
+    for mid in range(1, count + 1):  # each PUBACK frees a place: the next parked leaves
+        _puback(outbound, mid)
+        assert len(host.paho.mids) == min(count, mid + window)
+        assert outbound.parked_sends == max(0, count - window - mid)
+    assert done == [(n, None) for n in range(1, count + 1)]  # in send order
+    assert outbound.free_places == window
+
+
+def test_a_send_behind_parked_sends_parks_even_when_a_place_is_free() -> None:
+    host = _Host()
+    outbound = Outbound(host, 2)
+    done: list[Any] = []
+    _on_loop(lambda: [outbound.publish_async(
+        _message(n), lambda error, n=n: done.append((n, error))) for n in (1, 2, 3, 4)])
+    assert outbound.parked_sends == 2
+    # a thread not on a loop, with parked sends ahead of it: it goes behind them
+    _sender(outbound, 5, 1, done).join(10)
+    assert outbound.parked_sends == 3 and host.paho.mids == [1, 2]
+    for mid in range(1, 6):
+        _puback(outbound, mid)
+    assert [n for n, _ in done] == [1, 2, 3, 4, 5]
+    assert host.paho.mids == [1, 2, 3, 4, 5]
+
+
+def test_a_drop_fails_parked_sends_after_the_written_ones_and_writes_none_of_them() -> None:
+    host = _Host()
+    outbound = Outbound(host, 2)
+    done: list[Any] = []
+    _on_loop(lambda: [outbound.publish_async(
+        _message(n), lambda error, n=n: done.append((n, error))) for n in range(1, 6)])
+    outbound.fail_all("the connection dropped")
+    assert [n for n, _ in done] == [1, 2, 3, 4, 5]
+    assert all("no PUBACK for ID:" in str(error) for _, error in done[:2])
+    assert all("was not sent: the connection dropped" in str(error) for _, error in done[2:])
+    assert host.paho.mids == [1, 2] and outbound.parked_sends == 0
+    _puback(outbound, 1)  # a late PUBACK writes nothing more
+    assert host.paho.mids == [1, 2]
+
+
+def test_a_parked_send_that_fails_to_publish_fails_alone_and_the_next_goes_out() -> None:
+    host = _Host()
+    outbound = Outbound(host, 1)
+    done: list[Any] = []
+    big = _message(2)
+    host.max_packet_size = 200
+    big.text = "x" * 500  # over the broker's Maximum Packet Size: refused before writing
+    messages = [_message(1), big, _message(3)]
+    _on_loop(lambda: [outbound.publish_async(
+        m, lambda error, n=n: done.append((n, error))) for n, m in enumerate(messages, 1)])
+    _puback(outbound, 1)  # frees the place: 2 is refused, 3 goes out
+    assert host.paho.mids == [1, 2]
+    _puback(outbound, 2)
+    assert [n for n, _ in done] == [1, 2, 3]
+    assert done[0][1] is None and done[2][1] is None
+    assert "Packet too large" in str(done[1][1])

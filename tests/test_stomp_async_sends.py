@@ -188,6 +188,51 @@ def test_the_send_past_the_cap_waits_for_room(h: Harness, monkeypatch: pytest.Mo
     assert not third.is_alive() and [n for _, n, _ in h.written] == ["a", "b", "c"]
 
 
+def _on_loop(run: Callable[[], None]) -> None:
+    """Run ``run()`` inside a coroutine: on a thread running an event loop."""
+    import asyncio
+
+    async def main() -> None:
+        run()
+
+    asyncio.run(main())
+
+
+def test_past_the_cap_a_send_on_an_event_loop_parks_and_is_written_as_room_comes(
+        h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(async_sends, "CAP", 2)
+    _on_loop(lambda: [h.send(name) for name in "abcde"])  # returns: nothing waited
+    assert [n for _, n, _ in h.written] == ["a", "b"]
+    assert h.sends.unreported == 5
+    for name, written in (("a", "abc"), ("b", "abcd"), ("c", "abcde")):
+        h.answer(name)  # each report makes room for the next parked send
+        assert "".join(n for _, n, _ in h.written) == written
+    for name in "de":
+        h.answer(name)
+    # a thread not on a loop, with parked sends ahead of it, goes behind them
+    _on_loop(lambda: [h.send(name) for name in "fgh"])
+    later = threading.Thread(target=h.send, args=("i",))
+    later.start()
+    later.join(0.2)  # gives it the time to reach the cap's wait
+    assert later.is_alive() and "".join(n for _, n, _ in h.written) == "abcdefg"
+    for name in "fgh":
+        h.answer(name)
+    later.join(30)
+    assert not later.is_alive() and "".join(n for _, n, _ in h.written) == "abcdefghi"
+    h.answer("i")
+    assert h.reported() == list("abcdefghi") and h.sends.unreported == 0
+
+
+def test_sends_parked_past_the_cap_fail_in_order_when_the_connection_closes(
+        h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(async_sends, "CAP", 1)
+    _on_loop(lambda: [h.send(name) for name in "abc"])
+    h.sends.fail_all(lambda what: JMSException(f"closed before {what} was confirmed"))
+    assert h.reported() == ["a", "b", "c"]
+    assert [n for _, n, _ in h.written] == ["a"]
+    assert all("closed before" in str(h.error_of(n)) for n in "abc")
+
+
 def test_wait_settled_returns_once_every_written_send_is_reported(h: Harness) -> None:
     h.send("a")
     assert not h.sends.wait_settled(0.01)

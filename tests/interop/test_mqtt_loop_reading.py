@@ -20,6 +20,7 @@ from jmspy import ConnectionFactory, DeliveryMode
 from jmspy.aio import AsyncConnection, AsyncConnectionFactory
 from jmspy.transports import reading_turn
 from jmspy.transports.mqtt import paho_private
+from jmspy.transports.mqtt.outbound import Outbound
 
 #: jmspy's paho steps are on (off: JMSPY_LIBRARY_HOOKS=0 or an untested paho), so paho's
 #: thread lends the reading; off, it reads everything and lends nothing
@@ -173,13 +174,19 @@ def test_the_keepalive_goes_on_while_the_loop_reads_a_stream(mosquitto: Any) -> 
     run(main)
 
 
-def test_a_loop_that_fills_its_send_window_gives_the_reading_back_at_once(
+def test_a_loop_that_fills_its_send_window_parks_its_sends_and_never_waits_on_it(
         mosquitto: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """300 sends at once (``gather``) through a window of 10: the 11th send waits on the
-    loop's own thread for PUBACKs the loop cannot read while it waits. It asks for a
-    reader first, so paho's thread takes the turn back at once; with ``LOOP_TICK`` at 60 s
-    nothing else would (and the window's 30 s wait would fail the send)."""
+    """300 sends at once (``gather``) through a window of 10: the 11th and later are
+    parked, not waited for on the loop's own thread (which would have to give the reading
+    back to paho's thread for every full window), and each PUBACK, read on the loop or by
+    paho's thread, writes the next. With ``LOOP_TICK`` at 60 s nothing takes a stalled
+    turn back, so a loop that waited could only wait for its own reads."""
     monkeypatch.setattr(reading_turn, "LOOP_TICK", 60.0)
+
+    def no_wait(self: Outbound) -> None:
+        raise AssertionError("a send on the event loop waited for room in the window")
+
+    monkeypatch.setattr(Outbound, "_wait_for_room", no_wait)
 
     async def main() -> None:
         factory = AsyncConnectionFactory(
@@ -190,8 +197,13 @@ def test_a_loop_that_fills_its_send_window_gives_the_reading_back_at_once(
             topic = session.create_topic(_topic("window"))
             consumer = await session.create_consumer(topic)
             producer = await session.create_producer(topic)
-            await asyncio.gather(*(producer.send(session.create_text_message(str(i)))
-                                   for i in range(300)))
+            sends = [asyncio.ensure_future(producer.send(session.create_text_message(str(i))))
+                     for i in range(300)]
+            await asyncio.sleep(0)  # every send's first step has run
+            outbound = conn.sync._transport.outbound
+            assert outbound.parked_sends > 0  # a loop that waited would park none
+            await asyncio.gather(*sends)
+            assert outbound.parked_sends == 0 and outbound.free_places == 10
             got = []
             for _ in range(300):
                 message = await consumer.receive(timeout=30)

@@ -23,10 +23,20 @@ thread (or the sender's), so the core must only hand it on to a thread of its ow
   (Open MQ's flow threshold, applied to sends). Resuming at the first free place woke the
   sender for every PUBACK: one thread hand-off per message, where this makes one per half
   window (the producer's system time fell by a third on the part (d) window row).
+* Parked: a sender on an event loop's thread (``jmspy.aio``, or a completion listener
+  used from a coroutine) never blocks. Its send is *parked* when the window is full, and
+  so is every later send while some are parked (they keep their order). Whichever thread
+  frees a place (the one that read the PUBACK: paho's, or the loop holding the reading)
+  writes the next parked PUBLISH at once. Blocking there instead made the loop wait for
+  a PUBACK it was the one to read: paho's thread took the reading back for every full
+  window and lent it again after, which cost a ``gather`` of sends more than reading on
+  the loop saved. A parked send holds only what its sender holds already (the message,
+  the future awaiting it).
 * Failure: a refused PUBACK (MQTT 5 reason code >= 0x80), a PUBLISH paho could not queue,
-  or a connection that drops or closes before the PUBACK: ``done(JMSException)``, in
-  order. Nothing is resent by the transport (after a drop the broker may or may not have
-  the message; the application decides, as with a synchronous send that failed).
+  or a connection that drops or closes before the PUBACK (or before a parked send was
+  written): ``done(JMSException)``, in order. Nothing is resent by the transport (after
+  a drop the broker may or may not have the message; the application decides, as with a
+  synchronous send that failed).
 
 The race to guard: paho may deliver a PUBACK (``on_publish``) before ``publish()`` has
 returned the packet id to the sender. Entries are registered before ``publish()``; a
@@ -45,6 +55,7 @@ from typing import Any, Protocol
 
 from jmspy import errors
 from jmspy.message import Message
+from jmspy.transport import on_event_loop
 
 from .lent_reading import READER_LOOK
 from .mapping import mqtt_topic, payload_of, to_publish_v5
@@ -111,6 +122,8 @@ class Outbound:
         self._sends_by_mid: dict[int, _Pending] = {}
         self._early_acks: dict[int, Exception | None] = {}
         self._publishing = 0
+        self._parked: deque[tuple[_Pending, Message]] = deque()  # not written yet
+        self._draining = False  # a thread is writing parked sends: later ones park
         #: the last QoS 1 PUBLISH of a sync_send=false send (close waits for it)
         self.last_publish: Any = None
         #: how many times the connection dropped, and why the last time (the broker's
@@ -208,27 +221,47 @@ class Outbound:
         """The second half of ``send(message, done=...)``: the message is checked."""
         entry = _Pending(done, message.message_id)
         with self._send_lock:
-            if not self._free:
-                self._blocked += 1
-                deadline = time.monotonic() + 30.0
-                try:
-                    while self._free < self._resume and time.monotonic() < deadline:
-                        # an event loop holding the reading (perhaps this very one,
-                        # blocked here) gives it back; it may be lent again meanwhile
-                        self._host.need_reader()
-                        self._freed.wait_for(lambda: self._free >= self._resume,
-                                             READER_LOOK)
-                finally:
-                    self._blocked -= 1
+            parked = bool(self._parked) or (not self._free and on_event_loop())
+            if parked:
+                self._parked.append((entry, message))
+                if not self._free or self._draining:
+                    return  # the thread that frees a place (or drains) writes it
+                # else a place came free since the last parked send left: write them
+            else:
                 if not self._free:
-                    raise errors.JMSException(
-                        f"the {self._host.describe()} confirmed none of the "
-                        f"{self.send_window} messages in flight for 30s (send_window); is it "
-                        "overloaded?"
-                    )
-            self._free -= 1
-            self._sends.append(entry)
-            self._publishing += 1
+                    self._wait_for_room()
+                self._reserve(entry)
+        if parked or self._publish_entry(entry, message):
+            self._drain_parked()
+
+    def _wait_for_room(self) -> None:
+        # _send_lock held, the window full: a blocking sender waits for half of it
+        self._blocked += 1
+        deadline = time.monotonic() + 30.0
+        try:
+            while self._free < self._resume and time.monotonic() < deadline:
+                # an event loop holding the reading gives it back; it may be lent again
+                # meanwhile
+                self._host.need_reader()
+                self._freed.wait_for(lambda: self._free >= self._resume, READER_LOOK)
+        finally:
+            self._blocked -= 1
+        if not self._free:
+            raise errors.JMSException(
+                f"the {self._host.describe()} confirmed none of the "
+                f"{self.send_window} messages in flight for 30s (send_window); is it "
+                "overloaded?"
+            )
+
+    def _reserve(self, entry: _Pending) -> None:
+        # _send_lock held, a place free: the send holds it until its completion
+        self._free -= 1
+        self._sends.append(entry)
+        self._publishing += 1
+
+    def _publish_entry(self, entry: _Pending, message: Message) -> bool:
+        """PUBLISH a send that holds a place (the lock not held: paho takes its own);
+        True when parked sends may now be written (a place came free meanwhile)."""
         info: Any = None
         error: Exception | None = None
         try:
@@ -251,13 +284,41 @@ class Outbound:
                     self._sends_by_mid[mid] = entry
             if not self._publishing:
                 self._early_acks.clear()  # PUBACKs of synchronous sends meanwhile
-            self._complete_in_order()
+            return self._complete_in_order()
+
+    def _drain_parked(self) -> None:
+        """Write parked sends, oldest first, while the window has places; one thread at
+        a time (sends parked meanwhile queue behind, and are written here too)."""
+        with self._send_lock:
+            if self._draining:
+                return
+            self._draining = True
+        try:
+            while True:
+                with self._send_lock:
+                    if not self._parked or not self._free:
+                        self._draining = False
+                        return
+                    entry, message = self._parked.popleft()
+                    self._reserve(entry)
+                self._publish_entry(entry, message)
+        except BaseException:
+            with self._send_lock:
+                self._draining = False
+            raise
 
     @property
     def blocked_senders(self) -> int:
         """Senders waiting for the window to reopen (for tests and troubleshooting)."""
         with self._send_lock:
             return self._blocked
+
+    @property
+    def parked_sends(self) -> int:
+        """Sends of event-loop threads waiting for a place to be written (for tests and
+        troubleshooting)."""
+        with self._send_lock:
+            return len(self._parked)
 
     @property
     def free_places(self) -> int:
@@ -282,7 +343,9 @@ class Outbound:
             if error is not None and entry.message_id:
                 error = errors.JMSException(f"{error} for {entry.message_id}")
             self._finish(entry, error)
-            self._complete_in_order()
+            drain = self._complete_in_order()
+        if drain:
+            self._drain_parked()  # on the thread that read the PUBACK
 
     def fail_all(self, why: str) -> None:
         """The connection dropped or closed: every outstanding send failed."""
@@ -296,14 +359,24 @@ class Outbound:
             self._sends_by_mid.clear()
             self._early_acks.clear()
             self._complete_in_order()
+            parked, self._parked = self._parked, deque()
+            for entry, _ in parked:  # after every written one: send order
+                try:
+                    entry.done(errors.JMSException(
+                        f"{entry.message_id} was not sent: {why} while it waited for room "
+                        f"in the send window ({self.send_window})"))
+                except Exception:  # the core's hand-off only queues; never stop the others
+                    pass
 
     def _finish(self, entry: _Pending, error: Exception | None) -> None:
         # _send_lock held
         entry.finished = True
         entry.error = error
 
-    def _complete_in_order(self) -> None:
-        # _send_lock held: call ``done`` for every finished send at the head of the FIFO.
+    def _complete_in_order(self) -> bool:
+        """(_send_lock held.) Call ``done`` for every finished send at the head of the
+        FIFO; True when parked sends can be written now (by the caller, once it has let
+        go of the lock)."""
         sends = self._sends
         while sends and sends[0].finished:
             entry = sends.popleft()
@@ -314,6 +387,7 @@ class Outbound:
                 entry.done(entry.error)
             except Exception:  # the core's hand-off only queues; never stop the others
                 pass
+        return bool(self._parked) and self._free > 0 and not self._draining
 
 
 def publish_size(topic: str, payload: bytes, qos: int, properties: Any) -> int:

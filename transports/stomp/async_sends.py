@@ -25,7 +25,9 @@ written once it is back (before any later send), or failed with the reason when 
 lost for good or closed: a send never waits on the caller's thread for a reconnect.
 
 What bounds it: at most :data:`CAP` sends may be unreported; the one past it waits on
-the caller's thread for room (an application that awaits its sends never gets there).
+the caller's thread for room, except on a thread running an event loop (a ``gather`` of
+thousands of awaited sends): there it is parked, as across a reconnect, and written by
+the thread that reports the send before it makes room.
 ``sendTimeout`` is the broker's to apply (jmspy broker answers a send it held that long
 with an ERROR); a send another broker holds for ever is reported when the connection
 drops or closes.
@@ -42,6 +44,7 @@ from typing import Any
 
 from jmspy import errors
 from jmspy.logs import transport_logger
+from jmspy.transport import on_event_loop
 
 __all__ = ["CAP", "AsyncSends", "Done", "write_nothing"]
 
@@ -110,6 +113,9 @@ class AsyncSends:
         or later when the connection is back (the send is parked meanwhile)."""
         with self._cond:
             while len(self._ledger) + len(self._parked) >= CAP:
+                if on_event_loop():  # never wait on a loop: written when room comes
+                    self._parked.append(_Parked(prepare, what, done))
+                    return
                 self._cond.wait()
             conn = self._live()
             if conn is None or self._parked or self._flushing:  # down, or parked before
@@ -147,9 +153,10 @@ class AsyncSends:
         self._report()
 
     def flush_parked(self) -> None:
-        """(The connection is back.) Write the parked sends, in order, before any later
-        send (those park meanwhile, and are written here too); stops if the connection
-        drops again (the rest stay parked)."""
+        """(The connection is back, or reports made room.) Write the parked sends, in
+        order, before any later send (those park meanwhile, and are written here too);
+        stops at :data:`CAP` unreported (the reports that make room go on) or if the
+        connection drops again (the rest stay parked)."""
         with self._cond:
             if self._flushing:
                 return
@@ -158,7 +165,7 @@ class AsyncSends:
             while True:
                 with self._cond:
                     conn = self._live()
-                    if conn is None or not self._parked:
+                    if conn is None or not self._parked or len(self._ledger) >= CAP:
                         self._flushing = False
                         return
                     parked = self._parked.popleft()
@@ -253,7 +260,9 @@ class AsyncSends:
                         ready.append(ledger.popleft())
                     if not ready:
                         self._reporting = False
-                        return
+                        room = (bool(self._parked) and not self._flushing
+                                and len(self._ledger) < CAP)
+                        break
                     self._cond.notify_all()
                 for send in ready:
                     try:
@@ -264,6 +273,8 @@ class AsyncSends:
             with self._cond:
                 self._reporting = False
             raise
+        if room and self._live() is not None:
+            self.flush_parked()  # sends parked past the cap (or a reconnect's, late)
 
 
 def write_nothing(extra: dict[str, str]) -> None:
