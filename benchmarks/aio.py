@@ -7,6 +7,10 @@ In one run, interleaved round by round (each round runs every case once, in turn
 * RabbitMQ: jmspy.aio over ``stomp://`` against aio-pika over AMQP 0.9.1, and against
   stompman (asyncio STOMP) over the same STOMP port, on the same RabbitMQ.
 * Mosquitto: jmspy.aio over ``mqtt://`` against aiomqtt, on the same Mosquitto.
+* pipelined (``--only pipelined``): the same pairs on RabbitMQ and Mosquitto, but the
+  producer makes all its sends at once (``asyncio.gather``) and the client's window of
+  sends in flight (100: jmspy's ``send_window``, aiomqtt's ``max_inflight_messages``;
+  aio-pika and stomp:// take what the broker confirms) bounds what is on the wire.
 
 Each case sends ``count`` 100-byte persistent messages from one producer and consumes
 them on the same connection's consumer, concurrently, with the same semantics on both
@@ -68,7 +72,7 @@ async def _produce_and_count(count: int, started: float, produce: Callable[[], A
 
 
 # -- jmspy.aio -------------------------------------------------------------------------
-async def _jmspy_aio(url: str, count: int, topic: bool) -> float:
+async def _jmspy_aio(url: str, count: int, topic: bool, pipelined: bool = False) -> float:
     factory = AsyncConnectionFactory(url, imqConsumerFlowLimit=WINDOW)
     async with factory.create_connection() as conn:
         session = await conn.create_session()
@@ -81,14 +85,18 @@ async def _jmspy_aio(url: str, count: int, topic: bool) -> float:
         started = time.perf_counter()
 
         async def produce() -> None:
+            if pipelined:
+                await asyncio.gather(*(producer.send(sending.create_text_message(BODY))
+                                       for _ in range(count)))
+                return
             for _ in range(count):
                 await producer.send(sending.create_text_message(BODY))
 
         return await _produce_and_count(count, started, produce, consumer)
 
 
-def jmspy_aio(url: str, topic: bool = False) -> Case:
-    return lambda count: asyncio.run(_jmspy_aio(url, count, topic))
+def jmspy_aio(url: str, topic: bool = False, pipelined: bool = False) -> Case:
+    return lambda count: asyncio.run(_jmspy_aio(url, count, topic, pipelined))
 
 
 # -- jmspy's sync API ------------------------------------------------------------------
@@ -120,7 +128,7 @@ def jmspy_sync(url: str) -> Case:
 
 
 # -- aio-pika (AMQP 0.9.1) -------------------------------------------------------------
-async def _aio_pika(port: int, count: int) -> float:
+async def _aio_pika(port: int, count: int, pipelined: bool = False) -> float:
     import aio_pika
 
     connection = await aio_pika.connect_robust(f"amqp://guest:guest@127.0.0.1:{port}/")
@@ -131,12 +139,17 @@ async def _aio_pika(port: int, count: int) -> float:
                                             durable=True, auto_delete=True)
         started = time.perf_counter()
 
+        def publish() -> Awaitable[Any]:
+            return channel.default_exchange.publish(
+                aio_pika.Message(BODY.encode(), delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
+                routing_key=queue.name)
+
         async def produce() -> None:
+            if pipelined:
+                await asyncio.gather(*(publish() for _ in range(count)))
+                return
             for _ in range(count):
-                await channel.default_exchange.publish(
-                    aio_pika.Message(BODY.encode(),
-                                     delivery_mode=aio_pika.DeliveryMode.PERSISTENT),
-                    routing_key=queue.name)
+                await publish()
 
         sender = asyncio.create_task(produce())
         n = 0
@@ -151,8 +164,8 @@ async def _aio_pika(port: int, count: int) -> float:
         return rate
 
 
-def aio_pika(port: int) -> Case:
-    return lambda count: asyncio.run(_aio_pika(port, count))
+def aio_pika(port: int, pipelined: bool = False) -> Case:
+    return lambda count: asyncio.run(_aio_pika(port, count, pipelined))
 
 
 # -- stompman (asyncio STOMP) ----------------------------------------------------------
@@ -192,23 +205,27 @@ def stompman_case(port: int) -> Case:
 
 
 # -- aiomqtt ---------------------------------------------------------------------------
-async def _aiomqtt(port: int, count: int) -> float:
+async def _aiomqtt(port: int, count: int, pipelined: bool = False) -> float:
     import aiomqtt
 
     topic = f"bench/aiomqtt/{uuid.uuid4().hex[:8]}"
-    async with aiomqtt.Client("127.0.0.1", port) as client:
+    async with aiomqtt.Client("127.0.0.1", port, max_inflight_messages=WINDOW) as client:
         await client.subscribe(topic, qos=1)
         started = time.perf_counter()
 
         async def produce() -> None:
+            if pipelined:
+                await asyncio.gather(*(client.publish(topic, BODY.encode(), qos=1)
+                                       for _ in range(count)))
+                return
             for _ in range(count):
                 await client.publish(topic, BODY.encode(), qos=1)
 
         return await _produce_and_count(count, started, produce, client.messages)
 
 
-def aiomqtt(port: int) -> Case:
-    return lambda count: asyncio.run(_aiomqtt(port, count))
+def aiomqtt(port: int, pipelined: bool = False) -> Case:
+    return lambda count: asyncio.run(_aiomqtt(port, count, pipelined))
 
 
 # -- the run ---------------------------------------------------------------------------
@@ -243,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--count", type=int, default=2000)
-    parser.add_argument("--only", choices=["vm", "rabbitmq", "mosquitto"], action="append")
+    parser.add_argument("--only", choices=["vm", "rabbitmq", "mosquitto", "pipelined"],
+                        action="append")
     args = parser.parse_args(argv)
-    only = set(args.only or ["vm", "rabbitmq", "mosquitto"])
+    only = set(args.only or ["vm", "rabbitmq", "mosquitto", "pipelined"])
     brokers = _interop()
     stops: list[Callable[[], None]] = []
     pairs: list[tuple[str, str, Case, str, Case]] = []
@@ -258,33 +276,42 @@ def main(argv: list[str] | None = None) -> int:
             stops.append(lambda: vm.stop_broker(name))
             pairs.append(("vm://", "jmspy.aio", jmspy_aio(f"vm://{name}"),
                           "jmspy sync", jmspy_sync(f"vm://{name}")))
-        if "rabbitmq" in only:
+        if only & {"rabbitmq", "pipelined"}:
             rabbit = brokers.RabbitMQ()
             rabbit_process = rabbit.start()
             stops.append(rabbit.close)
-            pairs.append(("RabbitMQ", "jmspy.aio stomp://",
-                          jmspy_aio(f"stomp://127.0.0.1:{rabbit.stomp_port}"),
+            rabbit_url = f"stomp://127.0.0.1:{rabbit.stomp_port}"
+        if "rabbitmq" in only:
+            pairs.append(("RabbitMQ", "jmspy.aio stomp://", jmspy_aio(rabbit_url),
                           "aio-pika AMQP", aio_pika(rabbit.amqp_port)))
             for ctl in (("add_vhost", "127.0.0.1"),
                         ("set_permissions", "-p", "127.0.0.1", "guest", ".*", ".*", ".*")):
                 brokers.rabbitmqctl(rabbit_process, *ctl)
-            pairs.append(("RabbitMQ STOMP", "jmspy.aio stomp://",
-                          jmspy_aio(f"stomp://127.0.0.1:{rabbit.stomp_port}"),
+            pairs.append(("RabbitMQ STOMP", "jmspy.aio stomp://", jmspy_aio(rabbit_url),
                           "stompman", stompman_case(rabbit.stomp_port)))
-        if "mosquitto" in only:
+        if "pipelined" in only:
+            pairs.append(("RabbitMQ gather", "jmspy.aio stomp://",
+                          jmspy_aio(rabbit_url, pipelined=True),
+                          "aio-pika AMQP", aio_pika(rabbit.amqp_port, pipelined=True)))
+        if only & {"mosquitto", "pipelined"}:
             mosquitto = brokers.Mosquitto()
             mosquitto.start()
             stops.append(mosquitto.close)
-            pairs.append(("Mosquitto", "jmspy.aio mqtt://",
-                          jmspy_aio(f"mqtt://127.0.0.1:{mosquitto.mqtt_port}", topic=True),
+            mqtt_url = f"mqtt://127.0.0.1:{mosquitto.mqtt_port}"
+        if "mosquitto" in only:
+            pairs.append(("Mosquitto", "jmspy.aio mqtt://", jmspy_aio(mqtt_url, topic=True),
                           "aiomqtt", aiomqtt(mosquitto.mqtt_port)))
+        if "pipelined" in only:
+            pairs.append(("Mosquitto gather", "jmspy.aio mqtt://",
+                          jmspy_aio(mqtt_url, topic=True, pipelined=True),
+                          "aiomqtt", aiomqtt(mosquitto.mqtt_port, pipelined=True)))
         results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
         for rnd in range(args.rounds):
             for broker, ours, our_case, peer, peer_case in pairs:
                 for label, case in ((ours, our_case), (peer, peer_case)):
                     rate, cpu_us, switches = _measured(case, args.count)
                     results.setdefault((broker, label), []).append((rate, cpu_us, switches))
-                    print(f"round {rnd + 1}: {broker:10} {label:20} {rate:9.0f} msg/s "
+                    print(f"round {rnd + 1}: {broker:16} {label:20} {rate:9.0f} msg/s "
                           f"{cpu_us:7.1f} us CPU/msg {switches:5.2f} switches/msg", flush=True)
         print(f"\n{args.count} persistent 100 B messages, window {WINDOW}, "
               f"median of {args.rounds} rounds (client CPU us / context switches per msg)")
