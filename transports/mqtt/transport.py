@@ -16,18 +16,12 @@ nothing on the wire, it releases deliveries from a per-consumer stash into the c
 so the core's counters stay true. On 3.1.1 (and for QoS 0) nothing bounds the broker:
 the stash grows with what it pushes.
 
-Failover (``imqReconnectEnabled``). paho's own reconnect is off: when the connection
-drops, every delivery tag dies (the core is told through ``on_connection_interrupted``;
-with a client id the broker redelivers unacknowledged QoS 1 messages, DUP flag set), and
-a ``jmspy-mqtt-reconnect`` thread (never paho's network thread) connects a new client
-with the policy's backoff, re-subscribes every subscription (the broker may have lost the
-session, e.g. Mosquitto without persistence) and calls ``on_connection_resumed``.
-Publishes made meanwhile wait for the outcome, then go out or fail naming host:port.
-
 Parts. :class:`~.inbound.Inbound` owns receiving, :class:`~.outbound.Outbound`
-sending and :class:`~.subscriptions.MqttSubscriptions` subscribing (with
+sending, :class:`~.subscriptions.MqttSubscriptions` subscribing (with
 :class:`~.subacks.Subacks`, which hands each SUBACK from paho's thread to the subscriber
-waiting for it); each reaches the transport through a small Protocol.
+waiting for it) and :class:`~.failover.Failover` what a drop does (``imqReconnectEnabled``:
+reconnecting along the address list); each reaches the transport through a small
+Protocol.
 
 Threading. paho calls back on its network thread; there we only convert packets and hand
 them to ``TransportListener.on_delivery`` (which buffers). User code never runs there,
@@ -50,7 +44,7 @@ from jmspy.capabilities import Feature, RefusedFeatureException
 from jmspy.destinations import Destination, Queue
 from jmspy.logs import transport_logger
 from jmspy.message import Message
-from jmspy.reconnect import ReconnectPolicy, connect_first, reconnect_in_background
+from jmspy.reconnect import ReconnectPolicy, connect_first
 from jmspy.tls import TlsSettings
 from jmspy.tls_errors import diagnose, explain
 from jmspy.transport import (
@@ -64,6 +58,7 @@ from ..broker_errors import for_user
 from ..capabilities import native_features, refusal, require
 from . import lent_reading
 from .disconnect import disconnect_reason
+from .failover import Failover
 from .identify import broker_version
 from .inbound import Inbound
 from .mapping import check_v311, options_detail, unsupported_in_message
@@ -86,14 +81,6 @@ log = transport_logger("mqtt")
 
 _SECURITY_REASONS = ("bad user name or password", "not authorized", "banned",
                      "bad authentication method")
-
-
-def _stop_loop(old: Any) -> None:
-    """Stop a dropped paho client's network thread (it ends by itself: no auto-reconnect)."""
-    try:
-        old.loop_stop()
-    except Exception:
-        pass
 
 
 class MqttTransport:
@@ -150,6 +137,7 @@ class MqttTransport:
         self._connack: tuple[Any, bool] | None = None
         self._opened = False
         self.reconnect = ReconnectPolicy.from_properties(properties)
+        self._failover = Failover(self)
         #: sendTimeout (ms): how long a QoS 1 send waits for its PUBACK (0: 30 s)
         self.send_timeout_ms = int(properties.get("sendTimeout", 30_000))
         #: the broker's Maximum Packet Size (its MQTT 5 CONNACK; None: unlimited)
@@ -185,6 +173,14 @@ class MqttTransport:
     def persistent_session(self) -> bool:
         """A client id was given: the broker keeps the session (and what it holds)."""
         return self._persistent_session
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def address_count(self) -> int:
+        return len(self._addresses)
 
     def describe(self) -> str:
         return f"MQTT {self.version} broker at {self.where}"
@@ -341,69 +337,30 @@ class MqttTransport:
                 self._connack = (None, False)
             self._connected.set()
             return
-        if self._closing:
-            return
-        reason = disconnect_reason(reason, props)
-        log.debug("the MQTT connection to %s dropped: %s", self.where, reason)
+        if not self._closing:
+            self._failover.connection_lost(client, disconnect_reason(reason, props))
+
+    # -- what Failover steers -------------------------------------------------------------
+    def connection_dropped(self, reason: str) -> None:
         self.outbound.dropped(reason)  # a synchronous send waiting for its PUBACK fails
         with self._lock:
             self._settled.clear()
             self._opened = False
             self.inbound.connection_lost()
         self.outbound.fail_all(f"the connection to {self.where} dropped ({reason})")
-        kept = (
-            "the broker redelivers unacknowledged messages when this client id reconnects"
-            if self.persistent_session
-            else "the clean session and its unacknowledged messages are gone"
-        )
-        if not self.reconnect.enabled:
-            self._give_up(f"{reason}; {kept}; reconnecting is off (imqReconnectEnabled=False)")
-            return
-        if self._listener is not None:
-            self._listener.on_connection_interrupted(
-                errors.JMSException(
-                    f"lost the MQTT connection to {self.where} ({reason}); reconnecting ({kept})",
-                    error_code="CONNECTION_INTERRUPTED",
-                )
-            )
-        reconnect_in_background(
-            self, f"jmspy-mqtt-reconnect-{self.port}", before=lambda: _stop_loop(client))
 
-    def _give_up(self, why: str) -> None:
-        log.debug("giving up the MQTT connection to %s: %s", self.where, why)
-        self._lost = (
-            f"lost the MQTT connection to {self.where} ({why}). Create a new connection "
-            "once the broker is back"
-        )
-        self._client = None
+    def settle(self, lost: str | None) -> None:
+        if lost is not None:
+            self._lost = lost
+            self._client = None
         self._settled.set()
-        if self._listener is not None and not self._closing:
-            self._listener.on_connection_interrupted(
-                errors.JMSException(self._lost, error_code="CONNECTION_LOST")
-            )
 
-    # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
-    def _reconnect_closing(self) -> bool:
-        return self._closing
+    def discard_client(self) -> None:
+        client = self._client
+        if client is not None:
+            self._drop_client(client)
 
-    def _reconnect_failed(self, why: str) -> None:
-        self._give_up(why)
-
-    def _reconnected(self) -> None:
-        if self._closing:  # closed while we reconnected: do not leak the new client
-            client = self._client
-            if client is not None:
-                self._drop_client(client)
-            return
-        self._settled.set()
-        if self._listener is not None:
-            self._listener.on_connection_resumed()
-
-    @property
-    def _reconnect_addresses(self) -> int:
-        return len(self._addresses)
-
-    def _reconnect_once(self, address: int) -> None:
+    def connect_again(self, address: int) -> None:
         self._use(address)
         c = self._credentials
         client_id, user, password = c.client_id, c.user, c.password
