@@ -362,6 +362,23 @@ class StompConsumers:
         else:
             host.connection(wait=False).ack(ack_id, sub.sub_id, transaction=tx)
 
+    def settle_acked(self, delivery_tags: list[int]) -> list[tuple[str, str]]:
+        """(Lock held) Settle ``delivery_tags`` as acknowledged: the (ack id, subscription
+        id) of each ACK to write, in the order given; none for a delivery handed back
+        meanwhile (ActiveMQ re-subscribe)."""
+        settle = self._deliveries.settle
+        out: list[tuple[str, str]] = []
+        for tag in delivery_tags:
+            sub = settle(tag)
+            if sub is None:
+                continue
+            if sub.copies is not None:
+                sub.copies.pop(tag, None)
+            ack_id = sub.unacked.pop(tag, None)
+            if ack_id is not None:
+                out.append((ack_id, sub.sub_id))
+        return out
+
     def lend_runs(self, delivery_tags: list[int]) -> list[tuple[str, str, str]]:
         """(Lock held) Settle ``delivery_tags`` here and return them as runs to lend:
         (first ack id, last ack id, subscription id), each run a stretch of one

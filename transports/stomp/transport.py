@@ -418,19 +418,9 @@ class StompTransport:
         of a client-ack consumer). The frames still go out before this returns, in the
         order given, so an acknowledged message is never redelivered. ``extra``: headers
         of every ACK frame (:meth:`lend`'s)."""
-        settle = self._deliveries.settle
         with self._lock:
             conn = self._conn
-            out: list[tuple[str, str]] = []
-            for tag in delivery_tags:
-                sub = settle(tag)
-                if sub is None:  # handed back meanwhile (ActiveMQ re-subscribe)
-                    continue
-                if sub.copies is not None:
-                    sub.copies.pop(tag, None)
-                ack_id = sub.unacked.pop(tag, None)
-                if ack_id is not None:
-                    out.append((ack_id, sub.sub_id))
+            out = self._consumers.settle_acked(delivery_tags)
         if not out:
             return
         if conn is None:
