@@ -63,6 +63,9 @@ class Connection:
         password: str | None = None,
     ) -> None:
         self._transport = transport
+        #: vm://'s send that completes in the call where it can (see _send_async)
+        self._send_inline: Callable[[Message, str | None, Callable[[Exception | None], None]],
+                                    bool] | None = getattr(transport, "send_inline", None)
         self._properties = properties
         self._instance = next(_instances)
         #: JMSMessageIDs, ``ID:<16 hex of a uuid4>-<instance>-<n>``: unique across
@@ -485,19 +488,21 @@ class Connection:
                 listener(message, error)  # type: ignore[operator]
 
         send_async = self._transport.send_async
-        inline = getattr(listener, "runs_on_any_thread", False)
-        send_inline = getattr(self._transport, "send_inline", None) if inline else None
-        if send_inline is not None and send_inline(message, tx, complete):
-            return  # vm://: done now, or by the broker when it lets a parked send in
-        if send_async is not None and inline:
+        if getattr(listener, "runs_on_any_thread", False):
             # A listener that says it only hands the outcome over (jmspy.aio's: one
             # call_soon_threadsafe) is called on the transport's thread, in send order,
-            # without the notifier's hop.
-            try:
-                send_async(message, tx, complete)
-            except Exception as exc:
-                complete(exc)
-            return
+            # without the notifier's hop; its ``outcome(error)``, where it has one, is
+            # called directly.
+            outcome = getattr(listener, "outcome", complete)
+            send_inline = self._send_inline
+            if send_inline is not None and send_inline(message, tx, outcome):
+                return  # vm://: done now, or by the broker when it lets a parked send in
+            if send_async is not None:
+                try:
+                    send_async(message, tx, outcome)
+                except Exception as exc:
+                    outcome(exc)
+                return
         if send_async is not None:
             # The transport keeps several sends in flight and calls ``done`` in send order
             # (on its own thread): the listener still runs on the notifier, counted from

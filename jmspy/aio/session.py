@@ -216,7 +216,15 @@ class AsyncMessageProducer:
         """Send ``message`` (``delivery_mode=``, ``priority=``, ``time_to_live=``,
         ``delivery_delay=`` as in the sync API). Its JMSMessageID is stamped before the
         first await."""
-        await self._start(message, destination, options)
+        loop = self._session.loop
+        handover = _Handover(loop, None, self._session._connection._reading)
+        self.sync.send(message, destination, completion_listener=handover, **options)
+        if handover.settled:  # vm:// routed it in the call: nothing to wait for
+            if handover.error is not None:
+                raise handover.error
+            return
+        handover.future = future = loop.create_future()
+        await future
 
     def _start(self, message: Message, destination: Destination | None,
                options: Mapping[str, Any]) -> asyncio.Future[None]:
@@ -241,33 +249,52 @@ class AsyncMessageProducer:
 class _Handover:
     """The completion listener of an awaited send: it only hands the outcome to the loop,
     so the core may call it on the transport's own thread (``runs_on_any_thread``)
-    rather than hop through its notifier thread first: one thread switch per send."""
+    rather than hop through its notifier thread first: one thread switch per send. The
+    core calls :meth:`outcome` directly (the listener's ``on_completion`` and
+    ``on_exception`` are there for any other caller).
 
-    __slots__ = ("_future", "_loop", "_loop_thread", "_reading")
+    ``future`` may be None while the send call is still running on the loop: an outcome
+    reported in that call (``vm://`` routes the message in it) is only recorded, and
+    ``send()`` returns without making a future at all. A report from another thread
+    reaches the loop later, when ``send()`` is awaiting the future it made."""
+
+    __slots__ = ("_loop", "_loop_thread", "_reading", "error", "future", "settled")
     runs_on_any_thread = True
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None] | None,
                  reading: LoopReading) -> None:
         self._loop = loop
-        self._future = future
+        self.future = future
         self._reading = reading
         self._loop_thread = threading.get_ident()  # made on the loop, by send()
+        self.settled = False
+        self.error: Exception | None = None
 
     def on_completion(self, message: Message) -> None:
-        self._hand(None)
+        self.outcome(None)
 
     def on_exception(self, message: Message, exception: Exception) -> None:
-        self._hand(exception)
+        self.outcome(exception)
 
-    def _hand(self, error: Exception | None) -> None:
+    def outcome(self, error: Exception | None) -> None:
+        """The send's outcome (any thread): None, or why it failed."""
         if threading.get_ident() == self._loop_thread:  # vm://, or read on the loop
-            _complete(self._future, error)
+            self._settle(error)
             return
         self._reading.woke()  # a transport's reader may lend the loop its socket
         try:
-            self._loop.call_soon_threadsafe(_complete, self._future, error)
+            self._loop.call_soon_threadsafe(self._settle, error)
         except RuntimeError:  # the loop closed: nobody waits for the outcome
             pass
+
+    def _settle(self, error: Exception | None) -> None:
+        # on the loop
+        future = self.future
+        if future is None:  # still inside send()'s call: it looks at these next
+            self.settled = True
+            self.error = error
+        else:
+            _complete(future, error)
 
 
 def _complete(future: asyncio.Future[None], error: Exception | None) -> None:
