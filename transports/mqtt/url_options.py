@@ -26,7 +26,9 @@ MQTT_URL_OPTIONS = OptionTable("mqtt", (
          "semantics); `false` pipelines (up to `send_window` in flight)"),
     whole("send_window", 100, "sends with a CompletionListener (JMS 2 async send) in flight "
           "at once; each completes after its PUBACK, in send order; a sender blocks while "
-          "the window is full (also paho's in-flight limit)", unit="sends", minimum=1,
+          "the window is full (also paho's in-flight limit), except on an event loop's "
+          "thread, where the send is parked and written when a PUBACK makes room",
+          unit="sends", minimum=1,
           maximum=65535),
     whole("session_expiry", NEVER_EXPIRES, "MQTT 5 Session Expiry Interval, used when the "
           "connection has a client id", unit="seconds", minimum=0, maximum=NEVER_EXPIRES,
