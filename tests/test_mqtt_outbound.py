@@ -41,6 +41,7 @@ class _Paho:
 class _Host:
     version = "3.1.1"
     max_packet_size = None  # a 3.1.1 broker says none
+    reconnecting = False  # a test sets it: the connection dropped, a reconnect under way
 
     def __init__(self) -> None:
         self.paho = _Paho()
@@ -187,19 +188,56 @@ def test_a_send_behind_parked_sends_parks_even_when_a_place_is_free() -> None:
     assert host.paho.mids == [1, 2, 3, 4, 5]
 
 
-def test_a_drop_fails_parked_sends_after_the_written_ones_and_writes_none_of_them() -> None:
+def test_a_close_fails_parked_sends_after_the_written_ones_and_writes_none_of_them() -> None:
     host = _Host()
     outbound = Outbound(host, 2)
     done: list[Any] = []
     _on_loop(lambda: [outbound.publish_async(
         _message(n), lambda error, n=n: done.append((n, error))) for n in range(1, 6)])
-    outbound.fail_all("the connection dropped")
+    outbound.fail_all("the connection was closed first")
     assert [n for n, _ in done] == [1, 2, 3, 4, 5]
     assert all("no PUBACK for ID:" in str(error) for _, error in done[:2])
-    assert all("was not sent: the connection dropped" in str(error) for _, error in done[2:])
+    assert all("was not sent: the connection was closed first" in str(error)
+               for _, error in done[2:])
     assert host.paho.mids == [1, 2] and outbound.parked_sends == 0
     _puback(outbound, 1)  # a late PUBACK writes nothing more
     assert host.paho.mids == [1, 2]
+
+
+def test_parked_sends_outlive_a_drop_and_the_reconnect_writes_them_in_order() -> None:
+    host = _Host()
+    outbound = Outbound(host, 2)
+    done: list[Any] = []
+
+    def send(numbers: range) -> None:
+        _on_loop(lambda: [outbound.publish_async(
+            _message(n), lambda error, n=n: done.append((n, error))) for n in numbers])
+
+    send(range(1, 5))  # 1, 2 written; 3, 4 parked for the window
+    outbound.fail_all("the connection dropped", parked=False)
+    host.reconnecting = True
+    assert [n for n, _ in done] == [1, 2]  # the broker may or may not have them
+    send(range(5, 7))  # on the loop while it reconnects: parked, not waited for
+    assert outbound.parked_sends == 4 and host.paho.mids == [1, 2]
+    host.reconnecting = False
+    outbound.resume()  # the reconnect thread, once the new client is up
+    assert host.paho.mids == [1, 2, 3, 4]  # the window's two places
+    for mid in (3, 4, 5, 6):
+        _puback(outbound, mid)
+    assert [n for n, _ in done] == [1, 2, 3, 4, 5, 6]
+    assert all(error is None for _, error in done[2:])
+    assert host.paho.mids == [1, 2, 3, 4, 5, 6] and outbound.parked_sends == 0
+
+
+def test_a_send_on_a_loop_while_reconnecting_parks_even_with_room() -> None:
+    host = _Host()
+    host.reconnecting = True
+    outbound = Outbound(host, 10)
+    done: list[Any] = []
+    _on_loop(lambda: outbound.publish_async(_message(1), lambda e: done.append(e)))
+    assert host.paho.mids == [] and outbound.parked_sends == 1 and done == []
+    outbound.fail_all("lost the MQTT connection for good")  # a reconnect given up
+    assert "was not sent: lost the MQTT connection for good" in str(done[0])
 
 
 def test_a_parked_send_that_fails_to_publish_fails_alone_and_the_next_goes_out() -> None:

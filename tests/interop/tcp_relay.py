@@ -32,6 +32,9 @@ class Relay:
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self.accepted = 0  #: connections relayed so far
+        #: set: each new connection is closed at once (the broker's host "down"), so a
+        #: reconnect keeps failing until a test clears it
+        self.refusing = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="tcp-relay", daemon=True)
         self._thread.start()
 
@@ -41,6 +44,9 @@ class Relay:
                 client, _ = self._listener.accept()
             except OSError:
                 return  # closed: the test is over
+            if self.refusing.is_set():
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.target)
             except OSError:

@@ -284,3 +284,46 @@ def test_an_awaited_send_raises_what_the_broker_refused() -> None:
     assert outcomes[0] is None and outcomes[2] is None
     assert outcomes[1] is not None and "refused" in outcomes[1]
     assert outcomes[3] is not None and "dropped" in outcomes[3]
+
+
+def test_an_awaited_send_during_a_reconnect_waits_without_stopping_the_loop(
+        aio_target: AioTarget) -> None:
+    """The relay cuts the connection and refuses the reconnects until the test lets them
+    through. Sends awaited meanwhile are parked (the loop runs on: this task gets its
+    turn back while they are pending, which it could not if a send had waited on the
+    loop's thread for a reconnect the refusing relay never lets finish); once the
+    reconnect is through they are written in send order and every one arrives."""
+    async def main() -> None:
+        with relay(aio_target.host, aio_target.port) as cut:
+            factory = AsyncConnectionFactory(aio_target.url("127.0.0.1", cut.port), **FAST)
+            codes: list[str] = []
+            async with factory.create_connection() as conn, \
+                    aio_target.factory().create_connection() as direct:
+                conn.set_exception_listener(lambda e: codes.append(e.error_code))
+                listening = await direct.create_session()
+                session = await conn.create_session()
+                where = aio_target.destination(session, _name("parked"))
+                consumer = await listening.create_consumer(where)
+                producer = await session.create_producer(where)
+                direct.start()
+                await producer.send(session.create_text_message("before"))
+                cut.refusing.set()
+                assert cut.sever() >= 1
+                while "CONNECTION_INTERRUPTED" not in codes:
+                    await asyncio.sleep(0.01)  # the drop reaching the exception listener
+                sends = [asyncio.ensure_future(producer.send(
+                    session.create_text_message(f"during-{i}"))) for i in range(20)]
+                await asyncio.sleep(0)  # every send's first step has run
+                assert not any(s.done() for s in sends)  # none written: the relay refuses
+                cut.refusing.clear()
+                async with asyncio.timeout(60):
+                    await asyncio.gather(*sends)
+                got = []
+                for _ in range(21):
+                    message = await consumer.receive(timeout=30)
+                    assert message is not None, f"only {got} arrived"
+                    got.append(text_of(message))
+                assert got == ["before"] + [f"during-{i}" for i in range(20)]
+                assert codes[:2] == ["CONNECTION_INTERRUPTED", "CONNECTION_RESUMED"]
+
+    run(main)

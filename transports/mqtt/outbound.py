@@ -31,7 +31,11 @@ thread (or the sender's), so the core must only hand it on to a thread of its ow
   a PUBACK it was the one to read: paho's thread took the reading back for every full
   window and lent it again after, which cost a ``gather`` of sends more than reading on
   the loop saved. A parked send holds only what its sender holds already (the message,
-  the future awaiting it).
+  the future awaiting it). While the transport reconnects, a send on a loop's thread is
+  parked too (paho has no client to take it; waiting for one would stop the loop for
+  the whole reconnect), and parked sends outlive a drop, as they were never written:
+  the reconnect writes them, in order, once the new client is up; a close or a
+  reconnect given up fails them.
 * Failure: a refused PUBACK (MQTT 5 reason code >= 0x80), a PUBLISH paho could not queue,
   or a connection that drops or closes before the PUBACK (or before a parked send was
   written): ``done(JMSException)``, in order. Nothing is resent by the transport (after
@@ -105,6 +109,10 @@ class OutboundHost(Protocol):
 
     def need_reader(self) -> None:
         """A thread is about to wait for a packet: whoever holds the reading reads."""
+
+    @property
+    def reconnecting(self) -> bool:
+        """The connection dropped and a reconnect is under way (sends would wait)."""
 
 
 class Outbound:
@@ -221,11 +229,12 @@ class Outbound:
         """The second half of ``send(message, done=...)``: the message is checked."""
         entry = _Pending(done, message.message_id)
         with self._send_lock:
-            parked = bool(self._parked) or (not self._free and on_event_loop())
+            parked = bool(self._parked) or (
+                (not self._free or self._host.reconnecting) and on_event_loop())
             if parked:
                 self._parked.append((entry, message))
-                if not self._free or self._draining:
-                    return  # the thread that frees a place (or drains) writes it
+                if not self._free or self._draining or self._host.reconnecting:
+                    return  # the thread that frees a place (or drains, or reconnects)
                 # else a place came free since the last parked send left: write them
             else:
                 if not self._free:
@@ -296,7 +305,7 @@ class Outbound:
         try:
             while True:
                 with self._send_lock:
-                    if not self._parked or not self._free:
+                    if not self._parked or not self._free or self._host.reconnecting:
                         self._draining = False
                         return
                     entry, message = self._parked.popleft()
@@ -347,8 +356,13 @@ class Outbound:
         if drain:
             self._drain_parked()  # on the thread that read the PUBACK
 
-    def fail_all(self, why: str) -> None:
-        """The connection dropped or closed: every outstanding send failed."""
+    def resume(self) -> None:
+        """(The reconnect thread.) Reconnected: write the sends parked meanwhile."""
+        self._drain_parked()
+
+    def fail_all(self, why: str, *, parked: bool = True) -> None:
+        """The connection dropped or closed: every outstanding send failed, and the
+        parked ones too unless ``parked`` is False (a drop: the reconnect writes them)."""
         with self._send_lock:
             for entry in self._sends:
                 if not entry.finished:
@@ -359,12 +373,14 @@ class Outbound:
             self._sends_by_mid.clear()
             self._early_acks.clear()
             self._complete_in_order()
-            parked, self._parked = self._parked, deque()
-            for entry, _ in parked:  # after every written one: send order
+            if not parked:
+                return
+            unsent, self._parked = self._parked, deque()
+            for entry, _ in unsent:  # after every written one: send order
                 try:
                     entry.done(errors.JMSException(
-                        f"{entry.message_id} was not sent: {why} while it waited for room "
-                        f"in the send window ({self.send_window})"))
+                        f"{entry.message_id} was not sent: {why} (it waited for room in "
+                        f"the send window of {self.send_window}, or for a reconnect)"))
                 except Exception:  # the core's hand-off only queues; never stop the others
                     pass
 
@@ -387,7 +403,8 @@ class Outbound:
                 entry.done(entry.error)
             except Exception:  # the core's hand-off only queues; never stop the others
                 pass
-        return bool(self._parked) and self._free > 0 and not self._draining
+        return (bool(self._parked) and self._free > 0 and not self._draining
+                and not self._host.reconnecting)
 
 
 def publish_size(topic: str, payload: bytes, qos: int, properties: Any) -> int:

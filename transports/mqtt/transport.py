@@ -347,13 +347,23 @@ class MqttTransport:
             self._settled.clear()
             self._opened = False
             self.inbound.connection_lost()
-        self.outbound.fail_all(f"the connection to {self.where} dropped ({reason})")
+        self.outbound.fail_all(f"the connection to {self.where} dropped ({reason})",
+                               parked=False)  # never written: the reconnect writes them
 
     def settle(self, lost: str | None) -> None:
         if lost is not None:
             self._lost = lost
             self._client = None
         self._settled.set()
+        if lost is None:
+            self.outbound.resume()  # sends parked during the reconnect
+        else:
+            self.outbound.fail_all(lost)
+
+    @property
+    def reconnecting(self) -> bool:
+        """(Outbound's host.) Down, and a reconnect under way: a send would wait."""
+        return not self._settled.is_set() and not self._closing and self._lost is None
 
     def discard_client(self) -> None:
         client = self._client
