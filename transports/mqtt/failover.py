@@ -26,33 +26,19 @@ from typing import Any, Protocol
 from jmspy import errors
 from jmspy.logs import transport_logger
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
-from jmspy.transport import TransportListener
+
+from .. import failover_host
 
 __all__ = ["Failover", "FailoverHost"]
 
 log = transport_logger("mqtt")
 
 
-class FailoverHost(Protocol):
+class FailoverHost(failover_host.FailoverHost, Protocol):
     """The connection state :class:`Failover` steers; the transport owns it."""
-
-    reconnect: ReconnectPolicy
-
-    @property
-    def where(self) -> str: ...
 
     @property
     def port(self) -> int: ...
-
-    @property
-    def address_count(self) -> int:
-        """How many brokers the address list names (1: the URL alone)."""
-
-    @property
-    def listener(self) -> TransportListener | None: ...
-
-    @property
-    def closing(self) -> bool: ...
 
     @property
     def persistent_session(self) -> bool:
@@ -66,9 +52,6 @@ class FailoverHost(Protocol):
         """CONNECT a new client (same version and credentials) to address ``address`` of
         the list and SUBSCRIBE every subscription again; on failure, forget the half-made
         client and raise."""
-
-    def settle(self, lost: str | None) -> None:
-        """Release waiting calls: connected again (None) or gone for good (why)."""
 
     def discard_client(self) -> None:
         """Closed while reconnecting: disconnect the new client rather than leak it."""
@@ -118,11 +101,7 @@ class Failover:
         log.debug("giving up the MQTT connection to %s: %s", host.where, why)
         lost = (f"lost the MQTT connection to {host.where} ({why}). Create a new connection "
                 "once the broker is back")
-        host.settle(lost)
-        listener = host.listener
-        if listener is not None and not host.closing:
-            listener.on_connection_interrupted(
-                errors.JMSException(lost, error_code="CONNECTION_LOST"))
+        failover_host.lost_for_good(host, lost)
 
     # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
     @property
@@ -140,10 +119,7 @@ class Failover:
         if host.closing:  # closed while we reconnected: do not leak the new client
             host.discard_client()
             return
-        host.settle(None)
-        listener = host.listener
-        if listener is not None:
-            listener.on_connection_resumed()
+        failover_host.resumed(host)
 
     @property
     def _reconnect_addresses(self) -> int:

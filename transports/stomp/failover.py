@@ -22,7 +22,8 @@ from typing import Protocol
 
 from jmspy import errors
 from jmspy.reconnect import ReconnectPolicy, reconnect_in_background
-from jmspy.transport import TransportListener
+
+from .. import failover_host
 
 __all__ = ["Failover", "FailoverHost"]
 
@@ -32,23 +33,8 @@ ONCE_ATTEMPTS = 3
 ONCE_INTERVAL = 0.05
 
 
-class FailoverHost(Protocol):
+class FailoverHost(failover_host.FailoverHost, Protocol):
     """The connection state :class:`Failover` steers; the transport owns it."""
-
-    reconnect: ReconnectPolicy
-
-    @property
-    def where(self) -> str: ...
-
-    @property
-    def address_count(self) -> int:
-        """How many brokers the address list names (1: the URL alone)."""
-
-    @property
-    def listener(self) -> TransportListener | None: ...
-
-    @property
-    def closing(self) -> bool: ...
 
     @property
     def refused_for_space(self) -> bool:
@@ -69,9 +55,6 @@ class FailoverHost(Protocol):
         """CONNECT anew (same version and credentials) to address ``address`` of the list
         (None: the same broker) and re-SUBSCRIBE every consumer with its old id; on
         failure, forget the half-made connection again and raise."""
-
-    def settle(self, lost: str | None) -> None:
-        """Release waiting calls: connected again (None) or gone for good (why)."""
 
     def close(self) -> None: ...
 
@@ -124,11 +107,7 @@ class Failover:
             "messages will be redelivered by the broker. Create a new connection once it "
             "is back"
         )
-        host.settle(lost)
-        listener = host.listener
-        if listener is not None and not host.closing:
-            listener.on_connection_interrupted(
-                errors.JMSException(lost, error_code="CONNECTION_LOST"))
+        failover_host.lost_for_good(host, lost)
 
     # -- what jmspy.reconnect.reconnect_in_background drives (its own thread) ---------------
     @property
@@ -148,10 +127,7 @@ class Failover:
         if host.closing:  # closed while we reconnected: do not leak the new socket
             host.close()
             return
-        host.settle(None)
-        listener = host.listener
-        if listener is not None:
-            listener.on_connection_resumed()
+        failover_host.resumed(host)
 
     @property
     def _reconnect_addresses(self) -> int:
