@@ -233,13 +233,12 @@ class Outbound:
                 (not self._free or self._host.reconnecting) and on_event_loop())
             if parked:
                 self._parked.append((entry, message))
-                if not self._free or self._draining or self._host.reconnecting:
-                    return  # the thread that frees a place (or drains, or reconnects)
-                # else a place came free since the last parked send left: write them
             else:
                 if not self._free:
                     self._wait_for_room()
                 self._reserve(entry)
+        # a parked send is written now only if a place is free and nobody else drains
+        # (else the thread that frees a place, drains or reconnects writes it)
         if parked or self._publish_entry(entry, message):
             self._drain_parked()
 
