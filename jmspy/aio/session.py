@@ -216,25 +216,33 @@ class AsyncMessageProducer:
         """Send ``message`` (``delivery_mode=``, ``priority=``, ``time_to_live=``,
         ``delivery_delay=`` as in the sync API). Its JMSMessageID is stamped before the
         first await."""
-        loop = self._session.loop
-        handover = _Handover(loop, None, self._session._connection._reading)
-        self.sync.send(message, destination, completion_listener=handover, **options)
+        handover = self._send(message, destination, options)
         if handover.settled:  # vm:// routed it in the call: nothing to wait for
             if handover.error is not None:
                 raise handover.error
             return
-        handover.future = future = loop.create_future()
+        handover.future = future = self._session.loop.create_future()
         await future
 
     def _start(self, message: Message, destination: Destination | None,
                options: Mapping[str, Any]) -> asyncio.Future[None]:
         """Send now; the future completes with the outcome (the message is stamped when
         this returns)."""
-        loop = self._session.loop
-        future: asyncio.Future[None] = loop.create_future()
-        handover = _Handover(loop, future, self._session._connection._reading)
-        self.sync.send(message, destination, completion_listener=handover, **options)
+        handover = self._send(message, destination, options)
+        future: asyncio.Future[None] = self._session.loop.create_future()
+        if handover.settled:
+            _complete(future, handover.error)
+        else:
+            handover.future = future
         return future
+
+    def _send(self, message: Message, destination: Destination | None,
+              options: Mapping[str, Any]) -> _Handover:
+        """Send now with a hand-over as the completion listener (the message is stamped
+        when this returns); settled already if the transport reported in the call."""
+        handover = _Handover(self._session.loop, self._session._connection._reading)
+        self.sync.send(message, destination, completion_listener=handover, **options)
+        return handover
 
     async def close(self) -> None:
         self.sync.close()
@@ -253,7 +261,7 @@ class _Handover:
     core calls :meth:`outcome` directly (the listener's ``on_completion`` and
     ``on_exception`` are there for any other caller).
 
-    ``future`` may be None while the send call is still running on the loop: an outcome
+    ``future`` is None while the send call is still running on the loop: an outcome
     reported in that call (``vm://`` routes the message in it) is only recorded, and
     ``send()`` returns without making a future at all. A report from another thread
     reaches the loop later, when ``send()`` is awaiting the future it made."""
@@ -261,10 +269,9 @@ class _Handover:
     __slots__ = ("_loop", "_loop_thread", "_reading", "error", "future", "settled")
     runs_on_any_thread = True
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None] | None,
-                 reading: LoopReading) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, reading: LoopReading) -> None:
         self._loop = loop
-        self.future = future
+        self.future: asyncio.Future[None] | None = None  # the sender's, once it awaits
         self._reading = reading
         self._loop_thread = threading.get_ident()  # made on the loop, by send()
         self.settled = False
